@@ -1,0 +1,398 @@
+#include "backends/reference/interpreter.hpp"
+
+#include <Eigen/Core>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include "backends/cpu/host_memory.hpp"
+#include "backends/reference/scalar_ops.hpp"
+#include "core/stats_internal.hpp"
+
+namespace aj::ref {
+
+namespace {
+
+template <class F>
+decltype(auto) visit_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::bool_: return f(bool{});
+    case DType::i32: return f(std::int32_t{});
+    case DType::i64: return f(std::int64_t{});
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+  }
+  internal_error("bad dtype");
+}
+
+// A strided view of an evaluated node.
+struct View {
+  char* base;
+  std::vector<std::int64_t> strides;
+  std::int64_t offset;
+  DType dtype;
+  template <class T> T* ptr() const { return reinterpret_cast<T*>(base); }
+};
+
+View view_of(const Node& n) {
+  return {static_cast<char*>(n.storage->data), n.strides, n.offset, n.dtype};
+}
+
+// Walks a shape in row-major order, keeping one running offset per operand.
+class StridedWalk {
+ public:
+  StridedWalk(const Shape& shape, std::vector<const std::vector<std::int64_t>*> strides,
+              std::vector<std::int64_t> offsets)
+      : shape_(shape), strides_(std::move(strides)), off_(std::move(offsets)),
+        idx_(static_cast<std::size_t>(shape.ndim()), 0) {}
+  std::int64_t offset(std::size_t k) const { return off_[k]; }
+  const std::vector<std::int64_t>& index() const { return idx_; }
+  void next() {
+    for (int d = shape_.ndim() - 1; d >= 0; --d) {
+      auto du = static_cast<std::size_t>(d);
+      for (std::size_t k = 0; k < off_.size(); ++k) off_[k] += (*strides_[k])[du];
+      if (++idx_[du] < shape_[d]) return;
+      for (std::size_t k = 0; k < off_.size(); ++k) off_[k] -= (*strides_[k])[du] * shape_[d];
+      idx_[du] = 0;
+    }
+  }
+
+ private:
+  const Shape& shape_;
+  std::vector<const std::vector<std::int64_t>*> strides_;
+  std::vector<std::int64_t> off_;
+  std::vector<std::int64_t> idx_;
+};
+
+std::shared_ptr<Storage> alloc_for(const Node& n) {
+  return cpu::host_alloc(static_cast<std::size_t>(n.numel()) * itemsize(n.dtype));
+}
+
+void finish(NodeId id, std::shared_ptr<Storage> s) {
+  Node& n = graph()[id];
+  auto strides = contiguous_strides(n.shape);
+  graph().set_result(id, std::move(s), std::move(strides), 0);
+}
+
+// Copy a strided view into a new contiguous buffer (of the view's own dtype).
+std::shared_ptr<Storage> materialize(const Node& in) {
+  auto s = cpu::host_alloc(static_cast<std::size_t>(in.numel()) * itemsize(in.dtype));
+  visit_dtype(in.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    View v = view_of(in);
+    T* out = static_cast<T*>(s->data);
+    StridedWalk w(in.shape, {&v.strides}, {v.offset});
+    for (std::int64_t k = 0; k < in.numel(); ++k, w.next()) out[k] = v.ptr<T>()[w.offset(0)];
+  });
+  return s;
+}
+
+void run_constant(NodeId id) {
+  Node& n = graph()[id];
+  auto s = alloc_for(n);
+  visit_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    *static_cast<T*>(s->data) = is_float(n.dtype) ? static_cast<T>(n.f0) : static_cast<T>(n.i0);
+  });
+  finish(id, std::move(s));
+}
+
+void run_generator(NodeId id) {
+  Node& n = graph()[id];
+  auto s = alloc_for(n);
+  visit_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(s->data);
+    const std::int64_t total = n.numel();
+    switch (n.op) {
+      case Op::Iota: {
+        const bool integral = std::floor(n.f0) == n.f0 && std::floor(n.f1) == n.f1 &&
+                              std::fabs(n.f0) < 9e15 && std::fabs(n.f1) < 9e15;
+        for (std::int64_t i = 0; i < total; ++i) {
+          if (!is_float(n.dtype) && integral) {
+            out[i] = convert<T>(static_cast<std::int64_t>(n.f0) + i * static_cast<std::int64_t>(n.f1));
+          } else {
+            out[i] = convert<T>(n.f0 + static_cast<double>(i) * n.f1);
+          }
+        }
+        break;
+      }
+      case Op::Linspace: {
+        const double step = total > 1 ? (n.f1 - n.f0) / static_cast<double>(total - 1) : 0.0;
+        for (std::int64_t i = 0; i < total; ++i) {
+          double v = (i == total - 1 && total > 1) ? n.f1 : n.f0 + static_cast<double>(i) * step;
+          out[i] = convert<T>(v);
+        }
+        break;
+      }
+      case Op::Eye: {
+        const std::int64_t cols = n.shape[1];
+        for (std::int64_t i = 0; i < total; ++i) out[i] = static_cast<T>((i % cols) - (i / cols) == n.i0);
+        break;
+      }
+      case Op::RandUniform:
+      case Op::RandNormal: {
+        const auto key = static_cast<std::uint64_t>(n.i0);
+        for (std::int64_t i = 0; i < total; ++i) {
+          auto ui = static_cast<std::uint64_t>(i);
+          if (n.op == Op::RandUniform) {
+            T v = static_cast<T>(n.f0 + (n.f1 - n.f0) * uniform01(key, ui));
+            if (v >= static_cast<T>(n.f1) && n.f1 > n.f0) v = std::nextafter(static_cast<T>(n.f1), static_cast<T>(n.f0));
+            out[i] = v;
+          } else {
+            out[i] = static_cast<T>(n.f0 + n.f1 * normal01(key, ui));
+          }
+        }
+        break;
+      }
+      default: internal_error(std::string("run_generator: ") + op_name(n.op));
+    }
+  });
+  finish(id, std::move(s));
+}
+
+void run_elementwise(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  auto s = alloc_for(n);
+  std::vector<View> in;
+  std::vector<const std::vector<std::int64_t>*> strides;
+  std::vector<std::int64_t> offsets;
+  for (NodeId i : n.inputs) in.push_back(view_of(g[i]));
+  for (auto& v : in) {
+    strides.push_back(&v.strides);
+    offsets.push_back(v.offset);
+  }
+  const std::int64_t total = n.numel();
+  StridedWalk w(n.shape, strides, offsets);
+  const Op op = n.op;
+  const DType in_t = in.empty() ? n.dtype : in.back().dtype;  // Where: the values' dtype
+  visit_dtype(in_t, [&](auto tag_in) {
+    using I = decltype(tag_in);
+    visit_dtype(n.dtype, [&](auto tag_out) {
+      using O = decltype(tag_out);
+      O* out = static_cast<O*>(s->data);
+      for (std::int64_t k = 0; k < total; ++k, w.next()) {
+        auto x = [&](std::size_t j) { return in[j].ptr<I>()[w.offset(j)]; };
+        if (op == Op::Cast) {
+          out[k] = convert<O>(x(0));
+        } else if (op == Op::Where) {
+          bool c = in[0].ptr<bool>()[w.offset(0)];
+          out[k] = convert<O>(c ? x(1) : x(2));
+        } else if (is_compare(op)) {
+          out[k] = static_cast<O>(compare(op, x(0), x(1)));
+        } else if (op_category(op) == OpCategory::Binary) {
+          out[k] = convert<O>(binary(op, x(0), x(1)));
+        } else {
+          out[k] = convert<O>(unary(op, x(0)));
+        }
+      }
+    });
+  });
+  finish(id, std::move(s));
+}
+
+void run_reduce(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  const Node& src = g[n.inputs[0]];
+  auto s = alloc_for(n);
+  View v = view_of(src);
+  // Output offsets as the input is walked: contiguous output strides, 0 on reduced axes.
+  std::vector<std::int64_t> out_strides(static_cast<std::size_t>(src.shape.ndim()), 0);
+  {
+    auto cs = contiguous_strides(n.shape);
+    std::size_t j = 0;
+    for (int d = 0; d < src.shape.ndim(); ++d) {
+      bool reduced = std::find(n.ints.begin(), n.ints.end(), d) != n.ints.end();
+      if (!reduced) out_strides[static_cast<std::size_t>(d)] = cs[j++];
+    }
+  }
+  const Op op = n.op;
+  const std::int64_t total_in = src.numel(), total_out = n.numel();
+  visit_dtype(src.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    StridedWalk w(src.shape, {&v.strides, &out_strides}, {v.offset, 0});
+    if (op == Op::ArgMax || op == Op::ArgMin) {
+      auto* out = static_cast<std::int64_t*>(s->data);
+      // (std::vector<bool> has no T&: keep the best values in a plain array)
+      std::unique_ptr<T[]> best(new T[static_cast<std::size_t>(total_out)]());
+      std::vector<bool> seen(static_cast<std::size_t>(total_out), false);
+      const auto axis = static_cast<std::size_t>(n.ints[0]);
+      for (std::int64_t k = 0; k < total_in; ++k, w.next()) {
+        T x = v.ptr<T>()[w.offset(0)];
+        auto o = static_cast<std::size_t>(w.offset(1));
+        if (!seen[o] || arg_better(op, x, best[o])) {
+          best[o] = x;
+          out[o] = w.index()[axis];
+          seen[o] = true;
+        }
+      }
+    } else {
+      T* out = static_cast<T*>(s->data);
+      for (std::int64_t o = 0; o < total_out; ++o) out[o] = reduce_identity<T>(op);
+      for (std::int64_t k = 0; k < total_in; ++k, w.next()) {
+        T& acc = out[w.offset(1)];
+        acc = reduce_combine(op, acc, v.ptr<T>()[w.offset(0)]);
+      }
+    }
+  });
+  finish(id, std::move(s));
+}
+
+void run_view(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  const Node& src = g[n.inputs[0]];
+  std::shared_ptr<Storage> storage = src.storage;
+  std::vector<std::int64_t> st;
+  std::int64_t off = src.offset;
+  switch (n.op) {
+    case Op::Reshape:
+      if (!is_contiguous(src.shape, src.strides)) {
+        storage = materialize(src);
+        off = 0;
+      }
+      st = contiguous_strides(n.shape);
+      break;
+    case Op::Transpose:
+      for (auto p : n.ints) st.push_back(src.strides[static_cast<std::size_t>(p)]);
+      break;
+    case Op::Broadcast: {
+      const int lead = n.shape.ndim() - src.shape.ndim();
+      for (int d = 0; d < n.shape.ndim(); ++d) {
+        int sd = d - lead;
+        st.push_back(sd < 0 || src.shape[sd] == 1 ? 0 : src.strides[static_cast<std::size_t>(sd)]);
+      }
+      break;
+    }
+    case Op::Slice:
+      for (int d = 0; d < n.shape.ndim(); ++d) {
+        auto du = static_cast<std::size_t>(d);
+        std::int64_t start = n.ints[2 * du], step = n.ints[2 * du + 1];
+        off += start * src.strides[du];
+        st.push_back(src.strides[du] * step);
+      }
+      break;
+    default: internal_error(std::string("run_view: ") + op_name(n.op));
+  }
+  graph().set_result(id, std::move(storage), std::move(st), off);
+}
+
+void run_concat(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  auto s = alloc_for(n);
+  const auto axis = static_cast<std::size_t>(n.i0);
+  auto out_strides = contiguous_strides(n.shape);
+  std::int64_t base = 0;  // offset of the current piece along the axis
+  visit_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(s->data);
+    for (NodeId i : n.inputs) {
+      const Node& in = g[i];
+      View v = view_of(in);
+      StridedWalk w(in.shape, {&v.strides, &out_strides}, {v.offset, base * out_strides[axis]});
+      for (std::int64_t k = 0; k < in.numel(); ++k, w.next()) out[w.offset(1)] = v.ptr<T>()[w.offset(0)];
+      base += in.shape[static_cast<int>(axis)];
+    }
+  });
+  finish(id, std::move(s));
+}
+
+void run_matmul(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  const Node& a = g[n.inputs[0]];
+  const Node& b = g[n.inputs[1]];
+  const int nd = n.shape.ndim();
+  const std::int64_t rows = a.shape[nd - 2], inner = a.shape[nd - 1], cols = b.shape[nd - 1];
+  auto as = materialize(a), bs = materialize(b);
+  auto s = alloc_for(n);
+  const std::int64_t batches = rows * cols == 0 ? 0 : n.numel() / (rows * cols);
+  visit_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* A = static_cast<const T*>(as->data);
+    const T* B = static_cast<const T*>(bs->data);
+    T* C = static_cast<T*>(s->data);
+    for (std::int64_t bi = 0; bi < batches; ++bi) {
+      const T* Ab = A + bi * rows * inner;
+      const T* Bb = B + bi * inner * cols;
+      T* Cb = C + bi * rows * cols;
+      if constexpr (std::is_floating_point_v<T>) {
+        using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+        Eigen::Map<const M> ma(Ab, rows, inner);
+        Eigen::Map<const M> mb(Bb, inner, cols);
+        Eigen::Map<M> mc(Cb, rows, cols);
+        mc.noalias() = ma * mb;
+      } else {
+        // Integers: wrapping arithmetic, no undefined behaviour on overflow.
+        for (std::int64_t r = 0; r < rows; ++r) {
+          for (std::int64_t c = 0; c < cols; ++c) {
+            T acc = 0;
+            for (std::int64_t k = 0; k < inner; ++k) {
+              acc = binary(Op::Add, acc, binary(Op::Mul, Ab[r * inner + k], Bb[k * cols + c]));
+            }
+            Cb[r * cols + c] = acc;
+          }
+        }
+      }
+    }
+  });
+  finish(id, std::move(s));
+}
+
+}  // namespace
+
+void evaluate_node(NodeId id) {
+  const Op op = graph()[id].op;
+  ++detail::stats_mut().kernels_launched;
+  switch (op_category(op)) {
+    case OpCategory::Leaf:
+      if (op == Op::Constant) return run_constant(id);
+      internal_error("evaluate_node: an input leaf without storage");
+    case OpCategory::Generator: return run_generator(id);
+    case OpCategory::Unary:
+    case OpCategory::Binary:
+    case OpCategory::Ternary: return run_elementwise(id);
+    case OpCategory::Reduce: return run_reduce(id);
+    case OpCategory::View: return run_view(id);
+    case OpCategory::Other:
+      if (op == Op::Concat) return run_concat(id);
+      return run_matmul(id);
+  }
+}
+
+std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots) {
+  Graph& g = graph();
+  std::vector<NodeId> order;
+  std::unordered_map<NodeId, bool> done;  // false: on the stack, true: emitted
+  std::vector<std::pair<NodeId, std::size_t>> stack;
+  for (NodeId r : roots) {
+    if (g[r].evaluated() || done.count(r)) continue;
+    stack.push_back({r, 0});
+    done[r] = false;
+    while (!stack.empty()) {
+      auto& [id, next] = stack.back();
+      const Node& n = g[id];
+      if (next < n.inputs.size()) {
+        NodeId in = n.inputs[next++];
+        if (!g[in].evaluated() && !done.count(in)) {
+          done[in] = false;
+          stack.push_back({in, 0});
+        }
+      } else {
+        done[id] = true;
+        order.push_back(id);
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
+void evaluate(const std::vector<NodeId>& roots) {
+  for (NodeId id : unevaluated_order(roots)) evaluate_node(id);
+}
+
+}  // namespace aj::ref

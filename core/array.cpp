@@ -1,0 +1,265 @@
+// The Array handle, the tracing helpers, evaluation and reading values out.
+#include <cstring>
+#include <string>
+
+#include "backends/reference/interpreter.hpp"
+#include "backends/reference/scalar_ops.hpp"
+#include "core/stats_internal.hpp"
+#include "core/trace.hpp"
+
+namespace aj {
+
+// ---- handle ------------------------------------------------------------------
+
+Operand::Operand(const Array& a, Loc l) : array(&a), loc(l) {}
+
+Array Array::from_node(std::uint32_t id) {
+  Array a;
+  a.id_ = id;
+  graph().retain_ext(id);
+  return a;
+}
+
+Array::Array(const Array& o) : id_(o.id_) {
+  if (id_ != kNoNode) graph().retain_ext(id_);
+}
+Array::Array(Array&& o) noexcept : id_(o.id_) { o.id_ = kNoNode; }
+Array& Array::operator=(const Array& o) {
+  if (o.id_ != kNoNode) graph().retain_ext(o.id_);  // first: self-assignment safe
+  if (id_ != kNoNode) graph().release_ext(id_);
+  id_ = o.id_;
+  return *this;
+}
+Array& Array::operator=(Array&& o) noexcept {
+  if (this != &o) {
+    if (id_ != kNoNode) graph().release_ext(id_);
+    id_ = o.id_;
+    o.id_ = kNoNode;
+  }
+  return *this;
+}
+Array::~Array() {
+  if (id_ != kNoNode) graph().release_ext(id_);
+}
+
+DType Array::dtype() const { return trace::node(*this).dtype; }
+const Shape& Array::shape() const { return trace::node(*this).shape; }
+int Array::ndim() const { return trace::node(*this).shape.ndim(); }
+std::int64_t Array::size() const { return trace::node(*this).shape.numel(); }
+Device Array::device() const {
+  const Node& n = trace::node(*this);
+  return n.storage ? n.storage->device : Device::cpu();
+}
+bool Array::is_evaluated() const { return trace::node(*this).evaluated(); }
+
+const Array& Array::eval(Loc loc) const {
+  trace::id(*this, "eval", loc);
+  aj::eval({*this}, loc);
+  return *this;
+}
+
+void eval(const std::vector<Array>& arrays, Loc loc) {
+  std::vector<NodeId> roots;
+  roots.reserve(arrays.size());
+  for (const Array& a : arrays) {
+    NodeId id = trace::id(a, "eval", loc);
+    if (!graph()[id].evaluated()) roots.push_back(id);
+  }
+  if (roots.empty()) return;
+  ++detail::stats_mut().evals;
+  ref::evaluate(roots);
+}
+
+namespace {
+template <class To>
+void convert_out(const Node& n, To* dst) {
+  const Shape& s = n.shape;
+  const int nd = s.ndim();
+  const std::int64_t total = s.numel();
+  if (total == 0) return;
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
+  const char* base = static_cast<const char*>(n.storage->data);
+  std::int64_t off = n.offset;
+  for (std::int64_t k = 0; k < total; ++k) {
+    switch (n.dtype) {
+      case DType::bool_: dst[k] = ref::convert<To>(reinterpret_cast<const bool*>(base)[off]); break;
+      case DType::i32: dst[k] = ref::convert<To>(reinterpret_cast<const std::int32_t*>(base)[off]); break;
+      case DType::i64: dst[k] = ref::convert<To>(reinterpret_cast<const std::int64_t*>(base)[off]); break;
+      case DType::f32: dst[k] = ref::convert<To>(reinterpret_cast<const float*>(base)[off]); break;
+      case DType::f64: dst[k] = ref::convert<To>(reinterpret_cast<const double*>(base)[off]); break;
+    }
+    for (int d = nd - 1; d >= 0; --d) {
+      auto du = static_cast<std::size_t>(d);
+      off += n.strides[du];
+      if (++idx[du] < s[d]) break;
+      off -= n.strides[du] * s[d];
+      idx[du] = 0;
+    }
+  }
+}
+}  // namespace
+
+void Array::copy_out(void* dst, DType as, const Loc& loc) const {
+  eval(loc);
+  const Node& n = graph()[id_];
+  if (n.storage->device != Device::cpu()) {
+    runtime_error("aj: reading values of an array on " + n.storage->device.str() +
+                  " is not supported yet");
+  }
+  switch (as) {
+    case DType::bool_: convert_out(n, static_cast<bool*>(dst)); break;
+    case DType::i32: convert_out(n, static_cast<std::int32_t*>(dst)); break;
+    case DType::i64: convert_out(n, static_cast<std::int64_t*>(dst)); break;
+    case DType::f32: convert_out(n, static_cast<float*>(dst)); break;
+    case DType::f64: convert_out(n, static_cast<double*>(dst)); break;
+  }
+}
+
+Array& Array::operator+=(const Operand& b) { return *this = add(Operand(*this, b.loc), b); }
+Array& Array::operator-=(const Operand& b) { return *this = subtract(Operand(*this, b.loc), b); }
+Array& Array::operator*=(const Operand& b) { return *this = multiply(Operand(*this, b.loc), b); }
+Array& Array::operator/=(const Operand& b) { return *this = divide(Operand(*this, b.loc), b); }
+Array& Array::operator%=(const Operand& b) { return *this = mod(Operand(*this, b.loc), b); }
+
+Array Array::astype(DType t, Loc loc) const {
+  trace::id(*this, "astype", loc);
+  return trace::cast(*this, t, loc);
+}
+Array Array::reshape(Shape s, Loc loc) const { return aj::reshape(*this, std::move(s), loc); }
+Array Array::transpose(std::vector<int> perm, Loc loc) const {
+  return aj::transpose(*this, std::move(perm), loc);
+}
+Array Array::T(Loc loc) const { return aj::transpose(*this, {}, loc); }
+
+// ---- tracing helpers -----------------------------------------------------------
+
+namespace trace {
+
+const Node& node(const Array& a) {
+  if (!a.valid()) {
+    throw Error(Error::Kind::user, "aj: use of an empty Array handle (default-constructed or moved-from)");
+  }
+  return graph()[a.node_id()];
+}
+
+NodeId id(const Array& a, const char* op, const Loc& loc) {
+  if (!a.valid()) user_error(op, "empty Array handle (default-constructed or moved-from)", loc);
+  return a.node_id();
+}
+
+Array make(Node n, const Loc& loc) {
+  n.loc = loc;
+  return Array::from_node(graph().add(std::move(n)));
+}
+
+Array constant(const Scalar& v, DType t, const Loc& loc) {
+  Node n;
+  n.op = Op::Constant;
+  n.dtype = t;
+  switch (t) {
+    case DType::bool_:
+      n.i0 = v.kind == Scalar::Kind::floating ? (v.f != 0.0) : (v.i != 0);
+      break;
+    case DType::i32:
+    case DType::i64:
+      n.i0 = v.kind == Scalar::Kind::floating ? ref::convert<std::int64_t>(v.f) : v.i;
+      if (t == DType::i32) n.i0 = ref::convert<std::int32_t>(n.i0);
+      break;
+    case DType::f32:
+      n.f0 = static_cast<float>(v.kind == Scalar::Kind::floating ? v.f : static_cast<double>(v.i));
+      break;
+    case DType::f64:
+      n.f0 = v.kind == Scalar::Kind::floating ? v.f : static_cast<double>(v.i);
+      break;
+  }
+  return make(std::move(n), loc);
+}
+
+Array cast(const Array& a, DType t, const Loc& loc) {
+  const Node& in = node(a);
+  if (in.dtype == t) return a;
+  Node n;
+  n.op = Op::Cast;
+  n.dtype = t;
+  n.shape = in.shape;
+  n.inputs = {a.node_id()};
+  return make(std::move(n), loc);
+}
+
+Array broadcast(const Array& a, const Shape& to, const Loc& loc) {
+  const Node& in = node(a);
+  if (in.shape == to) return a;
+  Node n;
+  n.op = Op::Broadcast;
+  n.dtype = in.dtype;
+  n.shape = to;
+  n.inputs = {a.node_id()};
+  return make(std::move(n), loc);
+}
+
+std::string describe(DType t, const Shape& s) { return std::string(dtype_name(t)) + s.str(); }
+std::string describe(const Array& a) { return describe(a.dtype(), a.shape()); }
+
+Shape broadcast_shapes(const std::vector<const Shape*>& shapes, const std::vector<DType>& dtypes,
+                       const char* op, const Loc& loc) {
+  int nd = 0;
+  for (auto* s : shapes) nd = std::max(nd, s->ndim());
+  std::vector<std::int64_t> out(static_cast<std::size_t>(nd), 1);
+  for (int k = 0; k < nd; ++k) {
+    std::int64_t dim = 1;
+    int from = -1;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const Shape& s = *shapes[i];
+      int ax = s.ndim() - nd + k;
+      if (ax < 0) continue;
+      std::int64_t e = s[ax];
+      if (e == 1) continue;
+      if (dim == 1) {
+        dim = e;
+        from = static_cast<int>(i);
+      } else if (e != dim) {
+        std::string all;
+        for (std::size_t j = 0; j < shapes.size(); ++j) {
+          if (j) all += " and ";
+          all += describe(dtypes[j], *shapes[j]);
+        }
+        user_error(op, "shapes " + all + " cannot be broadcast together (axis " +
+                           std::to_string(k - nd) + " from the end: " + std::to_string(dim) +
+                           " vs " + std::to_string(e) + ")", loc);
+      }
+    }
+    (void)from;
+    out[static_cast<std::size_t>(k)] = dim;
+  }
+  return Shape(std::move(out));
+}
+
+std::int64_t checked_numel(const std::vector<std::int64_t>& dims, const char* op, const Loc& loc) {
+  std::int64_t n = 1;
+  bool overflow = false;
+  for (auto d : dims) {
+    if (d < 0) user_error(op, "negative extent in shape " + Shape(dims).str(), loc);
+  }
+  for (auto d : dims) {
+    if (d == 0) return 0;
+  }
+  for (auto d : dims) {
+    if (__builtin_mul_overflow(n, d, &n)) overflow = true;
+  }
+  if (overflow) {
+    user_error(op, "shape " + Shape(dims).str() + " has more elements than fit in int64", loc);
+  }
+  return n;
+}
+
+int normalize_axis(int axis, int ndim, const char* op, const Shape& shape, DType t, const Loc& loc) {
+  if (axis < -ndim || axis >= ndim) {
+    user_error(op, "axis " + std::to_string(axis) + " is out of range for " + describe(t, shape) +
+                       " (valid: " + std::to_string(-ndim) + " to " + std::to_string(ndim - 1) + ")",
+               loc);
+  }
+  return axis < 0 ? axis + ndim : axis;
+}
+
+}  // namespace trace
+}  // namespace aj

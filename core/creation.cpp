@@ -1,0 +1,194 @@
+// Creating arrays: fills (a broadcast constant), index generators, copies of
+// caller data, zero-copy borrows and counter-based random numbers.
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "backends/cpu/host_memory.hpp"
+#include "core/trace.hpp"
+
+namespace aj {
+
+namespace {
+
+Array generator(Op op, DType t, Shape shape, const Loc& loc) {
+  Node n;
+  n.op = op;
+  n.dtype = t;
+  n.shape = std::move(shape);
+  return trace::make(std::move(n), loc);
+}
+
+Array leaf(std::shared_ptr<Storage> s, DType t, Shape shape, std::vector<std::int64_t> strides,
+           const Loc& loc, std::int64_t offset = 0) {
+  Node n;
+  n.op = Op::Input;
+  n.dtype = t;
+  n.shape = std::move(shape);
+  n.storage = std::move(s);
+  n.strides = std::move(strides);
+  n.offset = offset;
+  n.loc = loc;
+  return Array::from_node(graph().add(std::move(n)));
+}
+
+}  // namespace
+
+Array full(Shape shape, Scalar value, DType dtype, Loc loc) {
+  trace::checked_numel(shape.dims(), "full", loc);
+  if (dtype == DType::i32 && value.kind == Scalar::Kind::integer &&
+      (value.i < INT32_MIN || value.i > INT32_MAX)) {
+    user_error("full", "value " + std::to_string(value.i) + " does not fit i32", loc);
+  }
+  return trace::broadcast(trace::constant(value, dtype, loc), shape, loc);
+}
+Array zeros(Shape shape, DType dtype, Loc loc) { return full(std::move(shape), 0, dtype, loc); }
+Array ones(Shape shape, DType dtype, Loc loc) { return full(std::move(shape), 1, dtype, loc); }
+
+Array arange(double start, double stop, double step, DType dtype, Loc loc) {
+  if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop)) {
+    user_error("arange", "start, stop and step must be finite and step non-zero", loc);
+  }
+  if (dtype == DType::bool_) user_error("arange", "does not make bool arrays", loc);
+  double len = std::ceil((stop - start) / step);
+  if (len > 9.2e18) user_error("arange", "too many elements", loc);
+  auto n = static_cast<std::int64_t>(len > 0 ? len : 0);
+  Node node;
+  node.op = Op::Iota;
+  node.dtype = dtype;
+  node.shape = Shape{n};
+  node.f0 = start;
+  node.f1 = step;
+  return trace::make(std::move(node), loc);
+}
+
+Array arange(std::int64_t n, DType dtype, Loc loc) {
+  if (n < 0) user_error("arange", "negative length " + std::to_string(n), loc);
+  if (dtype == DType::bool_) user_error("arange", "does not make bool arrays", loc);
+  Node node;
+  node.op = Op::Iota;
+  node.dtype = dtype;
+  node.shape = Shape{n};
+  node.f0 = 0;
+  node.f1 = 1;
+  return trace::make(std::move(node), loc);
+}
+
+Array linspace(double start, double stop, std::int64_t num, DType dtype, Loc loc) {
+  if (num < 0) user_error("linspace", "negative number of samples " + std::to_string(num), loc);
+  if (dtype == DType::bool_) user_error("linspace", "does not make bool arrays", loc);
+  Node node;
+  node.op = Op::Linspace;
+  node.dtype = dtype;
+  node.shape = Shape{num};
+  node.f0 = start;
+  node.f1 = stop;
+  return trace::make(std::move(node), loc);
+}
+
+Array eye(std::int64_t n, std::optional<std::int64_t> m, std::int64_t k, DType dtype, Loc loc) {
+  std::int64_t cols = m.value_or(n);
+  trace::checked_numel({n, cols}, "eye", loc);
+  Node node;
+  node.op = Op::Eye;
+  node.dtype = dtype;
+  node.shape = Shape{n, cols};
+  node.i0 = k;
+  return trace::make(std::move(node), loc);
+}
+
+template <class T>
+Array from_vector(const std::vector<T>& data, Shape shape, Loc loc) {
+  std::int64_t n = trace::checked_numel(shape.dims(), "from_vector", loc);
+  if (static_cast<std::int64_t>(data.size()) != n) {
+    user_error("from_vector", std::to_string(data.size()) + " values do not fill shape " +
+                                  shape.str() + " (" + std::to_string(n) + " elements)", loc);
+  }
+  constexpr DType t = dtype_of<T>;
+  auto s = cpu::host_alloc(static_cast<std::size_t>(n) * sizeof(T));
+  if constexpr (std::is_same_v<T, bool>) {
+    auto* dst = static_cast<bool*>(s->data);
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = data[static_cast<std::size_t>(i)];
+  } else if (n > 0) {
+    std::memcpy(s->data, data.data(), static_cast<std::size_t>(n) * sizeof(T));
+  }
+  auto strides = contiguous_strides(shape);
+  return leaf(std::move(s), t, std::move(shape), std::move(strides), loc);
+}
+
+template <class T>
+Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides, Loc loc) {
+  std::int64_t n = trace::checked_numel(shape.dims(), "borrow", loc);
+  if (!ptr && n > 0) user_error("borrow", "null pointer for " + shape.str(), loc);
+  if (strides.empty()) strides = contiguous_strides(shape);
+  if (static_cast<int>(strides.size()) != shape.ndim()) {
+    user_error("borrow", std::to_string(strides.size()) + " strides given for shape " + shape.str(),
+               loc);
+  }
+  // The extent of memory the view touches, for the storage's byte count.
+  std::int64_t lo = 0, hi = 0;
+  if (n > 0) {
+    for (int i = 0; i < shape.ndim(); ++i) {
+      std::int64_t span = strides[static_cast<std::size_t>(i)] * (shape[i] - 1);
+      (span < 0 ? lo : hi) += span;
+    }
+  }
+  // Negative strides walk below ptr: the storage starts at the lowest address.
+  auto s = cpu::host_borrow(const_cast<std::remove_const_t<T>*>(ptr) + lo,
+                            static_cast<std::size_t>(n > 0 ? hi - lo + 1 : 0) * sizeof(T));
+  return leaf(std::move(s), dtype_of<std::remove_const_t<T>>, std::move(shape), std::move(strides),
+              loc, -lo);
+}
+
+#define AJ_INSTANTIATE(T)                                                              \
+  template Array from_vector<T>(const std::vector<T>&, Shape, Loc);                    \
+  template Array borrow<T>(T*, Shape, std::vector<std::int64_t>, Loc);                 \
+  template Array borrow<const T>(const T*, Shape, std::vector<std::int64_t>, Loc);
+AJ_INSTANTIATE(bool)
+AJ_INSTANTIATE(std::int32_t)
+AJ_INSTANTIATE(std::int64_t)
+AJ_INSTANTIATE(float)
+AJ_INSTANTIATE(double)
+#undef AJ_INSTANTIATE
+
+namespace random {
+
+namespace {
+std::uint64_t g_seed = 0x5eed;
+std::uint64_t g_counter = 0;
+
+Array rand_node(Op op, Shape shape, double a, double b, DType dtype, const char* name, const Loc& loc) {
+  trace::checked_numel(shape.dims(), name, loc);
+  if (!is_float(dtype)) {
+    user_error(name, std::string("makes floating point arrays, not ") + dtype_name(dtype) +
+                         " (use astype after)", loc);
+  }
+  Node n;
+  n.op = op;
+  n.dtype = dtype;
+  n.shape = std::move(shape);
+  // Each array gets its own key: the seed mixed with a counter.
+  n.i0 = static_cast<std::int64_t>(g_seed * 0x9e3779b97f4a7c15ull + (++g_counter));
+  n.f0 = a;
+  n.f1 = b;
+  return trace::make(std::move(n), loc);
+}
+}  // namespace
+
+void seed(std::uint64_t s) {
+  g_seed = s;
+  g_counter = 0;
+}
+
+Array uniform(Shape shape, double lo, double hi, DType dtype, Loc loc) {
+  if (!(lo <= hi)) user_error("random::uniform", "needs lo <= hi", loc);
+  return rand_node(Op::RandUniform, std::move(shape), lo, hi, dtype, "random::uniform", loc);
+}
+
+Array normal(Shape shape, double mean, double stddev, DType dtype, Loc loc) {
+  if (!(stddev >= 0)) user_error("random::normal", "needs stddev >= 0", loc);
+  return rand_node(Op::RandNormal, std::move(shape), mean, stddev, dtype, "random::normal", loc);
+}
+
+}  // namespace random
+}  // namespace aj

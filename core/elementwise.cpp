@@ -1,0 +1,244 @@
+// Elementwise ops: dtype resolution (NumPy promotion, weak scalars),
+// broadcasting, and the checks that make bad calls fail at trace time.
+#include <limits>
+#include <string>
+
+#include "core/trace.hpp"
+
+namespace aj {
+
+namespace {
+
+using trace::describe;
+
+// bool < integer < floating, the category NumPy's weak scalars compare.
+int category(DType t) { return t == DType::bool_ ? 0 : is_integer(t) ? 1 : 2; }
+int category(const Scalar& s) {
+  return s.kind == Scalar::Kind::boolean ? 0 : s.kind == Scalar::Kind::integer ? 1 : 2;
+}
+DType default_dtype(const Scalar& s) {
+  return s.kind == Scalar::Kind::boolean ? DType::bool_
+         : s.kind == Scalar::Kind::integer ? DType::i64
+                                           : DType::f64;
+}
+
+std::string describe(const Operand& o) {
+  if (!o.is_scalar) return describe(*o.array);
+  switch (o.scalar.kind) {
+    case Scalar::Kind::boolean: return std::string("scalar ") + (o.scalar.i ? "true" : "false");
+    case Scalar::Kind::integer: return "scalar " + std::to_string(o.scalar.i);
+    case Scalar::Kind::floating: return "scalar " + std::to_string(o.scalar.f);
+  }
+  return "scalar";
+}
+
+std::string describe_all(const std::vector<const Operand*>& ops) {
+  std::string s;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (i) s += ", ";
+    s += describe(*ops[i]);
+  }
+  return s;
+}
+
+// The dtype several operands meet at: arrays promote as NumPy; a scalar only
+// moves the result to another category (bool -> integer -> float), and then
+// to that category's default (i64 / f64), as NumPy 2 (NEP 50) does.
+DType result_dtype(const std::vector<const Operand*>& ops) {
+  bool have_array = false;
+  DType t = DType::bool_;
+  for (auto* o : ops) {
+    if (o->is_scalar) continue;
+    t = have_array ? promote_types(t, o->array->dtype()) : o->array->dtype();
+    have_array = true;
+  }
+  for (auto* o : ops) {
+    if (!o->is_scalar) continue;
+    if (!have_array) {
+      t = default_dtype(o->scalar);
+      have_array = true;  // the first scalar sets the type, the rest are weak against it
+    } else if (category(o->scalar) > category(t)) {
+      t = default_dtype(o->scalar);
+    }
+  }
+  return t;
+}
+
+// Check the scalar fits the dtype it becomes (NumPy 2 raises on overflow too).
+void check_scalar_fits(const char* op, const Operand& o, DType t) {
+  if (!o.is_scalar || o.scalar.kind != Scalar::Kind::integer || t != DType::i32) return;
+  if (o.scalar.i < std::numeric_limits<std::int32_t>::min() ||
+      o.scalar.i > std::numeric_limits<std::int32_t>::max()) {
+    user_error(op, "scalar " + std::to_string(o.scalar.i) + " does not fit the operand dtype i32",
+               o.loc);
+  }
+}
+
+Array as_array(const char* op, const Operand& o, DType t) {
+  if (o.is_scalar) {
+    check_scalar_fits(op, o, t);
+    return trace::constant(o.scalar, t, o.loc);
+  }
+  trace::id(*o.array, op, o.loc);
+  return trace::cast(*o.array, t, o.loc);
+}
+
+// Make the node `op` over operands already converted to their dtypes.
+Array make_elementwise(Op op, DType out, std::vector<Array> ins, const Loc& loc) {
+  std::vector<const Shape*> shapes;
+  std::vector<DType> dtypes;
+  for (auto& a : ins) {
+    shapes.push_back(&a.shape());
+    dtypes.push_back(a.dtype());
+  }
+  Shape shape = trace::broadcast_shapes(shapes, dtypes, op_name(op), loc);
+  Node n;
+  n.op = op;
+  n.dtype = out;
+  n.shape = shape;
+  std::vector<Array> keep;  // broadcast views must stay alive until the node takes its uses
+  for (auto& a : ins) {
+    keep.push_back(trace::broadcast(a, shape, loc));
+    n.inputs.push_back(keep.back().node_id());
+  }
+  return trace::make(std::move(n), loc);
+}
+
+void check_any_array(const char* op, const std::vector<const Operand*>& ops) {
+  for (auto* o : ops) {
+    if (!o->is_scalar) trace::id(*o->array, op, o->loc);
+  }
+}
+
+Array binary(Op op, const Operand& a, const Operand& b) {
+  const char* name = op_name(op);
+  const Loc& loc = a.is_scalar ? b.loc : a.loc;
+  std::vector<const Operand*> ops{&a, &b};
+  check_any_array(name, ops);
+  DType t = result_dtype(ops);
+  if (op_has(op, opflag::Logical)) {
+    for (auto* o : ops) {
+      bool ok = o->is_scalar ? o->scalar.kind == Scalar::Kind::boolean
+                             : o->array->dtype() == DType::bool_;
+      if (!ok) {
+        user_error(name, "needs bool operands, got " + describe_all(ops) +
+                             " (compare first, e.g. x != 0, or use astype(DType::bool_))", loc);
+      }
+    }
+  } else if (t == DType::bool_ && !is_compare(op) && op != Op::Max && op != Op::Min) {
+    user_error(name, "does not accept bool operands (" + describe_all(ops) +
+                         "); use && / || for logic or astype() to a number type", loc);
+  }
+  DType out = is_compare(op) ? DType::bool_ : t;
+  return make_elementwise(op, out, {as_array(name, a, t), as_array(name, b, t)}, loc);
+}
+
+Array unary(Op op, const Operand& a) {
+  const char* name = op_name(op);
+  std::vector<const Operand*> ops{&a};
+  check_any_array(name, ops);
+  DType t = result_dtype(ops);
+  if (op_has(op, opflag::Logical)) {
+    if (t != DType::bool_) {
+      user_error(name, "needs a bool operand, got " + describe(a) + " (compare first, e.g. x == 0)",
+                 a.loc);
+    }
+  } else if (t == DType::bool_) {
+    user_error(name, "does not accept bool (" + describe(a) + "); use ! for logic or astype() first",
+               a.loc);
+  }
+  if (op_has(op, opflag::FloatOnly) && !is_float(t)) t = DType::f64;  // NumPy: ints give f64
+  return make_elementwise(op, t, {as_array(name, a, t)}, a.loc);
+}
+
+}  // namespace
+
+Array add(const Operand& a, const Operand& b) { return binary(Op::Add, a, b); }
+Array subtract(const Operand& a, const Operand& b) { return binary(Op::Sub, a, b); }
+Array multiply(const Operand& a, const Operand& b) { return binary(Op::Mul, a, b); }
+Array divide(const Operand& a, const Operand& b) { return binary(Op::Div, a, b); }
+Array mod(const Operand& a, const Operand& b) { return binary(Op::Mod, a, b); }
+Array maximum(const Operand& a, const Operand& b) { return binary(Op::Max, a, b); }
+Array minimum(const Operand& a, const Operand& b) { return binary(Op::Min, a, b); }
+Array pow(const Operand& a, const Operand& b) { return binary(Op::Pow, a, b); }
+
+Array true_divide(const Operand& a, const Operand& b) {
+  std::vector<const Operand*> ops{&a, &b};
+  check_any_array("true_divide", ops);
+  DType t = result_dtype(ops);
+  if (is_float(t)) return binary(Op::Div, a, b);
+  if (t == DType::bool_) {
+    user_error("true_divide", "does not accept bool operands (" + describe_all(ops) + ")",
+               a.is_scalar ? b.loc : a.loc);
+  }
+  const Loc& loc = a.is_scalar ? b.loc : a.loc;
+  Array x = as_array("true_divide", a, DType::f64);
+  Array y = as_array("true_divide", b, DType::f64);
+  return binary(Op::Div, Operand(x, loc), Operand(y, loc));
+}
+
+Array floor_divide(const Operand& a, const Operand& b) {
+  Array q = binary(Op::Div, a, b);
+  if (is_float(q.dtype())) return floor(Operand(q, a.is_scalar ? b.loc : a.loc));
+  return q;
+}
+
+Array operator+(const Operand& a, const Operand& b) { return add(a, b); }
+Array operator-(const Operand& a, const Operand& b) { return subtract(a, b); }
+Array operator*(const Operand& a, const Operand& b) { return multiply(a, b); }
+Array operator/(const Operand& a, const Operand& b) { return divide(a, b); }
+Array operator%(const Operand& a, const Operand& b) { return mod(a, b); }
+Array operator-(const Operand& a) { return unary(Op::Neg, a); }
+Array operator==(const Operand& a, const Operand& b) { return binary(Op::Eq, a, b); }
+Array operator!=(const Operand& a, const Operand& b) { return binary(Op::Ne, a, b); }
+Array operator<(const Operand& a, const Operand& b) { return binary(Op::Lt, a, b); }
+Array operator<=(const Operand& a, const Operand& b) { return binary(Op::Le, a, b); }
+Array operator>(const Operand& a, const Operand& b) { return binary(Op::Gt, a, b); }
+Array operator>=(const Operand& a, const Operand& b) { return binary(Op::Ge, a, b); }
+Array operator&&(const Operand& a, const Operand& b) { return binary(Op::And, a, b); }
+Array operator||(const Operand& a, const Operand& b) { return binary(Op::Or, a, b); }
+Array operator!(const Operand& a) { return unary(Op::Not, a); }
+
+Array negative(const Operand& a) { return unary(Op::Neg, a); }
+Array logical_not(const Operand& a) { return unary(Op::Not, a); }
+Array exp(const Operand& a) { return unary(Op::Exp, a); }
+Array log(const Operand& a) { return unary(Op::Log, a); }
+Array log1p(const Operand& a) { return unary(Op::Log1p, a); }
+Array expm1(const Operand& a) { return unary(Op::Expm1, a); }
+Array sin(const Operand& a) { return unary(Op::Sin, a); }
+Array cos(const Operand& a) { return unary(Op::Cos, a); }
+Array tan(const Operand& a) { return unary(Op::Tan, a); }
+Array tanh(const Operand& a) { return unary(Op::Tanh, a); }
+Array sigmoid(const Operand& a) { return unary(Op::Sigmoid, a); }
+Array sqrt(const Operand& a) { return unary(Op::Sqrt, a); }
+Array rsqrt(const Operand& a) { return unary(Op::Rsqrt, a); }
+Array abs(const Operand& a) { return unary(Op::Abs, a); }
+Array sign(const Operand& a) { return unary(Op::Sign, a); }
+Array floor(const Operand& a) { return unary(Op::Floor, a); }
+Array ceil(const Operand& a) { return unary(Op::Ceil, a); }
+Array round(const Operand& a) { return unary(Op::Round, a); }
+
+Array where(const Operand& cond, const Operand& a, const Operand& b) {
+  const Loc& loc = cond.loc;
+  std::vector<const Operand*> all{&cond, &a, &b};
+  check_any_array("where", all);
+  bool cond_ok = cond.is_scalar ? cond.scalar.kind == Scalar::Kind::boolean
+                                : cond.array->dtype() == DType::bool_;
+  if (!cond_ok) {
+    user_error("where", "condition must be bool, got " + describe(cond) +
+                            " (compare first, e.g. x > 0)", loc);
+  }
+  std::vector<const Operand*> vals{&a, &b};
+  DType t = result_dtype(vals);
+  return make_elementwise(Op::Where, t,
+                          {as_array("where", cond, DType::bool_), as_array("where", a, t),
+                           as_array("where", b, t)},
+                          loc);
+}
+
+Array clip(const Operand& x, const Operand& lo, const Operand& hi) {
+  Array m = maximum(x, lo);
+  return minimum(Operand(m, x.loc), hi);
+}
+
+}  // namespace aj

@@ -1,0 +1,309 @@
+// aj::Array: a cheap handle to a node of the traced graph.
+//
+// Every op below records a node at once (shape and dtype are inferred when the
+// op is written, and mistakes throw aj::Error naming the caller's file:line).
+// Nothing runs until a value is needed: eval(), to_vector(), item(), printing.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "arrayjit/dtype.hpp"
+#include "arrayjit/error.hpp"
+
+namespace aj {
+
+class Array;
+
+// Axes of a reduction: one axis, a list, or (default) all of them.
+// Negative axes count from the end.
+class Axes {
+ public:
+  Axes() : all_(true) {}
+  Axes(int axis) : axes_{axis} {}
+  Axes(std::initializer_list<int> axes) : axes_(axes) {}
+  Axes(std::vector<int> axes) : axes_(std::move(axes)) {}
+  static Axes all() { return Axes(); }
+  bool is_all() const { return all_; }
+  const std::vector<int>& list() const { return axes_; }
+
+ private:
+  std::vector<int> axes_;
+  bool all_ = false;
+};
+
+// One axis of a slice, Python style: start, stop, step; nullopt means "from
+// the start/to the end" in the direction of step. Negative start/stop count
+// from the end; they must lie in [-n, n] (no silent clamping).
+struct Slice {
+  std::optional<std::int64_t> start, stop;
+  std::int64_t step = 1;
+  Slice() = default;
+  Slice(std::optional<std::int64_t> start_, std::optional<std::int64_t> stop_,
+        std::int64_t step_ = 1)
+      : start(start_), stop(stop_), step(step_) {}
+};
+
+// A scalar as written in C++ code: bool, integer or floating point. It is
+// "weak": it takes the dtype of the array it meets (see docs/semantics.md).
+struct Scalar {
+  enum class Kind : std::uint8_t { boolean, integer, floating };
+  Kind kind = Kind::integer;
+  std::int64_t i = 0;
+  double f = 0.0;
+
+  Scalar() = default;
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  Scalar(T v) {  // NOLINT: implicit on purpose
+    if constexpr (std::is_same_v<T, bool>) {
+      kind = Kind::boolean, i = v, f = v;
+    } else if constexpr (std::is_integral_v<T>) {
+      kind = Kind::integer, i = static_cast<std::int64_t>(v), f = static_cast<double>(v);
+    } else {
+      kind = Kind::floating, f = static_cast<double>(v), i = 0;
+    }
+  }
+};
+
+// An operand of an elementwise op: an Array or a scalar. Converting to it
+// captures the caller's source location, which is how `a + b` names the line
+// it was written on in error messages.
+struct Operand {
+  Operand(const Array& a, Loc l = Loc::current());
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  Operand(T v, Loc l = Loc::current()) : scalar(v), is_scalar(true), loc(l) {}
+  Operand(const Operand&) = default;
+
+  const Array* array = nullptr;
+  Scalar scalar;
+  bool is_scalar = false;
+  Loc loc;
+};
+
+class Array {
+ public:
+  Array() = default;  // an empty handle; using it throws
+  Array(const Array& o);
+  Array(Array&& o) noexcept;
+  Array& operator=(const Array& o);
+  Array& operator=(Array&& o) noexcept;
+  ~Array();
+
+  bool valid() const { return id_ != kNoNode; }
+  DType dtype() const;
+  const Shape& shape() const;
+  int ndim() const;
+  std::int64_t size() const;
+  Device device() const;
+
+  // Evaluate now (and everything this array needs). Returns *this.
+  const Array& eval(Loc loc = Loc::current()) const;
+  bool is_evaluated() const;
+
+  // Copy the values out (evaluating first). T may differ from dtype(); values
+  // are converted with astype's rules.
+  template <class T>
+  std::vector<T> to_vector(Loc loc = Loc::current()) const;
+  template <class T>
+  T item(Loc loc = Loc::current()) const;
+
+  Array astype(DType t, Loc loc = Loc::current()) const;
+
+  // Convenience members mirroring the free functions.
+  Array reshape(Shape s, Loc loc = Loc::current()) const;
+  Array transpose(std::vector<int> perm = {}, Loc loc = Loc::current()) const;
+  Array T(Loc loc = Loc::current()) const;  // reverse all axes
+
+  Array& operator+=(const Operand& b);
+  Array& operator-=(const Operand& b);
+  Array& operator*=(const Operand& b);
+  Array& operator/=(const Operand& b);
+  Array& operator%=(const Operand& b);
+
+  // Internal: the node this handle refers to.
+  static constexpr std::uint32_t kNoNode = 0xffffffffu;
+  std::uint32_t node_id() const { return id_; }
+  static Array from_node(std::uint32_t id);  // takes a new external reference
+
+ private:
+  void copy_out(void* dst, DType as, const Loc& loc) const;
+  std::uint32_t id_ = kNoNode;
+};
+
+template <class T>
+std::vector<T> Array::to_vector(Loc loc) const {
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<std::uint8_t> tmp(static_cast<std::size_t>(size()));
+    copy_out(tmp.data(), DType::bool_, loc);
+    return std::vector<bool>(tmp.begin(), tmp.end());
+  } else {
+    using S = std::conditional_t<std::is_floating_point_v<T>,
+                                 std::conditional_t<sizeof(T) == 4, float, double>,
+                                 std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>>;
+    std::vector<S> out(static_cast<std::size_t>(size()));
+    copy_out(out.data(), dtype_of<S>, loc);
+    if constexpr (std::is_same_v<S, T>) {
+      return out;
+    } else {
+      return std::vector<T>(out.begin(), out.end());
+    }
+  }
+}
+
+template <class T>
+T Array::item(Loc loc) const {
+  if (size() != 1) {
+    user_error("item", "array of shape " + shape().str() + " has " + std::to_string(size()) +
+                           " elements, item() needs exactly one", loc);
+  }
+  return to_vector<T>(loc)[0];
+}
+
+// ---- creation ---------------------------------------------------------------
+
+Array zeros(Shape shape, DType dtype = DType::f32, Loc loc = Loc::current());
+Array ones(Shape shape, DType dtype = DType::f32, Loc loc = Loc::current());
+Array full(Shape shape, Scalar value, DType dtype, Loc loc = Loc::current());
+// Values start, start+step, ... below stop (NumPy's arange).
+Array arange(double start, double stop, double step = 1.0, DType dtype = DType::f32,
+             Loc loc = Loc::current());
+Array arange(std::int64_t n, DType dtype = DType::i64, Loc loc = Loc::current());
+Array linspace(double start, double stop, std::int64_t num, DType dtype = DType::f32,
+               Loc loc = Loc::current());
+// n x m identity (m defaults to n); k shifts the diagonal up (k > 0) or down.
+Array eye(std::int64_t n, std::optional<std::int64_t> m = std::nullopt, std::int64_t k = 0,
+          DType dtype = DType::f32, Loc loc = Loc::current());
+// Copies the data. data.size() must equal shape.numel().
+template <class T>
+Array from_vector(const std::vector<T>& data, Shape shape, Loc loc = Loc::current());
+template <class T>
+Array from_vector(const std::vector<T>& data, Loc loc = Loc::current()) {
+  return from_vector<T>(data, Shape{static_cast<std::int64_t>(data.size())}, loc);
+}
+// Zero-copy view of caller memory (strides in elements; empty = row-major).
+// The caller keeps the memory alive and unchanged while arrays use it; a
+// borrowed buffer is never written by arrayjit and never reused in place.
+template <class T>
+Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides = {},
+             Loc loc = Loc::current());
+
+// ---- elementwise --------------------------------------------------------------
+
+Array operator+(const Operand& a, const Operand& b);
+Array operator-(const Operand& a, const Operand& b);
+Array operator*(const Operand& a, const Operand& b);
+Array operator/(const Operand& a, const Operand& b);  // floor division on integers
+Array operator%(const Operand& a, const Operand& b);  // sign of divisor (NumPy mod)
+Array operator-(const Operand& a);
+Array operator==(const Operand& a, const Operand& b);
+Array operator!=(const Operand& a, const Operand& b);
+Array operator<(const Operand& a, const Operand& b);
+Array operator<=(const Operand& a, const Operand& b);
+Array operator>(const Operand& a, const Operand& b);
+Array operator>=(const Operand& a, const Operand& b);
+Array operator&&(const Operand& a, const Operand& b);  // bool only
+Array operator||(const Operand& a, const Operand& b);  // bool only
+Array operator!(const Operand& a);                     // bool only
+
+Array add(const Operand& a, const Operand& b);
+Array subtract(const Operand& a, const Operand& b);
+Array multiply(const Operand& a, const Operand& b);
+Array divide(const Operand& a, const Operand& b);       // as operator/
+Array true_divide(const Operand& a, const Operand& b);  // always floating point
+Array floor_divide(const Operand& a, const Operand& b); // floor(a / b), same dtype
+Array mod(const Operand& a, const Operand& b);
+Array maximum(const Operand& a, const Operand& b);  // NaN propagates, max(-0,+0)=+0
+Array minimum(const Operand& a, const Operand& b);  // NaN propagates, min(-0,+0)=-0
+Array pow(const Operand& a, const Operand& b);
+Array where(const Operand& cond, const Operand& a, const Operand& b);
+Array clip(const Operand& x, const Operand& lo, const Operand& hi);
+
+Array negative(const Operand& a);
+Array logical_not(const Operand& a);
+Array exp(const Operand& a);
+Array log(const Operand& a);
+Array log1p(const Operand& a);
+Array expm1(const Operand& a);
+Array sin(const Operand& a);
+Array cos(const Operand& a);
+Array tan(const Operand& a);
+Array tanh(const Operand& a);
+Array sigmoid(const Operand& a);
+Array sqrt(const Operand& a);
+Array rsqrt(const Operand& a);
+Array abs(const Operand& a);
+Array sign(const Operand& a);
+Array floor(const Operand& a);
+Array ceil(const Operand& a);
+Array round(const Operand& a);  // half to even, as NumPy
+
+// ---- reductions ----------------------------------------------------------------
+
+Array sum(const Array& a, Axes axes = Axes::all(), bool keepdims = false, Loc loc = Loc::current());
+Array prod(const Array& a, Axes axes = Axes::all(), bool keepdims = false, Loc loc = Loc::current());
+Array mean(const Array& a, Axes axes = Axes::all(), bool keepdims = false, Loc loc = Loc::current());
+Array max(const Array& a, Axes axes = Axes::all(), bool keepdims = false, Loc loc = Loc::current());
+Array min(const Array& a, Axes axes = Axes::all(), bool keepdims = false, Loc loc = Loc::current());
+Array all(const Array& a, Axes axes = Axes::all(), bool keepdims = false, Loc loc = Loc::current());
+Array any(const Array& a, Axes axes = Axes::all(), bool keepdims = false, Loc loc = Loc::current());
+// Index along one axis (flattened index when axis is nullopt), i64.
+Array argmax(const Array& a, std::optional<int> axis = std::nullopt, bool keepdims = false,
+             Loc loc = Loc::current());
+Array argmin(const Array& a, std::optional<int> axis = std::nullopt, bool keepdims = false,
+             Loc loc = Loc::current());
+
+// ---- shape ops (views where possible) -------------------------------------------
+
+// One extent may be -1 (inferred).
+Array reshape(const Array& a, Shape shape, Loc loc = Loc::current());
+// Empty perm reverses the axes.
+Array transpose(const Array& a, std::vector<int> perm = {}, Loc loc = Loc::current());
+Array broadcast_to(const Array& a, Shape shape, Loc loc = Loc::current());
+Array expand_dims(const Array& a, int axis, Loc loc = Loc::current());
+// Drop the given size-1 axes (all size-1 axes by default).
+Array squeeze(const Array& a, Axes axes = Axes::all(), Loc loc = Loc::current());
+// One Slice per leading axis; missing trailing axes are taken whole.
+Array slice(const Array& a, std::vector<Slice> slices, Loc loc = Loc::current());
+// Slice a single axis.
+Array slice(const Array& a, int axis, std::optional<std::int64_t> start,
+            std::optional<std::int64_t> stop, std::int64_t step = 1, Loc loc = Loc::current());
+Array concatenate(const std::vector<Array>& arrays, int axis = 0, Loc loc = Loc::current());
+Array stack(const std::vector<Array>& arrays, int axis = 0, Loc loc = Loc::current());
+
+// ---- linear algebra ---------------------------------------------------------------
+
+// NumPy matmul: 1-d operands are promoted and the added axis removed; leading
+// (batch) axes broadcast.
+Array matmul(const Array& a, const Array& b, Loc loc = Loc::current());
+
+// ---- evaluation, inspection -------------------------------------------------------
+
+void eval(const std::vector<Array>& arrays, Loc loc = Loc::current());
+
+// Graphviz text of the unevaluated graph reaching `a`.
+std::string to_dot(const Array& a);
+// Deterministic text of the graph reaching the arrays ("%3 = add f32[4] %1, %2").
+std::string dump(const std::vector<Array>& arrays);
+
+std::ostream& operator<<(std::ostream& os, const Array& a);
+std::ostream& operator<<(std::ostream& os, DType t);
+std::ostream& operator<<(std::ostream& os, const Shape& s);
+
+namespace random {
+void seed(std::uint64_t s);
+// Uniform in [lo, hi). Counter-based: the values depend only on the seed and
+// the number of random arrays made since it was set, never on the backend.
+Array uniform(Shape shape, double lo = 0.0, double hi = 1.0, DType dtype = DType::f32,
+              Loc loc = Loc::current());
+Array normal(Shape shape, double mean = 0.0, double stddev = 1.0, DType dtype = DType::f32,
+             Loc loc = Loc::current());
+}  // namespace random
+
+}  // namespace aj

@@ -1,0 +1,14 @@
+// arrayjit: a lazy array DSL with a graph optimizer and a JIT.
+// The one header users include.
+#pragma once
+
+#include "arrayjit/array.hpp"
+#include "arrayjit/dtype.hpp"
+#include "arrayjit/error.hpp"
+#include "arrayjit/stats.hpp"
+
+namespace aj {
+// Library version, and the LLVM it was built against ("19.1.7").
+const char* version();
+const char* llvm_version();
+}  // namespace aj

@@ -1,0 +1,34 @@
+// aj::Error: the one exception type, in three kinds.
+//   user     - a mistake in the caller's code, thrown at trace time with the
+//              caller's file:line (std::source_location)
+//   internal - a bug in arrayjit: the message says so
+//   runtime  - out of memory, compile failure, device error
+#pragma once
+
+#include <source_location>
+#include <stdexcept>
+#include <string>
+
+namespace aj {
+
+using Loc = std::source_location;
+
+class Error : public std::runtime_error {
+ public:
+  enum class Kind { user, internal, runtime };
+  Error(Kind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+// "file.cpp:12" with the directory stripped.
+std::string loc_str(const Loc& loc);
+
+// Throw a located user error: "aj::<op>: <msg> (at file.cpp:12)".
+[[noreturn]] void user_error(const char* op, const std::string& msg, const Loc& loc);
+[[noreturn]] void internal_error(const std::string& msg);
+[[noreturn]] void runtime_error(const std::string& msg);
+
+}  // namespace aj

@@ -1,0 +1,32 @@
+// Counters of what the library did. Every field is filled honestly by the
+// layer that does the work; reset_stats() zeroes the counters (not the live
+// byte count, which is a state).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+namespace aj {
+
+struct Stats {
+  std::uint64_t evals = 0;              // evaluations run (eval / read-outs that had work)
+  std::uint64_t kernels_launched = 0;   // kernels (or interpreter ops) executed
+  std::uint64_t system_allocs = 0;      // buffers obtained from the system allocator
+  std::uint64_t system_frees = 0;       // buffers returned to the system
+  std::uint64_t bytes_allocated = 0;    // bytes obtained from the system
+  std::uint64_t pool_hits = 0;          // buffers served from the cache instead
+  std::uint64_t inplace_reuses = 0;     // outputs written into a dead input's buffer
+  std::uint64_t live_bytes = 0;         // bytes in buffers that arrays hold now
+  std::uint64_t peak_live_bytes = 0;    // high-water mark of live_bytes since reset
+  std::uint64_t live_nodes = 0;         // graph nodes alive now
+  std::uint64_t nodes_created = 0;      // nodes traced since reset
+
+  std::string str() const;
+};
+
+Stats stats();
+void reset_stats();
+std::ostream& operator<<(std::ostream& os, const Stats& s);
+
+}  // namespace aj

@@ -1,0 +1,132 @@
+// Deterministic text dumps of the graph: dense ids in topological order,
+// never pointers. `dump` is for tests and logs; `to_dot` for pictures.
+#include "graph/dump.hpp"
+
+#include <charconv>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/trace.hpp"
+
+namespace aj {
+
+namespace {
+
+std::string num(double v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string list(const std::vector<std::int64_t>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+std::string node_payload(const Node& n) {
+  switch (op_category(n.op)) {
+    case OpCategory::Leaf:
+      if (n.op == Op::Constant) return is_float(n.dtype) ? num(n.f0) : std::to_string(n.i0);
+      return "";
+    case OpCategory::Generator:
+      switch (n.op) {
+        case Op::Iota: return "start=" + num(n.f0) + " step=" + num(n.f1);
+        case Op::Linspace: return "start=" + num(n.f0) + " stop=" + num(n.f1);
+        case Op::Eye: return "k=" + std::to_string(n.i0);
+        default: return "key=" + std::to_string(n.i0) + " " + num(n.f0) + " " + num(n.f1);
+      }
+    case OpCategory::Reduce: return "axes=" + list(n.ints);
+    case OpCategory::View:
+      if (n.op == Op::Transpose) return "perm=" + list(n.ints);
+      if (n.op == Op::Slice) return "start,step=" + list(n.ints);
+      return "";
+    case OpCategory::Other:
+      if (n.op == Op::Concat) return "axis=" + std::to_string(n.i0);
+      return "";
+    case OpCategory::Unary:
+    case OpCategory::Binary:
+    case OpCategory::Ternary: return "";
+  }
+  return "";
+}
+
+std::vector<NodeId> reachable_order(const std::vector<NodeId>& roots) {
+  Graph& g = graph();
+  std::vector<NodeId> order;
+  std::unordered_map<NodeId, bool> seen;
+  std::vector<std::pair<NodeId, std::size_t>> stack;
+  for (NodeId r : roots) {
+    if (seen.count(r)) continue;
+    seen[r] = true;
+    stack.push_back({r, 0});
+    while (!stack.empty()) {
+      auto& [id, next] = stack.back();
+      const Node& n = g[id];
+      if (next < n.inputs.size()) {
+        NodeId in = n.inputs[next++];
+        if (!seen.count(in)) {
+          seen[in] = true;
+          stack.push_back({in, 0});
+        }
+      } else {
+        order.push_back(id);
+        stack.pop_back();
+      }
+    }
+  }
+  return order;
+}
+
+std::string dump_nodes(const std::vector<NodeId>& roots) {
+  Graph& g = graph();
+  auto order = reachable_order(roots);
+  std::unordered_map<NodeId, std::size_t> dense;
+  std::ostringstream os;
+  for (NodeId id : order) {
+    const Node& n = g[id];
+    std::size_t d = dense.size();
+    dense[id] = d;
+    os << "%" << d << " = " << (n.evaluated() ? "input" : op_name(n.op)) << " "
+       << trace::describe(n.dtype, n.shape);
+    for (std::size_t i = 0; i < n.inputs.size(); ++i) {
+      os << (i ? ", %" : " %") << dense.at(n.inputs[i]);
+    }
+    std::string p = n.evaluated() ? "" : node_payload(n);
+    if (!p.empty()) os << " " << p;
+    os << "\n";
+  }
+  return os.str();
+}
+
+std::string dump(const std::vector<Array>& arrays) {
+  std::vector<NodeId> roots;
+  for (auto& a : arrays) roots.push_back(trace::id(a, "dump", Loc::current()));
+  return dump_nodes(roots);
+}
+
+std::string to_dot(const Array& a) {
+  Graph& g = graph();
+  auto order = reachable_order({trace::id(a, "to_dot", Loc::current())});
+  std::unordered_map<NodeId, std::size_t> dense;
+  std::ostringstream os;
+  os << "digraph arrayjit {\n  rankdir=BT;\n  node [shape=box, fontname=monospace];\n";
+  for (NodeId id : order) {
+    const Node& n = g[id];
+    std::size_t d = dense.size();
+    dense[id] = d;
+    std::string label = "%" + std::to_string(d) + " " + (n.evaluated() ? "input" : op_name(n.op)) +
+                        "\\n" + trace::describe(n.dtype, n.shape);
+    std::string p = n.evaluated() ? "" : node_payload(n);
+    if (!p.empty()) label += "\\n" + p;
+    os << "  n" << d << " [label=\"" << label << "\"" << (n.evaluated() ? ", style=filled" : "")
+       << "];\n";
+    for (NodeId in : n.inputs) os << "  n" << dense.at(in) << " -> n" << d << ";\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace aj

@@ -1,0 +1,18 @@
+// Text dumps of the graph (see dump.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.hpp"
+
+namespace aj {
+
+// Nodes reachable from the roots, inputs first, each once.
+std::vector<NodeId> reachable_order(const std::vector<NodeId>& roots);
+// "%3 = add f32[4] %1, %2" lines, dense ids in that order.
+std::string dump_nodes(const std::vector<NodeId>& roots);
+// The op-specific part of a node's line ("axes=[1]", "perm=[1, 0]").
+std::string node_payload(const Node& n);
+
+}  // namespace aj

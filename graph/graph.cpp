@@ -1,0 +1,163 @@
+#include "graph/graph.hpp"
+
+#include <bit>
+#include <cstring>
+#include <unordered_map>
+
+#include "core/stats_internal.hpp"
+
+namespace aj {
+
+namespace {
+
+std::size_t mix(std::size_t h, std::uint64_t v) {
+  // boost::hash_combine's constant with a 64-bit multiply.
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+std::size_t structural_hash(const Node& n) {
+  std::size_t h = mix(0, static_cast<std::uint64_t>(n.op));
+  h = mix(h, static_cast<std::uint64_t>(n.dtype));
+  for (auto d : n.shape) h = mix(h, static_cast<std::uint64_t>(d));
+  for (auto i : n.inputs) h = mix(h, i);
+  h = mix(h, static_cast<std::uint64_t>(n.i0));
+  h = mix(h, static_cast<std::uint64_t>(n.i1));
+  h = mix(h, std::bit_cast<std::uint64_t>(n.f0));
+  h = mix(h, std::bit_cast<std::uint64_t>(n.f1));
+  for (auto v : n.ints) h = mix(h, static_cast<std::uint64_t>(v));
+  return h;
+}
+
+}  // namespace
+
+struct Graph::CseTable {
+  std::unordered_multimap<std::size_t, NodeId> map;
+};
+
+bool Graph::same_structure(const Node& a, const Node& b) const {
+  return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape && a.inputs == b.inputs &&
+         a.i0 == b.i0 && a.i1 == b.i1 &&
+         std::bit_cast<std::uint64_t>(a.f0) == std::bit_cast<std::uint64_t>(b.f0) &&
+         std::bit_cast<std::uint64_t>(a.f1) == std::bit_cast<std::uint64_t>(b.f1) &&
+         a.ints == b.ints;
+}
+
+NodeId Graph::add(Node n) {
+  if (!cse_) cse_ = std::make_shared<CseTable>();
+  const bool cse = n.op != Op::Input && !n.storage;
+  if (cse) {
+    n.hash = structural_hash(n);
+    auto [lo, hi] = cse_->map.equal_range(n.hash);
+    for (auto it = lo; it != hi; ++it) {
+      const Node& m = nodes_[it->second];
+      if (m.alive && !m.evaluated() && same_structure(m, n)) return it->second;
+    }
+  }
+  NodeId id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else {
+    if (nodes_.size() >= kNoNode - 1) runtime_error("aj: more than 2^32-2 live graph nodes");
+    id = static_cast<NodeId>(nodes_.size());
+    nodes_.emplace_back();
+  }
+  for (NodeId in : n.inputs) ++nodes_[in].uses;
+  n.alive = true;
+  n.ext = 0;
+  n.uses = 0;
+  n.in_cse = cse;
+  nodes_[id] = std::move(n);
+  if (cse) cse_->map.emplace(nodes_[id].hash, id);
+  ++live_;
+  auto& st = detail::stats_mut();
+  ++st.nodes_created;
+  st.live_nodes = live_;
+  return id;
+}
+
+void Graph::cse_erase(NodeId id) {
+  Node& n = nodes_[id];
+  if (!n.in_cse) return;
+  auto [lo, hi] = cse_->map.equal_range(n.hash);
+  for (auto it = lo; it != hi; ++it) {
+    if (it->second == id) {
+      cse_->map.erase(it);
+      break;
+    }
+  }
+  n.in_cse = false;
+}
+
+void Graph::release_ext(NodeId id) {
+  if (nodes_[id].ext == 0) internal_error("release_ext of a node without handles");
+  --nodes_[id].ext;
+  maybe_free(id);
+}
+
+void Graph::release_use(NodeId id) {
+  if (nodes_[id].uses == 0) internal_error("release_use of a node without uses");
+  --nodes_[id].uses;
+  maybe_free(id);
+}
+
+// Frees `id` if nothing refers to it, then whatever that leaves unreferenced.
+// Iterative: a chain of a million ops must not overflow the stack.
+void Graph::maybe_free(NodeId first) {
+  std::vector<NodeId> work{first};
+  while (!work.empty()) {
+    NodeId id = work.back();
+    work.pop_back();
+    Node& n = nodes_[id];
+    if (!n.alive || n.ext != 0 || n.uses != 0) continue;
+    cse_erase(id);
+    std::vector<NodeId> inputs = std::move(n.inputs);
+    n = Node{};  // drops the storage: back to the allocator now
+    free_.push_back(id);
+    --live_;
+    for (NodeId in : inputs) {
+      --nodes_[in].uses;
+      work.push_back(in);
+    }
+  }
+  detail::stats_mut().live_nodes = live_;
+}
+
+void Graph::set_result(NodeId id, std::shared_ptr<Storage> storage,
+                       std::vector<std::int64_t> strides, std::int64_t offset) {
+  Node& n = nodes_[id];
+  cse_erase(id);
+  n.storage = std::move(storage);
+  n.strides = std::move(strides);
+  n.offset = offset;
+  std::vector<NodeId> inputs = std::move(n.inputs);
+  n.inputs.clear();
+  for (NodeId in : inputs) release_use(in);
+}
+
+Graph& graph() {
+  static Graph* g = new Graph();  // never destroyed: arrays in static objects may outlive main
+  return *g;
+}
+
+std::vector<std::int64_t> contiguous_strides(const Shape& s) {
+  std::vector<std::int64_t> st(static_cast<std::size_t>(s.ndim()));
+  std::int64_t acc = 1;
+  for (int i = s.ndim() - 1; i >= 0; --i) {
+    st[static_cast<std::size_t>(i)] = acc;
+    acc *= s[i] > 0 ? s[i] : 1;
+  }
+  return st;
+}
+
+bool is_contiguous(const Shape& s, const std::vector<std::int64_t>& strides) {
+  std::int64_t acc = 1;
+  for (int i = s.ndim() - 1; i >= 0; --i) {
+    if (s[i] != 1 && strides[static_cast<std::size_t>(i)] != acc) return false;
+    acc *= s[i];
+  }
+  return true;
+}
+
+}  // namespace aj
