@@ -1,10 +1,13 @@
 // The Array handle, the tracing helpers, evaluation and reading values out.
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "backends/reference/interpreter.hpp"
 #include "backends/reference/scalar_ops.hpp"
+#include "core/executor.hpp"
 #include "core/stats_internal.hpp"
+#include "graph/pipeline.hpp"
 #include "core/trace.hpp"
 
 namespace aj {
@@ -67,8 +70,23 @@ void eval(const std::vector<Array>& arrays, Loc loc) {
   }
   if (roots.empty()) return;
   ++detail::stats_mut().evals;
-  ref::evaluate(roots);
+  if (detail::executor() == detail::Executor::reference) {
+    ref::evaluate(roots);
+  } else {
+    opt::evaluate(roots);
+  }
 }
+
+namespace detail {
+namespace {
+Executor g_executor = [] {
+  const char* e = std::getenv("AJ_EXECUTOR");
+  return e && std::string(e) == "reference" ? Executor::reference : Executor::optimized;
+}();
+}  // namespace
+Executor executor() { return g_executor; }
+void set_executor(Executor e) { g_executor = e; }
+}  // namespace detail
 
 namespace {
 template <class To>

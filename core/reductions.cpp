@@ -39,7 +39,9 @@ Shape reduced_shape(const Shape& s, const std::vector<std::int64_t>& axes, bool 
   return Shape(std::move(dims));
 }
 
-Array keep(const Array& r, const Shape& input, const std::vector<std::int64_t>& axes,
+// `input` by value: a.shape() refers into the node table, which tracing the
+// reduction node (an argument evaluated in unspecified order) may reallocate.
+Array keep(const Array& r, Shape input, const std::vector<std::int64_t>& axes,
            bool keepdims, const Loc& loc) {
   if (!keepdims) return r;
   return reshape(r, reduced_shape(input, axes, true), loc);

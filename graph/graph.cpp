@@ -136,6 +136,28 @@ void Graph::set_result(NodeId id, std::shared_ptr<Storage> storage,
   for (NodeId in : inputs) release_use(in);
 }
 
+void Graph::rewrite(NodeId id, const Node& like) {
+  if (nodes_[id].evaluated() || nodes_[id].dtype != like.dtype || nodes_[id].shape != like.shape) {
+    internal_error("Graph::rewrite must keep an unevaluated node's dtype and shape");
+  }
+  cse_erase(id);
+  for (NodeId in : like.inputs) ++nodes_[in].uses;
+  Node& n = nodes_[id];
+  std::vector<NodeId> old = std::move(n.inputs);
+  n.op = like.op;
+  n.inputs = like.inputs;
+  n.i0 = like.i0;
+  n.i1 = like.i1;
+  n.f0 = like.f0;
+  n.f1 = like.f1;
+  n.ints = like.ints;
+  n.hash = structural_hash(n);
+  n.in_cse = true;
+  if (!cse_) cse_ = std::make_shared<CseTable>();
+  cse_->map.emplace(n.hash, id);
+  for (NodeId in : old) release_use(in);
+}
+
 Graph& graph() {
   static Graph* g = new Graph();  // never destroyed: arrays in static objects may outlive main
   return *g;

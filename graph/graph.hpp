@@ -94,6 +94,12 @@ class Graph {
   void set_result(NodeId id, std::shared_ptr<Storage> storage, std::vector<std::int64_t> strides,
                   std::int64_t offset);
 
+  // Rewrite unevaluated node `id` in place into `like` (same dtype and shape;
+  // op, inputs and payload taken from `like`), keeping its id and both
+  // reference counts: user handles keep pointing at it. Used by simplify.
+  // Takes uses of the new inputs before dropping the old ones.
+  void rewrite(NodeId id, const Node& like);
+
  private:
   void maybe_free(NodeId id);
   void cse_erase(NodeId id);

@@ -1,0 +1,18 @@
+// aj::explain: what the optimizer will do with an array, as text.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "arrayjit/array.hpp"
+
+namespace aj {
+
+// The optimized plan for evaluating the arrays: kernels and the ops fused into
+// each, the buffer slots (bytes used beside the lower bound) and which outputs
+// reuse which inputs in place. Node numbers (%3) are those of aj::dump.
+// Nothing is computed. Setting AJ_LOG=plan prints the same on every eval.
+std::string explain(const Array& a);
+std::string explain(const std::vector<Array>& arrays);
+
+}  // namespace aj

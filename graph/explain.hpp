@@ -1,0 +1,15 @@
+// Text of an optimized plan (schedule + buffer plan), for aj::explain and
+// AJ_LOG=plan. Deterministic: dense node numbers as in aj::dump, no pointers.
+#pragma once
+
+#include <string>
+
+#include "graph/passes/assign_buffers.hpp"
+#include "graph/passes/fuse.hpp"
+
+namespace aj {
+
+std::string describe_plan(const Schedule& s, const BufferPlan& b);
+std::string dump(const BufferPlan& b, const Schedule& s);
+
+}  // namespace aj

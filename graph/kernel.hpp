@@ -1,0 +1,96 @@
+// Kernel IR: one small, backend-neutral description of a fused loop nest.
+//
+// Rules (what every backend may rely on):
+//  - The iteration space is `shape` (rank R). `reduce_axes` (sorted) lists the
+//    axes that are summed/maxed away; the others are the "outer" axes. With no
+//    reduce axes every point is independent.
+//  - Every stream (input or output) addresses memory as
+//    `offset + sum_d strides[d] * p[d]` elements over the full iteration point p.
+//    Stride 0 is broadcast; views (transpose, slice, broadcast, reshape) have
+//    already been folded into these strides, nothing is copied. Strides of
+//    axes with extent 1 are normalized to 0.
+//  - Instructions form an SSA list; operand fields name earlier instructions.
+//    Phase 0 runs at every iteration point; phase 1 (reduction kernels only)
+//    runs once per outer point after the reduced axes were consumed: a
+//    `Reduce` instruction is phase 1 and reads a phase-0 operand. Loads and
+//    constants used by phase 1 have stride 0 on reduce axes.
+//  - Outputs name the value they store. Phase-0 outputs are written at every
+//    point, phase-1 outputs once per outer point. Within one point all loads
+//    happen before any store, so an output may share memory with an input that
+//    is read at exactly the index the output writes (in-place donation).
+//  - Scalars (`scalars`) and extents (`shape`) are run-time arguments and are
+//    not part of `structural_hash`: a changing learning rate or a growing size
+//    reuses the same compiled kernel. Reduction order over the reduce axes is
+//    row-major, as in the reference interpreter.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "arrayjit/dtype.hpp"
+#include "graph/op.hpp"
+
+namespace aj {
+
+enum class KOp : std::uint8_t {
+  Load,    // arg = input index
+  Const,   // arg = scalar index
+  Unary,   // op(a); also Cast (to dtype, from the dtype of a)
+  Binary,  // op(a, b); compare ops give bool
+  Where,   // a ? b : c
+  Reduce,  // combiner op (Sum, Prod, ReduceMax, ...) over the reduce axes of a
+  Index,   // generator op evaluated at the flat index read from index stream `arg`;
+           // payload scalars start at `a` (see kernel_interpreter.cpp)
+};
+
+struct KInstr {
+  KOp kind = KOp::Load;
+  Op op = Op::Input;
+  DType dtype = DType::f32;  // result dtype
+  std::uint8_t phase = 0;
+  std::int32_t a = -1, b = -1, c = -1;
+  std::int32_t arg = -1;
+};
+
+struct KStream {
+  DType dtype = DType::f32;
+  std::vector<std::int64_t> strides;  // one per iteration axis, elements
+  std::int64_t offset = 0;
+  bool index_only = false;  // an index stream for a generator: no memory behind it
+};
+
+struct KOutput {
+  std::int32_t value = -1;
+  std::uint8_t phase = 0;
+  KStream stream;
+};
+
+// A run-time scalar argument: integers and bool in i, floats in f.
+struct KScalar {
+  DType dtype = DType::f64;
+  std::int64_t i = 0;
+  double f = 0.0;
+};
+
+struct Kernel {
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> reduce_axes;
+  std::vector<KStream> inputs;
+  std::vector<KInstr> instrs;
+  std::vector<KOutput> outputs;
+  std::vector<KScalar> scalars;
+
+  bool is_reduction() const { return !reduce_axes.empty(); }
+  std::int64_t points() const;  // product of the extents
+};
+
+// Hash of the kernel's structure: ops, dtypes, rank, reduce axes, which axes
+// of each stream broadcast and whether it is contiguous. Not extents, not
+// scalar values.
+std::uint64_t structural_hash(const Kernel& k);
+
+// Readable, deterministic text: "v3 = add f64 v1, v2".
+std::string dump(const Kernel& k);
+
+}  // namespace aj

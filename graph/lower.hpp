@@ -1,0 +1,62 @@
+// Lowering a set of graph nodes into one Kernel (graph/kernel.hpp).
+//
+// Every node reached from the roots is computed inside the kernel unless it is
+// "materialized" (evaluated already, or produced by an earlier step): those
+// are loaded. Views are never computed: each node is evaluated under an index
+// map (node index as an affine function of the iteration point), views
+// transform the map, and a load folds the map into strides + offset.
+// Where that is impossible (a reduction needed at another index, a reshape of
+// computed data that is not a pure size-1 insertion/removal) lowering reports
+// the node that must be materialized instead; fuse() then re-plans.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "graph/graph.hpp"
+#include "graph/kernel.hpp"
+
+namespace aj {
+
+struct Layout {
+  std::vector<std::int64_t> strides;
+  std::int64_t offset = 0;
+  bool operator==(const Layout&) const = default;
+};
+
+Layout contiguous_layout(const Shape& s);
+
+// The layout view node `v` has over its input's layout, exactly as the
+// reference interpreter computes it; nullopt where the reference copies
+// (reshape of non-contiguous data).
+std::optional<Layout> view_layout(const Node& v, const Node& src, const Layout& src_layout);
+
+struct LowerContext {
+  // Produced by a step of the schedule (not computed inside this kernel).
+  std::function<bool(NodeId)> is_materialized;
+  // Layout of a materialized node once its step has run.
+  std::function<Layout(NodeId)> layout;
+};
+
+struct Lowered {
+  bool ok = true;
+  bool conflict = false;             // roots cannot share this kernel
+  std::vector<NodeId> boundaries;    // must be materialized, then plan again
+  Kernel kernel;
+  std::vector<NodeId> inputs;        // kernel input k reads this node's storage (kNoNode: index)
+  std::vector<NodeId> outputs;       // kernel output j defines this node
+  std::vector<NodeId> computed;      // non-view nodes computed inside, once per index map
+  std::vector<NodeId> touched;       // every unevaluated node walked, views included
+  std::vector<NodeId> deps;          // materialized, unevaluated nodes read
+};
+
+// `space`: the iteration space; `reduce_axes`: empty for elementwise kernels.
+// Roots of the reduced shape are written after the reduction (phase 1), roots
+// of the full shape at every point (phase 0).
+Lowered lower(const std::vector<NodeId>& roots, const Shape& space,
+              const std::vector<std::int64_t>& reduce_axes, const LowerContext& ctx);
+
+Shape reduced_shape(const Shape& s, const std::vector<std::int64_t>& axes);
+
+}  // namespace aj

@@ -1,0 +1,59 @@
+// fuse: partition the unevaluated graph reachable from the roots into a
+// schedule of steps, in dependency order.
+//
+// Guarantees:
+//  - Every root is produced by exactly one step; every other node is either
+//    materialized by a step or computed inside every kernel that needs it.
+//  - A kernel step computes any DAG of elementwise ops, constants, index
+//    generators and views (as index arithmetic, never copies); producers of a
+//    reduction run inside the reduction's loop (the reduced input never
+//    exists in memory) and elementwise epilogues run after it. Roots of one
+//    iteration space (the same shape, or the full and reduced shapes of one
+//    reduction) share a kernel with several outputs when their inputs allow.
+//  - A reduction whose result is needed at another index (broadcast back over
+//    its own input, e.g. x - max(x)) or inside another reduction ends a kernel.
+//  - MatMul, Concat, ArgMax/ArgMin run as reference-interpreter steps; views
+//    that are roots (or feed those steps) are view steps: strides, no copy.
+//  - Cost rule for a producer used by several kernels: it is recomputed in
+//    each when it is cheap (all its ops carry the Cheap flag) and recomputing
+//    reads no more bytes than materializing would write and re-read:
+//        (k - 1) * leaf_bytes <= (k + 1) * own_bytes      (k kernels)
+//    otherwise it is materialized once and loaded.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/graph.hpp"
+#include "graph/kernel.hpp"
+#include "graph/lower.hpp"
+
+namespace aj {
+
+struct Step {
+  enum class Kind { kernel, view, reference };
+  Kind kind = Kind::kernel;
+  NodeId node = kNoNode;  // view / reference: the node this step evaluates
+  // kernel:
+  Kernel kernel;
+  std::vector<NodeId> inputs;    // per kernel input, the node it reads (kNoNode: index stream)
+  std::vector<NodeId> outputs;   // per kernel output, the node it defines
+  std::vector<NodeId> computed;  // ops computed inside (explain)
+  std::vector<NodeId> touched;   // all unevaluated nodes walked (buffer liveness)
+  Shape space;
+  std::vector<std::int64_t> axes;
+};
+
+struct Schedule {
+  std::vector<NodeId> roots;
+  std::vector<NodeId> order;  // unevaluated nodes, inputs first
+  std::vector<Step> steps;
+  std::unordered_map<NodeId, Layout> layouts;  // of every node a step produces
+  std::unordered_map<NodeId, int> step_of;     // node -> step producing it
+  int kernels() const;
+};
+
+Schedule fuse(const std::vector<NodeId>& roots);
+
+}  // namespace aj

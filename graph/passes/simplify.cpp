@@ -1,0 +1,266 @@
+#include "graph/passes/simplify.hpp"
+
+#include <cmath>
+#include <optional>
+
+#include "backends/reference/interpreter.hpp"
+#include "backends/reference/scalar_ops.hpp"
+
+namespace aj {
+
+namespace {
+
+using namespace aj::ref;
+
+// The value of a fill, encoded as a Constant node holds it.
+struct Fill {
+  DType t;
+  std::int64_t i = 0;
+  double f = 0.0;
+};
+
+template <class F>
+decltype(auto) visit(DType t, F&& f) {
+  switch (t) {
+    case DType::bool_: return f(bool{});
+    case DType::i32: return f(std::int32_t{});
+    case DType::i64: return f(std::int64_t{});
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+  }
+  internal_error("simplify: bad dtype");
+}
+
+template <class T>
+T get(const Fill& v) {
+  if constexpr (std::is_same_v<T, bool>) return is_float(v.t) ? v.f != 0.0 : v.i != 0;
+  else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(v.f);
+  else return static_cast<T>(v.i);
+}
+
+template <class T>
+Fill put(DType t, T x) {
+  if (is_float(t)) return {t, 0, static_cast<double>(x)};
+  return {t, static_cast<std::int64_t>(x), 0.0};
+}
+
+std::optional<Fill> fill_of(NodeId id) {
+  const Node& n = graph()[id];
+  if (n.evaluated()) return std::nullopt;
+  if (n.op == Op::Constant) return Fill{n.dtype, n.i0, n.f0};
+  if (n.op == Op::Broadcast) {
+    const Node& c = graph()[n.inputs[0]];
+    if (c.op == Op::Constant && !c.evaluated()) return Fill{c.dtype, c.i0, c.f0};
+  }
+  return std::nullopt;
+}
+
+void make_fill(NodeId id, const Fill& v) {
+  Graph& g = graph();
+  const Node n = g[id];  // a copy: add() below may move the node table
+  Node like;
+  like.dtype = n.dtype;
+  like.shape = n.shape;
+  if (n.shape.ndim() == 0) {
+    like.op = Op::Constant;
+    like.i0 = v.i;
+    like.f0 = v.f;
+  } else {
+    Node c;
+    c.op = Op::Constant;
+    c.dtype = n.dtype;
+    c.i0 = v.i;
+    c.f0 = v.f;
+    c.loc = n.loc;
+    like.op = Op::Broadcast;
+    like.inputs = {g.add(std::move(c))};
+  }
+  g.rewrite(id, like);
+}
+
+// Node `id` becomes a view of `target` that changes nothing.
+void make_alias(NodeId id, NodeId target) {
+  Node like;
+  like.op = Op::Reshape;
+  like.dtype = graph()[id].dtype;
+  like.shape = graph()[id].shape;
+  like.inputs = {target};
+  graph().rewrite(id, like);
+}
+
+bool is_value(const std::optional<Fill>& v, double x) {
+  if (!v) return false;
+  if (is_float(v->t)) return v->f == x && std::signbit(v->f) == std::signbit(x);
+  return v->i == static_cast<std::int64_t>(x);
+}
+
+// i32 -> i64 -> T equals i32 -> T when the middle type holds every value.
+bool lossless(DType from, DType to) {
+  if (from == to || from == DType::bool_) return true;
+  if (from == DType::i32) return to == DType::i64 || to == DType::f64;
+  if (from == DType::f32) return to == DType::f64;
+  return false;
+}
+
+template <class T>
+std::optional<T> fold_reduce(Op op, T v, std::int64_t c) {
+  T acc = reduce_identity<T>(op);
+  if (c == 0) return acc;
+  switch (op) {
+    case Op::ReduceMax:
+    case Op::ReduceMin:
+    case Op::All:
+    case Op::Any: return reduce_combine(op, acc, v);  // idempotent combiners
+    case Op::Sum:
+    case Op::Prod:
+      if constexpr (std::is_same_v<T, bool>) {
+        return std::nullopt;
+      } else if constexpr (std::is_integral_v<T>) {
+        if (op == Op::Sum) return wrap_mul(v, static_cast<T>(c));  // modular arithmetic
+        T r = 1, b = v;
+        for (auto e = static_cast<std::uint64_t>(c); e; e >>= 1) {
+          if (e & 1) r = wrap_mul(r, b);
+          b = wrap_mul(b, b);
+        }
+        return r;
+      } else {
+        constexpr double exact = std::is_same_v<T, float> ? 0x1p24 : 0x1p53;
+        if (op == Op::Sum) {
+          if (v == 0) return T(0);  // +0 + -0 is +0
+          if (!std::isfinite(v)) return v;
+          if (std::floor(v) == v && std::fabs(static_cast<double>(v)) * static_cast<double>(c) <= exact) {
+            return static_cast<T>(v * static_cast<T>(c));
+          }
+        } else if (v == 1) {
+          return T(1);
+        }
+        if (c > (1 << 22)) return std::nullopt;
+        for (std::int64_t k = 0; k < c; ++k) acc = reduce_combine(op, acc, v);
+        return acc;
+      }
+    default: return std::nullopt;
+  }
+}
+
+void fold_elementwise(NodeId id) {
+  Graph& g = graph();
+  const Node n = g[id];
+  std::vector<std::optional<Fill>> in;
+  bool all = true;
+  for (NodeId i : n.inputs) {
+    in.push_back(fill_of(i));
+    all &= in.back().has_value();
+  }
+  const DType t = g[n.inputs.back()].dtype;  // operand dtype (Where: the values')
+  if (all) {
+    Fill r = visit(t, [&](auto tag) -> Fill {
+      using I = decltype(tag);
+      return visit(n.dtype, [&](auto out) -> Fill {
+        using O = decltype(out);
+        if (n.op == Op::Cast) return put(n.dtype, convert<O>(get<I>(*in[0])));
+        if (n.op == Op::Where) return put(n.dtype, convert<O>(get<bool>(*in[0]) ? get<I>(*in[1]) : get<I>(*in[2])));
+        if (is_compare(n.op)) return put(n.dtype, compare(n.op, get<I>(*in[0]), get<I>(*in[1])));
+        if (n.inputs.size() == 2) return put(n.dtype, convert<O>(binary(n.op, get<I>(*in[0]), get<I>(*in[1]))));
+        return put(n.dtype, convert<O>(unary(n.op, get<I>(*in[0]))));
+      });
+    });
+    return make_fill(id, r);
+  }
+  const bool integer = is_integer(n.dtype);
+  const bool floating = is_float(n.dtype);
+  switch (n.op) {
+    case Op::Mul:
+      if (is_value(in[1], 1)) return make_alias(id, n.inputs[0]);
+      if (is_value(in[0], 1)) return make_alias(id, n.inputs[1]);
+      return;
+    case Op::Div:
+      if (is_value(in[1], 1)) return make_alias(id, n.inputs[0]);
+      return;
+    case Op::Add:
+      if ((integer && is_value(in[1], 0)) || (floating && is_value(in[1], -0.0))) return make_alias(id, n.inputs[0]);
+      if ((integer && is_value(in[0], 0)) || (floating && is_value(in[0], -0.0))) return make_alias(id, n.inputs[1]);
+      return;
+    case Op::Sub:
+      if ((integer && is_value(in[1], 0)) || (floating && is_value(in[1], 0.0))) return make_alias(id, n.inputs[0]);
+      if (integer && n.inputs[0] == n.inputs[1]) return make_fill(id, Fill{n.dtype, 0, 0.0});
+      return;
+    case Op::Neg: {
+      const Node& m = g[n.inputs[0]];
+      if (m.op == Op::Neg && !m.evaluated()) return make_alias(id, m.inputs[0]);
+      return;
+    }
+    case Op::Cast: {
+      const Node& m = g[n.inputs[0]];
+      if (m.op != Op::Cast || m.evaluated()) return;
+      NodeId x = m.inputs[0];
+      if (!lossless(g[x].dtype, m.dtype)) return;
+      if (g[x].dtype == n.dtype) return make_alias(id, x);
+      Node like = n;
+      like.inputs = {x};
+      return g.rewrite(id, like);
+    }
+    case Op::Where:
+      if (in[0]) return make_alias(id, get<bool>(*in[0]) ? n.inputs[1] : n.inputs[2]);
+      return;
+    default: return;
+  }
+}
+
+void fold_view(NodeId id) {
+  Graph& g = graph();
+  const Node n = g[id];
+  const Node& m = g[n.inputs[0]];
+  if (n.op == Op::Broadcast && m.op == Op::Constant) return;  // a fill already
+  if (auto v = fill_of(n.inputs[0])) return make_fill(id, *v);
+  if (m.evaluated() || m.op != n.op) return;
+  if (n.op == Op::Reshape) {
+    Node like = n;
+    like.inputs = {m.inputs[0]};
+    return g.rewrite(id, like);  // an alias when the shapes agree
+  }
+  if (n.op == Op::Transpose) {
+    Node like = n;
+    like.inputs = {m.inputs[0]};
+    bool identity = true;
+    for (std::size_t i = 0; i < n.ints.size(); ++i) {
+      like.ints[i] = m.ints[static_cast<std::size_t>(n.ints[i])];
+      identity &= like.ints[i] == static_cast<std::int64_t>(i);
+    }
+    if (identity) return make_alias(id, m.inputs[0]);
+    return g.rewrite(id, like);
+  }
+}
+
+void fold_reduction(NodeId id) {
+  Graph& g = graph();
+  const Node n = g[id];
+  if (n.op == Op::ArgMax || n.op == Op::ArgMin || n.numel() == 0) return;
+  auto v = fill_of(n.inputs[0]);
+  if (!v) return;
+  std::int64_t c = 1;
+  for (auto ax : n.ints) c *= g[n.inputs[0]].shape[static_cast<int>(ax)];
+  std::optional<Fill> r = visit(n.dtype, [&](auto tag) -> std::optional<Fill> {
+    using T = decltype(tag);
+    auto x = fold_reduce<T>(n.op, get<T>(*v), c);
+    if (!x) return std::nullopt;
+    return put(n.dtype, *x);
+  });
+  if (r) make_fill(id, *r);
+}
+
+}  // namespace
+
+void simplify(const std::vector<NodeId>& roots) {
+  Graph& g = graph();
+  // Inputs first: a rewrite only frees nodes before the current one, and
+  // consumers see their inputs simplified already.
+  for (NodeId id : ref::unevaluated_order(roots)) {
+    const Node& n = g[id];
+    if (!n.alive || n.evaluated()) continue;
+    if (is_elementwise(n.op)) fold_elementwise(id);
+    else if (is_view(n.op)) fold_view(id);
+    else if (is_reduction(n.op)) fold_reduction(id);
+  }
+}
+
+}  // namespace aj

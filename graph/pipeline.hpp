@@ -1,0 +1,32 @@
+// The optimizing pipeline: simplify -> fuse -> assign buffers -> run steps.
+// One function lists the passes (pipeline.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.hpp"
+
+namespace aj::opt {
+
+// Evaluate the roots (and what they need) through the optimizer. Same
+// contract as ref::evaluate: evaluated nodes become leaves; on failure,
+// nodes already computed stay valid.
+void evaluate(const std::vector<NodeId>& roots);
+
+// The plan evaluate() would run for these roots, as text (kernels, fused ops,
+// buffer slots, in-place reuse). Runs simplify (which only rewrites nodes into
+// equivalent ones) but computes nothing.
+std::string plan_text(const std::vector<NodeId>& roots);
+
+// Switch a pass off by name ("simplify") for tests; true again to restore.
+void set_pass_enabled(const std::string& name, bool enabled);
+
+}  // namespace aj::opt
+
+namespace aj::detail {
+// All logging goes through here: writes to stderr when AJ_LOG lists `channel`
+// (comma-separated, e.g. AJ_LOG=plan).
+bool log_enabled(const char* channel);
+void log(const char* channel, const std::string& text);
+}  // namespace aj::detail

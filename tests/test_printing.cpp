@@ -1,0 +1,241 @@
+// Printing: operator<< of arrays (NumPy-like layout, then dtype and shape),
+// DType and Shape text, the deterministic graph dump and the Graphviz text.
+// Expected strings are written out by hand from the format in core/print.cpp
+// and graph/dump.cpp.
+#include <doctest/doctest.h>
+
+#include <arrayjit/arrayjit.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using aj::DType;
+
+template <class T>
+std::string str(const T& v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + what.size())) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_SUITE("printing") {
+
+// ---- arrays ---------------------------------------------------------------------------
+
+TEST_CASE("a small 2-d i64 array prints rows aligned under each other") {
+  aj::Array a = aj::from_vector(std::vector<std::int64_t>{1, 2, 3, 4, 5, 6}, {2, 3});
+  CHECK(str(a) ==
+        "array([[1, 2, 3],\n"
+        "       [4, 5, 6]], dtype=i64, shape=[2, 3])");
+}
+
+TEST_CASE("integer cells are right-aligned to the widest value") {
+  aj::Array a = aj::from_vector(std::vector<std::int64_t>{1, -20, 300, 4}, {2, 2});
+  CHECK(str(a) ==
+        "array([[  1, -20],\n"
+        "       [300,   4]], dtype=i64, shape=[2, 2])");
+  // i64 values beyond 2^53 print exactly.
+  aj::Array big = aj::from_vector(std::vector<std::int64_t>{9007199254740993LL, -1});
+  CHECK(str(big) == "array([9007199254740993,               -1], dtype=i64, shape=[2])");
+  aj::Array i32 = aj::from_vector(std::vector<std::int32_t>{-7, 8, 9});
+  CHECK(str(i32) == "array([-7,  8,  9], dtype=i32, shape=[3])");
+}
+
+TEST_CASE("a 3-d array separates its blocks with a blank line") {
+  aj::Array a = aj::from_vector(std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7}, {2, 2, 2});
+  CHECK(str(a) ==
+        "array([[[0, 1],\n"
+        "        [2, 3]],\n"
+        "\n"
+        "       [[4, 5],\n"
+        "        [6, 7]]], dtype=i32, shape=[2, 2, 2])");
+}
+
+TEST_CASE("f32 values print in shortest round-trip form with a trailing dot for whole numbers") {
+  aj::Array a = aj::from_vector(std::vector<float>{0.5f, 1.0f, -2.25f, 0.1f});
+  CHECK(str(a) == "array([  0.5,    1., -2.25,   0.1], dtype=f32, shape=[4])");
+  // 0.1f is printed as the f32 value it is, not its double expansion.
+  aj::Array b = aj::from_vector(std::vector<float>{0.1f, 3.0f}, {2, 1});
+  CHECK(str(b) ==
+        "array([[0.1],\n"
+        "       [ 3.]], dtype=f32, shape=[2, 1])");
+}
+
+TEST_CASE("f64 values, exponents and special values") {
+  aj::Array a = aj::from_vector(std::vector<double>{0.1, 1e20, -0.0});
+  CHECK(str(a) == "array([  0.1, 1e+20,   -0.], dtype=f64, shape=[3])");
+  aj::Array s = aj::from_vector(std::vector<double>{NAN, INFINITY, -INFINITY, 2.0});
+  CHECK(str(s) == "array([ nan,  inf, -inf,   2.], dtype=f64, shape=[4])");
+}
+
+TEST_CASE("bool arrays print true and false") {
+  aj::Array a = aj::from_vector(std::vector<bool>{true, false, true});
+  CHECK(str(a) == "array([ true, false,  true], dtype=bool, shape=[3])");
+  aj::Array b = aj::from_vector(std::vector<bool>{true, true}, {1, 2});
+  CHECK(str(b) == "array([[true, true]], dtype=bool, shape=[1, 2])");
+}
+
+TEST_CASE("rank-0 arrays print the bare value and shape=[]") {
+  CHECK(str(aj::from_vector(std::vector<std::int64_t>{42}, aj::Shape{})) ==
+        "array(42, dtype=i64, shape=[])");
+  CHECK(str(aj::sum(aj::from_vector(std::vector<double>{1.5, 2.0}))) ==
+        "array(3.5, dtype=f64, shape=[])");
+  CHECK(str(aj::from_vector(std::vector<bool>{false}, aj::Shape{})) ==
+        "array(false, dtype=bool, shape=[])");
+}
+
+TEST_CASE("empty arrays and empty handles print without values") {
+  CHECK(str(aj::zeros({0})) == "array([], dtype=f32, shape=[0])");
+  CHECK(str(aj::zeros({2, 0}, DType::i32)) ==
+        "array([[],\n"
+        "       []], dtype=i32, shape=[2, 0])");
+  CHECK(str(aj::Array()) == "array(<empty handle>)");
+}
+
+TEST_CASE("printing evaluates the array and shows computed values of views") {
+  aj::Array x = aj::from_vector(std::vector<std::int64_t>{1, 2, 3, 4, 5, 6}, {2, 3});
+  aj::Array y = aj::transpose(x) * 10;
+  CHECK_FALSE(y.is_evaluated());
+  CHECK(str(y) ==
+        "array([[10, 40],\n"
+        "       [20, 50],\n"
+        "       [30, 60]], dtype=i64, shape=[3, 2])");
+  CHECK(y.is_evaluated());
+}
+
+TEST_CASE("a 1000-element array prints every value; more than 1000 are summarised with ...") {
+  std::string s1000 = str(aj::arange(1000));
+  CHECK(s1000.find("...") == std::string::npos);
+  CHECK(count(s1000, ",") == 999 + 2);  // 999 separators, then ", dtype=" and ", shape="
+  std::string s1001 = str(aj::arange(1001));
+  CHECK(s1001 == "array([   0,    1,    2, ...,  998,  999, 1000], dtype=i64, shape=[1001])");
+}
+
+TEST_CASE("a 5000-element array is summarised with ... along every long axis") {
+  aj::Array v = aj::arange(5000);
+  std::string s = str(v);
+  CHECK(s == "array([   0,    1,    2, ..., 4997, 4998, 4999], dtype=i64, shape=[5000])");
+
+  aj::Array m = aj::reshape(aj::arange(5000), {100, 50});
+  CHECK(str(m) ==
+        "array([[   0,    1,    2, ...,   47,   48,   49],\n"
+        "       [  50,   51,   52, ...,   97,   98,   99],\n"
+        "       [ 100,  101,  102, ...,  147,  148,  149],\n"
+        "       ...,\n"
+        "       [4850, 4851, 4852, ..., 4897, 4898, 4899],\n"
+        "       [4900, 4901, 4902, ..., 4947, 4948, 4949],\n"
+        "       [4950, 4951, 4952, ..., 4997, 4998, 4999]], dtype=i64, shape=[100, 50])");
+
+  // Floats too; the text stays short.
+  std::string f = str(aj::ones({5000}, DType::f32));
+  CHECK(f == "array([1., 1., 1., ..., 1., 1., 1.], dtype=f32, shape=[5000])");
+}
+
+// ---- dtype, shape ---------------------------------------------------------------------------
+
+TEST_CASE("DType and Shape print as their names and bracketed extents") {
+  CHECK(str(DType::bool_) == "bool");
+  CHECK(str(DType::i32) == "i32");
+  CHECK(str(DType::i64) == "i64");
+  CHECK(str(DType::f32) == "f32");
+  CHECK(str(DType::f64) == "f64");
+  CHECK(std::string(aj::dtype_name(DType::f64)) == "f64");
+  CHECK(str(aj::Shape{2, 3}) == "[2, 3]");
+  CHECK(str(aj::Shape{}) == "[]");
+  CHECK(aj::Shape{7}.str() == "[7]");
+  CHECK(aj::Shape{1, 0, 4}.str() == "[1, 0, 4]");
+  CHECK(aj::Device::cpu().str() == "cpu");
+  CHECK(aj::Device::cuda(1).str() == "cuda:1");
+}
+
+// ---- dump, to_dot ------------------------------------------------------------------------------
+
+TEST_CASE("dump of (x + 2) * 3 lists nodes in dependency order with dense ids") {
+  aj::Array x = aj::from_vector(std::vector<float>{1, 2, 3, 4}, {4});
+  aj::Array y = (x + 2) * 3;
+  CHECK(aj::dump({y}) ==
+        "%0 = input f32[4]\n"
+        "%1 = const f32[] 2\n"
+        "%2 = broadcast f32[4] %1\n"
+        "%3 = add f32[4] %0, %2\n"
+        "%4 = const f32[] 3\n"
+        "%5 = broadcast f32[4] %4\n"
+        "%6 = mul f32[4] %3, %5\n");
+  // Deterministic: the same text every time.
+  CHECK(aj::dump({y}) == aj::dump({y}));
+  // After evaluation the result is a leaf input.
+  y.eval();
+  CHECK(aj::dump({y}) == "%0 = input f32[4]\n");
+}
+
+TEST_CASE("dump of integer constants, reductions, views and several roots") {
+  aj::Array x = aj::from_vector(std::vector<std::int64_t>{1, 2, 3, 4, 5, 6}, {2, 3});
+  aj::Array s = aj::sum(aj::transpose(x) - 1, 1);
+  CHECK(aj::dump({s}) ==
+        "%0 = input i64[2, 3]\n"
+        "%1 = transpose i64[3, 2] %0 perm=[1, 0]\n"
+        "%2 = const i64[] 1\n"
+        "%3 = broadcast i64[3, 2] %2\n"
+        "%4 = sub i64[3, 2] %1, %3\n"
+        "%5 = sum i64[3] %4 axes=[1]\n");
+  aj::Array sl = aj::slice(x, 1, 2, 0, -1);
+  CHECK(aj::dump({sl}) ==
+        "%0 = input i64[2, 3]\n"
+        "%1 = slice i64[2, 2] %0 start,step=[0, 1, 2, -1]\n");
+  // Two roots sharing x: x appears once, numbered first.
+  aj::Array m = aj::max(x, 0);
+  CHECK(aj::dump({m, sl}) ==
+        "%0 = input i64[2, 3]\n"
+        "%1 = max i64[3] %0 axes=[0]\n"
+        "%2 = slice i64[2, 2] %0 start,step=[0, 1, 2, -1]\n");
+}
+
+TEST_CASE("to_dot gives a Graphviz digraph with one edge per input") {
+  aj::Array x = aj::from_vector(std::vector<float>{1, 2, 3}, {3});
+  aj::Array y = x + 2;
+  std::string dot = aj::to_dot(y);
+  CHECK(dot.rfind("digraph", 0) == 0);
+  CHECK(dot.back() == '\n');
+  CHECK(dot.find("}\n") == dot.size() - 2);
+  // Nodes: %0 input, %1 const, %2 broadcast, %3 add; edges 1->2, 0->3, 2->3.
+  CHECK(count(dot, "->") == 3);
+  CHECK(dot.find("n1 -> n2;") != std::string::npos);
+  CHECK(dot.find("n0 -> n3;") != std::string::npos);
+  CHECK(dot.find("n2 -> n3;") != std::string::npos);
+  CHECK(dot.find("add") != std::string::npos);
+  CHECK(dot.find("f32[3]") != std::string::npos);
+  // An evaluated array is a single node with no edges.
+  y.eval();
+  std::string dot2 = aj::to_dot(y);
+  CHECK(dot2.find("digraph") != std::string::npos);
+  CHECK(count(dot2, "->") == 0);
+  CHECK(count(dot2, "[label=") == 1);
+}
+
+TEST_CASE("Stats print their counters") {
+  aj::Stats s;
+  s.evals = 3;
+  s.system_allocs = 7;
+  s.live_bytes = 64;
+  std::string t = str(s);
+  CHECK(t == s.str());
+  CHECK(t.find("evals 3") != std::string::npos);
+  CHECK(t.find("system allocs 7") != std::string::npos);
+  CHECK(t.find("live 64 bytes") != std::string::npos);
+}
+
+}  // TEST_SUITE
