@@ -11,14 +11,6 @@ namespace aj {
 
 namespace {
 
-Array generator(Op op, DType t, Shape shape, const Loc& loc) {
-  Node n;
-  n.op = op;
-  n.dtype = t;
-  n.shape = std::move(shape);
-  return trace::make(std::move(n), loc);
-}
-
 Array leaf(std::shared_ptr<Storage> s, DType t, Shape shape, std::vector<std::int64_t> strides,
            const Loc& loc, std::int64_t offset = 0) {
   Node n;
@@ -34,16 +26,23 @@ Array leaf(std::shared_ptr<Storage> s, DType t, Shape shape, std::vector<std::in
 
 }  // namespace
 
-Array full(Shape shape, Scalar value, DType dtype, Loc loc) {
-  trace::checked_numel(shape.dims(), "full", loc);
+namespace {
+// `op` is the name the caller used (ones and zeros are fills too).
+Array fill(const char* op, Shape shape, Scalar value, DType dtype, const Loc& loc) {
+  trace::checked_numel(shape.dims(), op, loc);
   if (dtype == DType::i32 && value.kind == Scalar::Kind::integer &&
       (value.i < INT32_MIN || value.i > INT32_MAX)) {
-    user_error("full", "value " + std::to_string(value.i) + " does not fit i32", loc);
+    user_error(op, "value " + std::to_string(value.i) + " does not fit i32", loc);
   }
   return trace::broadcast(trace::constant(value, dtype, loc), shape, loc);
 }
-Array zeros(Shape shape, DType dtype, Loc loc) { return full(std::move(shape), 0, dtype, loc); }
-Array ones(Shape shape, DType dtype, Loc loc) { return full(std::move(shape), 1, dtype, loc); }
+}  // namespace
+
+Array full(Shape shape, Scalar value, DType dtype, Loc loc) {
+  return fill("full", std::move(shape), value, dtype, loc);
+}
+Array zeros(Shape shape, DType dtype, Loc loc) { return fill("zeros", std::move(shape), 0, dtype, loc); }
+Array ones(Shape shape, DType dtype, Loc loc) { return fill("ones", std::move(shape), 1, dtype, loc); }
 
 Array arange(double start, double stop, double step, DType dtype, Loc loc) {
   if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop)) {

@@ -104,6 +104,21 @@ Array make_elementwise(Op op, DType out, std::vector<Array> ins, const Loc& loc)
   return trace::make(std::move(n), loc);
 }
 
+// Broadcast the operands' shapes as the user wrote them, before any cast:
+// an error names each operand with its own dtype (i32[3, 4] and f64[5]).
+void check_broadcast(const char* op, const std::vector<const Operand*>& ops, const Loc& loc) {
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  for (auto* o : ops) {
+    if (o->is_scalar) continue;
+    shapes.push_back(o->array->shape());
+    dtypes.push_back(o->array->dtype());
+  }
+  std::vector<const Shape*> ptrs;
+  for (const Shape& s : shapes) ptrs.push_back(&s);
+  trace::broadcast_shapes(ptrs, dtypes, op, loc);
+}
+
 void check_any_array(const char* op, const std::vector<const Operand*>& ops) {
   for (auto* o : ops) {
     if (!o->is_scalar) trace::id(*o->array, op, o->loc);
@@ -129,6 +144,7 @@ Array binary(Op op, const Operand& a, const Operand& b) {
     user_error(name, "does not accept bool operands (" + describe_all(ops) +
                          "); use && / || for logic or astype() to a number type", loc);
   }
+  check_broadcast(name, ops, loc);
   DType out = is_compare(op) ? DType::bool_ : t;
   return make_elementwise(op, out, {as_array(name, a, t), as_array(name, b, t)}, loc);
 }
@@ -228,6 +244,7 @@ Array where(const Operand& cond, const Operand& a, const Operand& b) {
     user_error("where", "condition must be bool, got " + describe(cond) +
                             " (compare first, e.g. x > 0)", loc);
   }
+  check_broadcast("where", all, loc);
   std::vector<const Operand*> vals{&a, &b};
   DType t = result_dtype(vals);
   return make_elementwise(Op::Where, t,

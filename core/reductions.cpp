@@ -108,6 +108,10 @@ Array arg_reduce(Op op, const Array& a, std::optional<int> axis, bool keepdims, 
   const char* name = op_name(op);
   trace::id(a, name, loc);
   if (!axis) {
+    if (a.size() == 0) {
+      user_error(name, "reduction over an empty array " + describe(a) +
+                           " has no identity (check the size first)", loc);
+    }
     Array flat = reshape(a, Shape{a.size()}, loc);
     Array r = arg_reduce(op, flat, 0, false, loc);
     if (!keepdims) return r;

@@ -275,7 +275,19 @@ Array matmul(const Array& a_in, const Array& b_in, Loc loc) {
   std::vector<std::int64_t> ab(a.shape().begin(), a.shape().end() - 2);
   std::vector<std::int64_t> bb(b.shape().begin(), b.shape().end() - 2);
   Shape as(ab), bs(bb);
-  Shape batch = trace::broadcast_shapes({&as, &bs}, {a.dtype(), b.dtype()}, "matmul", loc);
+  // Batch axes broadcast as NumPy; the message names both whole operands.
+  std::vector<std::int64_t> bd(std::max(ab.size(), bb.size()), 1);
+  for (std::size_t i = 0; i < bd.size(); ++i) {
+    const std::int64_t x = i < ab.size() ? ab[ab.size() - 1 - i] : 1;
+    const std::int64_t y = i < bb.size() ? bb[bb.size() - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1) {
+      user_error("matmul", "batch extents of " + describe(a_in) + " and " + describe(b_in) +
+                               " cannot be broadcast together (" + as.str() + " vs " + bs.str() + ")",
+                 loc);
+    }
+    bd[bd.size() - 1 - i] = x == 1 ? y : x;
+  }
+  Shape batch(bd);
   auto with = [&](std::int64_t r, std::int64_t c) {
     std::vector<std::int64_t> d = batch.dims();
     d.push_back(r);

@@ -139,6 +139,7 @@ class Array {
 
 template <class T>
 std::vector<T> Array::to_vector(Loc loc) const {
+  if (!valid()) user_error("to_vector", "empty Array handle (default-constructed or moved-from)", loc);
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<std::uint8_t> tmp(static_cast<std::size_t>(size()));
     copy_out(tmp.data(), DType::bool_, loc);
@@ -159,6 +160,7 @@ std::vector<T> Array::to_vector(Loc loc) const {
 
 template <class T>
 T Array::item(Loc loc) const {
+  if (!valid()) user_error("item", "empty Array handle (default-constructed or moved-from)", loc);
   if (size() != 1) {
     user_error("item", "array of shape " + shape().str() + " has " + std::to_string(size()) +
                            " elements, item() needs exactly one", loc);
