@@ -119,12 +119,24 @@ std::string explain(const Array& a) { return explain(std::vector<Array>{a}); }
 
 namespace detail {
 
-bool log_enabled(const char* channel) {
-  const char* env = std::getenv("AJ_LOG");
-  if (!env) return false;
-  std::string s = std::string(",") + env + ",";
+namespace {
+std::string& api_channels() {
+  static std::string s;
+  return s;
+}
+bool lists(const char* list, const char* channel) {
+  if (!list || !*list) return false;
+  const std::string s = std::string(",") + list + ",";
   return s.find(std::string(",") + channel + ",") != std::string::npos ||
          s.find(",all,") != std::string::npos;
+}
+}  // namespace
+
+// One switch, three spellings: AJ_LOG, AJ_DUMP (the same channels) and
+// aj::set_log().
+bool log_enabled(const char* channel) {
+  return lists(std::getenv("AJ_LOG"), channel) || lists(std::getenv("AJ_DUMP"), channel) ||
+         lists(api_channels().c_str(), channel);
 }
 
 void log(const char* channel, const std::string& text) {
@@ -135,4 +147,7 @@ void log(const char* channel, const std::string& text) {
 }
 
 }  // namespace detail
+
+void set_log(const std::string& channels) { detail::api_channels() = channels; }
+
 }  // namespace aj

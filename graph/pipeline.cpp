@@ -4,18 +4,24 @@
 // reference interpreter).
 #include "graph/pipeline.hpp"
 
+#include <chrono>
+#include <optional>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "backends/cpu/host_memory.hpp"
 #include "backends/cpu/kernel_interpreter.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "core/stats_internal.hpp"
+#include "graph/dump.hpp"
 #include "graph/explain.hpp"
 #include "graph/passes/assign_buffers.hpp"
 #include "graph/passes/fuse.hpp"
 #include "graph/passes/simplify.hpp"
+#include "graph/verify.hpp"
 
 namespace aj::opt {
 
@@ -39,11 +45,55 @@ struct Plan {
   BufferPlan buffers;
 };
 
+// Runs one pass: `body(enabled)` does the work (a switched-off pass still
+// gets called, to produce the trivial result the next pass needs) and returns
+// a one-line summary. Times it; logs it on channel "passes", noting
+// "(unchanged)" when the graph text is the same after it; dumps the graph after
+// it on channel "graph"; verifies the graph after it when verification is on.
+template <class Body>
+void run_pass(const char* name, const std::vector<NodeId>& roots, Body&& body) {
+  const bool on = pass_enabled(name);
+  const bool show = detail::log_enabled("passes"), show_graph = detail::log_enabled("graph");
+  std::string before;
+  if (show || show_graph) before = dump_nodes(roots);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string summary = body(on);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (verify_enabled()) verify(graph(), name);
+  if (show || show_graph) {
+    const std::string after = dump_nodes(roots);
+    const bool same = after == before;
+    char time[32];
+    std::snprintf(time, sizeof time, "%.3f ms", ms);
+    if (show) {
+      detail::log("passes", std::string(name) + (on ? "" : " (switched off)") + ": " + time +
+                                (summary.empty() ? "" : ", " + summary) + (same ? " (unchanged)" : ""));
+    }
+    if (show_graph) {
+      detail::log("graph", std::string("after ") + name + (same ? " (unchanged)\n" : ":\n" + after));
+    }
+  }
+}
+
+// The table of contents: the passes, in order.
 Plan make_plan(const std::vector<NodeId>& roots) {
-  if (pass_enabled("simplify")) simplify(roots);
   Plan p;
-  p.schedule = fuse(roots);
-  p.buffers = assign_buffers(p.schedule);
+  run_pass("simplify", roots, [&](bool on) {
+    if (on) simplify(roots);
+    return std::string();
+  });
+  run_pass("fuse", roots, [&](bool on) {  // off: one kernel per op
+    p.schedule = fuse(roots, on);
+    return std::to_string(p.schedule.steps.size()) + " steps, " +
+           std::to_string(p.schedule.kernels()) + " kernels";
+  });
+  run_pass("assign_buffers", roots, [&](bool on) {  // off: no donation, a fresh buffer per value
+    p.buffers = on ? assign_buffers(p.schedule) : BufferPlan{};
+    if (verify_enabled()) verify(p.buffers, p.schedule, "assign_buffers");
+    if (detail::log_enabled("buffers")) detail::log("buffers", dump(p.buffers, p.schedule));
+    return std::to_string(p.buffers.bytes_used) + " bytes in slots, lower bound " +
+           std::to_string(p.buffers.lower_bound);
+  });
   return p;
 }
 
@@ -108,10 +158,89 @@ void check_layout(const Schedule& s, NodeId id) {
   }
 }
 
+// Verification at run time: the buffers of values the plan has live at the
+// same step never overlap in memory (a donated output continues its donor),
+// and no kernel output overlaps an input it does not take over.
+class OverlapCheck {
+ public:
+  explicit OverlapCheck(const Plan& p) : p_(p) {
+    for (std::size_t i = 0; i < p.buffers.values.size(); ++i) index_[p.buffers.values[i].node] = i;
+  }
+
+  void after_step(std::size_t k, const std::vector<std::pair<const char*, const char*>>& input_spans) {
+    const Step& st = p_.schedule.steps[k];
+    const int ki = static_cast<int>(k);
+    std::vector<NodeId> made = st.kind == Step::Kind::kernel ? st.outputs : std::vector<NodeId>{st.node};
+    for (NodeId id : made) {
+      const Node& n = graph()[id];
+      if (!index_.count(id) || !n.evaluated()) continue;
+      const char* lo = static_cast<const char*>(n.storage->data);
+      span_[id] = {lo, lo + n.storage->bytes};
+    }
+    std::vector<const BufferValue*> live;
+    for (const BufferValue& v : p_.buffers.values) {
+      if (v.def <= ki && ki <= v.last && span_.count(v.node)) live.push_back(&v);
+    }
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      for (std::size_t j = i + 1; j < live.size(); ++j) {
+        const BufferValue &a = *live[i], &b = *live[j];
+        if (a.donor == b.node || b.donor == a.node) continue;
+        if (overlap(span_[a.node], span_[b.node])) {
+          internal_error("pipeline: nodes " + std::to_string(a.node) + " and " + std::to_string(b.node) +
+                         " are live at step " + std::to_string(k) + " in overlapping memory");
+        }
+      }
+    }
+    if (st.kind != Step::Kind::kernel) return;
+    for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+      auto it = span_.find(st.outputs[j]);
+      if (it == span_.end()) continue;
+      for (const auto& in : input_spans) {
+        if (overlap(it->second, in) && !(it->second.first == in.first && donated(k, j))) {
+          internal_error("pipeline: kernel output " + std::to_string(j) + " of step " + std::to_string(k) +
+                         " overlaps an input it does not take over");
+        }
+      }
+    }
+  }
+
+ private:
+  using Span = std::pair<const char*, const char*>;
+  static bool overlap(const Span& a, const Span& b) { return a.first < b.second && b.first < a.second; }
+  bool donated(std::size_t k, std::size_t j) const {
+    for (const Donation& d : p_.buffers.donations) {
+      if (d.step == static_cast<int>(k) && d.output == static_cast<int>(j)) return true;
+    }
+    return false;
+  }
+  const Plan& p_;
+  std::unordered_map<NodeId, std::size_t> index_;
+  std::unordered_map<NodeId, Span> span_;
+};
+
+// The storage spans a kernel step reads (taken before it runs: a donated
+// input is released by the step).
+std::vector<std::pair<const char*, const char*>> input_spans(const Step& st) {
+  std::vector<std::pair<const char*, const char*>> out;
+  if (st.kind != Step::Kind::kernel) return out;
+  for (std::size_t e = 0; e < st.inputs.size(); ++e) {
+    if (st.inputs[e] == kNoNode) continue;
+    const Node& n = graph()[st.inputs[e]];
+    if (!n.evaluated()) continue;
+    const char* lo = static_cast<const char*>(n.storage->data);
+    out.emplace_back(lo, lo + n.storage->bytes);
+  }
+  return out;
+}
+
 void execute(const Plan& p) {
   const Schedule& s = p.schedule;
+  std::optional<OverlapCheck> check;
+  if (verify_enabled()) check.emplace(p);
   for (std::size_t k = 0; k < s.steps.size(); ++k) {
     const Step& st = s.steps[k];
+    std::vector<std::pair<const char*, const char*>> reads;
+    if (check) reads = input_spans(st);
     switch (st.kind) {
       case Step::Kind::kernel:
         run_kernel_step(p, k);
@@ -126,6 +255,7 @@ void execute(const Plan& p) {
         check_layout(s, st.node);
         break;
     }
+    if (check) check->after_step(k, reads);
   }
 }
 

@@ -19,14 +19,17 @@ void evaluate(const std::vector<NodeId>& roots);
 // equivalent ones) but computes nothing.
 std::string plan_text(const std::vector<NodeId>& roots);
 
-// Switch a pass off by name ("simplify") for tests; true again to restore.
+// Switch a pass off by name for tests ("simplify": no rewrites; "fuse": one
+// kernel per op; "assign_buffers": no donation, a fresh buffer per value);
+// true again to restore. AJ_DISABLE_PASSES=name,name does the same.
 void set_pass_enabled(const std::string& name, bool enabled);
 
 }  // namespace aj::opt
 
 namespace aj::detail {
-// All logging goes through here: writes to stderr when AJ_LOG lists `channel`
-// (comma-separated, e.g. AJ_LOG=plan).
+// All logging goes through here: writes to stderr when AJ_LOG or AJ_DUMP
+// (comma-separated, e.g. AJ_LOG=plan, AJ_DUMP=graph,buffers) or aj::set_log()
+// lists `channel` (or "all"). Channels: plan, passes, graph, buffers.
 bool log_enabled(const char* channel);
 void log(const char* channel, const std::string& text);
 }  // namespace aj::detail

@@ -87,9 +87,11 @@ TEST_CASE("the seed example is one kernel and one n-element buffer, then no syst
   Array b = seed();
   CHECK(aj::explain(b).find("plan: 1 steps, 1 kernels") != std::string::npos);
   aj::reset_stats();
+  const auto live0 = aj::stats().live_bytes;
   b.eval();
   CHECK(aj::stats().kernels_launched == 1);
   CHECK(allocations() == 1);  // the n-element result; the n x n intermediate never exists
+  CHECK(aj::stats().live_bytes - live0 == static_cast<std::uint64_t>(n) * 8);
   CHECK(aj::stats().peak_live_bytes - aj::stats().live_bytes == 0);
 
   aj::reset_stats();
@@ -114,6 +116,9 @@ TEST_CASE("the seed example with ones folds to a fill: no n x n work") {
   };
   check_same<std::int64_t>([&] { return std::vector<Array>{seed()}; });
   Array b = seed();
+  const std::string plan = aj::explain(b);
+  CHECK(plan.find("kernel k0 over []") != std::string::npos);  // a scalar: 9n
+  CHECK(plan.find("[1000, 1000]") == std::string::npos);       // no n x n anything
   aj::reset_stats();
   b.eval();
   CHECK(aj::stats().kernels_launched == 1);       // one rank-0 constant kernel

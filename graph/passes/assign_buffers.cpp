@@ -1,6 +1,7 @@
 #include "graph/passes/assign_buffers.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -154,30 +155,62 @@ class Planner {
     return true;
   }
 
+  // Temporaries packed by best fit in decreasing size. A donation chain
+  // (a value, the output that takes its buffer, the output that takes that
+  // one's, ...) is one unit: one buffer over the union of its intervals. The
+  // largest units choose first; each takes the smallest slot that is large
+  // enough and free over its whole interval, or opens a new slot.
   void pack() {
-    std::vector<int> slot_last;
-    for (BufferValue& v : p_.values) {
-      if (v.donor != kNoNode) {
-        auto it = index_.find(v.donor);
-        if (it != index_.end()) {
-          v.slot = p_.values[it->second].slot;  // -1 when the donor itself took outside memory
-          if (v.slot >= 0) slot_last[static_cast<std::size_t>(v.slot)] = v.last;
-        }
-        continue;
-      }
+    const std::size_t nv = p_.values.size();
+    std::vector<std::size_t> root(nv);
+    for (std::size_t i = 0; i < nv; ++i) {  // values are in def order: donors come first
+      root[i] = i;
+      const BufferValue& v = p_.values[i];
+      if (v.donor == kNoNode) continue;
+      auto it = index_.find(v.donor);
+      if (it != index_.end()) root[i] = root[it->second];
+      else root[i] = nv;  // continues a buffer from outside this evaluation: no slot
+    }
+    struct Unit {
+      std::size_t bytes = 0;
+      int lo = 0, hi = 0;
+      int slot = -1;
+    };
+    std::vector<Unit> units(nv);
+    for (std::size_t i = 0; i < nv; ++i) {
+      const BufferValue& v = p_.values[i];
+      if (root[i] == i) units[i] = {v.bytes, v.def, v.last, -1};
+    }
+    for (std::size_t i = 0; i < nv; ++i) {
+      if (root[i] < nv && root[i] != i) units[root[i]].hi = std::max(units[root[i]].hi, p_.values[i].last);
+    }
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < nv; ++i) {
+      if (root[i] == i) order.push_back(i);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return units[a].bytes > units[b].bytes;  // stable: ties keep def order
+    });
+    std::vector<std::vector<std::size_t>> occupants;  // units per slot
+    for (std::size_t u : order) {
+      Unit& unit = units[u];
       int best = -1;
-      for (std::size_t s = 0; s < p_.slot_bytes.size(); ++s) {
-        if (slot_last[s] >= v.def || p_.slot_bytes[s] < v.bytes) continue;
-        if (best < 0 || p_.slot_bytes[s] < p_.slot_bytes[static_cast<std::size_t>(best)]) best = static_cast<int>(s);
+      for (std::size_t sl = 0; sl < p_.slot_bytes.size(); ++sl) {
+        if (p_.slot_bytes[sl] < unit.bytes) continue;
+        if (best >= 0 && p_.slot_bytes[sl] >= p_.slot_bytes[static_cast<std::size_t>(best)]) continue;
+        bool free = true;
+        for (std::size_t o : occupants[sl]) free &= units[o].hi < unit.lo || unit.hi < units[o].lo;
+        if (free) best = static_cast<int>(sl);
       }
       if (best < 0) {
         best = static_cast<int>(p_.slot_bytes.size());
-        p_.slot_bytes.push_back(v.bytes);
-        slot_last.push_back(v.last);
+        p_.slot_bytes.push_back(unit.bytes);
+        occupants.emplace_back();
       }
-      v.slot = best;
-      slot_last[static_cast<std::size_t>(best)] = v.last;
+      unit.slot = best;
+      occupants[static_cast<std::size_t>(best)].push_back(u);
     }
+    for (std::size_t i = 0; i < nv; ++i) p_.values[i].slot = root[i] < nv ? units[root[i]].slot : -1;
     for (auto b : p_.slot_bytes) p_.bytes_used += b;
     // Lower bound: the most bytes live at once. A value donated from another
     // continues its donor's buffer, so it starts counting after its def.

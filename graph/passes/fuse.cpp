@@ -91,10 +91,15 @@ bool recompute_is_cheaper(NodeId producer, std::size_t k, const NodeSet& mat) {
 
 class Partitioner {
  public:
-  explicit Partitioner(const std::vector<NodeId>& roots) : g_(graph()) {
+  Partitioner(const std::vector<NodeId>& roots, bool fuse_ops) : g_(graph()), fuse_ops_(fuse_ops) {
     s_.roots = roots;
     s_.order = ref::unevaluated_order(roots);
     for (NodeId r : roots) mat_.insert(r);
+    if (!fuse_ops) {
+      for (NodeId id : s_.order) {
+        if (!is_view(g_[id].op)) mat_.insert(id);
+      }
+    }
     for (NodeId id : s_.order) {
       if (!is_reference_op(g_[id].op)) continue;
       mat_.insert(id);
@@ -194,7 +199,7 @@ class Partitioner {
 
   bool place_kernel(NodeId id, const LowerContext& ctx) {
     const Sig sig = signature(id, mat_);
-    int tries = 0;
+    int tries = fuse_ops_ ? 0 : 8;  // unfused: never share a kernel
     for (std::size_t i = s_.steps.size(); i-- > 0 && tries < 8;) {
       Step& st = s_.steps[i];
       if (st.kind != Step::Kind::kernel) continue;
@@ -244,6 +249,7 @@ class Partitioner {
   }
 
   Graph& g_;
+  bool fuse_ops_ = true;
   Schedule s_;
   NodeSet mat_;
   NodeSet reference_;  // nodes the kernels could not take (fallback)
@@ -257,8 +263,8 @@ int Schedule::kernels() const {
   return k;
 }
 
-Schedule fuse(const std::vector<NodeId>& roots) {
-  Partitioner p(roots);
+Schedule fuse(const std::vector<NodeId>& roots, bool fuse_ops) {
+  Partitioner p(roots, fuse_ops);
   if (!p.run()) {
     // Did not converge: one reference step per node keeps results right.
     Schedule s;

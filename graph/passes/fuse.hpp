@@ -54,6 +54,8 @@ struct Schedule {
   int kernels() const;
 };
 
-Schedule fuse(const std::vector<NodeId>& roots);
+// `fuse_ops` false (the pass switched off, for tests): every op its own
+// kernel, views still index arithmetic.
+Schedule fuse(const std::vector<NodeId>& roots, bool fuse_ops = true);
 
 }  // namespace aj

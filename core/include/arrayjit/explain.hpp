@@ -15,4 +15,11 @@ namespace aj {
 std::string explain(const Array& a);
 std::string explain(const std::vector<Array>& arrays);
 
+// The debug channels, comma-separated, as the environment variables AJ_LOG
+// and AJ_DUMP list them (both name the same channels): "plan" (the plan of
+// every eval), "passes" (each pass: time, "(unchanged)"), "graph" (the graph
+// after each pass), "all". Channels set here add to the environment's; ""
+// clears them. Output goes to stderr.
+void set_log(const std::string& channels);
+
 }  // namespace aj

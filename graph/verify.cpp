@@ -1,0 +1,259 @@
+#include "graph/verify.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "graph/passes/assign_buffers.hpp"
+#include "graph/passes/fuse.hpp"
+
+namespace aj {
+
+namespace {
+
+bool verify_from_env() {
+  const char* e = std::getenv("AJ_VERIFY");
+  if (e && *e) return std::strcmp(e, "0") != 0;
+#ifdef NDEBUG
+  return false;
+#else
+  return true;
+#endif
+}
+
+bool& verify_flag() {
+  static bool on = verify_from_env();
+  return on;
+}
+
+class NodeCheck {
+ public:
+  NodeCheck(const Graph& g, NodeId id, const char* pass) : g_(g), id_(id), n_(g[id]), pass_(pass) {}
+
+  void run() {
+    for (NodeId in : n_.inputs) {
+      need(in < g_.capacity() && g_[in].alive, "an input is not a live node");
+    }
+    if (n_.evaluated()) {
+      need(n_.inputs.empty(), "an evaluated node still has inputs");
+      need(n_.strides.size() == static_cast<std::size_t>(n_.shape.ndim()),
+           "an evaluated node needs one stride per axis");
+      return;
+    }
+    need(n_.op != Op::Input, "an input leaf without a storage");
+    const int arity = op_info(n_.op).arity;
+    if (arity >= 0) need(n_.inputs.size() == static_cast<std::size_t>(arity), "wrong input count");
+    switch (op_category(n_.op)) {
+      case OpCategory::Leaf:
+        need(n_.op != Op::Constant || n_.shape.ndim() == 0, "a constant must be rank 0");
+        break;
+      case OpCategory::Generator: break;
+      case OpCategory::Unary:
+      case OpCategory::Binary:
+      case OpCategory::Ternary: elementwise(); break;
+      case OpCategory::Reduce: reduction(); break;
+      case OpCategory::View: view(); break;
+      case OpCategory::Other: other(); break;
+    }
+  }
+
+ private:
+  const Node& in(std::size_t k) const { return g_[n_.inputs[k]]; }
+
+  void need(bool ok, const char* rule) const {
+    if (ok) return;
+    internal_error(std::string("verify after ") + pass_ + ": node " + std::to_string(id_) + " (" +
+                   op_name(n_.op) + " " + dtype_name(n_.dtype) + n_.shape.str() + "): " + rule);
+  }
+
+  void elementwise() {
+    for (std::size_t k = 0; k < n_.inputs.size(); ++k) {
+      need(in(k).shape == n_.shape, "an elementwise input of another shape (no implicit broadcast)");
+    }
+    if (n_.op == Op::Cast) return;
+    if (n_.op == Op::Where) {
+      need(in(0).dtype == DType::bool_, "where's condition must be bool");
+      need(in(1).dtype == n_.dtype && in(2).dtype == n_.dtype, "where's values must have its dtype");
+      return;
+    }
+    for (std::size_t k = 1; k < n_.inputs.size(); ++k) {
+      need(in(k).dtype == in(0).dtype, "binary inputs must share one dtype");
+    }
+    if (op_has(n_.op, opflag::Logical)) {
+      need(in(0).dtype == DType::bool_ && n_.dtype == DType::bool_, "logical ops are bool to bool");
+    } else if (is_compare(n_.op)) {
+      need(n_.dtype == DType::bool_, "comparisons give bool");
+    } else {
+      need(in(0).dtype == n_.dtype, "arithmetic keeps its operands' dtype");
+    }
+  }
+
+  void reduction() {
+    const Node& x = in(0);
+    for (std::size_t k = 0; k < n_.ints.size(); ++k) {
+      need(n_.ints[k] >= 0 && n_.ints[k] < x.shape.ndim(), "reduction axis out of range");
+      need(k == 0 || n_.ints[k - 1] < n_.ints[k], "reduction axes must be sorted and unique");
+    }
+    need(!n_.ints.empty(), "a reduction over no axes");
+    need(n_.shape == reduced_shape(x.shape, n_.ints), "a reduction's shape is its input's without the axes");
+    if (n_.op == Op::ArgMax || n_.op == Op::ArgMin) {
+      need(n_.ints.size() == 1 && n_.dtype == DType::i64, "argmax/argmin: one axis, i64 result");
+    } else {
+      need(x.dtype == n_.dtype, "a reduction accumulates in its input's dtype (tracing casts first)");
+    }
+  }
+
+  void view() {
+    const Node& x = in(0);
+    need(x.dtype == n_.dtype, "a view keeps its input's dtype");
+    switch (n_.op) {
+      case Op::Reshape: need(x.numel() == n_.numel(), "reshape must keep the element count"); break;
+      case Op::Transpose: {
+        const auto nd = static_cast<std::size_t>(n_.shape.ndim());
+        need(n_.ints.size() == nd && x.shape.ndim() == n_.shape.ndim(), "transpose needs a full permutation");
+        std::vector<bool> seen(nd, false);
+        for (std::size_t i = 0; i < nd; ++i) {
+          const auto p = n_.ints[i];
+          need(p >= 0 && static_cast<std::size_t>(p) < nd && !seen[static_cast<std::size_t>(p)],
+               "transpose perm is not a permutation");
+          seen[static_cast<std::size_t>(p)] = true;
+          need(n_.shape[static_cast<int>(i)] == x.shape[static_cast<int>(p)], "transpose shape != permuted input shape");
+        }
+        break;
+      }
+      case Op::Broadcast: {
+        const int d = n_.shape.ndim() - x.shape.ndim();
+        need(d >= 0, "broadcast to a lower rank");
+        for (int i = 0; i < x.shape.ndim(); ++i) {
+          need(x.shape[i] == 1 || x.shape[i] == n_.shape[i + d], "broadcast of an extent that is not 1");
+        }
+        break;
+      }
+      case Op::Slice: {
+        need(n_.ints.size() == 2 * static_cast<std::size_t>(n_.shape.ndim()) && x.shape.ndim() == n_.shape.ndim(),
+             "slice needs (start, step) per axis");
+        for (int i = 0; i < n_.shape.ndim(); ++i) {
+          const auto start = n_.ints[2 * static_cast<std::size_t>(i)];
+          const auto step = n_.ints[2 * static_cast<std::size_t>(i) + 1];
+          const auto e = n_.shape[i];
+          need(step != 0, "slice step 0");
+          if (e == 0) continue;
+          const auto last = start + (e - 1) * step;
+          need(start >= 0 && start < x.shape[i] && last >= 0 && last < x.shape[i], "slice reads outside its input");
+        }
+        break;
+      }
+      default: need(false, "unknown view");
+    }
+  }
+
+  void other() {
+    if (n_.op == Op::MatMul) {
+      const Node &a = in(0), &b = in(1);
+      const int r = n_.shape.ndim();
+      need(r >= 2 && a.shape.ndim() == r && b.shape.ndim() == r, "matmul operands are broadcast to the result's rank");
+      need(a.dtype == n_.dtype && b.dtype == n_.dtype, "matmul operands have the result's dtype");
+      for (int i = 0; i < r - 2; ++i) {
+        need(a.shape[i] == n_.shape[i] && b.shape[i] == n_.shape[i], "matmul batch extents");
+      }
+      need(a.shape[r - 1] == b.shape[r - 2] && a.shape[r - 2] == n_.shape[r - 2] &&
+               b.shape[r - 1] == n_.shape[r - 1], "matmul extents");
+      return;
+    }
+    // Concat
+    need(!n_.inputs.empty(), "concat of nothing");
+    need(n_.i0 >= 0 && n_.i0 < n_.shape.ndim(), "concat axis out of range");
+    std::int64_t total = 0;
+    for (std::size_t k = 0; k < n_.inputs.size(); ++k) {
+      need(in(k).dtype == n_.dtype && in(k).shape.ndim() == n_.shape.ndim(), "concat inputs: dtype and rank");
+      for (int i = 0; i < n_.shape.ndim(); ++i) {
+        if (i != n_.i0) need(in(k).shape[i] == n_.shape[i], "concat inputs: extents off the axis");
+      }
+      total += in(k).shape[static_cast<int>(n_.i0)];
+    }
+    need(total == n_.shape[static_cast<int>(n_.i0)], "concat extent is the sum of its inputs'");
+  }
+
+  const Graph& g_;
+  NodeId id_;
+  const Node& n_;
+  const char* pass_;
+};
+
+}  // namespace
+
+bool verify_enabled() { return verify_flag(); }
+void set_verify(bool on) { verify_flag() = on; }
+
+void verify(const Graph& g, const char* after_pass) {
+  std::vector<std::uint32_t> readers(g.capacity(), 0);
+  std::size_t live = 0;
+  for (NodeId id = 0; id < g.capacity(); ++id) {
+    const Node& n = g[id];
+    if (!n.alive) continue;
+    ++live;
+    NodeCheck(g, id, after_pass).run();
+    for (NodeId in : n.inputs) ++readers[in];
+  }
+  for (NodeId id = 0; id < g.capacity(); ++id) {
+    const Node& n = g[id];
+    if (n.alive && n.uses != readers[id]) {
+      internal_error(std::string("verify after ") + after_pass + ": node " + std::to_string(id) +
+                     " has uses = " + std::to_string(n.uses) + " but " + std::to_string(readers[id]) +
+                     " live readers");
+    }
+    if (n.alive && n.ext == 0 && n.uses == 0) {
+      internal_error(std::string("verify after ") + after_pass + ": node " + std::to_string(id) +
+                     " is alive with no handle and no reader (should have been freed)");
+    }
+  }
+  if (live != g.live()) {
+    internal_error(std::string("verify after ") + after_pass + ": live node count is off");
+  }
+}
+
+void verify(const BufferPlan& b, const Schedule& s, const char* after_pass) {
+  auto fail = [&](const std::string& what) {
+    internal_error(std::string("verify after ") + after_pass + ": buffer plan: " + what);
+  };
+  const int steps = static_cast<int>(s.steps.size());
+  for (std::size_t i = 0; i < b.values.size(); ++i) {
+    const BufferValue& v = b.values[i];
+    if (v.def < 0 || v.def >= steps || (v.last != BufferPlan::kEnd && (v.last < v.def || v.last >= steps))) {
+      fail("value of node " + std::to_string(v.node) + " has a bad live interval");
+    }
+    if (v.slot >= static_cast<int>(b.slot_bytes.size())) fail("slot out of range");
+    if (v.slot >= 0 && b.slot_bytes[static_cast<std::size_t>(v.slot)] < v.bytes) {
+      fail("node " + std::to_string(v.node) + " does not fit its slot");
+    }
+    for (std::size_t j = i + 1; j < b.values.size(); ++j) {
+      const BufferValue& w = b.values[j];
+      if (v.slot < 0 || v.slot != w.slot) continue;
+      const BufferValue& first = v.def <= w.def ? v : w;
+      const BufferValue& second = v.def <= w.def ? w : v;
+      const bool apart = first.last < second.def;
+      const bool handed_on = second.donor == first.node && first.last <= second.def;
+      if (!apart && !handed_on) {
+        fail("nodes " + std::to_string(v.node) + " and " + std::to_string(w.node) +
+             " share slot " + std::to_string(v.slot) + " while both are live");
+      }
+    }
+  }
+  for (const Donation& d : b.donations) {
+    if (d.step < 0 || d.step >= steps || s.steps[static_cast<std::size_t>(d.step)].kind != Step::Kind::kernel) {
+      fail("a donation to a step that is not a kernel");
+    }
+    // An evaluated donor gives its whole storage (it may be a stride-0 view
+    // of a smaller buffer); a donor made in this plan gives its own bytes.
+    const Node &from = graph()[d.from], &to = graph()[d.to];
+    const auto from_bytes = from.evaluated() ? from.storage->bytes
+                                             : static_cast<std::size_t>(from.numel()) * itemsize(from.dtype);
+    if (from_bytes != static_cast<std::size_t>(to.numel()) * itemsize(to.dtype)) {
+      fail("a donation between buffers of different byte sizes");
+    }
+    if (from.evaluated() && from.storage->borrowed) fail("a borrowed buffer is donated");
+  }
+  if (b.lower_bound > b.bytes_used) fail("bytes used below the lower bound");
+}
+
+}  // namespace aj

@@ -1,0 +1,386 @@
+// The pass pipeline itself: each simplify rule fires and is exact, CSE and
+// DCE, the verifier, the run_pass wrapper (timing, "(unchanged)", dumps),
+// switching passes off by name, AJ_LOG=plan, the Kernel IR's run-time
+// arguments, and buffer slot packing.
+#include <doctest/doctest.h>
+
+#include <arrayjit/arrayjit.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/host_memory.hpp"
+#include "core/executor.hpp"
+#include "graph/passes/assign_buffers.hpp"
+#include "graph/passes/fuse.hpp"
+#include "graph/passes/simplify.hpp"
+#include "graph/pipeline.hpp"
+#include "graph/verify.hpp"
+
+namespace {
+
+using aj::Array;
+using aj::DType;
+using aj::detail::Executor;
+using aj::detail::ExecutorScope;
+
+std::vector<double> random_doubles(std::size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> d(-3.0, 3.0);
+  std::vector<double> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Float data with the values exact rules must keep: -0.0, +0.0, inf, NaN.
+std::vector<double> special_doubles() {
+  auto v = random_doubles(12, 77);
+  const double inf = std::numeric_limits<double>::infinity();
+  v.insert(v.end(), {-0.0, 0.0, inf, -inf, std::nan("")});
+  return v;
+}
+
+std::vector<std::int32_t> random_ints(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::int32_t> v(n);
+  for (auto& x : v) x = static_cast<std::int32_t>(rng());
+  v.push_back(std::numeric_limits<std::int32_t>::min());
+  v.push_back(std::numeric_limits<std::int32_t>::max());
+  return v;
+}
+
+bool same_bits(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+// How many nodes of the dump are op `op` ("%3 = add f32[4] %1, %2").
+int count_op(const std::string& dump, const std::string& op) {
+  int n = 0;
+  for (std::size_t at = dump.find("= " + op + " "); at != std::string::npos;
+       at = dump.find("= " + op + " ", at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// One simplify rule: `make` builds the expression. After simplify the dump
+// holds `op` exactly `want_count` times, and the optimized values are bit for
+// bit those of the reference interpreter (which rewrites nothing).
+void rule(const char* name, const std::function<Array()>& make, const std::string& op, int want_count) {
+  INFO("rule " << name);
+  std::vector<double> want;
+  {
+    ExecutorScope ref(Executor::reference);
+    want = make().to_vector<double>();
+  }
+  Array y = make();
+  aj::simplify({y.node_id()});
+  const std::string d = aj::dump({y});
+  INFO(d);
+  CHECK(count_op(d, op) == want_count);
+  const std::vector<double> got = y.to_vector<double>();
+  REQUIRE(got.size() == want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    INFO("element " << k << ": reference " << want[k] << ", optimized " << got[k]);
+    CHECK(same_bits(got[k], want[k]));
+  }
+}
+
+// Captures what the library logs to stderr.
+class CaptureStderr {
+ public:
+  CaptureStderr() : saved_(std::cerr.rdbuf(buf_.rdbuf())) {}
+  ~CaptureStderr() { std::cerr.rdbuf(saved_); }
+  CaptureStderr(const CaptureStderr&) = delete;
+  CaptureStderr& operator=(const CaptureStderr&) = delete;
+  std::string text() const { return buf_.str(); }
+
+ private:
+  std::ostringstream buf_;
+  std::streambuf* saved_;
+};
+
+struct PassOff {
+  explicit PassOff(std::string n) : name(std::move(n)) { aj::opt::set_pass_enabled(name, false); }
+  ~PassOff() { aj::opt::set_pass_enabled(name, true); }
+  PassOff(const PassOff&) = delete;
+  PassOff& operator=(const PassOff&) = delete;
+  std::string name;
+};
+
+std::string kernel_hash(const std::string& explain) {
+  auto at = explain.find(" hash ");
+  return at == std::string::npos ? "" : explain.substr(at + 6, 16);
+}
+
+}  // namespace
+
+TEST_SUITE("passes") {
+
+TEST_CASE("the test binary runs with the verifier and buffer poisoning on") {
+  CHECK(aj::verify_enabled());
+  CHECK(aj::cpu::host_poisons_freed_blocks());
+}
+
+TEST_CASE("simplify: every rule fires, and is exact under docs/semantics.md") {
+  const auto fv = special_doubles();
+  const auto iv = random_ints(15, 5);
+  auto f = [&] { return aj::from_vector(fv); };
+  auto i = [&] { return aj::from_vector(iv); };
+  auto as_f64 = [](const Array& a) { return a.astype(DType::f64); };
+
+  // Constant folding of fills, and of reductions of fills.
+  rule("ones + 2 is a fill of 3", [] { return aj::ones({3, 4}, DType::f64) + 2; }, "add", 0);
+  rule("a sum of a fill is a fill", [] { return aj::sum(aj::full({3, 4}, 2.5, DType::f64), 1); }, "sum", 0);
+  rule("a prod of an int fill wraps", [&] { return as_f64(aj::prod(aj::full({40}, 3, DType::i64))); }, "prod", 0);
+  rule("max of a fill", [] { return aj::max(aj::full({5, 2}, -0.0, DType::f64), 0); }, "max", 0);
+  rule("a view of a fill is a fill", [] { return aj::transpose(aj::full({2, 3}, 1.5, DType::f64)) * 2; }, "mul", 0);
+  // x * 1, 1 * x, x / 1 (floats keep -0.0, NaN, inf).
+  rule("x * 1", [&] { return f() * 1.0; }, "mul", 0);
+  rule("1 * x", [&] { return 1.0 * f(); }, "mul", 0);
+  rule("x / 1", [&] { return f() / 1.0; }, "div", 0);
+  // x + 0, x - 0 only for integers; floats only the exact x + (-0.0), x - (+0.0).
+  rule("int x + 0", [&] { return as_f64(i() + 0); }, "add", 0);
+  rule("int 0 + x", [&] { return as_f64(0 + i()); }, "add", 0);
+  rule("int x - 0", [&] { return as_f64(i() - 0); }, "sub", 0);
+  rule("float x + (-0.0)", [&] { return f() + (-0.0); }, "add", 0);
+  rule("float x - 0.0", [&] { return f() - 0.0; }, "sub", 0);
+  rule("float x + 0.0 is NOT x (-0.0 + 0.0 is +0.0)", [&] { return f() + 0.0; }, "add", 1);
+  rule("float x - (-0.0) is NOT x", [&] { return f() - (-0.0); }, "sub", 1);
+  // x - x only for integers (inf - inf is NaN).
+  rule("int x - x is 0", [&] { Array x = i(); return as_f64(x - x); }, "sub", 0);
+  rule("float x - x is NOT 0", [&] { Array x = f(); return x - x; }, "sub", 1);
+  // Double negation.
+  rule("-(-x) int", [&] { return as_f64(-(-i())); }, "neg", 0);
+  rule("-(-x) float", [&] { return -(-f()); }, "neg", 0);
+  // Cast chains through a lossless middle type only.
+  rule("i32 -> i64 -> f64 is i32 -> f64", [&] { return i().astype(DType::i64).astype(DType::f64); }, "cast", 1);
+  rule("i32 -> f64 -> i32 is nothing", [&] { return as_f64(i().astype(DType::f64).astype(DType::i32)) ; }, "cast", 1);
+  rule("f64 -> f32 -> f64 is NOT nothing", [&] { return f().astype(DType::f32).astype(DType::f64); }, "cast", 2);
+  // (the outer i32 -> i64 -> f64 is i32 -> f64: two casts left, not one)
+  rule("f64 -> i32 -> i64 keeps the saturating cast", [&] { return as_f64(f().astype(DType::i32).astype(DType::i64)); }, "cast", 2);
+  // Views.
+  const auto mv = random_doubles(24, 9);
+  auto m = [&] { return aj::from_vector(mv, {2, 3, 4}); };
+  rule("reshape of reshape", [&] { return aj::reshape(aj::reshape(m(), {6, 4}), {4, 6}) * 2; }, "reshape", 1);
+  rule("transpose of transpose", [&] { return aj::transpose(aj::transpose(m(), {1, 2, 0}), {1, 0, 2}) * 2; },
+       "transpose", 1);
+  rule("transpose of its inverse is nothing", [&] { return aj::transpose(aj::transpose(m(), {1, 2, 0}), {2, 0, 1}) * 2; },
+       "transpose", 0);
+  // where with a constant condition.
+  rule("where(true-fill, a, b)", [&] { return aj::where(aj::full({17}, true, DType::bool_), f(), 2.0); }, "where", 0);
+}
+
+TEST_CASE("CSE: the same expression traced twice is one node; different constants are not") {
+  Array x = aj::from_vector(random_doubles(8, 1));
+  Array a = x * 2 + 1, b = x * 2 + 1, c = x * 2 + 1.5;
+  CHECK(a.node_id() == b.node_id());
+  CHECK(a.node_id() != c.node_id());
+  // -0.0 and +0.0 are different constants (bitwise comparison).
+  CHECK((x + 0.0).node_id() != (x + -0.0).node_id());
+}
+
+TEST_CASE("DCE: nodes a rewrite leaves unreachable are freed at once") {
+  Array x = aj::from_vector(random_doubles(8, 2));
+  Array y = (x * 1.0) / 1.0;  // mul, div, two constants, two broadcasts
+  const auto before = aj::stats().live_nodes;
+  aj::simplify({y.node_id()});
+  CHECK(aj::stats().live_nodes < before);
+  CHECK(aj::dump({y}).find("mul") == std::string::npos);
+  CHECK(aj::dump({y}).find("const") == std::string::npos);
+  CHECK(y.to_vector<double>() == x.to_vector<double>());
+}
+
+TEST_CASE("verify accepts what the passes produce and names a broken rule") {
+  Array x = aj::from_vector(random_doubles(12, 3), {3, 4});
+  Array y = aj::sum(aj::exp(x) * 2, 1);
+  CHECK_NOTHROW(aj::verify(aj::graph(), "test"));
+  aj::simplify({y.node_id()});
+  CHECK_NOTHROW(aj::verify(aj::graph(), "simplify"));
+  aj::Schedule s = aj::fuse({y.node_id()});
+  aj::BufferPlan p = aj::assign_buffers(s);
+  CHECK_NOTHROW(aj::verify(p, s, "assign_buffers"));
+
+  // Break the uses count, then the reduction axes: each is caught by name.
+  aj::Node& n = aj::graph()[y.node_id()];
+  ++n.uses;
+  try {
+    aj::verify(aj::graph(), "test");
+    FAIL("verify missed a wrong uses count");
+  } catch (const aj::Error& e) {
+    CHECK(e.kind() == aj::Error::Kind::internal);
+    CHECK(std::string(e.what()).find("uses") != std::string::npos);
+  }
+  --n.uses;
+  const auto axes = n.ints;
+  n.ints = {1, 0};
+  CHECK_THROWS_WITH_AS(aj::verify(aj::graph(), "test"), doctest::Contains("axes"), aj::Error);
+  n.ints = axes;
+  // A plan with two live values in one slot.
+  if (p.values.size() >= 1) {
+    aj::BufferPlan bad = p;
+    bad.values.push_back(bad.values[0]);
+    bad.values.back().node = bad.values[0].node + 1000;
+    CHECK_THROWS_WITH_AS(aj::verify(bad, s, "test"), doctest::Contains("slot"), aj::Error);
+  }
+  CHECK(y.to_vector<double>().size() == 3);
+}
+
+TEST_CASE("run_pass: each pass is timed and logged, (unchanged) noted, the graph dumped on request") {
+  Array x = aj::from_vector(random_doubles(16, 4));
+  std::string text;
+  {
+    CaptureStderr cap;
+    aj::set_log("passes,graph,buffers");
+    Array y = x * 2 + 1;  // nothing to simplify
+    y.eval();
+    Array z = (x * 1.0) * 3;  // x * 1 goes
+    z.eval();
+    aj::set_log("");
+    text = cap.text();
+  }
+  INFO(text);
+  CHECK(text.find("[aj:passes] simplify: ") != std::string::npos);
+  CHECK(text.find("ms (unchanged)") != std::string::npos);
+  CHECK(text.find("[aj:passes] fuse: ") != std::string::npos);
+  CHECK(text.find("1 kernels") != std::string::npos);
+  CHECK(text.find("[aj:passes] assign_buffers: ") != std::string::npos);
+  CHECK(text.find("[aj:graph] after simplify:") != std::string::npos);  // z's graph changed
+  CHECK(text.find("[aj:graph] after fuse (unchanged)") != std::string::npos);
+  CHECK(text.find("[aj:buffers] buffers: ") != std::string::npos);
+  // Nothing is logged when no channel is on.
+  CaptureStderr quiet;
+  (x * 5).eval();
+  CHECK(quiet.text().empty());
+}
+
+TEST_CASE("AJ_LOG=plan prints the optimized plan of every eval; AJ_DUMP is the same switch") {
+  Array p = aj::from_vector(random_doubles(64, 5)), g = aj::from_vector(random_doubles(64, 6));
+  for (const char* var : {"AJ_LOG", "AJ_DUMP"}) {
+    INFO(var);
+    std::string text;
+    {
+      CaptureStderr cap;
+      setenv(var, "plan", 1);
+      p = p - 0.1 * g;
+      p.eval();
+      unsetenv(var);
+      text = cap.text();
+    }
+    INFO(text);
+    CHECK(text.find("[aj:plan] plan: 1 steps, 1 kernels") != std::string::npos);
+    CHECK(text.find("fused:") != std::string::npos);
+    CHECK(text.find("(in place of") != std::string::npos);
+    CHECK(text.find("lower bound") != std::string::npos);
+  }
+}
+
+TEST_CASE("passes switch off by name: the results stay the same, the plan does not") {
+  const auto xv = random_doubles(200, 7);
+  auto make = [&] {
+    Array x = aj::from_vector(xv, {10, 20});
+    return aj::sum(aj::exp(x) * 2 + (aj::ones({10, 20}, DType::f64) + 1), 1);
+  };
+  const auto want = make().to_vector<double>();
+  {
+    Array y = make();
+    aj::reset_stats();
+    y.eval();
+    CHECK(aj::stats().kernels_launched == 1);
+  }
+  {
+    PassOff off("fuse");  // one kernel per op
+    Array y = make();
+    aj::reset_stats();
+    y.eval();
+    CHECK(aj::stats().kernels_launched >= 4);  // exp, mul, add, sum (+ constants)
+    CHECK(y.to_vector<double>() == want);
+  }
+  {
+    PassOff off("simplify");  // ones + 1 stays an add
+    Array y = make();
+    CHECK(aj::explain(y).find(":add") != std::string::npos);
+    CHECK(y.to_vector<double>() == want);
+  }
+  {
+    PassOff off("assign_buffers");  // no donation
+    Array q = aj::from_vector(xv);
+    q = q * 2;
+    aj::reset_stats();
+    q.eval();
+    CHECK(aj::stats().inplace_reuses == 0);
+  }
+  Array q = aj::from_vector(xv);
+  q = q * 2;
+  aj::reset_stats();
+  q.eval();
+  CHECK(aj::stats().inplace_reuses == 1);
+}
+
+TEST_CASE("Kernel IR: extents and scalar constants are run-time arguments, not part of the hash") {
+  std::set<std::string> hashes;
+  for (std::int64_t n : {10, 100, 1000, 4097}) {
+    for (double s : {0.5, 2.0, -3.25}) {
+      Array x = aj::from_vector(random_doubles(static_cast<std::size_t>(n), 8));
+      Array y = aj::sum(x * s + 1.0, 0);
+      const std::string e = aj::explain(y);
+      hashes.insert(kernel_hash(e));
+      // A readable dump: loads, scalar arguments, SSA ops, outputs.
+      CHECK(e.find("v0 = load f64 in0") != std::string::npos);
+      CHECK(e.find("s0: f64 = ") != std::string::npos);
+      CHECK(e.find("reduce_sum f64") != std::string::npos);
+    }
+  }
+  CHECK(hashes.size() == 1);
+  // Another op is another kernel.
+  Array x = aj::from_vector(random_doubles(10, 8));
+  CHECK(kernel_hash(aj::explain(aj::sum(x * 2.0 - 1.0, 0))) != *hashes.begin());
+}
+
+TEST_CASE("buffer slots: dead temporaries are reused, best fit, never two live values in one slot") {
+  // Two expensive producers, each read by two kernels over other axes, so each
+  // is materialized; the first is dead before the second is made.
+  Array x = aj::from_vector(random_doubles(64 * 32, 9), {64, 32});
+  Array y = aj::from_vector(random_doubles(16 * 32, 10), {16, 32});
+  Array e1 = aj::exp(x), e2 = aj::exp(y);
+  Array a = aj::sum(e1, 0) + aj::sum(aj::sum(e1, 1));  // [32]
+  Array b = aj::sum(e2 * a, 0) + aj::sum(aj::sum(e2, 1));
+  e1 = Array();
+  e2 = Array();
+  std::vector<aj::NodeId> roots{b.node_id()};
+  aj::simplify(roots);
+  aj::Schedule s = aj::fuse(roots);
+  aj::BufferPlan p = aj::assign_buffers(s);
+  CHECK_NOTHROW(aj::verify(p, s, "test"));
+  INFO(aj::explain(b));
+  // exp(y) (2 KiB) fits the dead exp(x)'s 16 KiB slot: fewer slots than values.
+  CHECK(p.slot_bytes.size() < p.values.size());
+  CHECK(p.lower_bound <= p.bytes_used);
+  std::size_t biggest = 0;
+  for (auto v : p.values) biggest = std::max(biggest, v.bytes);
+  CHECK(biggest == 64 * 32 * 8);
+  CHECK(p.slot_bytes[0] == biggest);  // decreasing size: the biggest value chose first
+  const auto want = [&] {
+    ExecutorScope ref(Executor::reference);
+    Array x2 = aj::from_vector(random_doubles(64 * 32, 9), {64, 32});
+    Array y2 = aj::from_vector(random_doubles(16 * 32, 10), {16, 32});
+    Array f1 = aj::exp(x2), f2 = aj::exp(y2);
+    Array a2 = aj::sum(f1, 0) + aj::sum(aj::sum(f1, 1));
+    return (aj::sum(f2 * a2, 0) + aj::sum(aj::sum(f2, 1))).to_vector<double>();
+  }();
+  const auto got = b.to_vector<double>();
+  REQUIRE(got.size() == want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) CHECK(got[k] == doctest::Approx(want[k]).epsilon(1e-12));
+}
+
+}  // TEST_SUITE
