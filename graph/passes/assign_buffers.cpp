@@ -61,6 +61,12 @@ class Planner {
     if (it == consumers_.end()) return true;
     for (NodeId c : it->second) {
       if (release_.at(c) > k) return false;
+      // A view step shares id's buffer: it must be free too.
+      auto st = s_.step_of.find(c);
+      if (st != s_.step_of.end() && s_.steps[static_cast<std::size_t>(st->second)].kind == Step::Kind::view &&
+          !free_after(c, k)) {
+        return false;
+      }
     }
     return true;
   }
@@ -133,6 +139,7 @@ class Planner {
           if (!produced && (!fn.evaluated() || fn.storage->borrowed || fn.storage->bytes != bytes)) continue;
           if (produced && bytes_of(fn) != bytes) continue;
           if (!free_after(from, static_cast<int>(k))) continue;
+          if (produced && index_.count(from) && p_.values[index_.at(from)].last > static_cast<int>(k)) continue;
           donors.insert(from);
           p_.donations.push_back({static_cast<int>(k), static_cast<int>(j), from, st.outputs[j]});
           p_.values[index_.at(st.outputs[j])].donor = from;
