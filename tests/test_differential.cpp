@@ -33,7 +33,8 @@
 // Environment: AJ_TEST_LONG=1 runs 10,000 graphs instead of 300;
 // AJ_DIFF_SEED=<n> runs only that seed and prints its program (before the
 // optimized run, so a crash still leaves it); AJ_DIFF_STEPS=<k> with it runs
-// only the first k steps of that program (to shrink a crash by hand).
+// only the first k steps of that program (to shrink a crash by hand);
+// AJ_DIFF_GRAPHS=<n> runs n graphs (a deeper search than long mode).
 #include <doctest/doctest.h>
 
 #include <arrayjit/arrayjit.hpp>
@@ -370,7 +371,8 @@ TEST_CASE("random graphs: the optimizer agrees with the reference interpreter") 
     CHECK_MESSAGE(!m, "seed " << *one << ": " << (m ? *m : ""));
     return;
   }
-  const int n = long_mode() ? kLongGraphs : kDefaultGraphs;
+  const char* count = std::getenv("AJ_DIFF_GRAPHS");
+  const int n = count && *count ? std::atoi(count) : long_mode() ? kLongGraphs : kDefaultGraphs;
   const auto t0 = std::chrono::steady_clock::now();
   CrashNote crash_note;
   int failures = 0, reported = 0;
@@ -385,7 +387,7 @@ TEST_CASE("random graphs: the optimizer agrees with the reference interpreter") 
     if (reported++ < 3) report_failure(seed, *m);
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (long_mode())
+  if (long_mode() || (count && *count))
     std::printf("differential: %d graphs in %.1f s, %d mismatches\n", n, secs, failures);
   CHECK_MESSAGE(failures == 0, failures << " of " << n << " graphs differ; first: " << first);
 }
