@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backends/cpu/host_memory.hpp"
+#include "backends/cuda/cuda_bridge.hpp"
 #include "backends/cpu/kernel_interpreter.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "core/stats_internal.hpp"
@@ -37,6 +38,7 @@ bool pass_enabled(const char* name) { return !disabled_passes().count(name); }
 struct Plan {
   Schedule schedule;
   BufferPlan buffers;
+  Device device = Device::cpu();  // where kernel steps run (cuda::schedule_device)
 };
 
 Plan make_plan(const std::vector<NodeId>& roots) {
@@ -44,10 +46,12 @@ Plan make_plan(const std::vector<NodeId>& roots) {
   Plan p;
   p.schedule = fuse(roots);
   p.buffers = assign_buffers(p.schedule);
+  p.device = cuda::schedule_device(p.schedule);
   return p;
 }
 
 void run_kernel_step(const Plan& p, std::size_t k) {
+  if (p.device.kind == Device::Kind::cuda) return cuda::run_kernel_step(p.schedule.steps[k], p.buffers, k, p.device);
   Graph& g = graph();
   const Step& st = p.schedule.steps[k];
   std::vector<const void*> ins;
@@ -85,12 +89,18 @@ void run_kernel_step(const Plan& p, std::size_t k) {
   }
 }
 
-void run_view_step(NodeId id) {
+// Reference-interpreter steps; on a GPU through host copies (cuda_bridge.hpp).
+void run_reference_step(NodeId id, Device dev) {
+  if (dev.kind == Device::Kind::cuda) return cuda::run_on_host(id, dev);
+  ref::evaluate_node(id);
+}
+
+void run_view_step(NodeId id, Device dev) {
   Graph& g = graph();
   const Node& n = g[id];
   const Node& src = g[n.inputs[0]];
   auto l = view_layout(n, src, {src.strides, src.offset});
-  if (!l) return ref::evaluate_node(id);  // a copy, as the reference makes it
+  if (!l) return run_reference_step(id, dev);  // a copy, as the reference makes it
   std::shared_ptr<Storage> storage = src.storage;
   g.set_result(id, std::move(storage), std::move(l->strides), l->offset);
 }
@@ -118,11 +128,11 @@ void execute(const Plan& p) {
         for (NodeId o : st.outputs) check_layout(s, o);
         break;
       case Step::Kind::view:
-        run_view_step(st.node);
+        run_view_step(st.node, p.device);
         check_layout(s, st.node);
         break;
       case Step::Kind::reference:
-        if (!graph()[st.node].evaluated()) ref::evaluate_node(st.node);
+        if (!graph()[st.node].evaluated()) run_reference_step(st.node, p.device);
         check_layout(s, st.node);
         break;
     }
