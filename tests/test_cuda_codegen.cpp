@@ -1,13 +1,9 @@
-// The CUDA code generator, in the tiers a machine without a GPU can run:
-//  - render-only (always): the source has the paths it must have (vector
-//    loads for contiguous elementwise kernels, shuffles for reductions), axes
-//    collapse, parameters are packed as declared;
-//  - compile-only (needs NVRTC, no GPU): every distinct kernel the optimizer
-//    makes for the random-graph suite and for a table of every op x dtype x
-//    layout compiles with NVRTC for sm_90. Where NVRTC is absent these skip
-//    with "NVRTC not found: ... skipped".
-// Kernels are compiled in batches (one NVRTC program per batch, each kernel in
-// its own namespace) so the tier takes seconds, not one NVRTC call per kernel.
+// The CUDA code generator, render-only (no GPU, driver or NVRTC needed): the
+// source has the paths it must have (vector loads for contiguous elementwise
+// kernels, shuffles for reductions), axes collapse, sizes and scalars are
+// parameters. One NVRTC round trip (skipped without NVRTC) checks the compile
+// error report. The full compile-only tier is tests/test_cuda_compile.cpp,
+// execution on the host tests/test_cuda_emulated.cpp.
 #include <doctest/doctest.h>
 
 #include <arrayjit/arrayjit.hpp>
@@ -50,55 +46,6 @@ std::vector<Kernel> kernels_of(const std::vector<Array>& arrays) {
 }
 
 bool have_nvrtc(std::string* why) { return aj::cuda::nvrtc_api(why) != nullptr; }
-
-// Distinct sources, keyed by hash.
-struct SourceSet {
-  std::map<std::uint64_t, aj::cuda::KernelSource> sources;
-  void add(const Kernel& k) {
-    auto src = aj::cuda::render(aj::cuda::collapse_axes(k));
-    sources.emplace(src.hash, std::move(src));
-  }
-  void add_all(const std::vector<Array>& arrays) {
-    for (auto& k : kernels_of(arrays)) add(k);
-  }
-};
-
-// Compile `srcs` with NVRTC in batches: the prelude once, then each kernel's
-// own text (after the prelude) in namespace kN with C++ linkage, so entry
-// names do not clash. Returns the number compiled; a failure fails the test
-// with the log and the batch's source.
-std::size_t compile_batched(const std::map<std::uint64_t, aj::cuda::KernelSource>& srcs, std::size_t batch) {
-  const std::string prelude = aj::cuda::kPrelude;
-  std::vector<std::string> bodies;
-  for (auto& [h, s] : srcs) {
-    const auto at = s.source.find(prelude);
-    REQUIRE(at != std::string::npos);
-    std::string body = s.source.substr(at + prelude.size());
-    for (std::size_t p; (p = body.find("extern \"C\" ")) != std::string::npos;) body.erase(p, 11);
-    bodies.push_back(std::move(body));
-  }
-  std::size_t done = 0;
-  for (std::size_t start = 0; start < bodies.size(); start += batch) {
-    aj::cuda::KernelSource unit;
-    unit.source = "// batch\n" + prelude;
-    for (std::size_t i = start; i < std::min(bodies.size(), start + batch); ++i) {
-      unit.source += "namespace k" + std::to_string(i) + " {\n" + bodies[i] + "}\n";
-    }
-    unit.hash = std::hash<std::string>()(unit.source);
-    aj::cuda::CompileOptions opt;
-    opt.memory_cache = false;
-    opt.disk_cache = false;
-    try {
-      auto img = aj::cuda::compile(unit, 90, opt);
-      CHECK(img->bytes.size() > 0);
-    } catch (const aj::Error& e) {
-      FAIL_CHECK(e.what());
-      return done;
-    }
-    done += std::min(bodies.size(), start + batch) - start;
-  }
-  return done;
-}
 
 Kernel elementwise_kernel(std::vector<std::int64_t> shape, std::vector<std::vector<std::int64_t>> in_strides,
                           std::vector<std::int64_t> out_strides) {

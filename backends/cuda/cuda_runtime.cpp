@@ -18,7 +18,7 @@ namespace aj::cuda {
 
 namespace {
 
-constexpr unsigned kThreads = 256;        // matches __launch_bounds__ in cuda_source.cpp
+constexpr unsigned kThreads = kThreadsPerBlock;
 constexpr std::size_t kMaxParamBytes = 4096;  // the launch parameter limit of every driver
 
 struct Loaded {
@@ -52,7 +52,6 @@ thread_local std::vector<std::vector<CUstream>> t_stream_stack;
 std::atomic<bool> g_any_alloc{false};
 
 std::unique_ptr<DeviceInfo> init_device(int index) {
-  const DriverApi& d = require_driver();
   auto info = std::make_unique<DeviceInfo>();
   info->index = index;
   AJ_CU(cuDeviceGet, &info->dev, index);
@@ -76,7 +75,6 @@ std::unique_ptr<DeviceInfo> init_device(int index) {
   // Keep freed memory in the pool instead of returning it at every sync.
   std::uint64_t never = ~0ull;
   AJ_CU(cuMemPoolSetAttribute, info->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &never);
-  (void)d;
   return info;
 }
 
@@ -180,8 +178,6 @@ void launch_fn(CUfunction f, std::int64_t blocks, CUstream s, std::vector<std::i
         0u, s, args, nullptr);
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
 }  // namespace
 
 bool any_device_alloc() { return g_any_alloc.load(std::memory_order_relaxed); }
@@ -194,25 +190,22 @@ int device_count_or_zero() {
 }
 
 const DeviceInfo& device(int index) {
-  const int n = [] {
-    int c = 0;
-    AJ_CU(cuDeviceGetCount, &c);
-    return c;
-  }();
-  if (index < 0 || index >= n) {
-    runtime_error("aj: no CUDA device cuda:" + std::to_string(index) + " (this machine has " +
-                  std::to_string(n) + ")");
-  }
   Runtime& r = rt();
   DeviceInfo* info = nullptr;
   {
     std::lock_guard<std::mutex> lock(r.mu);
-    if (r.devices.size() < static_cast<std::size_t>(n)) r.devices.resize(static_cast<std::size_t>(n));
-    info = r.devices[static_cast<std::size_t>(index)].get();
+    if (index >= 0 && static_cast<std::size_t>(index) < r.devices.size()) info = r.devices[static_cast<std::size_t>(index)].get();
   }
-  if (!info) {
+  if (!info) {  // first use of this device: check the index, then initialize
+    int n = 0;
+    AJ_CU(cuDeviceGetCount, &n);
+    if (index < 0 || index >= n) {
+      runtime_error("aj: no CUDA device cuda:" + std::to_string(index) + " (this machine has " +
+                    std::to_string(n) + ")");
+    }
     auto fresh = init_device(index);
     std::lock_guard<std::mutex> lock(r.mu);
+    if (r.devices.size() < static_cast<std::size_t>(n)) r.devices.resize(static_cast<std::size_t>(n));
     auto& slot = r.devices[static_cast<std::size_t>(index)];
     if (!slot) slot = std::move(fresh);
     info = slot.get();
@@ -329,9 +322,7 @@ void launch(int index, const Kernel& k, const std::vector<const Storage*>& input
   const DeviceInfo& info = device(index);
   CUstream s = stream_of(index);
   const Kernel c = collapse_axes(k);
-  const bool red = c.is_reduction();
-  const std::int64_t n = red ? outer_points(c) : c.points();
-  if (n == 0) return;  // no outer point: nothing to write
+  if ((c.is_reduction() ? outer_points(c) : c.points()) == 0) return;  // nothing to write
   const Loaded& m = module_for(info, c);
 
   std::vector<std::uint64_t> ptrs;
@@ -342,43 +333,13 @@ void launch(int index, const Kernel& k, const std::vector<const Storage*>& input
   for (auto* st : inputs) add(st);
   for (auto* st : outputs) add(st);
 
-  const std::int64_t max_blocks = static_cast<std::int64_t>(info.sms) * 8;  // 8 x 256 threads fill an SM
-  LaunchShape ls;
-  if (!red) {
-    // The wide path needs every unit-stride pointer aligned to its vector.
-    ls.vec = m.vec > 0;
-    for (std::size_t i = 0; ls.vec && i < ptrs.size(); ++i) {
-      const KStream& st = i < c.inputs.size() ? c.inputs[i] : c.outputs[i - c.inputs.size()].stream;
-      if ((i < c.inputs.size() && st.index_only) || st.strides[0] != 1) continue;
-      const std::uint64_t item = itemsize(st.dtype);
-      const std::uint64_t addr = ptrs[i] + static_cast<std::uint64_t>(st.offset) * item;
-      ls.vec = addr % (item * static_cast<std::uint64_t>(m.vec)) == 0;
-    }
-    const std::int64_t work = ls.vec ? std::max<std::int64_t>(1, n / m.vec) : n;
-    auto p = pack_params(c, ptrs, ls, 0);
-    launch_fn(m.k, std::min(ceil_div(work, kThreads), max_blocks), s, p);
-    return;
-  }
-  const std::int64_t ninner = inner_points(c);
-  if (ninner <= 64 || (innermost_is_outer(c) && n >= 4096)) {
-    ls.mode = LaunchShape::Mode::serial;
-    auto p = pack_params(c, ptrs, ls, 0);
-    launch_fn(m.serial, std::min(ceil_div(n, kThreads), max_blocks), s, p);
-    return;
-  }
-  ls.mode = LaunchShape::Mode::blocks;
-  if (n < 2 * info.sms) {
-    // Few outer points (a full reduction has one): split the reduced range so
-    // every SM gets blocks, each part at least 2048 points.
-    ls.parts = std::clamp<std::int64_t>(ceil_div(4 * info.sms, n), 1, std::max<std::int64_t>(1, ninner / 2048));
-  }
+  const LaunchShape ls = plan_launch(c, m.vec, info.sms, ptrs);
+  if (ls.grid == 0) return;
   std::shared_ptr<Storage> scratch;
-  if (ls.parts > 1) {
-    scratch = device_alloc(index, static_cast<std::size_t>(n * ls.parts * reductions(c)) * 8);
-  }
+  if (ls.scratch_bytes) scratch = device_alloc(index, ls.scratch_bytes);
   auto p = pack_params(c, ptrs, ls, scratch ? reinterpret_cast<std::uint64_t>(scratch->data) : 0);
-  launch_fn(m.k, std::min(n * ls.parts, max_blocks * 4), s, p);
-  if (ls.parts > 1) launch_fn(m.finish, std::min(n, max_blocks * 4), s, p);
+  launch_fn(ls.mode == LaunchShape::Mode::serial ? m.serial : m.k, ls.grid, s, p);
+  if (ls.finish_grid) launch_fn(m.finish, ls.finish_grid, s, p);
   // `scratch` is freed here, stream-ordered after the finishing kernel.
 }
 

@@ -1,5 +1,6 @@
-// Kernel IR -> CUDA C (see cuda_source.hpp). One switch over ops (op_expr),
-// in the op table's order, with no default: a new op fails to compile here.
+// Kernel IR -> CUDA C (see cuda_source.hpp): the kernel skeletons. The
+// scalar expressions are in cuda_ops.cpp, axis collapsing and parameter
+// packing in cuda_layout.cpp.
 #include "jit/cuda/cuda_source.hpp"
 
 #include <algorithm>
@@ -8,152 +9,19 @@
 #include <sstream>
 
 #include "arrayjit/error.hpp"
+#include "jit/cuda/cuda_ops.hpp"
 #include "jit/cuda/cuda_prelude.hpp"
 
 namespace aj::cuda {
 
 namespace {
 
-constexpr int kBlock = 256;  // threads per block: a multiple of the warp size
+constexpr int kBlock = kThreadsPerBlock;  // a multiple of the warp size
 
 std::uint64_t fnv1a(const std::string& s) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
   return h;
-}
-
-const char* ctype(DType t) {
-  switch (t) {
-    case DType::bool_: return "bool";
-    case DType::i32: return "int";
-    case DType::i64: return "i64";
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-  }
-  internal_error("cuda codegen: bad dtype");
-}
-
-// A float math function by dtype: f32 calls the f-suffixed one, as the host's
-// std:: overloads do.
-std::string fn(DType t, const char* name, const std::string& x) {
-  return std::string(name) + (t == DType::f32 ? "f(" : "(") + x + ")";
-}
-
-// The expression of one elementwise op on operands x (and y), mirroring
-// ref::unary / ref::binary / ref::compare / convert. `t` is the operand dtype
-// (for Cast, the source dtype); `to` the result dtype.
-std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::string& y) {
-  const bool b = t == DType::bool_, f = is_float(t);
-  const std::string T = ctype(t);
-  const std::string one = t == DType::f32 ? "1.0f" : "1.0";
-  auto bad = [&]() -> std::string {
-    internal_error(std::string("cuda codegen: op ") + op_name(op) + " is not an elementwise op of " +
-                   dtype_name(t));
-  };
-  switch (op) {
-    case Op::Input:
-    case Op::Constant:
-    case Op::Iota:
-    case Op::Linspace:
-    case Op::Eye:
-    case Op::RandUniform:
-    case Op::RandNormal: return bad();
-    // Unary. Integers and bool see only the ops tracing allows; the rest
-    // return x unchanged, as ref::unary's defaults do.
-    case Op::Neg: return b ? x : f ? "(-" + x + ")" : "aj_wneg(" + x + ")";
-    case Op::Not: return b ? "(!" + x + ")" : x;
-    case Op::Abs: return b ? x : f ? fn(t, "fabs", x) : "(" + x + " < 0 ? aj_wneg(" + x + ") : " + x + ")";
-    case Op::Sign:
-      return b ? x : f ? "aj_fsign(" + x + ")" : "(" + T + ")((" + x + " > 0) - (" + x + " < 0))";
-    case Op::Floor: return f ? fn(t, "floor", x) : x;
-    case Op::Ceil: return f ? fn(t, "ceil", x) : x;
-    case Op::Round: return f ? fn(t, "rint", x) : x;  // nearbyint: half to even
-    case Op::Exp: return f ? fn(t, "exp", x) : x;
-    case Op::Log: return f ? fn(t, "log", x) : x;
-    case Op::Log1p: return f ? fn(t, "log1p", x) : x;
-    case Op::Expm1: return f ? fn(t, "expm1", x) : x;
-    case Op::Sin: return f ? fn(t, "sin", x) : x;
-    case Op::Cos: return f ? fn(t, "cos", x) : x;
-    case Op::Tan: return f ? fn(t, "tan", x) : x;
-    case Op::Tanh: return f ? fn(t, "tanh", x) : x;
-    case Op::Sigmoid: return f ? "(" + one + " / (" + one + " + " + fn(t, "exp", "-" + x) + "))" : x;
-    case Op::Sqrt: return f ? fn(t, "sqrt", x) : x;
-    case Op::Rsqrt: return f ? "(" + one + " / " + fn(t, "sqrt", x) + ")" : x;  // not rsqrt: same bits as host
-    case Op::Cast: return std::string("aj_cvt<") + ctype(to) + ">(" + x + ")";
-    // Binary.
-    case Op::Add: return b ? x : f ? "(" + x + " + " + y + ")" : "aj_wadd(" + x + ", " + y + ")";
-    case Op::Sub: return b ? x : f ? "(" + x + " - " + y + ")" : "aj_wsub(" + x + ", " + y + ")";
-    case Op::Mul: return b ? x : f ? "(" + x + " * " + y + ")" : "aj_wmul(" + x + ", " + y + ")";
-    case Op::Div: return b ? x : f ? "(" + x + " / " + y + ")" : "aj_floordiv(" + x + ", " + y + ")";
-    case Op::Mod: return b ? x : (f ? "aj_fmod(" : "aj_imod(") + x + ", " + y + ")";
-    case Op::Max:
-      return b ? "(" + x + " || " + y + ")" : f ? "aj_fmax(" + x + ", " + y + ")"
-                                                : "(" + x + " > " + y + " ? " + x + " : " + y + ")";
-    case Op::Min:
-      return b ? "(" + x + " && " + y + ")" : f ? "aj_fmin(" + x + ", " + y + ")"
-                                                : "(" + x + " < " + y + " ? " + x + " : " + y + ")";
-    case Op::Pow:
-      return b ? x : f ? std::string(t == DType::f32 ? "powf(" : "pow(") + x + ", " + y + ")"
-                       : "aj_ipow(" + x + ", " + y + ")";
-    case Op::Eq: return "(" + x + " == " + y + ")";
-    case Op::Ne: return "(" + x + " != " + y + ")";
-    case Op::Lt: return "(" + x + " < " + y + ")";
-    case Op::Le: return "(" + x + " <= " + y + ")";
-    case Op::Gt: return "(" + x + " > " + y + ")";
-    case Op::Ge: return "(" + x + " >= " + y + ")";
-    case Op::And: return b ? "(" + x + " && " + y + ")" : x;
-    case Op::Or: return b ? "(" + x + " || " + y + ")" : x;
-    case Op::Where:
-    case Op::Sum:
-    case Op::Prod:
-    case Op::ReduceMax:
-    case Op::ReduceMin:
-    case Op::All:
-    case Op::Any:
-    case Op::ArgMax:
-    case Op::ArgMin:
-    case Op::Reshape:
-    case Op::Transpose:
-    case Op::Broadcast:
-    case Op::Slice:
-    case Op::Concat:
-    case Op::MatMul: return bad();
-  }
-  return bad();
-}
-
-// ref::reduce_combine and reduce_identity.
-std::string combine_expr(Op op, DType t, const std::string& acc, const std::string& x) {
-  switch (op) {
-    case Op::Sum: return op_expr(Op::Add, t, t, acc, x);
-    case Op::Prod: return op_expr(Op::Mul, t, t, acc, x);
-    case Op::ReduceMax: return op_expr(Op::Max, t, t, acc, x);
-    case Op::ReduceMin: return op_expr(Op::Min, t, t, acc, x);
-    case Op::All: return std::string("(") + ctype(t) + ")(" + acc + " && " + x + ")";
-    case Op::Any: return std::string("(") + ctype(t) + ")(" + acc + " || " + x + ")";
-    default: internal_error(std::string("cuda codegen: not a combiner: ") + op_name(op));
-  }
-}
-
-std::string identity_expr(Op op, DType t) {
-  const std::string T = ctype(t);
-  switch (op) {
-    case Op::Sum:
-    case Op::Any: return T + "(0)";
-    case Op::Prod:
-    case Op::All: return T + "(1)";
-    case Op::ReduceMax:
-    case Op::ReduceMin: {
-      const bool max = op == Op::ReduceMax;
-      if (t == DType::f32) return max ? "(-__int_as_float(0x7f800000))" : "__int_as_float(0x7f800000)";
-      if (t == DType::f64) {
-        return max ? "(-__longlong_as_double(0x7ff0000000000000LL))" : "__longlong_as_double(0x7ff0000000000000LL)";
-      }
-      if (t == DType::bool_) return max ? "false" : "true";
-      return "aj_t<" + T + ">::" + (max ? "lo()" : "hi()");
-    }
-    default: internal_error(std::string("cuda codegen: not a combiner: ") + op_name(op));
-  }
 }
 
 // Per stream and axis: 0 stride zero (broadcast), 1 unit stride, 2 other.
@@ -550,112 +418,6 @@ class Renderer {
 
 }  // namespace
 
-Kernel collapse_axes(const Kernel& k) {
-  const std::size_t R = k.shape.size();
-  std::vector<bool> red(R, false);
-  for (auto a : k.reduce_axes) red[static_cast<std::size_t>(a)] = true;
-  Kernel c = k;
-  std::vector<KStream*> streams;
-  for (auto& s : c.inputs) streams.push_back(&s);
-  for (auto& o : c.outputs) streams.push_back(&o.stream);
-
-  // Axes kept: extent != 1. A reduction keeps at least one reduced axis and
-  // every kernel at least one axis (extent 1, stride 0) so the source shape
-  // does not depend on which extents happen to be 1 everywhere.
-  std::vector<std::int64_t> shape;
-  std::vector<bool> kred;
-  std::vector<std::vector<std::int64_t>> str(streams.size());
-  auto stride = [&](std::size_t s, std::size_t d) {
-    return s < k.inputs.size() ? k.inputs[s].strides[d] : k.outputs[s - k.inputs.size()].stream.strides[d];
-  };
-  auto push = [&](std::int64_t extent, bool r, std::size_t d, bool synthetic) {
-    shape.push_back(extent);
-    kred.push_back(r);
-    for (std::size_t s = 0; s < streams.size(); ++s) str[s].push_back(synthetic ? 0 : stride(s, d));
-  };
-  for (std::size_t d = 0; d < R; ++d) {
-    if (k.shape[d] == 1) continue;
-    // Merge into the previous kept axis when every stream walks both as one.
-    if (!shape.empty() && kred.back() == red[d]) {
-      bool merge = true;
-      for (std::size_t s = 0; s < streams.size(); ++s) merge &= str[s].back() == stride(s, d) * k.shape[d];
-      if (merge) {
-        shape.back() *= k.shape[d];
-        for (std::size_t s = 0; s < streams.size(); ++s) str[s].back() = stride(s, d);
-        continue;
-      }
-    }
-    push(k.shape[d], red[d], d, false);
-  }
-  const bool any_red = std::find(kred.begin(), kred.end(), true) != kred.end();
-  if (k.is_reduction() && !any_red) push(1, true, 0, true);
-  if (shape.empty()) push(1, false, 0, true);
-
-  c.shape = shape;
-  c.reduce_axes.clear();
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (kred[d]) c.reduce_axes.push_back(static_cast<std::int64_t>(d));
-  }
-  for (std::size_t s = 0; s < streams.size(); ++s) streams[s]->strides = str[s];
-  return c;
-}
-
 KernelSource render(const Kernel& collapsed) { return Renderer(collapsed).run(); }
-
-std::int64_t outer_points(const Kernel& k) {
-  std::int64_t n = 1;
-  for (std::size_t d = 0; d < k.shape.size(); ++d) {
-    if (std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) == k.reduce_axes.end()) {
-      n *= k.shape[d];
-    }
-  }
-  return n;
-}
-
-std::int64_t inner_points(const Kernel& k) {
-  std::int64_t n = 1;
-  for (auto a : k.reduce_axes) n *= k.shape[static_cast<std::size_t>(a)];
-  return n;
-}
-
-bool innermost_is_outer(const Kernel& k) {
-  return !k.shape.empty() && (k.reduce_axes.empty() || k.reduce_axes.back() != static_cast<std::int64_t>(k.shape.size()) - 1);
-}
-
-int reductions(const Kernel& k) {
-  int n = 0;
-  for (auto& in : k.instrs) n += in.kind == KOp::Reduce;
-  return n;
-}
-
-std::vector<std::int64_t> pack_params(const Kernel& k, const std::vector<std::uint64_t>& ptrs,
-                                      const LaunchShape& shape, std::uint64_t scratch) {
-  const std::size_t S = k.inputs.size() + k.outputs.size();
-  if (ptrs.size() != S) internal_error("cuda pack_params: one pointer per stream expected");
-  std::vector<std::int64_t> p;
-  const bool red = k.is_reduction();
-  p.push_back(red ? outer_points(k) : k.points());
-  p.push_back(red ? inner_points(k) : 1);
-  p.push_back(shape.parts);
-  p.push_back(shape.vec ? 1 : 0);
-  for (auto e : k.shape) p.push_back(e);
-  auto stream = [&](std::size_t s) -> const KStream& {
-    return s < k.inputs.size() ? k.inputs[s] : k.outputs[s - k.inputs.size()].stream;
-  };
-  for (std::size_t s = 0; s < S; ++s) p.push_back(stream(s).offset);
-  for (std::size_t s = 0; s < S; ++s) {
-    for (auto st : stream(s).strides) p.push_back(st);
-  }
-  const std::size_t NS = std::max<std::size_t>(1, k.scalars.size());
-  for (std::size_t i = 0; i < NS; ++i) p.push_back(i < k.scalars.size() ? k.scalars[i].i : 0);
-  for (std::size_t i = 0; i < NS; ++i) {
-    std::int64_t bits = 0;
-    if (i < k.scalars.size()) std::memcpy(&bits, &k.scalars[i].f, 8);
-    p.push_back(bits);
-  }
-  for (auto a : ptrs) p.push_back(static_cast<std::int64_t>(a));
-  p.push_back(static_cast<std::int64_t>(scratch));
-  return p;
-}
 
 }  // namespace aj::cuda

@@ -46,12 +46,25 @@ struct KernelSource {
 // CUDA C for a kernel already passed through collapse_axes.
 KernelSource render(const Kernel& collapsed);
 
-// How a launch splits the work (chosen by the runtime from the device size).
+inline constexpr int kThreadsPerBlock = 256;  // every entry's __launch_bounds__
+
+// How a launch splits the work (plan_launch).
 struct LaunchShape {
   enum class Mode { elementwise, blocks, serial } mode = Mode::elementwise;
-  std::int64_t parts = 1;  // blocks mode: parts of the reduced range per outer point
-  bool vec = false;        // elementwise: take the vector path
+  std::int64_t parts = 1;        // blocks mode: parts of the reduced range per outer point
+  bool vec = false;              // elementwise: take the vector path
+  std::int64_t grid = 0;         // blocks of the main entry (0: nothing to launch)
+  std::int64_t finish_grid = 0;  // blocks of aj_k_finish (0: not launched)
+  std::size_t scratch_bytes = 0; // device scratch for the parts' accumulators
 };
+
+// The launch of collapsed kernel `c` (whose source has vector width `vec`)
+// over streams at device addresses `ptrs` on a device with `sms`
+// multiprocessors: vector path only when every unit-stride pointer is aligned
+// to its vector; reductions thread-per-outer-point for small reduced ranges
+// or coalesced column walks, else block-per-point, split into parts (two
+// passes) when there are too few outer points to fill the device.
+LaunchShape plan_launch(const Kernel& c, int vec, int sms, const std::vector<std::uint64_t>& ptrs);
 
 // The parameter block for one launch, laid out as render() declared it.
 // ptrs: one device address per stream (inputs, then outputs; 0 for index
