@@ -105,7 +105,7 @@ class HostCudaLibrary {
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("cannot make " + dir_);
     std::ofstream(dir_ + "/k.cpp") << unit;
     const char* cxx = std::getenv("CXX");
-    cmd = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++20 -O1 -w -shared -fPIC -pthread -o " + dir_ +
+    cmd = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++20 -O0 -w -shared -fPIC -pthread -o " + dir_ +
           "/k.so " + dir_ + "/k.cpp > " + dir_ + "/log.txt 2>&1";
     if (std::system(cmd.c_str()) != 0) {
       std::ifstream log(dir_ + "/log.txt");
@@ -128,10 +128,13 @@ class HostCudaLibrary {
   // Run entry `name` of the kernel with source hash `hash`.
   void run(std::uint64_t hash, const char* name, const std::vector<std::int64_t>& params, std::int64_t grid,
            unsigned block) const {
+    run(hash, name, params.data(), grid, block);
+  }
+  void run(std::uint64_t hash, const char* name, const void* params, std::int64_t grid, unsigned block) const {
     const std::string sym = "k" + std::to_string(index_.at(hash)) + "_" + name;
     auto e = reinterpret_cast<Entry>(dlsym(lib_, sym.c_str()));
     if (!e) throw std::runtime_error("no entry " + sym);
-    launch_(e, params.data(), static_cast<unsigned>(grid), block);
+    launch_(e, params, static_cast<unsigned>(grid), block);
   }
 
  private:

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -162,7 +163,12 @@ const NvrtcLoad& nvrtc_load() {
 
 }  // namespace
 
+std::atomic<const DriverApi*> g_fake_driver{nullptr};
+
+void set_driver_for_testing(const DriverApi* fake) { g_fake_driver = fake; }
+
 const DriverApi* driver_api(std::string* why) {
+  if (const DriverApi* fake = g_fake_driver.load()) return fake;
   const DriverLoad& d = driver_load();
   if (!d.ok && why) *why = d.why;
   return d.ok ? &d.api : nullptr;

@@ -122,6 +122,10 @@ const DriverApi* driver_api(std::string* why = nullptr);
 // $CUDA_PATH/lib64 and /usr/local/cuda/lib64.
 const NvrtcApi* nvrtc_api(std::string* why = nullptr);
 
+// Tests only: make driver_api() return `fake` (null: the real driver again),
+// so the runtime can be exercised without a GPU (tests/test_cuda_fake_driver.cpp).
+void set_driver_for_testing(const DriverApi* fake);
+
 // The driver or NVRTC, or throw aj::Error (runtime) with the reason.
 const DriverApi& require_driver();
 const NvrtcApi& require_nvrtc();

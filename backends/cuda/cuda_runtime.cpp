@@ -357,4 +357,16 @@ void trim(int index) {
   for (auto& p : free_now) d.cuMemFreeHost(p.p);
 }
 
+void reset_runtime_for_testing() {
+  Runtime& r = rt();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.devices.clear();
+  r.modules.clear();
+  r.last_stream.clear();
+  r.pinned_busy.clear();
+  r.pinned_free.clear();
+  t_stream_stack.clear();
+  g_any_alloc = false;
+}
+
 }  // namespace aj::cuda

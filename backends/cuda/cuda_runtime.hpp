@@ -73,4 +73,8 @@ void launch(int index, const Kernel& k, const std::vector<const Storage*>& input
 // Give cached device blocks and pinned staging buffers back.
 void trim(int index);
 
+// Tests only: forget every device, module, buffer record and staging buffer
+// without calling the driver (used around a fake driver, see cuda_api.hpp).
+void reset_runtime_for_testing();
+
 }  // namespace aj::cuda

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -37,6 +38,11 @@ struct CompileOptions {
 // Throws aj::Error (runtime) when NVRTC is missing, or on a compile failure
 // with the NVRTC log and the numbered source.
 std::shared_ptr<const Image> compile(const KernelSource& src, int arch, const CompileOptions& opt = {});
+
+// Tests only: compile() calls `hook` instead of NVRTC (and bypasses the
+// caches) while set; an empty function restores NVRTC.
+void set_compile_hook_for_testing(
+    std::function<std::shared_ptr<const Image>(const KernelSource&, int arch)> hook);
 
 // "NVRTC 13.0 (/usr/local/cuda/lib64/libnvrtc.so.13)"; empty when absent.
 std::string nvrtc_description();
