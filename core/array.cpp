@@ -73,6 +73,11 @@ void eval(const std::vector<Array>& arrays, Loc loc) {
   if (roots.empty()) return;
   ++detail::stats_mut().evals;
   if (detail::executor() == detail::Executor::reference) {
+    for (NodeId id : roots) {  // the oracle reads host memory only
+      if (cuda::any_device_storage() && detail::device_of(id).value_or(Device::cpu()) != Device::cpu()) {
+        runtime_error("aj: the reference executor runs on the host only; move arrays with .to(Device::cpu())");
+      }
+    }
     ref::evaluate(roots);
   } else {
     opt::evaluate(roots);

@@ -1,6 +1,7 @@
 // Devices of arrays: the trace-time mixing check and Array::to.
 #include "core/device.hpp"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "arrayjit/cuda.hpp"
@@ -15,14 +16,21 @@ std::optional<Device> device_of(NodeId root) {
   const Graph& g = graph();
   // Depth first, stopping at the first evaluated node: every op already
   // checked that its own inputs agree, so the first one found speaks for all.
-  std::vector<NodeId> work{root};
-  std::unordered_set<NodeId> seen;
+  // The walks are short (they end at the first leaf), so `seen` is a vector
+  // until it grows large: this runs for every traced op once a GPU is in use.
+  std::vector<NodeId> work{root}, seen;
+  std::unordered_set<NodeId> seen_big;
   while (!work.empty()) {
     const NodeId id = work.back();
     work.pop_back();
     const Node& n = g[id];
     if (n.evaluated()) return n.storage->device;
-    if (!seen.insert(id).second) continue;
+    if (seen.size() < 64) {
+      if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
+      seen.push_back(id);
+    } else if (!seen_big.insert(id).second || std::find(seen.begin(), seen.end(), id) != seen.end()) {
+      continue;
+    }
     for (auto it = n.inputs.rbegin(); it != n.inputs.rend(); ++it) work.push_back(*it);
   }
   return std::nullopt;
