@@ -9,6 +9,9 @@
 #include <arrayjit/arrayjit.hpp>
 
 #include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -171,4 +174,39 @@ TEST_CASE("cuda compile: NVRTC compiles a kernel and reports a broken one with l
     CHECK(m.find("this is not CUDA") != std::string::npos);  // the numbered source
     CHECK(e.kind() == aj::Error::Kind::runtime);
   }
+}
+
+TEST_CASE("cuda compile: the disk cache serves a second process, and AJ_LOG=cuda prints the source") {
+  std::string why;
+  if (!have_nvrtc(&why)) {
+    MESSAGE(why << ": skipped");
+    return;
+  }
+  char dir[] = "/tmp/aj_cuda_cache_XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  setenv("AJ_CACHE_DIR", dir, 1);
+  setenv("AJ_LOG", "cuda", 1);
+  auto x = aj::from_vector<double>(std::vector<double>(8, 1.0));
+  auto ks = kernels_of({aj::tanh(x) * 7.0 - x});
+  REQUIRE(ks.size() == 1);
+  auto src = aj::cuda::render(aj::cuda::collapse_axes(ks[0]));
+  aj::cuda::CompileOptions opt;
+  opt.memory_cache = false;  // as a new process would
+  opt.driver_version = 12345;
+  std::ostringstream captured;
+  auto* old = std::cerr.rdbuf(captured.rdbuf());
+  const auto before = aj::cuda::compile_counters();
+  auto a = aj::cuda::compile(src, 90, opt);
+  auto b = aj::cuda::compile(src, 90, opt);
+  const auto after = aj::cuda::compile_counters();
+  std::cerr.rdbuf(old);
+  unsetenv("AJ_LOG");
+  unsetenv("AJ_CACHE_DIR");
+  CHECK(after.compiles == before.compiles + 1);
+  CHECK(after.disk_hits == before.disk_hits + 1);
+  CHECK(a->bytes == b->bytes);
+  CHECK(b->cubin);
+  CHECK(captured.str().find("[aj:cuda] kernel") != std::string::npos);
+  CHECK(captured.str().find("tanh(") != std::string::npos);
+  std::system((std::string("rm -rf ") + dir).c_str());
 }

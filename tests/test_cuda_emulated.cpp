@@ -205,7 +205,9 @@ TEST_CASE("cuda emulated: elementwise, vector path, views, generators and every 
     ps.push_back(plan({aj::slice(x, 0, 1, std::nullopt) * 2}));
     Array m = data(t, {37, 300}, 3);
     ps.push_back(plan({aj::sum(m, 1), aj::max(m, 0), aj::sum(m), aj::min(m.T(), 1)}));
-    ps.push_back(plan({aj::sum(data(t, {100000}, 4))}));  // one outer point: two passes
+    ps.push_back(plan({aj::sum(data(t, {20000}, 4))}));  // one outer point: two passes
+    Array e2 = data(t, {20000}, 9) * 2;
+    ps.push_back(plan({e2, aj::max(e2) - 1}));  // two passes with a full-shape output and an epilogue
     ps.push_back(plan({aj::sum(data(t, {5000, 7}, 5), 1)}));  // small reduced range: serial
     ps.push_back(plan({aj::sum(data(t, {300, 5000}, 6), 0)}));  // column sums
     Array e = x * 2;
