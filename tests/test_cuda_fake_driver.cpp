@@ -53,7 +53,7 @@ struct Fake {
   std::mutex mu;
   std::size_t limit = std::size_t{1} << 30, live = 0;
   std::map<CUdeviceptr, std::size_t> allocs;
-  int waits = 0, launches = 0, trims = 0;
+  int waits = 0, launches = 0, trims = 0, uploads = 0;
   bool threshold_raised = false;
   bool execute = false;
   std::map<std::uint64_t, KernelSource> sources;
@@ -140,7 +140,7 @@ CUresult f_free(CUdeviceptr p, CUstream) {
 }
 CUresult f_host_alloc(void** p, std::size_t n, unsigned) { *p = std::malloc(n); return ok0(); }
 CUresult f_host_free(void* p) { std::free(p); return ok0(); }
-CUresult f_h2d(CUdeviceptr d, const void* h, std::size_t n, CUstream) { std::memcpy(reinterpret_cast<void*>(d), h, n); return ok0(); }
+CUresult f_h2d(CUdeviceptr d, const void* h, std::size_t n, CUstream) { ++fake().uploads; std::memcpy(reinterpret_cast<void*>(d), h, n); return ok0(); }
 CUresult f_d2h(void* h, CUdeviceptr d, std::size_t n, CUstream) { std::memcpy(h, reinterpret_cast<void*>(d), n); return ok0(); }
 CUresult f_d2d(CUdeviceptr a, CUdeviceptr b, std::size_t n, CUstream) { std::memcpy(reinterpret_cast<void*>(a), reinterpret_cast<void*>(b), n); return ok0(); }
 
@@ -220,6 +220,7 @@ TEST_CASE("cuda fake driver: arrays on the device compute what the host computes
     std::vector<float> ew, rows, cols, mm, all;
     std::vector<std::int64_t> ar, am;
     aj::Device dev;
+    int arange_uploads = 0;
   };
   auto body = [&] {
     Out o;
@@ -232,7 +233,10 @@ TEST_CASE("cuda fake driver: arrays on the device compute what the host computes
     o.cols = aj::max(dm, 0).to_vector<float>();
     o.all = {aj::sum(d).item<float>()};
     o.mm = aj::matmul(dm, dm.T()).to_vector<float>();  // a host round trip
-    o.ar = aj::arange(100).to(Device::cuda(0)).to_vector<std::int64_t>();  // made on the device
+    const int uploads = fake().uploads;
+    Array ar = aj::arange(100).to(Device::cuda(0));  // made on the device: no host buffer, no copy
+    o.arange_uploads = fake().uploads - uploads;
+    o.ar = ar.to_vector<std::int64_t>();
     o.am = {aj::argmax(dm).item<std::int64_t>()};
     return o;
   };
@@ -244,6 +248,7 @@ TEST_CASE("cuda fake driver: arrays on the device compute what the host computes
   CHECK(got.all[0] == aj::sum(h).item<float>());
   CHECK(got.mm == aj::matmul(hm, hm.T()).to_vector<float>());
   CHECK(got.ar == aj::arange(100).to_vector<std::int64_t>());
+  CHECK(got.arange_uploads == 0);
   CHECK(got.am[0] == aj::argmax(hm).item<std::int64_t>());
   CHECK(fake().threshold_raised);
   CHECK(fake().live == 0);  // every device buffer was freed
