@@ -48,6 +48,7 @@ struct Sources {
     for (auto& k : plan_kernels(arrays)) {
       ++kernels;
       auto src = aj::cuda::render(aj::cuda::collapse_axes(k));
+      CHECK(src.param_bytes <= 4096);  // the launch parameter limit of every driver
       const std::string prelude = aj::cuda::kPrelude;
       const auto at = src.source.find(prelude);
       REQUIRE(at != std::string::npos);

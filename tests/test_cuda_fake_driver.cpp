@@ -58,6 +58,11 @@ struct Fake {
   bool execute = false;
   std::map<std::uint64_t, KernelSource> sources;
   std::unique_ptr<ajtest::HostCudaLibrary> lib;
+  // Handles the fake hands out, owned here (the runtime never destroys
+  // streams, modules or functions).
+  std::vector<std::unique_ptr<int>> streams;
+  std::vector<std::unique_ptr<std::uint64_t>> modules;
+  std::vector<std::unique_ptr<FakeFn>> functions;
 };
 Fake& fake() {
   static Fake f;
@@ -82,7 +87,11 @@ CUresult f_attr(int* v, int attr, CUdevice) {
 CUresult f_name(char* b, int n, CUdevice) { std::snprintf(b, static_cast<std::size_t>(n), "fake GPU"); return ok0(); }
 CUresult f_ctx_retain(CUcontext* c, CUdevice) { *c = reinterpret_cast<CUcontext>(&g_ctx_token); return ok0(); }
 CUresult f_ctx_set(CUcontext) { return ok0(); }
-CUresult f_stream_create(CUstream* s, unsigned) { *s = reinterpret_cast<CUstream>(new int(0)); return ok0(); }
+CUresult f_stream_create(CUstream* s, unsigned) {
+  fake().streams.push_back(std::make_unique<int>(0));
+  *s = reinterpret_cast<CUstream>(fake().streams.back().get());
+  return ok0();
+}
 CUresult f_stream(CUstream) { return ok0(); }
 CUresult f_wait(CUstream, CUevent, unsigned) { ++fake().waits; return ok0(); }
 CUresult f_stream_ctx(CUstream, CUcontext* c) { *c = reinterpret_cast<CUcontext>(&g_ctx_token); return ok0(); }
@@ -94,11 +103,13 @@ CUresult f_event_destroy(CUevent e) { delete reinterpret_cast<int*>(e); return o
 CUresult f_module_load(CUmodule* m, const void* image) {
   const char* s = static_cast<const char*>(image);
   if (std::strncmp(s, "EMU:", 4) != 0) return 200;  // CUDA_ERROR_INVALID_IMAGE
-  *m = reinterpret_cast<CUmodule>(new std::uint64_t(std::strtoull(s + 4, nullptr, 16)));
+  fake().modules.push_back(std::make_unique<std::uint64_t>(std::strtoull(s + 4, nullptr, 16)));
+  *m = reinterpret_cast<CUmodule>(fake().modules.back().get());
   return ok0();
 }
 CUresult f_module_fn(CUfunction* f, CUmodule m, const char* name) {
-  *f = reinterpret_cast<CUfunction>(new FakeFn{*reinterpret_cast<std::uint64_t*>(m), name});
+  fake().functions.push_back(std::make_unique<FakeFn>(FakeFn{*reinterpret_cast<std::uint64_t*>(m), name}));
+  *f = reinterpret_cast<CUfunction>(fake().functions.back().get());
   return ok0();
 }
 CUresult f_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
@@ -122,7 +133,10 @@ CUresult f_alloc(CUdeviceptr* p, std::size_t n, CUmemoryPool, CUstream) {
   std::lock_guard<std::mutex> lock(fk.mu);
   if (n > fk.limit - fk.live) return CUDA_ERROR_OUT_OF_MEMORY;
   void* m = std::aligned_alloc(256, (n + 255) / 256 * 256);
-  std::memset(m, 0xAB, n);  // fresh device memory is garbage
+  // Fresh device memory is garbage when kernels run (unwritten elements
+  // show); zero in the collecting pass, whose values are never looked at but
+  // must still be valid bools when read.
+  std::memset(m, fk.execute ? 0xAB : 0, n);
   *p = reinterpret_cast<CUdeviceptr>(m);
   fk.allocs[*p] = n;
   fk.live += n;
@@ -179,11 +193,15 @@ struct FakeGpu {
     });
   }
   ~FakeGpu() {
+    aj::cuda::trim_memory(0);  // gives the fake's pinned staging buffers back
     set_compile_hook_for_testing({});
     set_driver_for_testing(nullptr);
     reset_runtime_for_testing();
     fake().lib.reset();
     fake().execute = false;
+    fake().streams.clear();
+    fake().modules.clear();
+    fake().functions.clear();
   }
   // Run `body` once to collect kernels, compile them, then for real.
   template <class F>

@@ -353,6 +353,16 @@ void trim(int index) {
     Runtime& r = rt();
     std::lock_guard<std::mutex> lock(r.mu);
     free_now.swap(r.pinned_free);
+    // The stream was synchronized: staging buffers of finished copies go too.
+    for (std::size_t i = 0; i < r.pinned_busy.size();) {
+      if (d.cuEventQuery(r.pinned_busy[i].done) == CUDA_SUCCESS) {
+        d.cuEventDestroy(r.pinned_busy[i].done);
+        free_now.push_back(r.pinned_busy[i]);
+        r.pinned_busy.erase(r.pinned_busy.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
   }
   for (auto& p : free_now) d.cuMemFreeHost(p.p);
 }
