@@ -3,8 +3,10 @@
 #include <cstring>
 #include <string>
 
+#include "backends/cuda/cuda_bridge.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "backends/reference/scalar_ops.hpp"
+#include "core/device.hpp"
 #include "core/executor.hpp"
 #include "core/stats_internal.hpp"
 #include "graph/pipeline.hpp"
@@ -51,7 +53,7 @@ int Array::ndim() const { return trace::node(*this).shape.ndim(); }
 std::int64_t Array::size() const { return trace::node(*this).shape.numel(); }
 Device Array::device() const {
   const Node& n = trace::node(*this);
-  return n.storage ? n.storage->device : Device::cpu();
+  return n.storage ? n.storage->device : detail::device_of(node_id()).value_or(Device::cpu());
 }
 bool Array::is_evaluated() const { return trace::node(*this).evaluated(); }
 
@@ -71,6 +73,11 @@ void eval(const std::vector<Array>& arrays, Loc loc) {
   if (roots.empty()) return;
   ++detail::stats_mut().evals;
   if (detail::executor() == detail::Executor::reference) {
+    for (NodeId id : roots) {  // the oracle reads host memory only
+      if (cuda::any_device_storage() && detail::device_of(id).value_or(Device::cpu()) != Device::cpu()) {
+        runtime_error("aj: the reference executor runs on the host only; move arrays with .to(Device::cpu())");
+      }
+    }
     ref::evaluate(roots);
   } else {
     opt::evaluate(roots);
@@ -119,11 +126,16 @@ void convert_out(const Node& n, To* dst) {
 
 void Array::copy_out(void* dst, DType as, const Loc& loc) const {
   eval(loc);
-  const Node& n = graph()[id_];
-  if (n.storage->device != Device::cpu()) {
-    runtime_error("aj: reading values of an array on " + n.storage->device.str() +
-                  " is not supported yet");
+  const Node& stored = graph()[id_];
+  Node host;  // a GPU array is read through a host copy of its storage (synchronizes)
+  if (stored.storage->device.kind == Device::Kind::cuda) {
+    host.dtype = stored.dtype;
+    host.shape = stored.shape;
+    host.strides = stored.strides;
+    host.offset = stored.offset;
+    host.storage = cuda::to_host(*stored.storage);
   }
+  const Node& n = host.storage ? host : stored;
   switch (as) {
     case DType::bool_: convert_out(n, static_cast<bool*>(dst)); break;
     case DType::i32: convert_out(n, static_cast<std::int32_t*>(dst)); break;
@@ -166,6 +178,7 @@ NodeId id(const Array& a, const char* op, const Loc& loc) {
 }
 
 Array make(Node n, const Loc& loc) {
+  detail::check_devices(n, loc);
   n.loc = loc;
   return Array::from_node(graph().add(std::move(n)));
 }

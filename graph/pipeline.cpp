@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "backends/cpu/host_memory.hpp"
+#include "backends/cuda/cuda_bridge.hpp"
 #include "backends/cpu/kernel_interpreter.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "core/stats_internal.hpp"
@@ -43,6 +44,7 @@ bool pass_enabled(const char* name) { return !disabled_passes().count(name); }
 struct Plan {
   Schedule schedule;
   BufferPlan buffers;
+  Device device = Device::cpu();  // where kernel steps run (cuda::schedule_device)
 };
 
 // Runs one pass: `body(enabled)` does the work (a switched-off pass still
@@ -94,10 +96,12 @@ Plan make_plan(const std::vector<NodeId>& roots) {
     return std::to_string(p.buffers.bytes_used) + " bytes in slots, lower bound " +
            std::to_string(p.buffers.lower_bound);
   });
+  p.device = cuda::schedule_device(p.schedule);
   return p;
 }
 
 void run_kernel_step(const Plan& p, std::size_t k) {
+  if (p.device.kind == Device::Kind::cuda) return cuda::run_kernel_step(p.schedule.steps[k], p.buffers, k, p.device);
   Graph& g = graph();
   const Step& st = p.schedule.steps[k];
   std::vector<const void*> ins;
@@ -135,12 +139,18 @@ void run_kernel_step(const Plan& p, std::size_t k) {
   }
 }
 
-void run_view_step(NodeId id) {
+// Reference-interpreter steps; on a GPU through host copies (cuda_bridge.hpp).
+void run_reference_step(NodeId id, Device dev) {
+  if (dev.kind == Device::Kind::cuda) return cuda::run_on_host(id, dev);
+  ref::evaluate_node(id);
+}
+
+void run_view_step(NodeId id, Device dev) {
   Graph& g = graph();
   const Node& n = g[id];
   const Node& src = g[n.inputs[0]];
   auto l = view_layout(n, src, {src.strides, src.offset});
-  if (!l) return ref::evaluate_node(id);  // a copy, as the reference makes it
+  if (!l) return run_reference_step(id, dev);  // a copy, as the reference makes it
   std::shared_ptr<Storage> storage = src.storage;
   g.set_result(id, std::move(storage), std::move(l->strides), l->offset);
 }
@@ -247,11 +257,11 @@ void execute(const Plan& p) {
         for (NodeId o : st.outputs) check_layout(s, o);
         break;
       case Step::Kind::view:
-        run_view_step(st.node);
+        run_view_step(st.node, p.device);
         check_layout(s, st.node);
         break;
       case Step::Kind::reference:
-        if (!graph()[st.node].evaluated()) ref::evaluate_node(st.node);
+        if (!graph()[st.node].evaluated()) run_reference_step(st.node, p.device);
         check_layout(s, st.node);
         break;
     }

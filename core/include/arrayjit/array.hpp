@@ -115,6 +115,9 @@ class Array {
   T item(Loc loc = Loc::current()) const;
 
   Array astype(DType t, Loc loc = Loc::current()) const;
+  // A copy on device `d` (this array when it is there already). Host <-> GPU
+  // copies are ordered on the device's current stream (arrayjit/cuda.hpp).
+  Array to(Device d, Loc loc = Loc::current()) const;
 
   // Convenience members mirroring the free functions.
   Array reshape(Shape s, Loc loc = Loc::current()) const;

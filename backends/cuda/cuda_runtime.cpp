@@ -1,0 +1,382 @@
+// Devices, streams, the stream-ordered caching allocator, pinned staging and
+// launches (see cuda_runtime.hpp). None of this can run without a GPU; the
+// compile-only tests cover what feeds it (render, pack, NVRTC).
+#include "backends/cuda/cuda_runtime.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "arrayjit/error.hpp"
+#include "backends/cpu/host_memory.hpp"
+#include "jit/cuda/cuda_source.hpp"
+#include "jit/cuda/nvrtc_compile.hpp"
+
+namespace aj::cuda {
+
+namespace {
+
+constexpr unsigned kThreads = kThreadsPerBlock;
+constexpr std::size_t kMaxParamBytes = 4096;  // the launch parameter limit of every driver
+
+struct Loaded {
+  CUmodule mod = nullptr;
+  CUfunction k = nullptr, finish = nullptr, serial = nullptr;
+  int vec = 0;
+  std::size_t param_bytes = 0;
+};
+
+struct Pinned {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  CUevent done = nullptr;  // busy until this event completes
+};
+
+struct Runtime {
+  std::mutex mu;
+  std::vector<std::unique_ptr<DeviceInfo>> devices;
+  std::unordered_map<CUdeviceptr, CUstream> last_stream;  // per live device buffer
+  std::vector<Pinned> pinned_busy, pinned_free;
+  std::unordered_map<std::uint64_t, Loaded> modules;  // (device, structural hash) -> module
+};
+
+// Never destroyed: buffers freed during static destruction still find it.
+Runtime& rt() {
+  static Runtime* r = new Runtime;
+  return *r;
+}
+
+thread_local std::vector<std::vector<CUstream>> t_stream_stack;
+std::atomic<bool> g_any_alloc{false};
+
+std::unique_ptr<DeviceInfo> init_device(int index) {
+  auto info = std::make_unique<DeviceInfo>();
+  info->index = index;
+  AJ_CU(cuDeviceGet, &info->dev, index);
+  AJ_CU(cuDevicePrimaryCtxRetain, &info->ctx, info->dev);
+  AJ_CU(cuCtxSetCurrent, info->ctx);
+  AJ_CU(cuDeviceGetAttribute, &info->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, info->dev);
+  AJ_CU(cuDeviceGetAttribute, &info->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, info->dev);
+  AJ_CU(cuDeviceGetAttribute, &info->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, info->dev);
+  int pools = 0;
+  AJ_CU(cuDeviceGetAttribute, &pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, info->dev);
+  char name[256] = {};
+  AJ_CU(cuDeviceGetName, name, static_cast<int>(sizeof name - 1), info->dev);
+  info->name = name;
+  AJ_CU(cuDriverGetVersion, &info->driver_version);
+  if (!pools) {
+    runtime_error("aj: cuda:" + std::to_string(index) + " (" + info->name +
+                  ") does not support stream-ordered memory pools, which arrayjit's allocator needs");
+  }
+  AJ_CU(cuStreamCreate, &info->default_stream, CU_STREAM_NON_BLOCKING);
+  AJ_CU(cuDeviceGetDefaultMemPool, &info->pool, info->dev);
+  // Keep freed memory in the pool instead of returning it at every sync.
+  std::uint64_t never = ~0ull;
+  AJ_CU(cuMemPoolSetAttribute, info->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &never);
+  return info;
+}
+
+void release_device(Storage& s) {
+  // A destructor: never throws. At process exit the driver may already be
+  // shut down; then the calls fail and the memory goes with the process.
+  const DriverApi* d = driver_api();
+  if (!d || !s.data) return;
+  const auto p = reinterpret_cast<CUdeviceptr>(s.data);
+  CUstream stream = nullptr;
+  CUcontext ctx = nullptr;
+  {
+    Runtime& r = rt();
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto it = r.last_stream.find(p);
+    if (it != r.last_stream.end()) {
+      stream = it->second;
+      r.last_stream.erase(it);
+    }
+    const auto i = static_cast<std::size_t>(s.device.index);
+    if (i < r.devices.size() && r.devices[i]) ctx = r.devices[i]->ctx;
+  }
+  if (ctx) d->cuCtxSetCurrent(ctx);
+  d->cuMemFreeAsync(p, stream);
+}
+
+// Pinned staging buffers: reused once the copy that used them completed.
+Pinned pinned_get(std::size_t bytes) {
+  const DriverApi& d = require_driver();
+  Runtime& r = rt();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (std::size_t i = 0; i < r.pinned_busy.size();) {
+      if (d.cuEventQuery(r.pinned_busy[i].done) == CUDA_SUCCESS) {
+        d.cuEventDestroy(r.pinned_busy[i].done);
+        r.pinned_busy[i].done = nullptr;
+        r.pinned_free.push_back(r.pinned_busy[i]);
+        r.pinned_busy.erase(r.pinned_busy.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+    auto best = r.pinned_free.end();
+    for (auto it = r.pinned_free.begin(); it != r.pinned_free.end(); ++it) {
+      if (it->bytes >= bytes && (best == r.pinned_free.end() || it->bytes < best->bytes)) best = it;
+    }
+    if (best != r.pinned_free.end()) {
+      Pinned p = *best;
+      r.pinned_free.erase(best);
+      return p;
+    }
+  }
+  Pinned p;
+  p.bytes = std::max<std::size_t>(bytes, 1 << 20);
+  AJ_CU(cuMemHostAlloc, &p.p, p.bytes, CU_MEMHOSTALLOC_PORTABLE);
+  return p;
+}
+
+void pinned_put(Pinned p, CUstream after) {
+  if (after) {
+    AJ_CU(cuEventCreate, &p.done, CU_EVENT_DISABLE_TIMING);
+    AJ_CU(cuEventRecord, p.done, after);
+  }
+  Runtime& r = rt();
+  std::lock_guard<std::mutex> lock(r.mu);
+  (p.done ? r.pinned_busy : r.pinned_free).push_back(p);
+}
+
+const Loaded& module_for(const DeviceInfo& info, const Kernel& c) {
+  const std::uint64_t key = structural_hash(c) * 31 + static_cast<std::uint64_t>(info.index);
+  Runtime& r = rt();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (auto it = r.modules.find(key); it != r.modules.end()) return it->second;
+  }
+  const KernelSource src = render(c);
+  if (src.param_bytes > kMaxParamBytes) {
+    runtime_error("aj: a fused CUDA kernel needs " + std::to_string(src.param_bytes) +
+                  " bytes of launch parameters (limit " + std::to_string(kMaxParamBytes) +
+                  "): too many inputs and outputs in one kernel");
+  }
+  CompileOptions opt;
+  opt.driver_version = info.driver_version;
+  auto img = compile(src, info.cc_major * 10 + info.cc_minor, opt);
+  Loaded m;
+  AJ_CU(cuModuleLoadData, &m.mod, img->bytes.data());
+  AJ_CU(cuModuleGetFunction, &m.k, m.mod, "aj_k");
+  if (src.reduction) {
+    AJ_CU(cuModuleGetFunction, &m.finish, m.mod, "aj_k_finish");
+    AJ_CU(cuModuleGetFunction, &m.serial, m.mod, "aj_k_serial");
+  }
+  m.vec = src.vec;
+  m.param_bytes = src.param_bytes;
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.modules.emplace(key, m).first->second;
+}
+
+void launch_fn(CUfunction f, std::int64_t blocks, CUstream s, std::vector<std::int64_t>& params) {
+  void* args[] = {params.data()};
+  AJ_CU(cuLaunchKernel, f, static_cast<unsigned>(std::max<std::int64_t>(1, blocks)), 1u, 1u, kThreads, 1u, 1u,
+        0u, s, args, nullptr);
+}
+
+}  // namespace
+
+bool any_device_alloc() { return g_any_alloc.load(std::memory_order_relaxed); }
+
+int device_count_or_zero() {
+  const DriverApi* d = driver_api();
+  int n = 0;
+  if (!d || d->cuDeviceGetCount(&n) != CUDA_SUCCESS) return 0;
+  return n;
+}
+
+const DeviceInfo& device(int index) {
+  Runtime& r = rt();
+  DeviceInfo* info = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (index >= 0 && static_cast<std::size_t>(index) < r.devices.size()) info = r.devices[static_cast<std::size_t>(index)].get();
+  }
+  if (!info) {  // first use of this device: check the index, then initialize
+    int n = 0;
+    AJ_CU(cuDeviceGetCount, &n);
+    if (index < 0 || index >= n) {
+      runtime_error("aj: no CUDA device cuda:" + std::to_string(index) + " (this machine has " +
+                    std::to_string(n) + ")");
+    }
+    auto fresh = init_device(index);
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.devices.size() < static_cast<std::size_t>(n)) r.devices.resize(static_cast<std::size_t>(n));
+    auto& slot = r.devices[static_cast<std::size_t>(index)];
+    if (!slot) slot = std::move(fresh);
+    info = slot.get();
+  }
+  AJ_CU(cuCtxSetCurrent, info->ctx);
+  return *info;
+}
+
+CUstream stream_of(int index) {
+  const auto i = static_cast<std::size_t>(index);
+  if (i < t_stream_stack.size() && !t_stream_stack[i].empty()) return t_stream_stack[i].back();
+  return device(index).default_stream;
+}
+
+void push_stream(int index, CUstream s) {
+  const auto i = static_cast<std::size_t>(index);
+  if (t_stream_stack.size() <= i) t_stream_stack.resize(i + 1);
+  t_stream_stack[i].push_back(s);
+}
+
+void pop_stream(int index) {
+  const auto i = static_cast<std::size_t>(index);
+  if (i < t_stream_stack.size() && !t_stream_stack[i].empty()) t_stream_stack[i].pop_back();
+}
+
+std::shared_ptr<Storage> device_alloc(int index, std::size_t bytes) {
+  const DriverApi& d = require_driver();
+  const DeviceInfo& info = device(index);
+  CUstream s = stream_of(index);
+  const std::size_t request = std::max<std::size_t>(bytes, 1);
+  CUdeviceptr p = 0;
+  CUresult r = d.cuMemAllocFromPoolAsync(&p, request, info.pool, s);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    // Blocks freed on a stream are only reusable once that stream passed the
+    // free: wait for ours and the default stream, give cached blocks back, retry.
+    d.cuStreamSynchronize(s);
+    d.cuStreamSynchronize(info.default_stream);
+    d.cuMemPoolTrimTo(info.pool, 0);
+    r = d.cuMemAllocFromPoolAsync(&p, request, info.pool, s);
+  }
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    std::uint64_t reserved = 0, used = 0;
+    d.cuMemPoolGetAttribute(info.pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved);
+    d.cuMemPoolGetAttribute(info.pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+    runtime_error("aj: out of CUDA memory on cuda:" + std::to_string(index) + " (" + info.name +
+                  "): a buffer of " + std::to_string(bytes) + " bytes did not fit; arrays hold " +
+                  std::to_string(used) + " bytes, the pool reserves " + std::to_string(reserved) +
+                  " bytes after trimming its cache");
+  }
+  if (r != CUDA_SUCCESS) throw_cu("cuMemAllocFromPoolAsync", r);
+  g_any_alloc = true;
+  auto st = std::make_shared<Storage>();
+  st->data = reinterpret_cast<void*>(p);
+  st->bytes = bytes;
+  st->device = Device::cuda(index);
+  st->release = &release_device;
+  Runtime& rtm = rt();
+  std::lock_guard<std::mutex> lock(rtm.mu);
+  rtm.last_stream[p] = s;
+  return st;
+}
+
+void use_on_stream(const Storage& s, CUstream stream) {
+  const auto p = reinterpret_cast<CUdeviceptr>(s.data);
+  CUstream prev = nullptr;
+  {
+    Runtime& r = rt();
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto it = r.last_stream.find(p);
+    if (it == r.last_stream.end() || it->second == stream) return;
+    prev = it->second;
+    it->second = stream;
+  }
+  CUevent ev = nullptr;
+  AJ_CU(cuEventCreate, &ev, CU_EVENT_DISABLE_TIMING);
+  AJ_CU(cuEventRecord, ev, prev);
+  AJ_CU(cuStreamWaitEvent, stream, ev, 0u);
+  require_driver().cuEventDestroy(ev);  // released once the wait no longer needs it
+}
+
+std::shared_ptr<Storage> upload(const Storage& host, int index) {
+  device(index);
+  CUstream s = stream_of(index);
+  auto dst = device_alloc(index, host.bytes);
+  if (host.bytes == 0) return dst;
+  Pinned pb = pinned_get(host.bytes);
+  std::memcpy(pb.p, host.data, host.bytes);
+  const CUresult r = require_driver().cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst->data), pb.p,
+                                                        host.bytes, s);
+  pinned_put(pb, r == CUDA_SUCCESS ? s : nullptr);
+  if (r != CUDA_SUCCESS) throw_cu("cuMemcpyHtoDAsync", r);
+  return dst;
+}
+
+std::shared_ptr<Storage> download(const Storage& dev) {
+  const int index = dev.device.index;
+  device(index);
+  CUstream s = stream_of(index);
+  use_on_stream(dev, s);
+  auto host = cpu::host_alloc(dev.bytes);
+  if (dev.bytes == 0) return host;
+  Pinned pb = pinned_get(dev.bytes);
+  const DriverApi& d = require_driver();
+  CUresult r = d.cuMemcpyDtoHAsync(pb.p, reinterpret_cast<CUdeviceptr>(dev.data), dev.bytes, s);
+  if (r == CUDA_SUCCESS) r = d.cuStreamSynchronize(s);
+  if (r == CUDA_SUCCESS) std::memcpy(host->data, pb.p, dev.bytes);
+  pinned_put(pb, nullptr);
+  if (r != CUDA_SUCCESS) throw_cu("cuMemcpyDtoHAsync/cuStreamSynchronize", r);
+  return host;
+}
+
+void launch(int index, const Kernel& k, const std::vector<const Storage*>& inputs,
+            const std::vector<const Storage*>& outputs) {
+  const DeviceInfo& info = device(index);
+  CUstream s = stream_of(index);
+  const Kernel c = collapse_axes(k);
+  if ((c.is_reduction() ? outer_points(c) : c.points()) == 0) return;  // nothing to write
+  const Loaded& m = module_for(info, c);
+
+  std::vector<std::uint64_t> ptrs;
+  auto add = [&](const Storage* st) {
+    if (st) use_on_stream(*st, s);
+    ptrs.push_back(st ? reinterpret_cast<std::uint64_t>(st->data) : 0);
+  };
+  for (auto* st : inputs) add(st);
+  for (auto* st : outputs) add(st);
+
+  const LaunchShape ls = plan_launch(c, m.vec, info.sms, ptrs);
+  if (ls.grid == 0) return;
+  std::shared_ptr<Storage> scratch;
+  if (ls.scratch_bytes) scratch = device_alloc(index, ls.scratch_bytes);
+  auto p = pack_params(c, ptrs, ls, scratch ? reinterpret_cast<std::uint64_t>(scratch->data) : 0);
+  launch_fn(ls.mode == LaunchShape::Mode::serial ? m.serial : m.k, ls.grid, s, p);
+  if (ls.finish_grid) launch_fn(m.finish, ls.finish_grid, s, p);
+  // `scratch` is freed here, stream-ordered after the finishing kernel.
+}
+
+void trim(int index) {
+  const DeviceInfo& info = device(index);
+  const DriverApi& d = require_driver();
+  AJ_CU(cuStreamSynchronize, stream_of(index));
+  AJ_CU(cuMemPoolTrimTo, info.pool, 0);
+  std::vector<Pinned> free_now;
+  {
+    Runtime& r = rt();
+    std::lock_guard<std::mutex> lock(r.mu);
+    free_now.swap(r.pinned_free);
+    // The stream was synchronized: staging buffers of finished copies go too.
+    for (std::size_t i = 0; i < r.pinned_busy.size();) {
+      if (d.cuEventQuery(r.pinned_busy[i].done) == CUDA_SUCCESS) {
+        d.cuEventDestroy(r.pinned_busy[i].done);
+        free_now.push_back(r.pinned_busy[i]);
+        r.pinned_busy.erase(r.pinned_busy.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+  }
+  for (auto& p : free_now) d.cuMemFreeHost(p.p);
+}
+
+void reset_runtime_for_testing() {
+  Runtime& r = rt();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.devices.clear();
+  r.modules.clear();
+  r.last_stream.clear();
+  r.pinned_busy.clear();
+  r.pinned_free.clear();
+  t_stream_stack.clear();
+  g_any_alloc = false;
+}
+
+}  // namespace aj::cuda

@@ -1,0 +1,93 @@
+// Devices of arrays: the trace-time mixing check and Array::to.
+#include "core/device.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "arrayjit/cuda.hpp"
+#include "backends/cuda/cuda_bridge.hpp"
+#include "core/trace.hpp"
+
+namespace aj {
+
+namespace detail {
+
+std::optional<Device> device_of(NodeId root) {
+  const Graph& g = graph();
+  // Depth first, stopping at the first evaluated node: every op already
+  // checked that its own inputs agree, so the first one found speaks for all.
+  // The walks are short (they end at the first leaf), so `seen` is a vector
+  // until it grows large: this runs for every traced op once a GPU is in use.
+  std::vector<NodeId> work{root}, seen;
+  std::unordered_set<NodeId> seen_big;
+  while (!work.empty()) {
+    const NodeId id = work.back();
+    work.pop_back();
+    const Node& n = g[id];
+    if (n.evaluated()) return n.storage->device;
+    if (seen.size() < 64) {
+      if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
+      seen.push_back(id);
+    } else if (!seen_big.insert(id).second || std::find(seen.begin(), seen.end(), id) != seen.end()) {
+      continue;
+    }
+    for (auto it = n.inputs.rbegin(); it != n.inputs.rend(); ++it) work.push_back(*it);
+  }
+  return std::nullopt;
+}
+
+void check_devices(const Node& n, const Loc& loc) {
+  // Host-only programs never pay for the walk; under a DeviceScope host
+  // arrays are inputs of the device by design.
+  if (n.inputs.size() < 2 || !cuda::any_device_storage() || cuda::scope_device()) return;
+  std::optional<Device> first;
+  NodeId first_id = kNoNode;
+  for (NodeId in : n.inputs) {
+    const auto d = device_of(in);
+    if (!d) continue;
+    if (!first) {
+      first = d;
+      first_id = in;
+    } else if (*d != *first) {
+      const Graph& g = graph();
+      user_error(op_name(n.op), "operands are on different devices: " +
+                                    trace::describe(g[first_id].dtype, g[first_id].shape) + " on " +
+                                    first->str() + " and " + trace::describe(g[in].dtype, g[in].shape) +
+                                    " on " + d->str() + " (move one with .to(device))",
+                 loc);
+    }
+  }
+}
+
+}  // namespace detail
+
+Array Array::to(Device d, Loc loc) const {
+  const NodeId id = trace::id(*this, "to", loc);
+  if (d.kind == Device::Kind::cuda && d.index < 0) {
+    user_error("to", "negative CUDA device index " + std::to_string(d.index), loc);
+  }
+  if (!graph()[id].evaluated()) {
+    if (d.kind == Device::Kind::cuda && !detail::device_of(id)) {
+      // Reads no data: compute it on the target directly.
+      cuda::DeviceScope scope(d);
+      eval(loc);
+    } else {
+      eval(loc);
+    }
+  }
+  const Node& n = graph()[id];
+  if (n.storage->device == d) return *this;
+  std::shared_ptr<Storage> s = d.kind == Device::Kind::cuda ? cuda::to_device(*n.storage, d)
+                                                             : cuda::to_host(*n.storage);
+  Node leaf;
+  leaf.op = Op::Input;
+  leaf.dtype = n.dtype;
+  leaf.shape = n.shape;
+  leaf.strides = n.strides;
+  leaf.offset = n.offset;
+  leaf.storage = std::move(s);
+  leaf.loc = loc;
+  return Array::from_node(graph().add(std::move(leaf)));
+}
+
+}  // namespace aj

@@ -1,0 +1,220 @@
+// NVRTC compilation with a memory and a disk cache (see nvrtc_compile.hpp).
+#include "jit/cuda/nvrtc_compile.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
+
+#include "arrayjit/error.hpp"
+#include "backends/cuda/cuda_api.hpp"
+#include "graph/pipeline.hpp"
+
+namespace aj::cuda {
+
+namespace {
+
+constexpr std::size_t kMemoryCacheMax = 4096;
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<std::uint64_t, std::shared_ptr<const Image>> images;
+  CompileCounters counters;
+};
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  return (h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2))) * 0x100000001b3ull;
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::filesystem::path disk_dir() {
+  if (const char* off = std::getenv("AJ_CUDA_DISK_CACHE"); off && std::string(off) == "0") return {};
+  if (const char* d = std::getenv("AJ_CACHE_DIR"); d && *d) return std::filesystem::path(d) / "cuda";
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "arrayjit/cuda";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache/arrayjit/cuda";
+  return {};
+}
+
+// The architecture to compile for: `arch` itself when NVRTC knows it (cubin),
+// else the newest older one (PTX). 0 when NVRTC supports nothing that old.
+std::pair<int, bool> pick_arch(const NvrtcApi& nv, int arch) {
+  int n = 0;
+  if (nv.nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0) return {arch, nv.nvrtcGetCUBIN != nullptr};
+  std::vector<int> archs(static_cast<std::size_t>(n));
+  nv.nvrtcGetSupportedArchs(archs.data());
+  if (std::find(archs.begin(), archs.end(), arch) != archs.end() && nv.nvrtcGetCUBIN) return {arch, true};
+  int best = 0;
+  for (int a : archs) {
+    if (a <= arch) best = std::max(best, a);
+  }
+  return {best, false};
+}
+
+std::string numbered(const std::string& src) {
+  std::istringstream in(src);
+  std::ostringstream out;
+  int line = 1;
+  for (std::string l; std::getline(in, l); ++line) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%4d  ", line);
+    out << buf << l << "\n";
+  }
+  return out.str();
+}
+
+// RAII for an nvrtcProgram: destroyed on every path, exceptions included.
+struct Program {
+  nvrtcProgram p = nullptr;
+  ~Program() {
+    if (p) require_nvrtc().nvrtcDestroyProgram(&p);
+  }
+};
+
+Image run_nvrtc(const KernelSource& src, int arch, bool ptx_only) {
+  const NvrtcApi& nv = require_nvrtc();
+  auto [target, cubin] = pick_arch(nv, arch);
+  if (ptx_only) cubin = false;
+  if (target == 0) {
+    runtime_error("aj: NVRTC " + std::to_string(nv.major) + "." + std::to_string(nv.minor) +
+                  " supports no architecture at or below sm_" + std::to_string(arch));
+  }
+  Program prog;
+  const std::string name = "aj_" + hex(src.hash) + ".cu";
+  AJ_NVRTC(nvrtcCreateProgram, &prog.p, src.source.c_str(), name.c_str(), 0, nullptr, nullptr);
+  const std::string arch_opt = std::string(cubin ? "-arch=sm_" : "-arch=compute_") + std::to_string(target);
+  const char* opts[] = {"-std=c++17", "--fmad=false", arch_opt.c_str()};
+  const nvrtcResult r = nv.nvrtcCompileProgram(prog.p, 3, opts);
+  std::size_t log_size = 0;
+  nv.nvrtcGetProgramLogSize(prog.p, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size > 1) nv.nvrtcGetProgramLog(prog.p, log.data());
+  if (r != NVRTC_SUCCESS) {
+    runtime_error("aj: NVRTC failed to compile a CUDA kernel (" + arch_opt + "): " +
+                  nv.nvrtcGetErrorString(r) + "\n--- log ---\n" + log.c_str() +
+                  "\n--- source ---\n" + numbered(src.source));
+  }
+  Image img;
+  img.cubin = cubin;
+  img.arch = target;
+  std::size_t size = 0;
+  if (cubin) {
+    AJ_NVRTC(nvrtcGetCUBINSize, prog.p, &size);
+    img.bytes.resize(size);
+    AJ_NVRTC(nvrtcGetCUBIN, prog.p, img.bytes.data());
+  } else {
+    AJ_NVRTC(nvrtcGetPTXSize, prog.p, &size);  // includes the terminating NUL
+    img.bytes.resize(size);
+    AJ_NVRTC(nvrtcGetPTX, prog.p, img.bytes.data());
+  }
+  return img;
+}
+
+bool read_file(const std::filesystem::path& p, Image& img) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) return false;
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  img.bytes = ss.str();
+  return !img.bytes.empty();
+}
+
+void write_file(const std::filesystem::path& p, const std::string& bytes) {
+  std::error_code ec;
+  std::filesystem::create_directories(p.parent_path(), ec);
+  if (ec) return;  // a cache that cannot be written is only slower
+  const auto tmp = p.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()))) return;
+  }
+  std::filesystem::rename(tmp, p, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+}  // namespace
+
+std::function<std::shared_ptr<const Image>(const KernelSource&, int)>& compile_hook() {
+  static std::function<std::shared_ptr<const Image>(const KernelSource&, int)> h;
+  return h;
+}
+
+void set_compile_hook_for_testing(std::function<std::shared_ptr<const Image>(const KernelSource&, int)> hook) {
+  compile_hook() = std::move(hook);
+}
+
+std::shared_ptr<const Image> compile(const KernelSource& src, int arch, const CompileOptions& opt) {
+  if (compile_hook()) return compile_hook()(src, arch);
+  const NvrtcApi& nv = require_nvrtc();
+  std::uint64_t key = mix(src.hash, static_cast<std::uint64_t>(arch));
+  key = mix(key, static_cast<std::uint64_t>(nv.major * 1000 + nv.minor));
+  key = mix(key, static_cast<std::uint64_t>(opt.driver_version));
+  key = mix(key, opt.ptx_only);
+  Cache& c = cache();
+  if (opt.memory_cache) {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (auto it = c.images.find(key); it != c.images.end()) {
+      ++c.counters.memory_hits;
+      return it->second;
+    }
+  }
+  if (detail::log_enabled("cuda")) detail::log("cuda", "kernel " + hex(src.hash) + ":\n" + src.source);
+  auto img = std::make_shared<Image>();
+  const std::filesystem::path dir = opt.disk_cache ? disk_dir() : std::filesystem::path();
+  const std::string base = hex(key);
+  bool from_disk = false;
+  if (!dir.empty()) {
+    // The file's suffix says what it holds; the arch is part of the key.
+    for (const char* ext : {".cubin", ".ptx"}) {
+      if (read_file(dir / (base + ext), *img)) {
+        img->cubin = std::string(ext) == ".cubin";
+        img->arch = arch;
+        from_disk = true;
+        break;
+      }
+    }
+  }
+  if (!from_disk) {
+    *img = run_nvrtc(src, arch, opt.ptx_only);
+    if (!dir.empty()) write_file(dir / (base + (img->cubin ? ".cubin" : ".ptx")), img->bytes);
+  }
+  std::lock_guard<std::mutex> lock(c.mu);
+  ++(from_disk ? c.counters.disk_hits : c.counters.compiles);
+  if (opt.memory_cache) {
+    if (c.images.size() >= kMemoryCacheMax) c.images.clear();
+    c.images.emplace(key, img);
+  }
+  return img;
+}
+
+std::string nvrtc_description() {
+  const NvrtcApi* nv = nvrtc_api();
+  if (!nv) return {};
+  return "NVRTC " + std::to_string(nv->major) + "." + std::to_string(nv->minor) + " (" + nv->path + ")";
+}
+
+CompileCounters compile_counters() {
+  std::lock_guard<std::mutex> lock(cache().mu);
+  return cache().counters;
+}
+
+void clear_compile_cache() {
+  std::lock_guard<std::mutex> lock(cache().mu);
+  cache().images.clear();
+}
+
+}  // namespace aj::cuda

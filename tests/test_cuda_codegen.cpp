@@ -1,0 +1,212 @@
+// The CUDA code generator, render-only (no GPU, driver or NVRTC needed): the
+// source has the paths it must have (vector loads for contiguous elementwise
+// kernels, shuffles for reductions), axes collapse, sizes and scalars are
+// parameters. One NVRTC round trip (skipped without NVRTC) checks the compile
+// error report. The full compile-only tier is tests/test_cuda_compile.cpp,
+// execution on the host tests/test_cuda_emulated.cpp.
+#include <doctest/doctest.h>
+
+#include <arrayjit/arrayjit.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_api.hpp"
+#include "graph/passes/fuse.hpp"
+#include "graph/passes/simplify.hpp"
+#include "jit/cuda/cuda_prelude.hpp"
+#include "jit/cuda/cuda_source.hpp"
+#include "jit/cuda/nvrtc_compile.hpp"
+#include "tests/random_graph.hpp"
+
+namespace {
+
+using aj::Array;
+using aj::DType;
+using aj::Kernel;
+
+// The kernels the optimizer would run for these arrays (computes nothing).
+std::vector<Kernel> kernels_of(const std::vector<Array>& arrays) {
+  std::vector<aj::NodeId> roots;
+  for (auto& a : arrays) {
+    if (!a.is_evaluated()) roots.push_back(a.node_id());
+  }
+  std::vector<Kernel> out;
+  if (roots.empty()) return out;
+  aj::simplify(roots);
+  aj::Schedule s = aj::fuse(roots);
+  for (auto& st : s.steps) {
+    if (st.kind == aj::Step::Kind::kernel) out.push_back(st.kernel);
+  }
+  return out;
+}
+
+bool have_nvrtc(std::string* why) { return aj::cuda::nvrtc_api(why) != nullptr; }
+
+Kernel elementwise_kernel(std::vector<std::int64_t> shape, std::vector<std::vector<std::int64_t>> in_strides,
+                          std::vector<std::int64_t> out_strides) {
+  Kernel k;
+  k.shape = std::move(shape);
+  for (auto& s : in_strides) {
+    aj::KStream st;
+    st.strides = s;
+    k.inputs.push_back(st);
+  }
+  for (std::size_t i = 0; i < k.inputs.size(); ++i) {
+    aj::KInstr ld;
+    ld.kind = aj::KOp::Load;
+    ld.arg = static_cast<std::int32_t>(i);
+    k.instrs.push_back(ld);
+  }
+  aj::KInstr add;
+  add.kind = aj::KOp::Binary;
+  add.op = aj::Op::Add;
+  add.a = 0;
+  add.b = static_cast<std::int32_t>(k.inputs.size()) - 1;
+  k.instrs.push_back(add);
+  aj::KOutput o;
+  o.value = static_cast<std::int32_t>(k.instrs.size()) - 1;
+  o.stream.strides = std::move(out_strides);
+  k.outputs.push_back(o);
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("cuda codegen: contiguous axes collapse to one, broadcast and strided axes stay") {
+  // [4, 8, 16] row-major everywhere: one axis of 512.
+  Kernel k = elementwise_kernel({4, 8, 16}, {{128, 16, 1}, {128, 16, 1}}, {128, 16, 1});
+  Kernel c = aj::cuda::collapse_axes(k);
+  CHECK(c.shape == std::vector<std::int64_t>{512});
+  CHECK(c.inputs[0].strides == std::vector<std::int64_t>{1});
+  // A row vector broadcast down the rows keeps two axes; extent-1 axes vanish.
+  Kernel b = elementwise_kernel({4, 1, 16}, {{16, 0, 1}, {0, 0, 1}}, {16, 0, 1});
+  Kernel cb = aj::cuda::collapse_axes(b);
+  CHECK(cb.shape == std::vector<std::int64_t>{4, 16});
+  CHECK(cb.inputs[1].strides == std::vector<std::int64_t>{0, 1});
+  // A transposed input cannot merge.
+  Kernel t = elementwise_kernel({8, 16}, {{1, 8}, {16, 1}}, {16, 1});
+  CHECK(aj::cuda::collapse_axes(t).shape == std::vector<std::int64_t>{8, 16});
+  // Every extent 1: one axis of extent 1, never rank 0.
+  Kernel one = elementwise_kernel({1, 1}, {{0, 0}, {0, 0}}, {0, 0});
+  CHECK(aj::cuda::collapse_axes(one).shape == std::vector<std::int64_t>{1});
+}
+
+TEST_CASE("cuda codegen: a contiguous elementwise kernel has a 16-byte vector path, a strided one not") {
+  Kernel k = elementwise_kernel({1000}, {{1}, {0}}, {1});
+  auto src = aj::cuda::render(aj::cuda::collapse_axes(k));
+  CHECK(src.vec == 4);  // f32: 4 lanes of 16 bytes
+  CHECK(src.source.find("if (p.vec)") != std::string::npos);
+  CHECK(src.source.find("aj_vec<float, 4>") != std::string::npos);
+  CHECK(src.source.find("__global__") != std::string::npos);
+  k.inputs[0].dtype = k.inputs[1].dtype = k.outputs[0].stream.dtype = DType::f64;
+  for (auto& in : k.instrs) in.dtype = DType::f64;
+  CHECK(aj::cuda::render(aj::cuda::collapse_axes(k)).vec == 2);
+  Kernel t = elementwise_kernel({8, 16}, {{1, 8}, {16, 1}}, {16, 1});
+  auto ts = aj::cuda::render(aj::cuda::collapse_axes(t));
+  CHECK(ts.vec == 0);
+  CHECK(ts.source.find("if (p.vec)") == std::string::npos);
+}
+
+TEST_CASE("cuda codegen: sizes and scalar values are parameters, not source") {
+  auto a = aj::from_vector<float>(std::vector<float>(100, 1.f));
+  auto b = aj::from_vector<float>(std::vector<float>(3000, 1.f));
+  auto ka = kernels_of({a * 2.5f + 1.f});
+  auto kb = kernels_of({b * 7.0f + 3.f});
+  REQUIRE(ka.size() == 1);
+  REQUIRE(kb.size() == 1);
+  auto sa = aj::cuda::render(aj::cuda::collapse_axes(ka[0]));
+  auto sb = aj::cuda::render(aj::cuda::collapse_axes(kb[0]));
+  CHECK(sa.hash == sb.hash);
+  CHECK(sa.source == sb.source);
+  // The packed block carries the sizes and the scalars' bits.
+  auto pa = aj::cuda::pack_params(aj::cuda::collapse_axes(ka[0]), {0, 0}, {}, 0);
+  CHECK(pa.size() * 8 == sa.param_bytes);
+  CHECK(pa[0] == 100);
+}
+
+TEST_CASE("cuda codegen: reductions combine with warp shuffles and have a two-pass path") {
+  auto x = aj::from_vector<float>(std::vector<float>(64 * 32, 1.f), aj::Shape{64, 32});
+  auto ks = kernels_of({aj::sum(x, 1), aj::max(x, 0), aj::sum(x)});
+  REQUIRE(ks.size() == 3);
+  for (auto& k : ks) {
+    auto src = aj::cuda::render(aj::cuda::collapse_axes(k));
+    CHECK(src.reduction);
+    CHECK(src.source.find("aj_shfl_down") != std::string::npos);
+    CHECK(src.source.find("aj_k_finish") != std::string::npos);
+    CHECK(src.source.find("aj_k_serial") != std::string::npos);
+  }
+}
+
+TEST_CASE("cuda compile: NVRTC compiles a kernel and reports a broken one with log and source") {
+  std::string why;
+  if (!have_nvrtc(&why)) {
+    MESSAGE(why << ": skipped");
+    return;
+  }
+  auto x = aj::from_vector<float>(std::vector<float>(16, 1.f));
+  auto ks = kernels_of({aj::exp(-x * x / 2.f) * aj::sin(3.f * x) + 0.5f * aj::cos(x)});
+  REQUIRE(ks.size() == 1);
+  auto src = aj::cuda::render(aj::cuda::collapse_axes(ks[0]));
+  aj::cuda::CompileOptions opt;
+  opt.disk_cache = false;
+  auto img = aj::cuda::compile(src, 90, opt);
+  CHECK(img->bytes.size() > 100);
+  // The memory cache hands back the same image.
+  CHECK(aj::cuda::compile(src, 90, opt).get() == img.get());
+  aj::cuda::KernelSource bad = src;
+  bad.source += "\nthis is not CUDA;\n";
+  bad.hash ^= 1;
+  try {
+    aj::cuda::compile(bad, 90, opt);
+    FAIL("a broken kernel compiled");
+  } catch (const aj::Error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("NVRTC failed to compile") != std::string::npos);
+    CHECK(m.find("--- log ---") != std::string::npos);
+    CHECK(m.find("this is not CUDA") != std::string::npos);  // the numbered source
+    CHECK(e.kind() == aj::Error::Kind::runtime);
+  }
+}
+
+TEST_CASE("cuda compile: the disk cache serves a second process, and AJ_LOG=cuda prints the source") {
+  std::string why;
+  if (!have_nvrtc(&why)) {
+    MESSAGE(why << ": skipped");
+    return;
+  }
+  char dir[] = "/tmp/aj_cuda_cache_XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  setenv("AJ_CACHE_DIR", dir, 1);
+  setenv("AJ_LOG", "cuda", 1);
+  auto x = aj::from_vector<double>(std::vector<double>(8, 1.0));
+  auto ks = kernels_of({aj::tanh(x) * 7.0 - x});
+  REQUIRE(ks.size() == 1);
+  auto src = aj::cuda::render(aj::cuda::collapse_axes(ks[0]));
+  aj::cuda::CompileOptions opt;
+  opt.memory_cache = false;  // as a new process would
+  opt.driver_version = 12345;
+  std::ostringstream captured;
+  auto* old = std::cerr.rdbuf(captured.rdbuf());
+  const auto before = aj::cuda::compile_counters();
+  auto a = aj::cuda::compile(src, 90, opt);
+  auto b = aj::cuda::compile(src, 90, opt);
+  const auto after = aj::cuda::compile_counters();
+  std::cerr.rdbuf(old);
+  unsetenv("AJ_LOG");
+  unsetenv("AJ_CACHE_DIR");
+  CHECK(after.compiles == before.compiles + 1);
+  CHECK(after.disk_hits == before.disk_hits + 1);
+  CHECK(a->bytes == b->bytes);
+  CHECK(b->cubin);
+  CHECK(captured.str().find("[aj:cuda] kernel") != std::string::npos);
+  CHECK(captured.str().find("tanh(") != std::string::npos);
+  std::system((std::string("rm -rf ") + dir).c_str());
+}

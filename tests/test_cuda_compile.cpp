@@ -1,0 +1,175 @@
+// Compile-only tier of the CUDA backend (needs NVRTC, no GPU): every distinct
+// kernel the optimizer makes for the random-graph suite, and for a table of
+// every op x dtype x layout, is rendered to CUDA C and compiled by NVRTC for
+// sm_90: to PTX by default (NVRTC's front end and NVVM; seconds), through
+// ptxas to a cubin with AJ_TEST_LONG=1 (tests/test_cuda_codegen.cpp compiles
+// one cubin always). Skips with "NVRTC not found: ... skipped" without NVRTC.
+#include <doctest/doctest.h>
+
+#include <arrayjit/arrayjit.hpp>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_api.hpp"
+#include "graph/passes/fuse.hpp"
+#include "graph/passes/simplify.hpp"
+#include "jit/cuda/cuda_prelude.hpp"
+#include "jit/cuda/cuda_source.hpp"
+#include "jit/cuda/nvrtc_compile.hpp"
+#include "tests/random_graph.hpp"
+
+namespace {
+
+using aj::Array;
+using aj::DType;
+using aj::Kernel;
+
+std::vector<Kernel> plan_kernels(const std::vector<Array>& arrays) {
+  std::vector<aj::NodeId> roots;
+  for (auto& a : arrays) {
+    if (!a.is_evaluated()) roots.push_back(a.node_id());
+  }
+  std::vector<Kernel> out;
+  if (roots.empty()) return out;
+  aj::simplify(roots);
+  for (auto& st : aj::fuse(roots).steps) {
+    if (st.kind == aj::Step::Kind::kernel) out.push_back(st.kernel);
+  }
+  return out;
+}
+
+struct Sources {
+  std::map<std::uint64_t, std::string> bodies;  // source after the prelude, by hash
+  int kernels = 0;
+  void add(const std::vector<Array>& arrays) {
+    for (auto& k : plan_kernels(arrays)) {
+      ++kernels;
+      auto src = aj::cuda::render(aj::cuda::collapse_axes(k));
+      CHECK(src.param_bytes <= 4096);  // the launch parameter limit of every driver
+      const std::string prelude = aj::cuda::kPrelude;
+      const auto at = src.source.find(prelude);
+      REQUIRE(at != std::string::npos);
+      bodies.emplace(src.hash, src.source.substr(at + prelude.size()));
+    }
+  }
+};
+
+// One NVRTC program per `batch` kernels: the prelude once, each kernel in its
+// own namespace with C++ linkage (its entry names would clash otherwise).
+void compile_all(const Sources& s, std::size_t batch, bool cubin) {
+  std::vector<std::string> bodies;
+  for (auto& [h, b] : s.bodies) {
+    std::string body = b;
+    for (std::size_t p; (p = body.find("extern \"C\" ")) != std::string::npos;) body.erase(p, 11);
+    bodies.push_back(std::move(body));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t start = 0; start < bodies.size(); start += batch) {
+    aj::cuda::KernelSource unit;
+    unit.source = std::string("// compile-only batch\n") + aj::cuda::kPrelude;
+    const std::size_t end = std::min(bodies.size(), start + batch);
+    for (std::size_t i = start; i < end; ++i) {
+      unit.source += "namespace k" + std::to_string(i) + " {\n" + bodies[i] + "}\n";
+    }
+    unit.hash = std::hash<std::string>()(unit.source);
+    aj::cuda::CompileOptions opt;
+    opt.memory_cache = false;
+    opt.disk_cache = false;
+    opt.ptx_only = !cubin;
+    try {
+      auto img = aj::cuda::compile(unit, 90, opt);
+      CHECK(img->cubin == cubin);
+      CHECK(img->bytes.size() > 0);
+    } catch (const aj::Error& e) {
+      FAIL_CHECK(e.what());
+      return;
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string what = cubin ? " (cubin)" : " (PTX)";
+  MESSAGE("NVRTC compiled " << bodies.size() << what << " distinct kernels (of " << s.kernels << ") in " << secs
+                            << " s");
+}
+
+bool skip_without_nvrtc() {
+  std::string why;
+  if (aj::cuda::nvrtc_api(&why)) return false;
+  MESSAGE(why << ": skipped");
+  return true;
+}
+
+Array input(DType t, aj::Shape shape) {
+  std::vector<double> v(static_cast<std::size_t>(shape.numel()), 1.5);
+  return aj::from_vector<double>(v, shape).astype(t).eval();
+}
+
+}  // namespace
+
+TEST_CASE("cuda compile: every op x dtype x layout compiles with NVRTC") {
+  if (skip_without_nvrtc()) return;
+  Sources s;
+  const DType all[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
+  const DType floats[] = {DType::f32, DType::f64};
+  using U = Array (*)(const aj::Operand&);
+  const U float_unary[] = {aj::exp, aj::log, aj::log1p, aj::expm1, aj::sin, aj::cos, aj::tan,
+                           aj::tanh, aj::sigmoid, aj::sqrt, aj::rsqrt};
+  const U num_unary[] = {aj::negative, aj::abs, aj::sign, aj::floor, aj::ceil, aj::round};
+  using B = Array (*)(const aj::Operand&, const aj::Operand&);
+  const B num_binary[] = {aj::add, aj::subtract, aj::multiply, aj::divide, aj::mod,
+                          aj::maximum, aj::minimum, aj::pow};
+  for (DType t : floats) {
+    Array x = input(t, {64});
+    for (U f : float_unary) s.add({f(x)});
+  }
+  for (DType t : all) {
+    Array x = input(t, {8, 16});
+    Array y = input(t, {8, 16});
+    Array row = input(t, {16});
+    if (t == DType::bool_) {
+      s.add({!x, x && y, x || row, aj::maximum(x, y), aj::minimum(x, y)});
+    } else {
+      for (U f : num_unary) s.add({f(x)});
+      for (B f : num_binary) s.add({f(x, y), f(x, row), f(x.T().reshape({16, 8}), 2)});
+      s.add({aj::sum(x), aj::prod(x, 1), aj::max(x, 0), aj::min(x.T(), 1), aj::mean(x, 0)});
+      s.add({aj::sum(x, 1) * 2, x - aj::max(x, 1, true)});  // epilogue; reduction broadcast back
+    }
+    s.add({x == y, x != row, x < y, x <= y, x > y, x >= y});
+    s.add({aj::where(x == y, x, y), aj::all(x != y, 1), aj::any(x == y)});
+    for (DType to : all) s.add({x.astype(to)});
+    s.add({aj::slice(x, {aj::Slice(1, 7, 2), aj::Slice(std::nullopt, std::nullopt, -1)}) * 1});
+  }
+  for (DType t : {DType::i32, DType::i64, DType::f32, DType::f64}) {
+    s.add({aj::arange(0.0, 10.0, 1.0, t) * 2, aj::linspace(0, 1, 7, t) + 1, aj::eye(4, 5, 1, t) * 3});
+  }
+  for (DType t : floats) s.add({aj::random::uniform({33}, -1, 1, t) + aj::random::normal({33}, 0, 1, t)});
+  // Multi-output: a full-shape and a reduced root of one reduction.
+  Array x = input(DType::f32, {32, 64});
+  Array e = aj::exp(x - 1.f);
+  s.add({e, aj::sum(e, 1)});
+  CHECK(s.bodies.size() > 100);
+  compile_all(s, 64, std::getenv("AJ_TEST_LONG") != nullptr);
+}
+
+TEST_CASE("cuda compile: every kernel of the random-graph suite compiles with NVRTC") {
+  if (skip_without_nvrtc()) return;
+  Sources s;
+  // The differential suite's seeds; its long tier also runs ptxas (cubin).
+  const bool long_tier = std::getenv("AJ_TEST_LONG") != nullptr;
+  const int graphs = long_tier ? 2000 : 150;
+  for (int i = 0; i < graphs; ++i) {
+    ajtest::RandomGraph g(0xd1ff000 + static_cast<std::uint64_t>(i));
+    try {
+      g.build();
+    } catch (const aj::Error&) {
+      continue;  // the differential test reports those
+    }
+    std::vector<Array> outs;
+    for (auto& o : g.outputs()) outs.push_back(o.array);
+    s.add(outs);
+  }
+  CHECK(s.bodies.size() > 50);
+  compile_all(s, 64, long_tier);
+}

@@ -1,0 +1,269 @@
+// The CUDA runtime, in two tiers:
+//  - no GPU (always runs where there is none): asking for a CUDA device
+//    throws aj::Error naming what is missing; the source API works anyway.
+//  - GPU (skips with "no GPU: <reason>: skipped" elsewhere): values computed on
+//    the device match the reference interpreter (the differential random
+//    graphs, every op table entry), work is ordered on a caller's stream,
+//    donation runs in place on the device, out of memory throws and leaves
+//    arrays valid.
+#include <doctest/doctest.h>
+
+#include <arrayjit/arrayjit.hpp>
+#include <arrayjit/cuda.hpp>
+
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_api.hpp"
+#include "core/executor.hpp"
+#include "graph/graph.hpp"
+#include "jit/cuda/nvrtc_compile.hpp"
+#include "tests/random_graph.hpp"
+
+namespace ajtest {  // defined in test_differential.cpp
+std::optional<std::string> compare_values(aj::DType t, const Bound& b, const std::vector<double>& want,
+                                          const std::vector<double>& got);
+std::optional<std::string> compare_ints(const std::vector<std::int64_t>& want,
+                                        const std::vector<std::int64_t>& got);
+}  // namespace ajtest
+
+namespace {
+
+using aj::Array;
+using aj::Device;
+using aj::DType;
+
+bool skip_without_gpu() {
+  if (aj::cuda::available()) return false;
+  MESSAGE("no GPU: " << aj::cuda::unavailable_reason() << ": skipped");
+  return true;
+}
+
+std::vector<float> iota_f(int n) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(i % 97) * 0.25f - 3.f;
+  return v;
+}
+
+}  // namespace
+
+// ---- tier 0: no GPU ----------------------------------------------------------------
+
+TEST_CASE("cuda: without a driver or device, asking for one throws an error saying which") {
+  if (aj::cuda::available()) {
+    CHECK(aj::cuda::device_count() > 0);
+    CHECK(aj::cuda::unavailable_reason().empty());
+    return;
+  }
+  const std::string why = aj::cuda::unavailable_reason();
+  CHECK(aj::cuda::device_count() == 0);
+  const bool known = why.find("no driver (libcuda.so.1 not found") != std::string::npos ||
+                     why.find("no CUDA device") != std::string::npos ||
+                     why.find("no usable driver") != std::string::npos;
+  CHECK_MESSAGE(known, why);
+  auto expect = [&](auto&& f) {
+    try {
+      f();
+      FAIL("no error without a GPU");
+    } catch (const aj::Error& e) {
+      CHECK(e.kind() == aj::Error::Kind::runtime);
+      CHECK(std::string(e.what()).find("CUDA is unavailable: " + why) != std::string::npos);
+    }
+  };
+  Array x = aj::from_vector<float>({1.f, 2.f, 3.f});
+  expect([&] { (void)x.to(Device::cuda(0)); });
+  expect([&] { (void)aj::ones({4}).to(Device::cuda(0)); });  // a fill made on the device
+  expect([&] { (void)aj::cuda::Stream::default_stream(0); });
+  expect([&] { aj::cuda::DeviceScope scope(Device::cuda(0)); });
+  // The host path is untouched by the failed requests.
+  CHECK(x.to(Device::cpu()).to_vector<float>() == std::vector<float>{1.f, 2.f, 3.f});
+  CHECK((x * 2).device() == Device::cpu());
+}
+
+TEST_CASE("cuda: NVRTC is found or its absence explained") {
+  if (aj::cuda::compiler_available()) {
+    CHECK(aj::cuda::compiler_reason().empty());
+    CHECK(aj::cuda::nvrtc_description().find("NVRTC") == 0);
+  } else {
+    CHECK(aj::cuda::compiler_reason().find("NVRTC not found") == 0);
+  }
+}
+
+TEST_CASE("cuda: kernel_source shows the kernels without a GPU and computes nothing") {
+  Array x = aj::from_vector<float>(iota_f(1000));
+  Array y = aj::exp(-x * x / 2.f) * aj::sin(3.f * x) + 0.5f * aj::cos(x);
+  const std::string src = aj::cuda::kernel_source({y});
+  CHECK(src.find("// ---- kernel 0") != std::string::npos);
+  CHECK(src.find("aj_vec<float, 4>") != std::string::npos);  // 16-byte loads and stores
+  CHECK(src.find("expf(") != std::string::npos);
+  // y and its sum share one reduction kernel with two outputs.
+  const std::string both = aj::cuda::kernel_source({y, aj::sum(y)});
+  CHECK(both.find("// ---- kernel 1") == std::string::npos);
+  CHECK(both.find("aj_shfl_down") != std::string::npos);
+  CHECK_FALSE(y.is_evaluated());
+}
+
+// ---- tier 2: on a GPU -----------------------------------------------------------------
+
+TEST_CASE("cuda gpu: elementwise, reductions and transfers match the host") {
+  if (skip_without_gpu()) return;
+  const auto v = iota_f(100003);  // odd: the vector path's tail runs too
+  Array h = aj::from_vector<float>(v);
+  Array d = h.to(Device::cuda(0));
+  CHECK(d.device() == Device::cuda(0));
+  Array yd = aj::maximum(d * 2.f + 1.f, 0.f);
+  CHECK(yd.device() == Device::cuda(0));
+  const auto got = yd.to_vector<float>();
+  const auto want = aj::maximum(h * 2.f + 1.f, 0.f).to_vector<float>();
+  CHECK(got == want);
+  Array m = aj::from_vector<float>(iota_f(300 * 257), aj::Shape{300, 257});
+  Array md = m.to(Device::cuda(0));
+  for (int axis : {0, 1}) {
+    const auto a = aj::sum(md, axis).to_vector<float>();
+    const auto b = aj::sum(m, axis).to_vector<float>();
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-3f * (1 + std::fabs(b[i])));
+    CHECK(aj::max(md, axis).to_vector<float>() == aj::max(m, axis).to_vector<float>());
+  }
+  CHECK(std::fabs(aj::sum(md).item<float>() - aj::sum(m).item<float>()) < 1.f);
+  CHECK(aj::ones({1000}, DType::i64).to(Device::cuda(0)).device() == Device::cuda(0));
+  CHECK(aj::sum(aj::arange(1000).to(Device::cuda(0))).item<std::int64_t>() == 499500);
+}
+
+TEST_CASE("cuda gpu: mixing host and device arrays in one op is a trace-time error naming both") {
+  if (skip_without_gpu()) return;
+  Array h = aj::from_vector<float>({1.f, 2.f});
+  Array d = h.to(Device::cuda(0));
+  try {
+    (void)(h + d);
+    FAIL("no error");
+  } catch (const aj::Error& e) {
+    const std::string m = e.what();
+    CHECK(e.kind() == aj::Error::Kind::user);
+    CHECK(m.find("cpu") != std::string::npos);
+    CHECK(m.find("cuda:0") != std::string::npos);
+  }
+  CHECK((d + 1.f).to_vector<float>() == std::vector<float>{2.f, 3.f});  // a scalar is device-neutral
+}
+
+TEST_CASE("cuda gpu: a = a + 2 runs in place on the device") {
+  if (skip_without_gpu()) return;
+  Array a = aj::arange(1 << 20, DType::f32).to(Device::cuda(0));  // a full buffer (a fill is one element, broadcast)
+  const auto before = aj::stats().inplace_reuses;
+  for (int i = 0; i < 3; ++i) {
+    a = a + 2.f;
+    a.eval();
+  }
+  CHECK(aj::stats().inplace_reuses - before == 3);
+  CHECK(a.to_vector<float>()[12345] == 12351.f);
+}
+
+TEST_CASE("cuda gpu: eval on a caller's stream is ordered after the caller's kernel on it") {
+  if (skip_without_gpu()) return;
+  using namespace aj::cuda;
+  const int n = 1 << 22;
+  Array x = aj::zeros({n}).to(Device::cuda(0));
+  Stream::default_stream(0).synchronize();  // x's fill is done; only the caller's stream matters now
+  // The caller's kernel: every block sleeps first (so a reader on another
+  // stream would see the zeros), then writes 7 everywhere.
+  KernelSource src;
+  src.source = R"(extern "C" __global__ void slow_fill(float* p, long long n) {
+    if (threadIdx.x == 0) { for (int i = 0; i < 2000; ++i) __nanosleep(10000); }  // ~20 ms per block
+    __syncthreads();
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) p[i] = 7.f;
+  })";
+  src.hash = std::hash<std::string>()(src.source);
+  int major = 0, minor = 0;
+  CUdevice dev = 0;
+  AJ_CU(cuDeviceGet, &dev, 0);
+  AJ_CU(cuDeviceGetAttribute, &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  AJ_CU(cuDeviceGetAttribute, &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  auto img = compile(src, major * 10 + minor);
+  CUmodule mod = nullptr;
+  CUfunction fn = nullptr;
+  AJ_CU(cuModuleLoadData, &mod, img->bytes.data());
+  AJ_CU(cuModuleGetFunction, &fn, mod, "slow_fill");
+  CUstream mine = nullptr;
+  AJ_CU(cuStreamCreate, &mine, CU_STREAM_NON_BLOCKING);
+  void* ptr = aj::graph()[x.node_id()].storage->data;
+  long long count = n;
+  void* args[] = {&ptr, &count};
+  AJ_CU(cuLaunchKernel, fn, 256u, 1u, 1u, 256u, 1u, 1u, 0u, mine, args, nullptr);
+  Array y = x * 2.f;
+  aj::cuda::eval({y}, Stream::wrap(mine, 0));  // enqueued on `mine`, after slow_fill
+  {
+    StreamGuard guard(Stream::wrap(mine, 0));
+    const auto v = y.to_vector<float>();  // synchronizes `mine` only
+    CHECK(v.front() == 14.f);
+    CHECK(v.back() == 14.f);
+  }
+}
+
+TEST_CASE("cuda gpu: out of memory throws with the sizes and leaves arrays valid") {
+  if (skip_without_gpu()) return;
+  Array keep = aj::full({1000}, 3.f, DType::f32).to(Device::cuda(0));
+  keep.eval();
+  try {
+    (void)aj::arange(std::int64_t{1} << 42, DType::f32).to(Device::cuda(0));  // 16 TiB, computed there
+    FAIL("allocated 16 TiB");
+  } catch (const aj::Error& e) {
+    CHECK(std::string(e.what()).find("out of CUDA memory") != std::string::npos);
+    CHECK(std::string(e.what()).find("17592186044416 bytes") != std::string::npos);
+  }
+  CHECK(aj::sum(keep).item<float>() == 3000.f);
+}
+
+TEST_CASE("cuda gpu: random graphs on the GPU agree with the reference interpreter") {
+  if (skip_without_gpu()) return;
+  using aj::detail::Executor;
+  const int graphs = std::getenv("AJ_TEST_LONG") ? 3000 : 300;
+  int mismatches = 0;
+  for (int i = 0; i < graphs; ++i) {
+    const std::uint64_t seed = 0xd1ff000 + static_cast<std::uint64_t>(i);
+    struct Out {
+      DType t;
+      ajtest::Bound b;
+      std::vector<double> f;
+      std::vector<std::int64_t> k;
+    };
+    auto run = [&](bool gpu) {
+      std::vector<Out> outs;
+      std::optional<aj::cuda::DeviceScope> scope;
+      std::optional<aj::detail::ExecutorScope> ex;
+      if (gpu) scope.emplace(Device::cuda(0));
+      else ex.emplace(Executor::reference);
+      ajtest::RandomGraph g(seed);
+      g.build();
+      std::vector<Array> arrays;
+      for (auto& o : g.outputs()) arrays.push_back(o.array);
+      aj::eval(arrays);
+      for (auto& o : g.outputs()) {
+        Out r{o.array.dtype(), o.bound, {}, {}};
+        ajtest::RandomGraph::read(o.array, &r.f, &r.k);
+        outs.push_back(std::move(r));
+      }
+      return outs;
+    };
+    std::vector<Out> want, got;
+    try {
+      want = run(false);
+      got = run(true);
+    } catch (const aj::Error& e) {
+      FAIL_CHECK("seed " << seed << ": " << e.what());
+      ++mismatches;
+      continue;
+    }
+    REQUIRE(want.size() == got.size());
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      auto m = aj::is_float(want[k].t) ? ajtest::compare_values(want[k].t, want[k].b, want[k].f, got[k].f)
+                                       : ajtest::compare_ints(want[k].k, got[k].k);
+      if (m) {
+        ++mismatches;
+        FAIL_CHECK("seed " << seed << " output " << k << ": " << *m << " (rerun: AJ_DIFF_SEED=" << seed << ")");
+      }
+    }
+  }
+  CHECK(mismatches == 0);
+}
