@@ -5,6 +5,7 @@
 #include "arrayjit/array.hpp"
 #include "arrayjit/dtype.hpp"
 #include "arrayjit/error.hpp"
+#include "arrayjit/jit.hpp"
 #include "arrayjit/memory.hpp"
 #include "arrayjit/stats.hpp"
 

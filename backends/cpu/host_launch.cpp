@@ -1,0 +1,88 @@
+#include "backends/cpu/host_launch.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include <omp.h>
+
+#include "arrayjit/jit.hpp"
+#include "jit/host_kernel.hpp"
+
+namespace aj {
+
+namespace jit {
+namespace {
+std::atomic<int>& enabled_flag() {
+  static std::atomic<int> on = [] {
+    const char* e = std::getenv("AJ_JIT");
+    return e && (std::strcmp(e, "0") == 0 || std::strcmp(e, "off") == 0) ? 0 : 1;
+  }();
+  return on;
+}
+std::atomic<int> g_threads{0};
+}  // namespace
+
+bool enabled() { return enabled_flag().load(std::memory_order_relaxed) != 0; }
+void set_enabled(bool on) { enabled_flag().store(on ? 1 : 0); }
+int num_threads() { return g_threads.load(); }
+void set_num_threads(int n) { g_threads.store(std::max(0, n)); }
+}  // namespace jit
+
+namespace cpu {
+
+void run_kernel_compiled(const Kernel& k, const std::vector<const void*>& inputs,
+                         const std::vector<void*>& outputs) {
+  const std::int64_t outer = jit::outer_points(k);
+  if (outer == 0) return;  // nothing to write (reductions of empty axes still have outer points)
+  std::vector<int> alias = jit::exact_aliases(k, inputs, outputs);
+  jit::HostKernelFn fn = jit::host_kernel(k, alias);
+
+  const std::size_t rank = k.shape.size();
+  const std::size_t nstreams = k.inputs.size() + k.outputs.size();
+  // Small kernels: arguments on the stack, no heap allocation.
+  constexpr std::size_t kSmall = 16;
+  void* ptr_buf[kSmall];
+  std::int64_t off_buf[kSmall], stride_buf[kSmall * 4];
+  std::vector<void*> ptr_vec;
+  std::vector<std::int64_t> off_vec, stride_vec;
+  void** ptrs = ptr_buf;
+  std::int64_t* offs = off_buf;
+  std::int64_t* strides = stride_buf;
+  if (nstreams > kSmall || nstreams * rank > kSmall * 4) {
+    ptr_vec.resize(nstreams);
+    off_vec.resize(nstreams);
+    stride_vec.resize(nstreams * rank);
+    ptrs = ptr_vec.data();
+    offs = off_vec.data();
+    strides = stride_vec.data();
+  }
+  for (std::size_t s = 0; s < nstreams; ++s) {
+    const bool in = s < k.inputs.size();
+    const KStream& st = in ? k.inputs[s] : k.outputs[s - k.inputs.size()].stream;
+    ptrs[s] = in ? const_cast<void*>(inputs[s]) : outputs[s - k.inputs.size()];
+    offs[s] = st.offset;
+    std::copy(st.strides.begin(), st.strides.end(), strides + s * rank);
+  }
+  const jit::HostArgs args{ptrs, k.shape.data(), strides, offs, k.scalars.data()};
+
+  const long long work = static_cast<long long>(k.points()) * static_cast<long long>(std::max<std::size_t>(1, k.instrs.size()));
+  int threads = jit::num_threads();
+  if (threads <= 0) threads = omp_get_max_threads();
+  threads = static_cast<int>(std::min<std::int64_t>(threads, outer));
+  if (work < kParallelWork || threads <= 1) {
+    fn(&args, 0, outer);
+    return;
+  }
+  // Contiguous chunks, one per thread: each thread streams its own part.
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const std::int64_t lo = outer * t / nt, hi = outer * (t + 1) / nt;
+    if (lo < hi) fn(&args, lo, hi);
+  }
+}
+
+}  // namespace cpu
+}  // namespace aj
