@@ -37,7 +37,7 @@ namespace aj::jit {
 namespace {
 
 constexpr const char* kFnName = "aj_kernel";
-constexpr int kCodegenVersion = 1;          // bump when generated code changes meaning
+constexpr int kCodegenVersion = 3;          // bump when the LLVM pipeline changes
 constexpr std::size_t kMaxKernels = 4096;   // memory cache limit (then cleared)
 
 std::string to_string(llvm::Error e) {
@@ -66,11 +66,14 @@ class HostJit {
       return it->second.fn;
     }
     if (fns_.size() >= kMaxKernels) clear_locked();
-    const std::string disk_key = disk_prefix_ + key;
     std::string object;
     bool from_disk = false;
     const auto t0 = std::chrono::steady_clock::now();
     DiskCache disk(cache_dir_);
+    // The disk key names the generated IR itself (its hash), besides the
+    // structure, CPU and LLVM: an entry written by a library whose code
+    // generation differs in any way is stale, never run.
+    const std::string disk_key = disk.enabled() ? disk_prefix_ + key + "|ir " + ir_hash(k, alias) : "";
     if (disk.enabled()) {
       DiskRead r = disk.read(disk_key, &object);
       from_disk = r == DiskRead::hit;
@@ -100,6 +103,15 @@ class HostJit {
     }
     fns_.emplace(std::move(key), e);
     return e.fn;
+  }
+
+  std::string ir_hash(const Kernel& k, const std::vector<int>& alias) {
+    llvm::LLVMContext ctx;
+    auto m = build(k, alias, ctx, false);
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    m->print(os, nullptr);
+    return std::to_string(fnv1a64(s));
   }
 
   std::string ir(const Kernel& k, const std::vector<int>& alias, bool optimized, bool assembly) {

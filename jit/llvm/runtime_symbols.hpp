@@ -26,4 +26,7 @@ struct VectorMapping {
 };
 std::vector<VectorMapping> vector_math_mappings(bool avx2, bool avx512f);
 
+// "u10" or "u35": which SLEEF accuracy variant of `fn` ("sin") is used.
+const char* sleef_variant(const std::string& fn);
+
 }  // namespace aj::jit

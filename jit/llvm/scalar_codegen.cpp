@@ -6,6 +6,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include "arrayjit/error.hpp"
+#include "jit/llvm/runtime_symbols.hpp"
 
 namespace aj::jit {
 
@@ -55,7 +56,7 @@ Value* ScalarCodegen::pure_call(const std::string& name, llvm::Type* ret,
 // them to SLEEF's vector functions for the loop vectorizer.
 Value* ScalarCodegen::math(const char* name, Value* x, Value* y) {
   const bool f32 = x->getType()->isFloatTy();
-  std::string fn = std::string("Sleef_") + name + (f32 ? "f" : "") + "_u10";
+  std::string fn = std::string("Sleef_") + name + (f32 ? "f" : "") + "_" + sleef_variant(name);
   if (y) return pure_call(fn, x->getType(), {x, y});
   return pure_call(fn, x->getType(), {x});
 }
