@@ -143,10 +143,10 @@ void bench_adam() {
     ++th;
     const float c1 = 1.0f / (1.0f - std::pow(b1, static_cast<float>(th)));
     const float c2 = 1.0f / (1.0f - std::pow(b2, static_cast<float>(th)));
-    float* P = hp.data();
-    float* M = hm.data();
-    float* V = hv.data();
-    const float* G = g0.data();
+    float* __restrict P = hp.data();
+    float* __restrict M = hm.data();
+    float* __restrict V = hv.data();
+    const float* __restrict G = g0.data();
     for (std::int64_t i = 0; i < n; ++i) {
       M[i] = b1 * M[i] + (1 - b1) * G[i];
       V[i] = b2 * V[i] + (1 - b2) * G[i] * G[i];
@@ -197,17 +197,19 @@ void bench_dispatch() {
       y.eval();
     }
   };
+  std::vector<double> xv = x.to_vector<double>();
   auto hand = [&] {
     for (int k = 0; k < 1000; ++k) {
-      const std::vector<double>* xs = nullptr;
-      (void)xs;
-      for (int i = 0; i < 1000; ++i) out[static_cast<std::size_t>(i)] = static_cast<double>(i) * 1.5;
+      for (std::size_t i = 0; i < 1000; ++i) {
+        const double v = xv[i];
+        out[i] = ((((v * 1.5 + 2.0) * v - 1.0) / 3.0 + v) * 0.5 - v) * 2.0 + 1.0;
+      }
       g_sink = g_sink + out[0];
     }
   };
   const double us = median_ms(ours) * 1000.0 / 1000.0;
   const double hs = median_ms(hand) * 1000.0 / 1000.0;
-  row("dispatch: 10-op chain on 1000 f64, per call", us, "a plain 1000-element loop", hs, "us");
+  row("dispatch: 10-op chain on 1000 f64, per call", us, "the same loop, hand-written", hs, "us");
 }
 
 // --- compile time: cold, and a disk hit in a new process -------------------------------------

@@ -4,6 +4,7 @@
 #include "jit/host_kernel.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace aj::jit {
 
@@ -25,44 +26,43 @@ std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& 
 }
 
 std::string jit_structure_key(const Kernel& k, const std::vector<int>& alias) {
+  // Raw bytes, not text: this runs on every launch (a memory cache lookup).
   std::string s;
-  s.reserve(64 + 16 * (k.instrs.size() + k.inputs.size() + k.outputs.size()));
-  auto num = [&](std::int64_t v) {
-    s += std::to_string(v);
-    s += ',';
+  s.reserve(16 + 20 * k.instrs.size() + 8 * (k.inputs.size() + k.outputs.size()) * (k.shape.size() + 2));
+  auto put = [&](std::int64_t v) {
+    char b[8];
+    std::memcpy(b, &v, 8);
+    s.append(b, 8);
   };
+  auto small = [&](int v) { s.push_back(static_cast<char>(v)); };
   auto stream = [&](const KStream& st) {
-    num(static_cast<int>(st.dtype));
-    num(st.index_only);
-    for (auto v : st.strides) s += static_cast<char>('0' + (v == 0 ? 0 : v == 1 ? 1 : 2));
-    s += ';';
+    small(static_cast<int>(st.dtype));
+    small(st.index_only);
+    for (auto v : st.strides) small(v == 0 ? 0 : v == 1 ? 1 : 2);
   };
-  s += 'r';
-  num(static_cast<std::int64_t>(k.shape.size()));
-  for (auto a : k.reduce_axes) num(a);
-  s += "|i";
+  small(static_cast<int>(k.shape.size()));
+  small(static_cast<int>(k.reduce_axes.size()));
+  for (auto a : k.reduce_axes) small(static_cast<int>(a));
+  put(static_cast<std::int64_t>(k.inputs.size()));
   for (const KStream& st : k.inputs) stream(st);
-  s += "|c";
+  put(static_cast<std::int64_t>(k.instrs.size()));
   for (const KInstr& in : k.instrs) {
-    num(static_cast<int>(in.kind));
-    num(static_cast<int>(in.op));
-    num(static_cast<int>(in.dtype));
-    num(in.phase);
-    num(in.a);
-    num(in.b);
-    num(in.c);
-    num(in.arg);
+    small(static_cast<int>(in.kind));
+    small(static_cast<int>(in.op));
+    small(static_cast<int>(in.dtype));
+    small(in.phase);
+    std::int32_t f[4] = {in.a, in.b, in.c, in.arg};
+    s.append(reinterpret_cast<const char*>(f), sizeof f);
   }
-  s += "|o";
+  put(static_cast<std::int64_t>(k.outputs.size()));
   for (const KOutput& o : k.outputs) {
-    num(o.value);
-    num(o.phase);
+    put(o.value);
+    small(o.phase);
     stream(o.stream);
   }
-  s += "|s";
-  for (const KScalar& sc : k.scalars) num(static_cast<int>(sc.dtype));
-  s += "|a";
-  for (int a : alias) num(a);
+  put(static_cast<std::int64_t>(k.scalars.size()));
+  for (const KScalar& sc : k.scalars) small(static_cast<int>(sc.dtype));
+  for (int a : alias) put(a);
   return s;
 }
 

@@ -35,7 +35,7 @@ using HostKernelFn = void (*)(const HostArgs*, std::int64_t begin, std::int64_t 
 std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& inputs,
                                const std::vector<void*>& outputs);
 
-// Everything code generation depends on, as text: rank, reduce axes, stream
+// Everything code generation depends on, as bytes: rank, reduce axes, stream
 // dtypes and the kind of every stride (0, 1 or other), instructions, outputs,
 // scalar dtypes, aliases. Never extents, stride values or scalar values.
 std::string jit_structure_key(const Kernel& k, const std::vector<int>& alias);
