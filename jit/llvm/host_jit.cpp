@@ -4,6 +4,8 @@
 // disk cache (jit/disk_cache.hpp), keyed by the kernel's structure, the CPU
 // and the LLVM version, so a new process links them without compiling.
 #include <chrono>
+#include <dlfcn.h>
+#include <sys/stat.h>
 #include <mutex>
 #include <unordered_map>
 
@@ -51,11 +53,24 @@ std::string to_string(llvm::Error e) {
   runtime_error("host JIT: " + what + "\nkernel:\n" + dump(k));
 }
 
+// This shared library's path, size and modification time: changes with
+// every rebuild (cheap, unlike hashing generated IR on every disk lookup).
+std::string library_fingerprint() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&library_fingerprint), &info) || !info.dli_fname) return "?";
+  struct stat st {};
+  if (::stat(info.dli_fname, &st) != 0) return info.dli_fname;
+  return std::string(info.dli_fname) + " " + std::to_string(st.st_size) + " " +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
 class HostJit {
  public:
+  // Never destroyed: compiled code may be running in other static
+  // destructors, and tearing ORC down at exit only costs time.
   static HostJit& get() {
-    static HostJit j;
-    return j;
+    static HostJit* j = new HostJit;
+    return *j;
   }
 
   HostKernelFn kernel(const Kernel& k, const std::vector<int>& alias) {
@@ -70,10 +85,7 @@ class HostJit {
     bool from_disk = false;
     const auto t0 = std::chrono::steady_clock::now();
     DiskCache disk(cache_dir_);
-    // The disk key names the generated IR itself (its hash), besides the
-    // structure, CPU and LLVM: an entry written by a library whose code
-    // generation differs in any way is stale, never run.
-    const std::string disk_key = disk.enabled() ? disk_prefix_ + key + "|ir " + ir_hash(k, alias) : "";
+    const std::string disk_key = disk.enabled() ? disk_prefix_ + key : "";
     if (disk.enabled()) {
       DiskRead r = disk.read(disk_key, &object);
       from_disk = r == DiskRead::hit;
@@ -103,15 +115,6 @@ class HostJit {
     }
     fns_.emplace(std::move(key), e);
     return e.fn;
-  }
-
-  std::string ir_hash(const Kernel& k, const std::vector<int>& alias) {
-    llvm::LLVMContext ctx;
-    auto m = build(k, alias, ctx, false);
-    std::string s;
-    llvm::raw_string_ostream os(s);
-    m->print(os, nullptr);
-    return std::to_string(fnv1a64(s));
   }
 
   std::string ir(const Kernel& k, const std::vector<int>& alias, bool optimized, bool assembly) {
@@ -190,7 +193,10 @@ class HostJit {
       prefixes_.push_back("_ZGV_LLVM_N" + std::to_string(m.lanes) + (binary ? "vv" : "v"));
     }
     target_ = std::string("LLVM ") + LLVM_VERSION_STRING + ", cpu " + cpu_ + ", " + features_;
-    disk_prefix_ = "aj host kernel v" + std::to_string(kCodegenVersion) + "|" + target_ + "|";
+    // The disk key names this build of the library too: an entry written by a
+    // library whose code generation may differ in any way is stale, never run.
+    disk_prefix_ = "aj host kernel v" + std::to_string(kCodegenVersion) + "|" + target_ + "|lib " +
+                   library_fingerprint() + "|";
     cache_dir_ = default_cache_dir();
   }
 
