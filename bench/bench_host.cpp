@@ -148,9 +148,12 @@ void bench_adam() {
     float* __restrict V = hv.data();
     const float* __restrict G = g0.data();
     for (std::int64_t i = 0; i < n; ++i) {
-      M[i] = b1 * M[i] + (1 - b1) * G[i];
-      V[i] = b2 * V[i] + (1 - b2) * G[i] * G[i];
-      P[i] -= lr * (M[i] * c1) / (std::sqrt(V[i] * c2) + eps);
+      const float g = G[i];
+      const float m = b1 * M[i] + (1 - b1) * g;
+      const float v = b2 * V[i] + (1 - b2) * g * g;
+      M[i] = m;
+      V[i] = v;
+      P[i] -= lr * (m * c1) / (__builtin_sqrtf(v * c2) + eps);
     }
   };
   aj::jit::set_num_threads(1);
