@@ -388,6 +388,15 @@ TEST_CASE("large kernels split over threads give the same result as one thread")
   CHECK(run(1) == run(2));
 }
 
+TEST_CASE("a kernel the code generator cannot take is an aj::Error, not a crash") {
+  // A Reduce in an elementwise kernel breaks graph/kernel.hpp's rules.
+  auto k = elementwise({DType::f64}, {KOp::Reduce, Op::Sum, DType::f64, 1, 0, -1, -1, -1}, 8);
+  std::vector<double> in(8, 1.0), out(8, 0.0);
+  CHECK_THROWS_AS(aj::cpu::run_kernel_compiled(k, {in.data()}, {out.data()}), aj::Error);
+  // The JIT still works afterwards.
+  CHECK((aj::from_vector(in) * 2.0).to_vector<double>()[0] == 2.0);
+}
+
 TEST_CASE("the LLVM IR of a kernel can be printed, and math is vectorized") {
   aj::Array x = aj::from_vector(std::vector<double>(4096, 0.5));
   std::string ir = aj::jit::kernel_ir(aj::exp(x) * 2.0);
