@@ -182,6 +182,13 @@ aj::Kernel elementwise(std::vector<DType> in_types, KInstr op, std::int64_t n) {
 
 constexpr std::int64_t kN = 203;  // vector body plus a tail
 
+// The JIT on for a scope (these tests count compiles even under AJ_JIT=0).
+struct JitOn {
+  bool saved = aj::jit::enabled();
+  JitOn() { aj::jit::set_enabled(true); }
+  ~JitOn() { aj::jit::set_enabled(saved); }
+};
+
 }  // namespace
 
 TEST_SUITE("jit_host") {
@@ -352,6 +359,7 @@ TEST_CASE("generators (iota, linspace, eye, random) agree with the reference") {
 }
 
 TEST_CASE("changing a scalar or an extent does not recompile") {
+  JitOn on;
   aj::jit::clear_memory_cache();
   aj::Array p = aj::from_vector(std::vector<float>(1000, 1.0f));
   auto step = [&](int i) {
@@ -409,6 +417,7 @@ TEST_CASE("the LLVM IR of a kernel can be printed, and math is vectorized") {
 }
 
 TEST_CASE("the disk cache: hits in a new process; corrupt entries are recompiled, never run") {
+  JitOn on;
   namespace fs = std::filesystem;
   const std::string saved = aj::jit::cache_dir();
   const fs::path dir = fs::temp_directory_path() / ("aj_jit_test_" + std::to_string(::getpid()));
@@ -459,6 +468,7 @@ TEST_CASE("the disk cache: hits in a new process; corrupt entries are recompiled
 TEST_CASE("jit child process: loads the kernel from the disk cache without compiling") {
   const char* dir = std::getenv("AJ_JIT_CHILD_DIR");
   if (!dir) return;  // only run as the child of the disk cache test
+  JitOn on;
   aj::jit::set_cache_dir(dir);
   aj::reset_stats();
   const double v = (aj::full({777}, 3.0, DType::f64) * 1.25 - 0.5).to_vector<double>()[0];
