@@ -7,6 +7,9 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
 #include <unordered_map>
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
