@@ -52,6 +52,19 @@ std::string to_string(llvm::Error e) {
   return s;
 }
 
+// The kernel dump as comment lines (";" in IR, "#" in assembly), heading
+// a logged kernel.
+std::string commented(const std::string& text, bool assembly = false) {
+  const std::string mark = assembly ? "# " : "; ";
+  std::string out = mark;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += mark;
+  }
+  if (out.size() >= 2 && out.compare(out.size() - 2, 2, mark) == 0) out.resize(out.size() - 2);
+  return out;
+}
+
 [[noreturn]] void fail(const std::string& what, const Kernel& k) {
   runtime_error("host JIT: " + what + "\nkernel:\n" + dump(k));
 }
@@ -94,8 +107,8 @@ class HostJit {
       from_disk = r == DiskRead::hit;
       if (r == DiskRead::corrupt) ++detail::stats_mut().kernel_disk_rejects;
     }
-    if (detail::log_enabled("ir")) detail::log("ir", ir(k, alias, true, false));
-    if (detail::log_enabled("asm")) detail::log("asm", ir(k, alias, true, true));
+    if (detail::log_enabled("ir")) detail::log("ir", commented(dump(k)) + ir(k, alias, true, false));
+    if (detail::log_enabled("asm")) detail::log("asm", commented(dump(k), true) + ir(k, alias, true, true));
     if (!from_disk) object = compile(k, alias);
     Entry e;
     if (auto err = link(object, &e)) {
@@ -324,7 +337,7 @@ std::string kernel_ir(const Array& a, bool assembly) {
   std::string out;
   for (const Kernel& k : opt::plan_kernels({id})) {
     std::vector<int> alias(k.outputs.size(), -1);
-    out += "; " + dump(k);
+    out += commented(dump(k), assembly);
     out += HostJit::get().ir(k, alias, true, assembly);
   }
   return out;
