@@ -1,5 +1,6 @@
 #include "jit/disk_cache.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -7,6 +8,8 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <unistd.h>
 
@@ -102,6 +105,20 @@ bool DiskCache::write(std::string_view key, std::string_view payload) const {
     return false;
   }
   return true;
+}
+
+void DiskCache::trim(std::size_t max_entries) const {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::pair<fs::file_time_type, fs::path>> entries;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".ajk") continue;
+    entries.emplace_back(it->last_write_time(ec), it->path());
+  }
+  if (entries.size() <= max_entries) return;
+  std::sort(entries.begin(), entries.end());
+  const std::size_t drop = entries.size() - max_entries / 2;
+  for (std::size_t i = 0; i < drop; ++i) fs::remove(entries[i].second, ec);
 }
 
 }  // namespace aj::jit

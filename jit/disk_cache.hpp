@@ -36,6 +36,9 @@ class DiskCache {
   // Best effort: a cache that cannot be written is only slower. Returns false
   // (and leaves no file behind) on failure.
   bool write(std::string_view key, std::string_view payload) const;
+  // Keep at most max_entries: beyond that, the least recently written half
+  // goes (the disk cache has a limit, like the in-memory one).
+  void trim(std::size_t max_entries) const;
 
  private:
   std::string dir_;

@@ -465,6 +465,31 @@ TEST_CASE("the disk cache: hits in a new process; corrupt entries are recompiled
   fs::remove_all(dir);
 }
 
+TEST_CASE("disk cache entries: round trip, other keys and truncation are misses, trim keeps a limit") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("aj_disk_unit_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  aj::jit::DiskCache c(dir.string());
+  std::string got;
+  CHECK(c.read("k1", &got) == aj::jit::DiskRead::missing);
+  REQUIRE(c.write("k1", std::string("object\0code", 11)));
+  CHECK(c.read("k1", &got) == aj::jit::DiskRead::hit);
+  CHECK(got == std::string("object\0code", 11));
+  // Another key stored under k1's file name (a hash collision, or a stale
+  // entry): a corrupt read, never k1's hit.
+  fs::copy_file(c.path_for("k1"), c.path_for("k2"));
+  CHECK(c.read("k2", &got) == aj::jit::DiskRead::corrupt);
+  fs::resize_file(c.path_for("k1"), 20);
+  CHECK(c.read("k1", &got) == aj::jit::DiskRead::corrupt);
+  for (int i = 0; i < 30; ++i) REQUIRE(c.write("key" + std::to_string(i), "payload"));
+  c.trim(10);
+  std::size_t left = 0;
+  for (const auto& e : fs::directory_iterator(dir)) left += e.path().extension() == ".ajk";
+  CHECK(left <= 10);
+  CHECK(left >= 1);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("jit child process: loads the kernel from the disk cache without compiling") {
   const char* dir = std::getenv("AJ_JIT_CHILD_DIR");
   if (!dir) return;  // only run as the child of the disk cache test

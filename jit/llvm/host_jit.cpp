@@ -44,6 +44,7 @@ namespace {
 constexpr const char* kFnName = "aj_kernel";
 constexpr int kCodegenVersion = 3;          // bump when the LLVM pipeline changes
 constexpr std::size_t kMaxKernels = 4096;   // memory cache limit (then cleared)
+constexpr std::size_t kMaxDiskEntries = 16384;  // disk cache limit (then trimmed)
 
 std::string to_string(llvm::Error e) {
   std::string s;
@@ -119,7 +120,9 @@ class HostJit {
       object = compile(k, alias);
       if (auto err2 = link(object, &e)) fail("linking the compiled kernel failed: " + *err2, k);
     }
-    if (!from_disk && disk.enabled()) disk.write(disk_key, object);
+    if (!from_disk && disk.enabled() && disk.write(disk_key, object) && ++disk_writes_ % 256 == 0) {
+      disk.trim(kMaxDiskEntries);
+    }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     Stats& s = detail::stats_mut();
     if (from_disk) {
@@ -314,6 +317,7 @@ class HostJit {
   std::vector<std::string> prefixes_;
   std::unordered_map<std::string, Entry> fns_;
   std::uint64_t next_id_ = 0;
+  std::uint64_t disk_writes_ = 0;
 };
 
 }  // namespace
