@@ -14,7 +14,8 @@ namespace aj::cpu {
 void run_kernel_compiled(const Kernel& k, const std::vector<const void*>& inputs,
                          const std::vector<void*>& outputs);
 
-// Work (points x instructions) from which a kernel is split over threads.
-inline constexpr long long kParallelWork = 1 << 16;
+// Work (points x instructions) from which a kernel is split over threads:
+// about 50 us of vectorized work, well above an OpenMP team wake-up.
+inline constexpr long long kParallelWork = 1 << 18;
 
 }  // namespace aj::cpu
