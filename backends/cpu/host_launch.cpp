@@ -5,9 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <omp.h>
-
 #include "arrayjit/jit.hpp"
+#include "backends/cpu/thread_pool.hpp"
 #include "jit/host_kernel.hpp"
 
 namespace aj {
@@ -125,19 +124,21 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
 
   const long long work = static_cast<long long>(k.points()) * static_cast<long long>(std::max<std::size_t>(1, k.instrs.size()));
   int threads = jit::num_threads();
-  if (threads <= 0) threads = omp_get_max_threads();
+  if (threads <= 0) threads = hardware_threads();
   threads = static_cast<int>(std::min<std::int64_t>(threads, outer));
   if (work < kParallelWork || threads <= 1) {
     fn(&args, 0, outer);
     return;
   }
-  // Contiguous chunks, one per thread: each thread streams its own part.
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const std::int64_t lo = outer * t / nt, hi = outer * (t + 1) / nt;
-    if (lo < hi) fn(&args, lo, hi);
-  }
+  // Contiguous chunks, a few per thread, taken by whichever thread is free.
+  struct Ctx {
+    jit::HostKernelFn fn;
+    const jit::HostArgs* args;
+  } ctx{fn, &args};
+  parallel_chunks([](const void* c, std::int64_t lo, std::int64_t hi) {
+    auto* x = static_cast<const Ctx*>(c);
+    x->fn(x->args, lo, hi);
+  }, &ctx, outer, static_cast<std::int64_t>(threads) * 8, threads);
 }
 
 }  // namespace cpu

@@ -1,7 +1,8 @@
 // Runs a Kernel as compiled machine code (jit/host_kernel.hpp): looks the
 // compiled function up (or compiles it), fills its run-time arguments and
-// splits its outer iteration points over threads when the kernel is large.
-// Small kernels run on the calling thread: no pool wake-up, no atomics.
+// splits its outer iteration points over threads (thread_pool.hpp) when the
+// kernel is large. Small kernels run on the calling thread: no pool wake-up,
+// no atomics.
 #pragma once
 
 #include <vector>

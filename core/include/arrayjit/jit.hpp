@@ -5,8 +5,7 @@
 // Environment: AJ_JIT=0 runs kernels in the kernel interpreter instead;
 // AJ_CACHE_DIR=<dir> puts the disk cache there ("off" disables it; default
 // $XDG_CACHE_HOME/arrayjit or ~/.cache/arrayjit); AJ_LOG=ir prints the LLVM IR
-// of each kernel compiled or loaded (AJ_LOG=asm its assembly);
-// OMP_NUM_THREADS caps the threads large kernels are split over.
+// of each kernel compiled or loaded (AJ_LOG=asm its assembly).
 #pragma once
 
 #include <string>
