@@ -405,6 +405,20 @@ TEST_CASE("a kernel the code generator cannot take is an aj::Error, not a crash"
   CHECK((aj::from_vector(in) * 2.0).to_vector<double>()[0] == 2.0);
 }
 
+TEST_CASE("the thread pool: many large kernels in a row, every chunk exactly once") {
+  aj::jit::set_num_threads(2);
+  aj::Array x = aj::arange(0.0, 300000.0, 1.0, DType::f64);
+  for (int i = 0; i < 200; ++i) {
+    const double k = 1.0 + i % 7;
+    auto v = (x * k + 1.0).to_vector<double>();  // 300,000 points: split over threads
+    REQUIRE(v.size() == 300000);
+    CHECK(v[0] == 1.0);
+    CHECK(v[123457] == 123457.0 * k + 1.0);
+    CHECK(v[299999] == 299999.0 * k + 1.0);
+  }
+  aj::jit::set_num_threads(0);
+}
+
 TEST_CASE("the LLVM IR of a kernel can be printed, and math is vectorized") {
   aj::Array x = aj::from_vector(std::vector<double>(4096, 0.5));
   std::string ir = aj::jit::kernel_ir(aj::exp(x) * 2.0);
