@@ -12,6 +12,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "arrayjit/jit.hpp"
+#include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/host_memory.hpp"
 #include "backends/cuda/cuda_bridge.hpp"
 #include "backends/cpu/kernel_interpreter.hpp"
@@ -131,7 +133,9 @@ void run_kernel_step(const Plan& p, std::size_t k) {
     ptrs.push_back(s->data);
     outs.push_back(std::move(s));
   }
-  cpu::run_kernel(st.kernel, ins, ptrs);
+  // Compiled code by default; the kernel interpreter when the JIT is off.
+  if (jit::enabled()) cpu::run_kernel_compiled(st.kernel, ins, ptrs);
+  else cpu::run_kernel(st.kernel, ins, ptrs);
   ++detail::stats_mut().kernels_launched;
   for (std::size_t j = 0; j < st.outputs.size(); ++j) {
     NodeId id = st.outputs[j];
@@ -280,6 +284,15 @@ void evaluate(const std::vector<NodeId>& roots) {
 std::string plan_text(const std::vector<NodeId>& roots) {
   Plan p = make_plan(roots);
   return describe_plan(p.schedule, p.buffers);
+}
+
+std::vector<Kernel> plan_kernels(const std::vector<NodeId>& roots) {
+  Plan p = make_plan(roots);
+  std::vector<Kernel> ks;
+  for (const Step& st : p.schedule.steps) {
+    if (st.kind == Step::Kind::kernel) ks.push_back(st.kernel);
+  }
+  return ks;
 }
 
 void set_pass_enabled(const std::string& name, bool enabled) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "graph/graph.hpp"
+#include "graph/kernel.hpp"
 
 namespace aj::opt {
 
@@ -18,6 +19,9 @@ void evaluate(const std::vector<NodeId>& roots);
 // buffer slots, in-place reuse). Runs simplify (which only rewrites nodes into
 // equivalent ones) but computes nothing.
 std::string plan_text(const std::vector<NodeId>& roots);
+
+// The kernels of that plan, in order (for aj::jit::kernel_ir).
+std::vector<Kernel> plan_kernels(const std::vector<NodeId>& roots);
 
 // Switch a pass off by name for tests ("simplify": no rewrites; "fuse": one
 // kernel per op; "assign_buffers": no donation, a fresh buffer per value);

@@ -374,6 +374,9 @@ TEST_CASE("random graphs: the optimizer agrees with the reference interpreter") 
   const char* count = std::getenv("AJ_DIFF_GRAPHS");
   const int n = count && *count ? std::atoi(count) : long_mode() ? kLongGraphs : kDefaultGraphs;
   const auto t0 = std::chrono::steady_clock::now();
+  // Executor::optimized runs kernels through the host JIT (unless AJ_JIT=0:
+  // then through the kernel interpreter); the launches below prove which.
+  const aj::Stats jit_before = aj::stats();
   CrashNote crash_note;
   int failures = 0, reported = 0;
   std::string first;
@@ -387,8 +390,13 @@ TEST_CASE("random graphs: the optimizer agrees with the reference interpreter") 
     if (reported++ < 3) report_failure(seed, *m);
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const aj::Stats jit_after = aj::stats();
+  const auto jit_launches = (jit_after.kernels_compiled + jit_after.kernel_cache_hits + jit_after.kernel_disk_hits) -
+                            (jit_before.kernels_compiled + jit_before.kernel_cache_hits + jit_before.kernel_disk_hits);
+  if (aj::jit::enabled()) CHECK(jit_launches > 0);
   if (long_mode() || (count && *count))
-    std::printf("differential: %d graphs in %.1f s, %d mismatches\n", n, secs, failures);
+    std::printf("differential: %d graphs in %.1f s, %d mismatches (%s)\n", n, secs, failures,
+                aj::jit::enabled() ? "host JIT" : "kernel interpreter");
   CHECK_MESSAGE(failures == 0, failures << " of " << n << " graphs differ; first: " << first);
 }
 

@@ -34,9 +34,10 @@ using i64 = std::int64_t;
 using Dims = std::vector<i64>;
 
 // Transcendental functions (exp, log, sin, ...) are compared within this many
-// ulps. 0: every backend so far computes them with the std:: functions of the
-// operands' dtype, exactly as the test does.
-constexpr int kMathUlps = 0;
+// ulps: the host JIT computes them with SLEEF's 1.0-ulp vector functions
+// (jit/llvm), the reference with the std:: functions; 4 ulp is the bound
+// docs/semantics.md states.
+constexpr int kMathUlps = 4;
 
 // Random values of T, never zero (so they divide), not all equal.
 // Integers in [lo, hi]; floats in [lo, hi] away from 0.

@@ -46,15 +46,26 @@ void check_same(const std::function<std::vector<Array>()>& make) {
     want = make();
     aj::eval(want);
   }
-  std::vector<Array> got = make();
-  aj::eval(got);
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    auto a = got[i].to_vector<T>(), b = want[i].to_vector<T>();
-    REQUIRE(a.size() == b.size());
-    for (std::size_t k = 0; k < a.size(); ++k) {
-      if (std::isnan(static_cast<double>(b[k]))) CHECK(std::isnan(static_cast<double>(a[k])));
-      else CHECK(a[k] == b[k]);
+  // Exactly through the kernel interpreter; through the host JIT (the default
+  // path) within a small relative tolerance, since it may reassociate float
+  // sums and computes transcendentals with SLEEF (docs/semantics.md).
+  for (bool jit : {false, true}) {
+    const bool saved = aj::jit::enabled();
+    aj::jit::set_enabled(jit);
+    std::vector<Array> got = make();
+    aj::eval(got);
+    aj::jit::set_enabled(saved);
+    REQUIRE(got.size() == want.size());
+    const double tol = !jit || !std::is_floating_point_v<T> ? 0.0 : sizeof(T) == 4 ? 1e-4 : 1e-10;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      auto a = got[i].to_vector<T>(), b = want[i].to_vector<T>();
+      REQUIRE(a.size() == b.size());
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        const double x = static_cast<double>(a[k]), y = static_cast<double>(b[k]);
+        if (std::isnan(y)) CHECK(std::isnan(x));
+        else if (tol == 0.0) CHECK(a[k] == b[k]);
+        else CHECK(std::fabs(x - y) <= tol * (1.0 + std::fabs(y)));
+      }
     }
   }
 }

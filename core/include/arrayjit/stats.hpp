@@ -21,6 +21,14 @@ struct Stats {
   std::uint64_t peak_live_bytes = 0;    // high-water mark of live_bytes since reset
   std::uint64_t live_nodes = 0;         // graph nodes alive now
   std::uint64_t nodes_created = 0;      // nodes traced since reset
+  // Host JIT (jit/llvm): kernel structures compiled, found compiled in memory,
+  // loaded from the disk cache, and disk entries rejected (corrupt/stale).
+  std::uint64_t kernels_compiled = 0;
+  std::uint64_t kernel_cache_hits = 0;
+  std::uint64_t kernel_disk_hits = 0;
+  std::uint64_t kernel_disk_rejects = 0;
+  std::uint64_t compile_ns = 0;          // time spent compiling (codegen + LLVM)
+  std::uint64_t kernel_disk_load_ns = 0; // time spent loading disk-cached kernels
 
   std::string str() const;
 };

@@ -1,0 +1,22 @@
+// Runs a Kernel as compiled machine code (jit/host_kernel.hpp): looks the
+// compiled function up (or compiles it), fills its run-time arguments and
+// splits its outer iteration points over threads (thread_pool.hpp) when the
+// kernel is large. Small kernels run on the calling thread: no pool wake-up,
+// no atomics.
+#pragma once
+
+#include <vector>
+
+#include "graph/kernel.hpp"
+
+namespace aj::cpu {
+
+// Same contract as run_kernel (kernel_interpreter.hpp).
+void run_kernel_compiled(const Kernel& k, const std::vector<const void*>& inputs,
+                         const std::vector<void*>& outputs);
+
+// Work (points x instructions) from which a kernel is split over threads:
+// about 50 us of vectorized work, well above an OpenMP team wake-up.
+inline constexpr long long kParallelWork = 1 << 18;
+
+}  // namespace aj::cpu

@@ -1,0 +1,105 @@
+#include "backends/cpu/thread_pool.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace aj::cpu {
+
+namespace {
+
+// One job at a time (eval runs on one thread; a second caller waits).
+// `ticket` packs (job generation << 32 | next chunk): taking a chunk is a
+// compare-and-swap that fails for a stale generation, so a worker that slept
+// through a job can never take a chunk of the next one with old arguments.
+class Pool {
+ public:
+  explicit Pool(int workers) {
+    for (int i = 0; i < workers; ++i) std::thread([this, i] { work(i); }).detach();
+  }
+
+  void run(ChunkFn fn, const void* ctx, std::int64_t total, std::int64_t chunks, int helpers) {
+    std::lock_guard job_lock(job_mu_);
+    std::uint64_t gen;
+    {
+      std::lock_guard lock(mu_);
+      gen = ++gen_;
+      job_ = {fn, ctx, total, chunks, helpers};
+      done_.store(0, std::memory_order_relaxed);
+      ticket_.store(gen << 32, std::memory_order_release);
+    }
+    cv_.notify_all();
+    take_chunks(gen, job_);
+    while (done_.load(std::memory_order_acquire) < chunks) std::this_thread::yield();
+  }
+
+ private:
+  struct Job {
+    ChunkFn fn = nullptr;
+    const void* ctx = nullptr;
+    std::int64_t total = 0, chunks = 0;
+    int helpers = 0;
+  };
+
+  void take_chunks(std::uint64_t gen, const Job& job) {
+    for (;;) {
+      std::uint64_t cur = ticket_.load(std::memory_order_acquire);
+      if ((cur >> 32) != gen) return;
+      const auto c = static_cast<std::int64_t>(cur & 0xffffffffu);
+      if (c >= job.chunks) return;
+      if (!ticket_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) continue;
+      const std::int64_t lo = job.total * c / job.chunks, hi = job.total * (c + 1) / job.chunks;
+      if (lo < hi) job.fn(job.ctx, lo, hi);
+      done_.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+
+  void work(int index) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      Job job;
+      std::uint64_t gen;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return gen_ != seen; });
+        gen = seen = gen_;
+        job = job_;
+      }
+      if (index < job.helpers) take_chunks(gen, job);
+    }
+  }
+
+  std::mutex job_mu_;  // one job at a time
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t gen_ = 0;
+  Job job_;
+  std::atomic<std::uint64_t> ticket_{0};
+  std::atomic<std::int64_t> done_{0};
+};
+
+Pool& pool() {
+  static Pool* p = new Pool(hardware_threads() - 1);  // never destroyed: workers outlive main
+  return *p;
+}
+
+}  // namespace
+
+int hardware_threads() {
+  static const int n = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return n;
+}
+
+void parallel_chunks(ChunkFn fn, const void* ctx, std::int64_t total, std::int64_t chunks, int threads) {
+  chunks = std::clamp<std::int64_t>(chunks, 1, std::min<std::int64_t>(total, 0xffffffffLL));
+  if (threads <= 1 || chunks <= 1) {
+    fn(ctx, 0, total);
+    return;
+  }
+  pool().run(fn, ctx, total, chunks, threads - 1);
+}
+
+}  // namespace aj::cpu

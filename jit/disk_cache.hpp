@@ -1,0 +1,47 @@
+// A directory of compiled kernels, shared by processes: one file per key.
+// Backend-neutral (the host JIT stores object files in it).
+//
+// File format: "AJKC1\n", then u64 key length, the key, u64 payload length,
+// u64 checksum (FNV-1a 64 of the payload), the payload. An entry is used only
+// if all of it is there and matches: a truncated, corrupt or stale file (an
+// other key that hashed to the same file name, an other LLVM or CPU: both are
+// in the key) reads as a miss and is overwritten by the next store. Writes go
+// to a temporary file renamed into place, so readers never see half a file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace aj::jit {
+
+// $AJ_CACHE_DIR if set ("" or "off" disables the disk cache), else
+// $XDG_CACHE_HOME/arrayjit, else $HOME/.cache/arrayjit, else
+// /tmp/arrayjit-<uid>.
+std::string default_cache_dir();
+
+std::uint64_t fnv1a64(std::string_view data);
+
+enum class DiskRead { hit, missing, corrupt };
+
+class DiskCache {
+ public:
+  explicit DiskCache(std::string dir) : dir_(std::move(dir)) {}
+  bool enabled() const { return !dir_.empty(); }
+  const std::string& dir() const { return dir_; }
+  std::string path_for(std::string_view key) const;  // the file an entry lives in
+
+  DiskRead read(std::string_view key, std::string* payload) const;
+  // Best effort: a cache that cannot be written is only slower. Returns false
+  // (and leaves no file behind) on failure.
+  bool write(std::string_view key, std::string_view payload) const;
+  // Keep at most max_entries: beyond that, the least recently written half
+  // goes (the disk cache has a limit, like the in-memory one).
+  void trim(std::size_t max_entries) const;
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace aj::jit

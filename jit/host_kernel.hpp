@@ -1,0 +1,53 @@
+// The contract between the host JIT (jit/llvm/) and the CPU launcher
+// (backends/cpu/host_launch.cpp). No LLVM types here: backends never see them.
+//
+// A compiled host kernel is  void fn(const HostArgs*, int64 begin, int64 end)
+// and computes the outer iteration points [begin, end) of its Kernel (all
+// points for an elementwise kernel; the points of the non-reduced axes, each
+// with its whole reduction, for a reduction kernel), in row-major order. Any
+// split of [0, outer_points) into disjoint ranges may run concurrently.
+// Extents, strides, offsets and scalar values are read from HostArgs at run
+// time; only the structure (jit_structure_key) is compiled in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/kernel.hpp"
+
+namespace aj::jit {
+
+struct HostArgs {
+  void* const* ptrs;            // inputs then outputs (nullptr for index streams)
+  const std::int64_t* shape;    // rank extents
+  const std::int64_t* strides;  // (inputs + outputs) x rank, elements
+  const std::int64_t* offsets;  // inputs + outputs, elements
+  const KScalar* scalars;       // Kernel::scalars
+};
+
+using HostKernelFn = void (*)(const HostArgs*, std::int64_t begin, std::int64_t end);
+
+// For output j: the input it shares memory with exactly (same buffer, dtype,
+// offset and strides: an in-place donation), or -1. Code generation reuses
+// that input's addresses for the store, so the vectorizer sees a distance-0
+// dependence instead of a possible overlap. Part of the cache key.
+std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& inputs,
+                               const std::vector<void*>& outputs);
+
+// Everything code generation depends on, as bytes: rank, reduce axes, stream
+// dtypes and the kind of every stride (0, 1 or other), instructions, outputs,
+// scalar dtypes, aliases. Never extents, stride values or scalar values.
+std::string jit_structure_key(const Kernel& k, const std::vector<int>& alias);
+
+// The number of outer iteration points (the range a kernel function covers).
+std::int64_t outer_points(const Kernel& k);
+
+// Compiled function for this kernel structure: from the in-memory cache, the
+// disk cache or a fresh compile. Throws aj::Error (runtime) on failure.
+HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias);
+
+// LLVM IR for a kernel: as generated, or after the optimization pipeline.
+std::string host_kernel_ir(const Kernel& k, const std::vector<int>& alias, bool optimized);
+
+}  // namespace aj::jit

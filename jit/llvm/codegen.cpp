@@ -1,0 +1,375 @@
+#include "jit/llvm/codegen.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include "arrayjit/error.hpp"
+#include "jit/host_kernel.hpp"
+#include "jit/llvm/scalar_codegen.hpp"
+
+namespace aj::jit {
+
+namespace {
+
+using llvm::Value;
+
+// Stride kinds, as structural_hash and jit_structure_key classify them.
+int stride_kind(std::int64_t s) { return s == 0 ? 0 : s == 1 ? 1 : 2; }
+
+class KernelCodegen {
+ public:
+  KernelCodegen(const Kernel& k, const std::vector<int>& alias, llvm::Module& m)
+      : k_(k), alias_(alias), m_(m), c_(m.getContext()), b_(c_), sc_(b_, m),
+        rank_(static_cast<int>(k.shape.size())), nin_(static_cast<int>(k.inputs.size())),
+        nstreams_(nin_ + static_cast<int>(k.outputs.size())) {
+    for (int d = 0; d < rank_; ++d) {
+      bool red = std::find(k.reduce_axes.begin(), k.reduce_axes.end(), d) != k.reduce_axes.end();
+      (red ? reduce_ : outer_).push_back(d);
+    }
+    if (!k.is_reduction()) mode_ = Mode::elementwise;
+    else if (!reduce_.empty() && reduce_.back() == rank_ - 1) mode_ = Mode::inner_reduce;
+    else mode_ = Mode::outer_reduce;
+    seg_axis_ = mode_ != Mode::inner_reduce && rank_ > 0 ? rank_ - 1 : -1;
+    validate();
+  }
+
+  void emit(const std::string& name) {
+    i64_ = b_.getInt64Ty();
+    ptr_ = b_.getPtrTy();
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr_, i64_, i64_}, false);
+    f_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_);
+    f_->addFnAttr(llvm::Attribute::NoUnwind);
+    f_->addFnAttr(llvm::Attribute::MustProgress);
+    entry_ = llvm::BasicBlock::Create(c_, "entry", f_);
+    b_.SetInsertPoint(entry_);
+    load_args(f_->getArg(0));
+    Value* begin = f_->getArg(1);
+    Value* end = f_->getArg(2);
+    // Segment loop over [begin, end): decompose p into the outer index once
+    // per segment, then run the segment's inner loops.
+    auto* head = llvm::BasicBlock::Create(c_, "segment", f_);
+    auto* body = llvm::BasicBlock::Create(c_, "segment.body", f_);
+    auto* exit = llvm::BasicBlock::Create(c_, "exit", f_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* p = b_.CreatePHI(i64_, 2, "p");
+    p->addIncoming(begin, entry_);
+    b_.CreateCondBr(b_.CreateICmpSLT(p, end), body, exit);
+    b_.SetInsertPoint(body);
+    Value* n = segment(p, end);
+    Value* next = b_.CreateAdd(p, n, "p.next", true, true);
+    p->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+    b_.CreateRetVoid();
+  }
+
+ private:
+  enum class Mode { elementwise, inner_reduce, outer_reduce };
+  using Pos = std::vector<Value*>;  // element offset per stream
+
+  void validate() const {
+    for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
+      const KInstr& in = k_.instrs[j];
+      for (int o : {in.a, in.b, in.c}) {
+        if (in.kind == KOp::Const || in.kind == KOp::Index || in.kind == KOp::Load) break;
+        if (o < 0) continue;
+        if (o >= static_cast<int>(j)) internal_error("jit: kernel operand is not an earlier instruction");
+        const KInstr& src = k_.instrs[static_cast<std::size_t>(o)];
+        const bool ok = in.kind == KOp::Reduce ? src.phase == 0 : src.phase == in.phase || src.kind == KOp::Reduce;
+        if (!ok) internal_error("jit: kernel instruction mixes phases");
+      }
+      if (in.kind == KOp::Reduce && !k_.is_reduction()) internal_error("jit: Reduce in an elementwise kernel");
+    }
+    if (alias_.size() != k_.outputs.size()) internal_error("jit: alias list of the wrong length");
+  }
+
+  // --- arguments ---------------------------------------------------------------------
+  Value* field(Value* args, int k) {
+    return b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, args, static_cast<std::uint64_t>(k)));
+  }
+  Value* at(Value* array, std::int64_t i) {
+    return b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(i64_, array, static_cast<std::uint64_t>(i)));
+  }
+  const KStream& stream(int s) const {
+    return s < nin_ ? k_.inputs[static_cast<std::size_t>(s)] : k_.outputs[static_cast<std::size_t>(s - nin_)].stream;
+  }
+
+  void load_args(Value* args) {
+    Value* ptrs = field(args, 0);
+    Value* shape = field(args, 1);
+    Value* strides = field(args, 2);
+    Value* offsets = field(args, 3);
+    scalars_ = field(args, 4);
+    for (int d = 0; d < rank_; ++d) ext_.push_back(at(shape, d));
+    ptr_of_.assign(static_cast<std::size_t>(nstreams_), nullptr);
+    off_.assign(static_cast<std::size_t>(nstreams_), nullptr);
+    stride_.assign(static_cast<std::size_t>(nstreams_), std::vector<Value*>(static_cast<std::size_t>(rank_), nullptr));
+    for (int s = 0; s < nstreams_; ++s) {
+      const auto su = static_cast<std::size_t>(s);
+      if (!stream(s).index_only) {
+        ptr_of_[su] = b_.CreateLoad(ptr_, b_.CreateConstInBoundsGEP1_64(ptr_, ptrs, su));
+      }
+      off_[su] = at(offsets, s);
+      for (int d = 0; d < rank_; ++d) {
+        const std::int64_t v = stream(s).strides[static_cast<std::size_t>(d)];
+        const int kind = stride_kind(v);
+        stride_[su][static_cast<std::size_t>(d)] =
+            kind == 0 ? nullptr : kind == 1 ? b_.getInt64(1) : at(strides, s * rank_ + d);
+      }
+    }
+    // An output that exactly aliases an input uses the input's values, so its
+    // addresses are the same SSA expressions (distance-0 dependence).
+    for (std::size_t j = 0; j < alias_.size(); ++j) {
+      if (alias_[j] < 0) continue;
+      const auto s = static_cast<std::size_t>(nin_) + j, i = static_cast<std::size_t>(alias_[j]);
+      ptr_of_[s] = ptr_of_[i];
+      off_[s] = off_[i];
+      stride_[s] = stride_[i];
+    }
+    // Constants once, at entry (scalar_as in the interpreter).
+    consts_.assign(k_.instrs.size(), nullptr);
+    for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
+      const KInstr& in = k_.instrs[j];
+      if (in.kind != KOp::Const) continue;
+      const KScalar& ks = k_.scalars[static_cast<std::size_t>(in.arg)];
+      Value* base = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), scalars_,
+                                                  static_cast<std::uint64_t>(in.arg) * sizeof(KScalar));
+      Value* f = b_.CreateLoad(b_.getDoubleTy(), b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, offsetof(KScalar, f)));
+      Value* i = b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, offsetof(KScalar, i)));
+      Value* v;
+      if (in.dtype == DType::bool_) v = is_float(ks.dtype) ? sc_.convert(f, DType::f64, DType::bool_) : b_.CreateICmpNE(i, b_.getInt64(0));
+      else if (is_float(in.dtype)) v = sc_.convert(f, DType::f64, in.dtype);
+      else v = b_.CreateTrunc(i, sc_.type(in.dtype));  // static_cast: wraps
+      consts_[j] = v;
+    }
+  }
+
+  // --- loops ----------------------------------------------------------------------------
+  // for (i = 0; i < n; ++i) body(i); `vectorize` tags the loop for the vectorizer.
+  void loop(Value* n, bool vectorize, const std::function<void(Value*)>& body) {
+    auto* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(c_, "loop", f_);
+    auto* bb = llvm::BasicBlock::Create(c_, "loop.body", f_);
+    auto* exit = llvm::BasicBlock::Create(c_, "loop.exit", f_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* i = b_.CreatePHI(i64_, 2, "i");
+    i->addIncoming(b_.getInt64(0), pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, n), bb, exit);
+    b_.SetInsertPoint(bb);
+    body(i);
+    Value* next = b_.CreateAdd(i, b_.getInt64(1), "i.next", true, true);
+    i->addIncoming(next, b_.GetInsertBlock());
+    llvm::BranchInst* br = b_.CreateBr(head);
+    if (vectorize) {
+      llvm::Metadata* enable[] = {llvm::MDString::get(c_, "llvm.loop.vectorize.enable"),
+                                  llvm::ConstantAsMetadata::get(b_.getTrue())};
+      llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(c_, enable)};
+      llvm::MDNode* id = llvm::MDNode::getDistinct(c_, ops);
+      id->replaceOperandWith(0, id);
+      br->setMetadata(llvm::LLVMContext::MD_loop, id);
+    }
+    b_.SetInsertPoint(exit);
+  }
+
+  // pos + i * stride along axis d, per stream (a null stride is 0).
+  Pos step(const Pos& pos, int d, Value* i) {
+    Pos out = pos;
+    for (int s = 0; s < nstreams_; ++s) {
+      Value* st = stride_[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
+      if (st) out[static_cast<std::size_t>(s)] = b_.CreateAdd(pos[static_cast<std::size_t>(s)], b_.CreateMul(i, st, "", false, true), "", false, true);
+    }
+    return out;
+  }
+
+  llvm::AllocaInst* entry_alloca(llvm::Type* t, int count) {
+    llvm::IRBuilder<> eb(entry_, entry_->begin());
+    return eb.CreateAlloca(t, count == 1 ? nullptr : eb.getInt32(static_cast<std::uint32_t>(count)));
+  }
+
+  // One segment starting at outer point p; returns its length.
+  Value* segment(Value* p, Value* end) {
+    std::vector<Value*> idx(static_cast<std::size_t>(rank_), nullptr);
+    Value* rem = p;
+    for (std::size_t a = outer_.size(); a-- > 0;) {
+      const auto d = static_cast<std::size_t>(outer_[a]);
+      if (a == 0) {
+        idx[d] = rem;
+      } else {
+        idx[d] = b_.CreateURem(rem, ext_[d]);
+        rem = b_.CreateUDiv(rem, ext_[d]);
+      }
+    }
+    Pos base = off_;
+    for (int d : outer_) {
+      for (int s = 0; s < nstreams_; ++s) {
+        Value* st = stride_[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
+        if (st) base[static_cast<std::size_t>(s)] = b_.CreateAdd(base[static_cast<std::size_t>(s)], b_.CreateMul(idx[static_cast<std::size_t>(d)], st, "", false, true), "", false, true);
+      }
+    }
+    Value* n = b_.getInt64(1);
+    if (seg_axis_ >= 0) {
+      const auto L = static_cast<std::size_t>(seg_axis_);
+      Value* left = b_.CreateSub(ext_[L], idx[L]);
+      n = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, left, b_.CreateSub(end, p));
+      if (mode_ == Mode::outer_reduce) n = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, n, b_.getInt64(kOuterBlock));
+    }
+    switch (mode_) {
+      case Mode::elementwise:
+        if (seg_axis_ < 0) {
+          point(0, base, nullptr);
+        } else {
+          loop(n, true, [&](Value* j) { point(0, step(base, seg_axis_, j), nullptr); });
+        }
+        break;
+      case Mode::inner_reduce: inner_reduce(base); break;
+      case Mode::outer_reduce: outer_reduce(base, n); break;
+    }
+    return n;
+  }
+
+  // Nested loops over the reduce axes (row-major), innermost tagged.
+  void reduce_loops(std::size_t level, const Pos& pos, bool tag_innermost, const std::function<void(const Pos&)>& body) {
+    if (level == reduce_.size()) return body(pos);
+    const int d = reduce_[level];
+    const bool innermost = level + 1 == reduce_.size();
+    loop(ext_[static_cast<std::size_t>(d)], innermost && tag_innermost, [&](Value* i) {
+      reduce_loops(level + 1, step(pos, d, i), tag_innermost, body);
+    });
+  }
+
+  // Reducing the last axis: a scalar accumulator per Reduce instruction
+  // (promoted to a register), float sums reassociated for vectorization.
+  void inner_reduce(const Pos& base) {
+    std::vector<llvm::AllocaInst*> acc(k_.instrs.size(), nullptr);
+    for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
+      const KInstr& in = k_.instrs[j];
+      if (in.kind != KOp::Reduce) continue;
+      acc[j] = entry_alloca(sc_.type(in.dtype), 1);
+      b_.CreateStore(sc_.identity(in.op, in.dtype), acc[j]);
+    }
+    reduce_loops(0, base, true, [&](const Pos& pos) {
+      std::vector<Value*> v = point(0, pos, nullptr);
+      accumulate(v, [&](std::size_t j) { return static_cast<Value*>(acc[j]); }, true);
+    });
+    point(1, base, [&](std::size_t j) { return static_cast<Value*>(b_.CreateLoad(sc_.type(k_.instrs[j].dtype), acc[j])); });
+  }
+
+  // Reducing outer axes: up to kOuterBlock outputs along the last axis at a
+  // time, one accumulator slot each; the inner loop runs along the row.
+  void outer_reduce(const Pos& base, Value* n) {
+    std::vector<llvm::AllocaInst*> acc(k_.instrs.size(), nullptr);
+    const int L = seg_axis_;
+    auto slot = [&](std::size_t j, Value* i) {
+      return b_.CreateInBoundsGEP(sc_.type(k_.instrs[j].dtype), acc[j], i);
+    };
+    for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
+      const KInstr& in = k_.instrs[j];
+      if (in.kind != KOp::Reduce) continue;
+      acc[j] = entry_alloca(sc_.type(in.dtype), kOuterBlock);
+      loop(n, true, [&](Value* i) { b_.CreateStore(sc_.identity(in.op, in.dtype), slot(j, i)); });
+    }
+    reduce_loops(0, base, false, [&](const Pos& pos) {
+      loop(n, true, [&](Value* i) {
+        std::vector<Value*> v = point(0, step(pos, L, i), nullptr);
+        accumulate(v, [&](std::size_t j) { return slot(j, i); }, false);
+      });
+    });
+    loop(n, true, [&](Value* i) {
+      point(1, step(base, L, i), [&](std::size_t j) {
+        return static_cast<Value*>(b_.CreateLoad(sc_.type(k_.instrs[j].dtype), slot(j, i)));
+      });
+    });
+  }
+
+  void accumulate(const std::vector<Value*>& v, const std::function<Value*(std::size_t)>& where, bool reassoc) {
+    for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
+      const KInstr& in = k_.instrs[j];
+      if (in.kind != KOp::Reduce) continue;
+      Value* addr = where(j);
+      Value* cur = b_.CreateLoad(sc_.type(in.dtype), addr);
+      b_.CreateStore(sc_.op(in, in.dtype, cur, v[static_cast<std::size_t>(in.a)], nullptr, reassoc), addr);
+    }
+  }
+
+  // Evaluate the instructions of `phase` at one point, then store that
+  // phase's outputs (all loads of a point come before its stores).
+  std::vector<Value*> point(int phase, const Pos& pos, const std::function<Value*(std::size_t)>& reduced) {
+    std::vector<Value*> v(k_.instrs.size(), nullptr);
+    auto val = [&](int o) { return o < 0 ? nullptr : v[static_cast<std::size_t>(o)]; };
+    for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
+      const KInstr& in = k_.instrs[j];
+      if (in.phase != phase) continue;
+      switch (in.kind) {
+        case KOp::Load: {
+          const auto s = static_cast<std::size_t>(in.arg);
+          llvm::Type* mt = sc_.mem_type(in.dtype);
+          Value* x = b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s]));
+          v[j] = in.dtype == DType::bool_ ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
+          break;
+        }
+        case KOp::Const: v[j] = consts_[j]; break;
+        case KOp::Index: {
+          Value* s = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), scalars_,
+                                                   static_cast<std::uint64_t>(in.a) * sizeof(KScalar));
+          v[j] = sc_.generate(in.op, in.dtype, s, pos[static_cast<std::size_t>(in.arg)]);
+          break;
+        }
+        case KOp::Unary: case KOp::Binary: case KOp::Where: {
+          const int first = in.kind == KOp::Where ? in.b : in.a;
+          const DType t = k_.instrs[static_cast<std::size_t>(first)].dtype;
+          v[j] = sc_.op(in, t, val(in.a), val(in.b), val(in.c), false);
+          break;
+        }
+        case KOp::Reduce:
+          if (!reduced) internal_error("jit: Reduce outside phase 1");
+          v[j] = reduced(j);
+          break;
+      }
+    }
+    for (std::size_t o = 0; o < k_.outputs.size(); ++o) {
+      const KOutput& out = k_.outputs[o];
+      if (out.phase != phase) continue;
+      const auto s = static_cast<std::size_t>(nin_) + o;
+      Value* x = v[static_cast<std::size_t>(out.value)];
+      if (!x) internal_error("jit: output of a value not computed in its phase");
+      if (out.stream.dtype == DType::bool_) x = b_.CreateZExt(x, b_.getInt8Ty());
+      llvm::Type* mt = sc_.mem_type(out.stream.dtype);
+      b_.CreateStore(x, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s]));
+    }
+    return v;
+  }
+
+  const Kernel& k_;
+  const std::vector<int>& alias_;
+  llvm::Module& m_;
+  llvm::LLVMContext& c_;
+  llvm::IRBuilder<> b_;
+  ScalarCodegen sc_;
+  int rank_, nin_, nstreams_;
+  std::vector<int> outer_, reduce_;
+  Mode mode_ = Mode::elementwise;
+  int seg_axis_ = -1;
+  llvm::Function* f_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;
+  llvm::Type *i64_ = nullptr, *ptr_ = nullptr;
+  Value* scalars_ = nullptr;
+  std::vector<Value*> ext_, ptr_of_, off_, consts_;
+  std::vector<std::vector<Value*>> stride_;
+};
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> generate_module(const Kernel& k, const std::vector<int>& alias,
+                                              const std::string& fn_name, llvm::LLVMContext& ctx) {
+  auto m = std::make_unique<llvm::Module>("aj_kernel", ctx);
+  KernelCodegen(k, alias, *m).emit(fn_name);
+  return m;
+}
+
+}  // namespace aj::jit

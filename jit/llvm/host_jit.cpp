@@ -1,0 +1,350 @@
+// The host JIT: Kernel IR -> LLVM IR (codegen.cpp) -> O3 with SLEEF vector
+// math -> object code for this CPU -> ORC LLJIT, one JITDylib per kernel (so
+// clear_memory_cache frees code). Compiled objects are also written to the
+// disk cache (jit/disk_cache.hpp), keyed by the kernel's structure, the CPU
+// and the LLVM version, so a new process links them without compiling.
+#include <chrono>
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+#include <unordered_map>
+
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "arrayjit/error.hpp"
+#include "arrayjit/jit.hpp"
+#include "core/stats_internal.hpp"
+#include "core/trace.hpp"
+#include "graph/pipeline.hpp"
+#include "jit/disk_cache.hpp"
+#include "jit/host_kernel.hpp"
+#include "jit/llvm/codegen.hpp"
+#include "jit/llvm/runtime_symbols.hpp"
+
+namespace aj::jit {
+
+namespace {
+
+constexpr const char* kFnName = "aj_kernel";
+constexpr int kCodegenVersion = 3;          // bump when the LLVM pipeline changes
+constexpr std::size_t kMaxKernels = 4096;   // memory cache limit (then cleared)
+constexpr std::size_t kMaxDiskEntries = 16384;  // disk cache limit (then trimmed)
+
+std::string to_string(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << e;
+  return s;
+}
+
+// The kernel dump as comment lines (";" in IR, "#" in assembly), heading
+// a logged kernel.
+std::string commented(const std::string& text, bool assembly = false) {
+  const std::string mark = assembly ? "# " : "; ";
+  std::string out = mark;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += mark;
+  }
+  if (out.size() >= 2 && out.compare(out.size() - 2, 2, mark) == 0) out.resize(out.size() - 2);
+  return out;
+}
+
+[[noreturn]] void fail(const std::string& what, const Kernel& k) {
+  runtime_error("host JIT: " + what + "\nkernel:\n" + dump(k));
+}
+
+// This shared library's path, size and modification time: changes with
+// every rebuild (cheap, unlike hashing generated IR on every disk lookup).
+std::string library_fingerprint() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&library_fingerprint), &info) || !info.dli_fname) return "?";
+  struct stat st {};
+  if (::stat(info.dli_fname, &st) != 0) return info.dli_fname;
+  return std::string(info.dli_fname) + " " + std::to_string(st.st_size) + " " +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
+class HostJit {
+ public:
+  // Never destroyed: compiled code may be running in other static
+  // destructors, and tearing ORC down at exit only costs time.
+  static HostJit& get() {
+    static HostJit* j = new HostJit;
+    return *j;
+  }
+
+  HostKernelFn kernel(const Kernel& k, const std::vector<int>& alias) {
+    std::string key = jit_structure_key(k, alias);
+    std::lock_guard lock(mu_);
+    if (auto it = fns_.find(key); it != fns_.end()) {
+      ++detail::stats_mut().kernel_cache_hits;
+      return it->second.fn;
+    }
+    if (fns_.size() >= kMaxKernels) clear_locked();
+    std::string object;
+    bool from_disk = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    DiskCache disk(cache_dir_);
+    const std::string disk_key = disk.enabled() ? disk_prefix_ + key : "";
+    if (disk.enabled()) {
+      DiskRead r = disk.read(disk_key, &object);
+      from_disk = r == DiskRead::hit;
+      if (r == DiskRead::corrupt) ++detail::stats_mut().kernel_disk_rejects;
+    }
+    if (detail::log_enabled("ir")) detail::log("ir", commented(dump(k)) + ir(k, alias, true, false));
+    if (detail::log_enabled("asm")) detail::log("asm", commented(dump(k), true) + ir(k, alias, true, true));
+    if (!from_disk) object = compile(k, alias);
+    Entry e;
+    if (auto err = link(object, &e)) {
+      if (!from_disk) fail("linking the compiled kernel failed: " + *err, k);
+      // A disk entry that passed its checks but does not link: recompile.
+      ++detail::stats_mut().kernel_disk_rejects;
+      from_disk = false;
+      object = compile(k, alias);
+      if (auto err2 = link(object, &e)) fail("linking the compiled kernel failed: " + *err2, k);
+    }
+    if (!from_disk && disk.enabled() && disk.write(disk_key, object) && ++disk_writes_ % 256 == 0) {
+      disk.trim(kMaxDiskEntries);
+    }
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    Stats& s = detail::stats_mut();
+    if (from_disk) {
+      ++s.kernel_disk_hits;
+      s.kernel_disk_load_ns += static_cast<std::uint64_t>(ns);
+    } else {
+      ++s.kernels_compiled;
+      s.compile_ns += static_cast<std::uint64_t>(ns);
+    }
+    fns_.emplace(std::move(key), e);
+    return e.fn;
+  }
+
+  std::string ir(const Kernel& k, const std::vector<int>& alias, bool optimized, bool assembly) {
+    llvm::LLVMContext ctx;
+    auto m = build(k, alias, ctx, optimized || assembly);
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    if (!assembly) {
+      m->print(os, nullptr);
+      return s;
+    }
+    llvm::SmallVector<char, 0> buf;
+    llvm::raw_svector_ostream bos(buf);
+    llvm::legacy::PassManager pm;
+    if (tm_->addPassesToEmitFile(pm, bos, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
+      fail("this target cannot emit assembly", k);
+    }
+    pm.run(*m);
+    return std::string(buf.data(), buf.size());
+  }
+
+  std::string cache_dir() {
+    std::lock_guard lock(mu_);
+    return cache_dir_;
+  }
+  void set_cache_dir(const std::string& d) {
+    std::lock_guard lock(mu_);
+    cache_dir_ = d;
+  }
+  void clear() {
+    std::lock_guard lock(mu_);
+    clear_locked();
+  }
+  const std::string& target() const { return target_; }
+
+ private:
+  struct Entry {
+    HostKernelFn fn = nullptr;
+    llvm::orc::JITDylib* jd = nullptr;
+  };
+
+  HostJit() {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) runtime_error("host JIT: cannot describe this CPU: " + to_string(jtmb.takeError()));
+    jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    cpu_ = jtmb->getCPU();
+    features_ = jtmb->getFeatures().getString();
+    auto tm = jtmb->createTargetMachine();
+    if (!tm) runtime_error("host JIT: no target machine: " + to_string(tm.takeError()));
+    tm_ = std::move(*tm);
+    auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
+    if (!jit) runtime_error("host JIT: cannot start ORC LLJIT: " + to_string(jit.takeError()));
+    jit_ = std::move(*jit);
+    // Generated code calls SLEEF and our helpers by name (absolute symbols:
+    // the same object links in any process), libm/libc through the process.
+    llvm::orc::JITDylib& main = jit_->getMainJITDylib();
+    llvm::orc::SymbolMap syms;
+    for (const RuntimeSymbol& s : runtime_symbols()) {
+      syms[jit_->mangleAndIntern(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address),
+                                             llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+    }
+    if (auto err = main.define(llvm::orc::absoluteSymbols(std::move(syms)))) {
+      runtime_error("host JIT: cannot define runtime symbols: " + to_string(std::move(err)));
+    }
+    auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit_->getDataLayout().getGlobalPrefix());
+    if (!gen) runtime_error("host JIT: no process symbols: " + to_string(gen.takeError()));
+    main.addGenerator(std::move(*gen));
+
+    const bool avx2 = features_.find("+avx2") != std::string::npos;
+    const bool avx512 = features_.find("+avx512f") != std::string::npos;
+    mappings_ = vector_math_mappings(avx2, avx512);
+    for (const VectorMapping& m : mappings_) {
+      const bool binary = m.scalar.rfind("Sleef_pow", 0) == 0;
+      prefixes_.push_back("_ZGV_LLVM_N" + std::to_string(m.lanes) + (binary ? "vv" : "v"));
+    }
+    target_ = std::string("LLVM ") + LLVM_VERSION_STRING + ", cpu " + cpu_ + ", " + features_;
+    // The disk key names this build of the library too: an entry written by a
+    // library whose code generation may differ in any way is stale, never run.
+    disk_prefix_ = "aj host kernel v" + std::to_string(kCodegenVersion) + "|" + target_ + "|lib " +
+                   library_fingerprint() + "|";
+    cache_dir_ = default_cache_dir();
+  }
+
+  std::unique_ptr<llvm::Module> build(const Kernel& k, const std::vector<int>& alias,
+                                      llvm::LLVMContext& ctx, bool optimize) {
+    // Remarks and warnings ("loop not vectorized" where a loop calls a helper
+    // without a vector form) are expected; they must not reach stderr.
+    ctx.setDiagnosticHandlerCallBack([](const llvm::DiagnosticInfo*, void*) {}, nullptr);
+    std::unique_ptr<llvm::Module> m = generate_module(k, alias, kFnName, ctx);
+    m->setDataLayout(tm_->createDataLayout());
+    m->setTargetTriple(tm_->getTargetTriple().str());
+    for (llvm::Function& f : *m) {
+      if (f.isDeclaration()) continue;
+      f.addFnAttr("target-cpu", cpu_);
+      f.addFnAttr("target-features", features_);
+    }
+    std::string err;
+    llvm::raw_string_ostream es(err);
+    if (llvm::verifyModule(*m, &es)) internal_error("host JIT: generated invalid LLVM IR: " + err + "\n" + dump(k));
+    if (optimize) this->optimize(*m);
+    return m;
+  }
+
+  void optimize(llvm::Module& m) {
+    llvm::TargetLibraryInfoImpl tlii(tm_->getTargetTriple());
+    std::vector<llvm::VecDesc> descs;
+    for (std::size_t i = 0; i < mappings_.size(); ++i) {
+      descs.emplace_back(mappings_[i].scalar, mappings_[i].vector,
+                         llvm::ElementCount::getFixed(mappings_[i].lanes), false, prefixes_[i]);
+    }
+    tlii.addVectorizableFunctions(descs);
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions pto;
+    pto.LoopVectorization = true;
+    pto.SLPVectorization = true;
+    llvm::PassBuilder pb(tm_.get(), pto);
+    fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(m, mam);
+  }
+
+  std::string compile(const Kernel& k, const std::vector<int>& alias) {
+    llvm::LLVMContext ctx;
+    auto m = build(k, alias, ctx, true);
+    llvm::SmallVector<char, 0> buf;
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+      fail("this target cannot emit object files", k);
+    }
+    pm.run(*m);
+    return std::string(buf.data(), buf.size());
+  }
+
+  // Link an object into a fresh JITDylib; an error message on failure.
+  std::optional<std::string> link(const std::string& object, Entry* e) {
+    auto jd = jit_->createJITDylib("aj_kernel_" + std::to_string(next_id_++));
+    if (!jd) return to_string(jd.takeError());
+    jd->addToLinkOrder(jit_->getMainJITDylib());
+    auto buf = llvm::MemoryBuffer::getMemBufferCopy(object, "aj_kernel.o");
+    if (auto err = jit_->addObjectFile(*jd, std::move(buf))) {
+      std::string msg = to_string(std::move(err));
+      drop(&*jd);
+      return msg;
+    }
+    auto sym = jit_->lookup(*jd, kFnName);
+    if (!sym) {
+      std::string msg = to_string(sym.takeError());
+      drop(&*jd);
+      return msg;
+    }
+    e->fn = sym->toPtr<HostKernelFn>();
+    e->jd = &*jd;
+    return std::nullopt;
+  }
+
+  void drop(llvm::orc::JITDylib* jd) {
+    if (auto err = jit_->getExecutionSession().removeJITDylib(*jd)) llvm::consumeError(std::move(err));
+  }
+
+  void clear_locked() {
+    for (auto& [key, e] : fns_) drop(e.jd);
+    fns_.clear();
+  }
+
+  std::mutex mu_;
+  std::unique_ptr<llvm::TargetMachine> tm_;
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  std::string cpu_, features_, target_, disk_prefix_, cache_dir_;
+  std::vector<VectorMapping> mappings_;
+  std::vector<std::string> prefixes_;
+  std::unordered_map<std::string, Entry> fns_;
+  std::uint64_t next_id_ = 0;
+  std::uint64_t disk_writes_ = 0;
+};
+
+}  // namespace
+
+HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias) {
+  return HostJit::get().kernel(k, alias);
+}
+
+std::string host_kernel_ir(const Kernel& k, const std::vector<int>& alias, bool optimized) {
+  return HostJit::get().ir(k, alias, optimized, false);
+}
+
+std::string cache_dir() { return HostJit::get().cache_dir(); }
+void set_cache_dir(const std::string& dir) { HostJit::get().set_cache_dir(dir); }
+void clear_memory_cache() { HostJit::get().clear(); }
+std::string target_description() { return HostJit::get().target(); }
+
+std::string kernel_ir(const Array& a, bool assembly) {
+  NodeId id = trace::id(a, "jit::kernel_ir", Loc::current());
+  if (graph()[id].evaluated()) return "";
+  std::string out;
+  for (const Kernel& k : opt::plan_kernels({id})) {
+    std::vector<int> alias(k.outputs.size(), -1);
+    out += commented(dump(k), assembly);
+    out += HostJit::get().ir(k, alias, true, assembly);
+  }
+  return out;
+}
+
+}  // namespace aj::jit

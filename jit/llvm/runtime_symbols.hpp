@@ -1,0 +1,32 @@
+// What generated host code may call, besides libc/libm: SLEEF's math
+// functions (scalar and vector) and a few runtime helpers. Their addresses are
+// registered with ORC as absolute symbols (so the library links them and a
+// disk-cached object resolves them in a new process), and the scalar -> vector
+// mappings go to the loop vectorizer through TargetLibraryInfo.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace aj::jit {
+
+struct RuntimeSymbol {
+  const char* name;
+  void* address;
+};
+
+// Every symbol generated code may reference by name.
+const std::vector<RuntimeSymbol>& runtime_symbols();
+
+// Scalar -> vector function mappings the host can run: SLEEF's vectors of 2/4
+// lanes (f64) and 4/8 (f32) for SSE/AVX2, 8 and 16 with AVX-512F.
+struct VectorMapping {
+  std::string scalar, vector;
+  unsigned lanes;
+};
+std::vector<VectorMapping> vector_math_mappings(bool avx2, bool avx512f);
+
+// "u10" or "u35": which SLEEF accuracy variant of `fn` ("sin") is used.
+const char* sleef_variant(const std::string& fn);
+
+}  // namespace aj::jit
