@@ -21,6 +21,7 @@
 #include "graph/passes/assign_buffers.hpp"
 #include "graph/passes/fuse.hpp"
 #include "graph/passes/simplify.hpp"
+#include "graph/plan_cache.hpp"
 #include "graph/verify.hpp"
 
 namespace aj::opt {
@@ -75,13 +76,35 @@ void run_pass(const char* name, const std::vector<NodeId>& roots, Body&& body) {
   }
 }
 
-// The table of contents: the passes, in order.
-Plan make_plan(const std::vector<NodeId>& roots) {
+// A plan for the graph simplify left, from the plan cache (graph/plan_cache.hpp)
+// when an earlier evaluation had the same structure. With verification on, a
+// hit is checked against planning from scratch.
+bool cached_plan(const std::vector<NodeId>& roots, plan_cache::Key* key, Plan* p) {
+  if (!plan_cache::enabled() || !disabled_passes().empty()) return false;
+  *key = plan_cache::make_key(roots);
+  if (!plan_cache::lookup(*key, &p->schedule, &p->buffers)) return false;
+  if (detail::log_enabled("passes")) detail::log("passes", "plan cache: hit (fuse, assign_buffers skipped)");
+  if (verify_enabled()) {
+    verify(p->buffers, p->schedule, "plan_cache");
+    Schedule s = fuse(roots);
+    BufferPlan b = assign_buffers(s);
+    if (!plan_cache::same_plan(p->schedule, p->buffers, s, b)) {
+      internal_error("plan_cache: a stored plan differs from planning this graph from scratch");
+    }
+  }
+  return true;
+}
+
+// The table of contents: the passes, in order. `use_cache`: look the plan up
+// in (and add it to) the plan cache after simplify.
+Plan make_plan(const std::vector<NodeId>& roots, bool use_cache = false) {
   Plan p;
   run_pass("simplify", roots, [&](bool on) {
     if (on) simplify(roots);
     return std::string();
   });
+  plan_cache::Key key;
+  if (use_cache && cached_plan(roots, &key, &p)) return p;
   run_pass("fuse", roots, [&](bool on) {  // off: one kernel per op
     p.schedule = fuse(roots, on);
     return std::to_string(p.schedule.steps.size()) + " steps, " +
@@ -94,6 +117,7 @@ Plan make_plan(const std::vector<NodeId>& roots) {
     return std::to_string(p.buffers.bytes_used) + " bytes in slots, lower bound " +
            std::to_string(p.buffers.lower_bound);
   });
+  if (use_cache) plan_cache::insert(key, p.schedule, p.buffers);
   return p;
 }
 
@@ -262,7 +286,7 @@ void execute(const Plan& p) {
 }  // namespace
 
 void evaluate(const std::vector<NodeId>& roots) {
-  Plan p = make_plan(roots);
+  Plan p = make_plan(roots, /*use_cache=*/true);
   if (detail::log_enabled("plan")) detail::log("plan", describe_plan(p.schedule, p.buffers));
   execute(p);
 }
@@ -275,6 +299,7 @@ std::string plan_text(const std::vector<NodeId>& roots) {
 void set_pass_enabled(const std::string& name, bool enabled) {
   if (enabled) disabled_passes().erase(name);
   else disabled_passes().insert(name);
+  plan_cache::clear();  // plans made under other switches are not reused
 }
 
 }  // namespace aj::opt
