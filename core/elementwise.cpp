@@ -84,22 +84,43 @@ Array as_array(const char* op, const Operand& o, DType t) {
 }
 
 // Make the node `op` over operands already converted to their dtypes.
-Array make_elementwise(Op op, DType out, std::vector<Array> ins, const Loc& loc) {
-  std::vector<const Shape*> shapes;
-  std::vector<DType> dtypes;
+// The common case without the general broadcasting rule: every operand has
+// one shape, or is a rank-0 scalar constant (which broadcasts to anything).
+const Shape* common_shape(const std::vector<Array>& ins) {
+  const Shape* s = nullptr;
   for (auto& a : ins) {
-    shapes.push_back(&a.shape());
-    dtypes.push_back(a.dtype());
+    const Shape& as = a.shape();
+    if (as.ndim() == 0) continue;
+    if (s && *s != as) return nullptr;
+    s = &as;
   }
-  Shape shape = trace::broadcast_shapes(shapes, dtypes, op_name(op), loc);
+  return s;
+}
+
+Array make_elementwise(Op op, DType out, std::vector<Array> ins, const Loc& loc) {
   Node n;
   n.op = op;
   n.dtype = out;
-  n.shape = shape;
-  std::vector<Array> keep;  // broadcast views must stay alive until the node takes its uses
-  for (auto& a : ins) {
-    keep.push_back(trace::broadcast(a, shape, loc));
-    n.inputs.push_back(keep.back().node_id());
+  if (const Shape* common = common_shape(ins)) {
+    n.shape = *common;
+  } else {
+    std::vector<const Shape*> shapes;
+    std::vector<DType> dtypes;
+    for (auto& a : ins) {
+      shapes.push_back(&a.shape());
+      dtypes.push_back(a.dtype());
+    }
+    n.shape = trace::broadcast_shapes(shapes, dtypes, op_name(op), loc);
+  }
+  const Shape& shape = n.shape;
+  // Broadcast views must stay alive until the node takes its uses. Elementwise
+  // ops have at most three operands: no allocation for the holders.
+  if (ins.size() > 3) internal_error("make_elementwise: more than three operands");
+  Array keep[3];
+  n.inputs.reserve(ins.size());
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    keep[i] = trace::broadcast(ins[i], shape, loc);
+    n.inputs.push_back(keep[i].node_id());
   }
   return trace::make(std::move(n), loc);
 }
@@ -107,6 +128,15 @@ Array make_elementwise(Op op, DType out, std::vector<Array> ins, const Loc& loc)
 // Broadcast the operands' shapes as the user wrote them, before any cast:
 // an error names each operand with its own dtype (i32[3, 4] and f64[5]).
 void check_broadcast(const char* op, const std::vector<const Operand*>& ops, const Loc& loc) {
+  const Shape* first = nullptr;  // fast path: all array operands of one shape cannot fail
+  bool same = true;
+  for (auto* o : ops) {
+    if (o->is_scalar) continue;
+    const Shape& s = o->array->shape();
+    if (first && *first != s) same = false;
+    first = &s;
+  }
+  if (same) return;
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
   for (auto* o : ops) {

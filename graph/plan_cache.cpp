@@ -1,5 +1,6 @@
 #include "graph/plan_cache.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -138,7 +139,9 @@ Key make_key(const std::vector<NodeId>& roots) {
     m.epoch = 1;
   }
   auto& w = k.words;
-  w.reserve(32 + 24 * roots.size());
+  static std::size_t last_words = 0;  // a loop repeats one size: allocate once
+  w.reserve(std::max<std::size_t>(64, last_words));
+  k.nodes.reserve(std::max<std::size_t>(16, last_words / 8));
   auto put_shape = [&](const Shape& s) {
     w.push_back(static_cast<std::uint64_t>(s.ndim()));
     for (auto d : s) w.push_back(static_cast<std::uint64_t>(d));
@@ -215,9 +218,16 @@ Key make_key(const std::vector<NodeId>& roots) {
   w.push_back(kRoots);
   w.push_back(roots.size());
   for (NodeId r : roots) w.push_back(m.pos[r]);
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::uint64_t v : w) h = (h ^ v) * 0x100000001b3ull ^ (h >> 29);
-  k.hash = static_cast<std::size_t>(h);
+  // Four independent lanes (a single multiply chain is latency bound); the
+  // lookup compares every word anyway, the hash only picks the bucket.
+  std::uint64_t h[4] = {0xcbf29ce484222325ull, 0x9e3779b97f4a7c15ull, 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull};
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    std::uint64_t& x = h[i & 3];
+    x = (x ^ w[i]) * 0x100000001b3ull;
+    x ^= x >> 29;
+  }
+  k.hash = static_cast<std::size_t>((h[0] ^ (h[1] * 31)) + (h[2] ^ (h[3] * 131)) + w.size());
+  last_words = w.size();
   return k;
 }
 
