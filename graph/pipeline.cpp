@@ -79,10 +79,10 @@ void run_pass(const char* name, const std::vector<NodeId>& roots, Body&& body) {
 // A plan for the graph simplify left, from the plan cache (graph/plan_cache.hpp)
 // when an earlier evaluation had the same structure. With verification on, a
 // hit is checked against planning from scratch.
-bool cached_plan(const std::vector<NodeId>& roots, plan_cache::Key* key, Plan* p) {
+bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, Plan* p) {
   if (!plan_cache::enabled() || !disabled_passes().empty()) return false;
-  *key = plan_cache::make_key(roots);
-  if (!plan_cache::lookup(*key, &p->schedule, &p->buffers)) return false;
+  *key = &plan_cache::make_key(roots);
+  if (!plan_cache::lookup(**key, &p->schedule, &p->buffers)) return false;
   if (detail::log_enabled("passes")) detail::log("passes", "plan cache: hit (fuse, assign_buffers skipped)");
   if (verify_enabled()) {
     verify(p->buffers, p->schedule, "plan_cache");
@@ -103,7 +103,7 @@ Plan make_plan(const std::vector<NodeId>& roots, bool use_cache = false) {
     if (on) simplify(roots);
     return std::string();
   });
-  plan_cache::Key key;
+  const plan_cache::Key* key = nullptr;
   if (use_cache && cached_plan(roots, &key, &p)) return p;
   run_pass("fuse", roots, [&](bool on) {  // off: one kernel per op
     p.schedule = fuse(roots, on);
@@ -117,7 +117,7 @@ Plan make_plan(const std::vector<NodeId>& roots, bool use_cache = false) {
     return std::to_string(p.buffers.bytes_used) + " bytes in slots, lower bound " +
            std::to_string(p.buffers.lower_bound);
   });
-  if (use_cache) plan_cache::insert(key, p.schedule, p.buffers);
+  if (key) plan_cache::insert(*key, p.schedule, p.buffers);
   return p;
 }
 

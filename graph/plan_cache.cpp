@@ -126,10 +126,14 @@ bool same(const Kernel& a, const Kernel& b) {
 
 }  // namespace
 
-Key make_key(const std::vector<NodeId>& roots) {
+const Key& make_key(const std::vector<NodeId>& roots) {
   Graph& g = graph();
   Marks& m = marks();
-  Key k;
+  static Key* scratch = new Key();  // reused: its vectors keep their capacity
+  Key& k = *scratch;
+  k.words.clear();
+  k.nodes.clear();
+  k.hash = 0;
   if (m.stamp.size() < g.capacity()) {
     m.stamp.resize(g.capacity(), 0);
     m.pos.resize(g.capacity(), 0);
@@ -139,9 +143,6 @@ Key make_key(const std::vector<NodeId>& roots) {
     m.epoch = 1;
   }
   auto& w = k.words;
-  static std::size_t last_words = 0;  // a loop repeats one size: allocate once
-  w.reserve(std::max<std::size_t>(64, last_words));
-  k.nodes.reserve(std::max<std::size_t>(16, last_words / 8));
   auto put_shape = [&](const Shape& s) {
     w.push_back(static_cast<std::uint64_t>(s.ndim()));
     for (auto d : s) w.push_back(static_cast<std::uint64_t>(d));
@@ -218,16 +219,22 @@ Key make_key(const std::vector<NodeId>& roots) {
   w.push_back(kRoots);
   w.push_back(roots.size());
   for (NodeId r : roots) w.push_back(m.pos[r]);
-  // Four independent lanes (a single multiply chain is latency bound); the
-  // lookup compares every word anyway, the hash only picks the bucket.
+  // Four independent multiply-add lanes (one multiply chain would be latency
+  // bound), mixed at the end; the lookup compares every word anyway, the
+  // hash only picks the bucket.
   std::uint64_t h[4] = {0xcbf29ce484222325ull, 0x9e3779b97f4a7c15ull, 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull};
-  for (std::size_t i = 0; i < w.size(); ++i) {
-    std::uint64_t& x = h[i & 3];
-    x = (x ^ w[i]) * 0x100000001b3ull;
-    x ^= x >> 29;
+  std::size_t i = 0;
+  for (; i + 4 <= w.size(); i += 4) {
+    for (int l = 0; l < 4; ++l) h[l] = (h[l] + w[i + static_cast<std::size_t>(l)]) * 0x9e3779b97f4a7c15ull;
   }
-  k.hash = static_cast<std::size_t>((h[0] ^ (h[1] * 31)) + (h[2] ^ (h[3] * 131)) + w.size());
-  last_words = w.size();
+  for (; i < w.size(); ++i) h[0] = (h[0] + w[i]) * 0x9e3779b97f4a7c15ull;
+  auto fmix = [](std::uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+  };
+  k.hash = static_cast<std::size_t>(fmix(h[0]) ^ fmix(h[1] + 1) * 3 ^ fmix(h[2] + 2) * 5 ^ fmix(h[3] + 3) * 7 ^ w.size());
   return k;
 }
 

@@ -43,7 +43,9 @@ struct Key {
   std::vector<NodeId> nodes;  // walk position -> node id (unevaluated nodes and leaves)
 };
 
-Key make_key(const std::vector<NodeId>& roots);
+// The returned key is valid until the next make_key call (its storage is
+// reused, so a cache hit allocates nothing for it).
+const Key& make_key(const std::vector<NodeId>& roots);
 
 // A stored plan for `key`, with this graph's node ids; false on a miss.
 bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers);
