@@ -10,6 +10,8 @@
 #include <cmath>
 #include <vector>
 
+#include "graph/passes/assign_buffers.hpp"
+#include "graph/passes/fuse.hpp"
 #include "graph/plan_cache.hpp"
 
 namespace {
@@ -238,6 +240,26 @@ TEST_CASE("the plan cache can be switched off and cleared") {
     (x + 1.0).eval();
     CHECK(d.misses() == 1);
   }
+}
+
+TEST_CASE("same_plan, which checks every hit in tests, tells different plans apart") {
+  Array x = aj::from_vector(std::vector<double>{1, 2, 3});
+  Array a = x + 1.0, b = x * 2.0, c = x + 2.0;
+  auto plan = [](const Array& r) {
+    aj::Schedule s = aj::fuse({r.node_id()});
+    aj::BufferPlan p = aj::assign_buffers(s);
+    return std::make_pair(std::move(s), std::move(p));
+  };
+  auto [sa, pa] = plan(a);
+  auto [sa2, pa2] = plan(a);
+  auto [sb, pb] = plan(b);
+  auto [sc, pc2] = plan(c);
+  CHECK(pc::same_plan(sa, pa, sa2, pa2));
+  CHECK_FALSE(pc::same_plan(sa, pa, sb, pb));   // another op
+  CHECK_FALSE(pc::same_plan(sa, pa, sc, pc2));  // another node (and scalar)
+  aj::BufferPlan moved = pa;
+  moved.lower_bound += 8;
+  CHECK_FALSE(pc::same_plan(sa, pa, sa, moved));
 }
 
 }  // TEST_SUITE("plan cache")
