@@ -41,6 +41,11 @@ std::set<std::string>& disabled_passes() {
 }
 bool pass_enabled(const char* name) { return !disabled_passes().count(name); }
 
+// Whether any log channel is on, read once per evaluation: asking each
+// channel reads the environment every time, which a small call notices.
+bool g_logging = true;
+bool logging(const char* channel) { return g_logging && detail::log_enabled(channel); }
+
 struct Plan {
   Schedule schedule;
   BufferPlan buffers;
@@ -54,7 +59,7 @@ struct Plan {
 template <class Body>
 void run_pass(const char* name, const std::vector<NodeId>& roots, Body&& body) {
   const bool on = pass_enabled(name);
-  const bool show = detail::log_enabled("passes"), show_graph = detail::log_enabled("graph");
+  const bool show = logging("passes"), show_graph = logging("graph");
   std::string before;
   if (show || show_graph) before = dump_nodes(roots);
   const auto t0 = std::chrono::steady_clock::now();
@@ -83,7 +88,7 @@ bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, 
   if (!plan_cache::enabled() || !disabled_passes().empty()) return false;
   *key = &plan_cache::make_key(roots);
   if (!plan_cache::lookup(**key, &p->schedule, &p->buffers)) return false;
-  if (detail::log_enabled("passes")) detail::log("passes", "plan cache: hit (fuse, assign_buffers skipped)");
+  if (logging("passes")) detail::log("passes", "plan cache: hit (fuse, assign_buffers skipped)");
   if (verify_enabled()) {
     verify(p->buffers, p->schedule, "plan_cache");
     Schedule s = fuse(roots);
@@ -113,7 +118,7 @@ Plan make_plan(const std::vector<NodeId>& roots, bool use_cache = false) {
   run_pass("assign_buffers", roots, [&](bool on) {  // off: no donation, a fresh buffer per value
     p.buffers = on ? assign_buffers(p.schedule) : BufferPlan{};
     if (verify_enabled()) verify(p.buffers, p.schedule, "assign_buffers");
-    if (detail::log_enabled("buffers")) detail::log("buffers", dump(p.buffers, p.schedule));
+    if (logging("buffers")) detail::log("buffers", dump(p.buffers, p.schedule));
     return std::to_string(p.buffers.bytes_used) + " bytes in slots, lower bound " +
            std::to_string(p.buffers.lower_bound);
   });
@@ -286,12 +291,14 @@ void execute(const Plan& p) {
 }  // namespace
 
 void evaluate(const std::vector<NodeId>& roots) {
+  g_logging = detail::log_any();
   Plan p = make_plan(roots, /*use_cache=*/true);
-  if (detail::log_enabled("plan")) detail::log("plan", describe_plan(p.schedule, p.buffers));
+  if (logging("plan")) detail::log("plan", describe_plan(p.schedule, p.buffers));
   execute(p);
 }
 
 std::string plan_text(const std::vector<NodeId>& roots) {
+  g_logging = detail::log_any();
   Plan p = make_plan(roots);
   return describe_plan(p.schedule, p.buffers);
 }
