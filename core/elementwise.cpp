@@ -1,6 +1,8 @@
 // Elementwise ops: dtype resolution (NumPy promotion, weak scalars),
 // broadcasting, and the checks that make bad calls fail at trace time.
+#include <initializer_list>
 #include <limits>
+#include <span>
 #include <string>
 
 #include "core/trace.hpp"
@@ -32,7 +34,7 @@ std::string describe(const Operand& o) {
   return "scalar";
 }
 
-std::string describe_all(const std::vector<const Operand*>& ops) {
+std::string describe_all(std::span<const Operand* const> ops) {
   std::string s;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (i) s += ", ";
@@ -44,7 +46,7 @@ std::string describe_all(const std::vector<const Operand*>& ops) {
 // The dtype several operands meet at: arrays promote as NumPy; a scalar only
 // moves the result to another category (bool -> integer -> float), and then
 // to that category's default (i64 / f64), as NumPy 2 (NEP 50) does.
-DType result_dtype(const std::vector<const Operand*>& ops) {
+DType result_dtype(std::span<const Operand* const> ops) {
   bool have_array = false;
   DType t = DType::bool_;
   for (auto* o : ops) {
@@ -84,29 +86,59 @@ Array as_array(const char* op, const Operand& o, DType t) {
 }
 
 // Make the node `op` over operands already converted to their dtypes.
-Array make_elementwise(Op op, DType out, std::vector<Array> ins, const Loc& loc) {
-  std::vector<const Shape*> shapes;
-  std::vector<DType> dtypes;
+// The common case without the general broadcasting rule: every operand has
+// one shape, or is a rank-0 scalar constant (which broadcasts to anything).
+const Shape* common_shape(std::initializer_list<Array> ins) {
+  const Shape* s = nullptr;
   for (auto& a : ins) {
-    shapes.push_back(&a.shape());
-    dtypes.push_back(a.dtype());
+    const Shape& as = a.shape();
+    if (as.ndim() == 0) continue;
+    if (s && *s != as) return nullptr;
+    s = &as;
   }
-  Shape shape = trace::broadcast_shapes(shapes, dtypes, op_name(op), loc);
+  return s;
+}
+
+Array make_elementwise(Op op, DType out, std::initializer_list<Array> ins, const Loc& loc) {
   Node n;
   n.op = op;
   n.dtype = out;
-  n.shape = shape;
-  std::vector<Array> keep;  // broadcast views must stay alive until the node takes its uses
-  for (auto& a : ins) {
-    keep.push_back(trace::broadcast(a, shape, loc));
-    n.inputs.push_back(keep.back().node_id());
+  if (const Shape* common = common_shape(ins)) {
+    n.shape = *common;
+  } else {
+    std::vector<const Shape*> shapes;
+    std::vector<DType> dtypes;
+    for (auto& a : ins) {
+      shapes.push_back(&a.shape());
+      dtypes.push_back(a.dtype());
+    }
+    n.shape = trace::broadcast_shapes(shapes, dtypes, op_name(op), loc);
+  }
+  const Shape& shape = n.shape;
+  // Broadcast views must stay alive until the node takes its uses. Elementwise
+  // ops have at most three operands: no allocation for the holders.
+  if (ins.size() > 3) internal_error("make_elementwise: more than three operands");
+  Array keep[3];
+  n.inputs.reserve(ins.size());
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    keep[i] = trace::broadcast(ins.begin()[i], shape, loc);
+    n.inputs.push_back(keep[i].node_id());
   }
   return trace::make(std::move(n), loc);
 }
 
 // Broadcast the operands' shapes as the user wrote them, before any cast:
 // an error names each operand with its own dtype (i32[3, 4] and f64[5]).
-void check_broadcast(const char* op, const std::vector<const Operand*>& ops, const Loc& loc) {
+void check_broadcast(const char* op, std::span<const Operand* const> ops, const Loc& loc) {
+  const Shape* first = nullptr;  // fast path: all array operands of one shape cannot fail
+  bool same = true;
+  for (auto* o : ops) {
+    if (o->is_scalar) continue;
+    const Shape& s = o->array->shape();
+    if (first && *first != s) same = false;
+    first = &s;
+  }
+  if (same) return;
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
   for (auto* o : ops) {
@@ -119,7 +151,7 @@ void check_broadcast(const char* op, const std::vector<const Operand*>& ops, con
   trace::broadcast_shapes(ptrs, dtypes, op, loc);
 }
 
-void check_any_array(const char* op, const std::vector<const Operand*>& ops) {
+void check_any_array(const char* op, std::span<const Operand* const> ops) {
   for (auto* o : ops) {
     if (!o->is_scalar) trace::id(*o->array, op, o->loc);
   }
@@ -128,7 +160,7 @@ void check_any_array(const char* op, const std::vector<const Operand*>& ops) {
 Array binary(Op op, const Operand& a, const Operand& b) {
   const char* name = op_name(op);
   const Loc& loc = a.is_scalar ? b.loc : a.loc;
-  std::vector<const Operand*> ops{&a, &b};
+  const Operand* ops[] = {&a, &b};  // no allocation per traced op
   check_any_array(name, ops);
   DType t = result_dtype(ops);
   if (op_has(op, opflag::Logical)) {
@@ -151,7 +183,7 @@ Array binary(Op op, const Operand& a, const Operand& b) {
 
 Array unary(Op op, const Operand& a) {
   const char* name = op_name(op);
-  std::vector<const Operand*> ops{&a};
+  const Operand* ops[] = {&a};
   check_any_array(name, ops);
   DType t = result_dtype(ops);
   if (op_has(op, opflag::Logical)) {

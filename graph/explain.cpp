@@ -139,6 +139,11 @@ bool log_enabled(const char* channel) {
          lists(api_channels().c_str(), channel);
 }
 
+bool log_any() {
+  auto set = [](const char* v) { return v && *v; };
+  return set(std::getenv("AJ_LOG")) || set(std::getenv("AJ_DUMP")) || !api_channels().empty();
+}
+
 void log(const char* channel, const std::string& text) {
   if (!log_enabled(channel)) return;
   std::cerr << "[aj:" << channel << "] " << text;

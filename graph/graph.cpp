@@ -31,8 +31,58 @@ std::size_t structural_hash(const Node& n) {
 
 }  // namespace
 
+// The CSE table: node hash -> node ids, open addressing with linear probing
+// (several ids may share a hash). A flat array instead of a node-based
+// multimap: adding and freeing a node must not allocate (a small call traces
+// and frees dozens of nodes).
 struct Graph::CseTable {
-  std::unordered_multimap<std::size_t, NodeId> map;
+  static constexpr NodeId kEmpty = kNoNode;
+  static constexpr NodeId kGone = kNoNode - 1;  // tombstone (never a real id: ids < 2^32-2)
+  struct Slot {
+    std::size_t hash = 0;
+    NodeId id = kEmpty;
+  };
+  std::vector<Slot> slots = std::vector<Slot>(64);
+  std::size_t live = 0, filled = 0;  // filled: live + tombstones
+
+  std::size_t mask() const { return slots.size() - 1; }
+
+  // Calls f(id) for every id stored under `h` until f returns true.
+  template <class F>
+  NodeId find(std::size_t h, F&& f) const {
+    for (std::size_t i = h & mask();; i = (i + 1) & mask()) {
+      const Slot& s = slots[i];
+      if (s.id == kEmpty) return kNoNode;
+      if (s.id != kGone && s.hash == h && f(s.id)) return s.id;
+    }
+  }
+  void insert(std::size_t h, NodeId id) {
+    if ((filled + 1) * 4 > slots.size() * 3) rehash(live * 2 + 1 > slots.size() / 2 ? slots.size() * 2 : slots.size());
+    std::size_t i = h & mask();
+    while (slots[i].id != kEmpty && slots[i].id != kGone) i = (i + 1) & mask();
+    if (slots[i].id == kEmpty) ++filled;
+    slots[i] = {h, id};
+    ++live;
+  }
+  void erase(std::size_t h, NodeId id) {
+    for (std::size_t i = h & mask();; i = (i + 1) & mask()) {
+      Slot& s = slots[i];
+      if (s.id == kEmpty) return;
+      if (s.id == id && s.hash == h) {
+        s.id = kGone;
+        --live;
+        return;
+      }
+    }
+  }
+  void rehash(std::size_t size) {
+    std::vector<Slot> old = std::move(slots);
+    slots.assign(size, Slot{});
+    live = filled = 0;
+    for (const Slot& s : old) {
+      if (s.id != kEmpty && s.id != kGone) insert(s.hash, s.id);
+    }
+  }
 };
 
 bool Graph::same_structure(const Node& a, const Node& b) const {
@@ -48,11 +98,11 @@ NodeId Graph::add(Node n) {
   const bool cse = n.op != Op::Input && !n.storage;
   if (cse) {
     n.hash = structural_hash(n);
-    auto [lo, hi] = cse_->map.equal_range(n.hash);
-    for (auto it = lo; it != hi; ++it) {
-      const Node& m = nodes_[it->second];
-      if (m.alive && !m.evaluated() && same_structure(m, n)) return it->second;
-    }
+    const NodeId same = cse_->find(n.hash, [&](NodeId id) {
+      const Node& m = nodes_[id];
+      return m.alive && !m.evaluated() && same_structure(m, n);
+    });
+    if (same != kNoNode) return same;
   }
   NodeId id;
   if (!free_.empty()) {
@@ -69,7 +119,7 @@ NodeId Graph::add(Node n) {
   n.uses = 0;
   n.in_cse = cse;
   nodes_[id] = std::move(n);
-  if (cse) cse_->map.emplace(nodes_[id].hash, id);
+  if (cse) cse_->insert(nodes_[id].hash, id);
   ++live_;
   auto& st = detail::stats_mut();
   ++st.nodes_created;
@@ -80,13 +130,7 @@ NodeId Graph::add(Node n) {
 void Graph::cse_erase(NodeId id) {
   Node& n = nodes_[id];
   if (!n.in_cse) return;
-  auto [lo, hi] = cse_->map.equal_range(n.hash);
-  for (auto it = lo; it != hi; ++it) {
-    if (it->second == id) {
-      cse_->map.erase(it);
-      break;
-    }
-  }
+  cse_->erase(n.hash, id);
   n.in_cse = false;
 }
 
@@ -105,6 +149,10 @@ void Graph::release_use(NodeId id) {
 // Frees `id` if nothing refers to it, then whatever that leaves unreferenced.
 // Iterative: a chain of a million ops must not overflow the stack.
 void Graph::maybe_free(NodeId first) {
+  {
+    const Node& n = nodes_[first];
+    if (!n.alive || n.ext != 0 || n.uses != 0) return;  // the common case: still referenced
+  }
   std::vector<NodeId> work{first};
   while (!work.empty()) {
     NodeId id = work.back();
@@ -154,7 +202,7 @@ void Graph::rewrite(NodeId id, const Node& like) {
   n.hash = structural_hash(n);
   n.in_cse = true;
   if (!cse_) cse_ = std::make_shared<CseTable>();
-  cse_->map.emplace(n.hash, id);
+  cse_->insert(n.hash, id);
   for (NodeId in : old) release_use(in);
 }
 

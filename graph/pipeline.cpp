@@ -24,6 +24,7 @@
 #include "graph/passes/assign_buffers.hpp"
 #include "graph/passes/fuse.hpp"
 #include "graph/passes/simplify.hpp"
+#include "graph/plan_cache.hpp"
 #include "graph/verify.hpp"
 
 namespace aj::opt {
@@ -43,6 +44,11 @@ std::set<std::string>& disabled_passes() {
 }
 bool pass_enabled(const char* name) { return !disabled_passes().count(name); }
 
+// Whether any log channel is on, read once per evaluation: asking each
+// channel reads the environment every time, which a small call notices.
+bool g_logging = true;
+bool logging(const char* channel) { return g_logging && detail::log_enabled(channel); }
+
 struct Plan {
   Schedule schedule;
   BufferPlan buffers;
@@ -57,12 +63,13 @@ struct Plan {
 template <class Body>
 void run_pass(const char* name, const std::vector<NodeId>& roots, Body&& body) {
   const bool on = pass_enabled(name);
-  const bool show = detail::log_enabled("passes"), show_graph = detail::log_enabled("graph");
+  const bool show = logging("passes"), show_graph = logging("graph");
   std::string before;
   if (show || show_graph) before = dump_nodes(roots);
-  const auto t0 = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = show ? Clock::now() : Clock::time_point{};  // timed only when shown
   const std::string summary = body(on);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms = show ? std::chrono::duration<double, std::milli>(Clock::now() - t0).count() : 0.0;
   if (verify_enabled()) verify(graph(), name);
   if (show || show_graph) {
     const std::string after = dump_nodes(roots);
@@ -79,13 +86,38 @@ void run_pass(const char* name, const std::vector<NodeId>& roots, Body&& body) {
   }
 }
 
-// The table of contents: the passes, in order.
-Plan make_plan(const std::vector<NodeId>& roots) {
+// A plan for the graph simplify left, from the plan cache (graph/plan_cache.hpp)
+// when an earlier evaluation had the same structure. With verification on, a
+// hit is checked against planning from scratch.
+bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, Plan* p) {
+  if (!plan_cache::enabled() || !disabled_passes().empty()) return false;
+  *key = &plan_cache::make_key(roots);
+  if (!plan_cache::lookup(**key, &p->schedule, &p->buffers)) return false;
+  if (logging("passes")) detail::log("passes", "plan cache: hit (fuse, assign_buffers skipped)");
+  if (verify_enabled()) {
+    verify(p->buffers, p->schedule, "plan_cache");
+    Schedule s = fuse(roots);
+    BufferPlan b = assign_buffers(s);
+    if (!plan_cache::same_plan(p->schedule, p->buffers, s, b)) {
+      internal_error("plan_cache: a stored plan differs from planning this graph from scratch");
+    }
+  }
+  return true;
+}
+
+// The table of contents: the passes, in order. `use_cache`: look the plan up
+// in (and add it to) the plan cache after simplify.
+Plan make_plan(const std::vector<NodeId>& roots, bool use_cache = false) {
   Plan p;
   run_pass("simplify", roots, [&](bool on) {
     if (on) simplify(roots);
     return std::string();
   });
+  const plan_cache::Key* key = nullptr;
+  if (use_cache && cached_plan(roots, &key, &p)) {
+    p.device = cuda::schedule_device(p.schedule);  // the key holds each leaf's device
+    return p;
+  }
   run_pass("fuse", roots, [&](bool on) {  // off: one kernel per op
     p.schedule = fuse(roots, on);
     return std::to_string(p.schedule.steps.size()) + " steps, " +
@@ -94,10 +126,11 @@ Plan make_plan(const std::vector<NodeId>& roots) {
   run_pass("assign_buffers", roots, [&](bool on) {  // off: no donation, a fresh buffer per value
     p.buffers = on ? assign_buffers(p.schedule) : BufferPlan{};
     if (verify_enabled()) verify(p.buffers, p.schedule, "assign_buffers");
-    if (detail::log_enabled("buffers")) detail::log("buffers", dump(p.buffers, p.schedule));
+    if (logging("buffers")) detail::log("buffers", dump(p.buffers, p.schedule));
     return std::to_string(p.buffers.bytes_used) + " bytes in slots, lower bound " +
            std::to_string(p.buffers.lower_bound);
   });
+  if (key) plan_cache::insert(*key, p.schedule, p.buffers);
   p.device = cuda::schedule_device(p.schedule);
   return p;
 }
@@ -276,12 +309,14 @@ void execute(const Plan& p) {
 }  // namespace
 
 void evaluate(const std::vector<NodeId>& roots) {
-  Plan p = make_plan(roots);
-  if (detail::log_enabled("plan")) detail::log("plan", describe_plan(p.schedule, p.buffers));
+  g_logging = detail::log_any();
+  Plan p = make_plan(roots, /*use_cache=*/true);
+  if (logging("plan")) detail::log("plan", describe_plan(p.schedule, p.buffers));
   execute(p);
 }
 
 std::string plan_text(const std::vector<NodeId>& roots) {
+  g_logging = detail::log_any();
   Plan p = make_plan(roots);
   return describe_plan(p.schedule, p.buffers);
 }
@@ -298,6 +333,7 @@ std::vector<Kernel> plan_kernels(const std::vector<NodeId>& roots) {
 void set_pass_enabled(const std::string& name, bool enabled) {
   if (enabled) disabled_passes().erase(name);
   else disabled_passes().insert(name);
+  plan_cache::clear();  // plans made under other switches are not reused
 }
 
 }  // namespace aj::opt

@@ -35,5 +35,7 @@ namespace aj::detail {
 // (comma-separated, e.g. AJ_LOG=plan, AJ_DUMP=graph,buffers) or aj::set_log()
 // lists `channel` (or "all"). Channels: plan, passes, graph, buffers.
 bool log_enabled(const char* channel);
+// Whether any channel could be on (cheaper than asking for each channel).
+bool log_any();
 void log(const char* channel, const std::string& text);
 }  // namespace aj::detail

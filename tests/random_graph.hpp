@@ -155,6 +155,16 @@ class RandomGraph {
   explicit RandomGraph(std::uint64_t seed, int step_limit = kMaxSteps)
       : rng_(seed), limit_(step_limit) {}
 
+  // For re-running one program (the plan cache test): the same seed traces
+  // the same graph structure, while `data_seed` draws the input values (only
+  // values: specials such as NaN stay where the seed puts them, and bounds
+  // assume the largest magnitude a value could have, so no structural choice
+  // depends on the data). `keep_dropped`: handles the program drops or
+  // rebinds are kept until the generator is destroyed (other reference
+  // counts, so no donation from them).
+  RandomGraph(std::uint64_t seed, int step_limit, std::uint64_t data_seed, bool keep_dropped)
+      : rng_(seed), limit_(step_limit), data_rng_(data_seed), keep_dropped_(keep_dropped) {}
+
   // Trace the program (evaluating the intermediates it evaluates) and pick its
   // outputs. Throws whatever arrayjit throws other than trace-time user errors,
   // which only skip the step that caused them.
@@ -242,8 +252,17 @@ class RandomGraph {
   static int kind_bit(DType t) { return t == DType::bool_ ? kB : aj::is_float(t) ? kF : kI; }
 
   // ---- randomness ----
-  int uni(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
-  double unif(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
+  std::mt19937_64& gen() { return drawing_data_ && data_rng_ ? *data_rng_ : rng_; }
+  int uni(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen()); }
+  double unif(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(gen()); }
+  // Draws input values from the data generator when there is one.
+  template <class F>
+  auto data(F&& f) {
+    drawing_data_ = true;
+    auto v = f();
+    drawing_data_ = false;
+    return v;
+  }
   bool coin(double p) { return unif(0, 1) < p; }
   template <class T>
   const T& choose(const std::vector<T>& v) {
@@ -312,6 +331,10 @@ class RandomGraph {
   };
   std::vector<Held> held_;  // arrays read mid-program, with what they read
   std::vector<Val> pool_;
+  std::optional<std::mt19937_64> data_rng_;
+  bool drawing_data_ = false;
+  bool keep_dropped_ = false;
+  std::vector<Array> kept_;  // dropped handles, when keep_dropped_
   std::vector<Output> outputs_;
   std::string log_;
   std::map<std::string, int> used_;
@@ -406,6 +429,7 @@ inline void RandomGraph::place(Array a, Bound b, const std::string& expr, const 
   ++used_[op];
   if (rebind >= 0 && rebind < static_cast<int>(pool_.size()) && coin(0.35)) {
     auto& slot = pool_[static_cast<std::size_t>(rebind)];
+    if (keep_dropped_) kept_.push_back(slot.a);
     slot = make_val(std::move(a), b, slot.name, expr);  // the old value loses its handle
     ++used_["(rebind)"];
     return;
@@ -432,19 +456,22 @@ inline RandomGraph::Val RandomGraph::new_input(const Dims& dims, DType t) {
                                                0.0,          0.5,      -2.5,      1e30};
         x = choose(sp);
       } else if (style >= 1) {
-        x = uni(-8, 8) * 0.5;
+        x = data([&] { return uni(-8, 8) * 0.5; });
+        if (data_rng_) mag = std::max(mag, 4.0);
       } else {
-        x = unif(-4, 4);
+        x = data([&] { return unif(-4, 4); });
+        if (data_rng_) mag = std::max(mag, 4.0);
       }
       if (t == DType::f32) x = static_cast<float>(x);
       if (std::isfinite(x)) mag = std::max(mag, std::fabs(x));
       else nonfinite = true;
       fv.push_back(x);
     } else if (t == DType::bool_) {
-      iv.push_back(coin(0.5));
+      iv.push_back(data([&] { return coin(0.5); }));
       mag = 1;
     } else {
-      std::int64_t x = uni(-9, 9);
+      std::int64_t x = data([&] { return uni(-9, 9); });
+      if (data_rng_) mag = std::max(mag, 9.0);
       if (style == 2 && coin(0.3)) {
         const std::int64_t lo = t == DType::i32 ? std::numeric_limits<std::int32_t>::min()
                                                 : std::numeric_limits<std::int64_t>::min();
@@ -1417,6 +1444,7 @@ inline void RandomGraph::step_drop() {
   if (pool_.size() < 3) return;
   const int k = uni(0, static_cast<int>(pool_.size()) - 1);
   log_ += "drop " + pool_[static_cast<std::size_t>(k)].name + "\n";
+  if (keep_dropped_) kept_.push_back(pool_[static_cast<std::size_t>(k)].a);
   pool_.erase(pool_.begin() + k);
   ++used_["drop"];
 }

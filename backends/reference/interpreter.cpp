@@ -1,6 +1,7 @@
 #include "backends/reference/interpreter.hpp"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -366,28 +367,41 @@ void evaluate_node(NodeId id) {
 std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots) {
   Graph& g = graph();
   std::vector<NodeId> order;
-  std::unordered_map<NodeId, bool> done;  // false: on the stack, true: emitted
-  std::vector<std::pair<NodeId, std::size_t>> stack;
+  // Seen marks by node id, reused across calls (this runs on every eval):
+  // seen[id] == epoch means visited in this walk.
+  static std::vector<std::uint32_t>* seen_p = new std::vector<std::uint32_t>();
+  static std::uint32_t epoch = 0;
+  std::vector<std::uint32_t>& seen = *seen_p;
+  if (seen.size() < g.capacity()) seen.resize(g.capacity(), 0);
+  if (++epoch == 0) {
+    std::fill(seen.begin(), seen.end(), 0);
+    epoch = 1;
+  }
+  static std::size_t last_size = 0;  // a loop repeats one graph: allocate once
+  order.reserve(last_size);
+  static std::vector<std::pair<NodeId, std::size_t>>* stack_p = new std::vector<std::pair<NodeId, std::size_t>>();
+  auto& stack = *stack_p;
+  stack.clear();
   for (NodeId r : roots) {
-    if (g[r].evaluated() || done.count(r)) continue;
+    if (g[r].evaluated() || seen[r] == epoch) continue;
     stack.push_back({r, 0});
-    done[r] = false;
+    seen[r] = epoch;
     while (!stack.empty()) {
       auto& [id, next] = stack.back();
       const Node& n = g[id];
       if (next < n.inputs.size()) {
         NodeId in = n.inputs[next++];
-        if (!g[in].evaluated() && !done.count(in)) {
-          done[in] = false;
+        if (!g[in].evaluated() && seen[in] != epoch) {
+          seen[in] = epoch;
           stack.push_back({in, 0});
         }
       } else {
-        done[id] = true;
         order.push_back(id);
         stack.pop_back();
       }
     }
   }
+  last_size = order.size();
   return order;
 }
 

@@ -142,16 +142,27 @@ std::optional<T> fold_reduce(Op op, T v, std::int64_t c) {
   }
 }
 
+// What fold_elementwise reads of the node (a copy: make_fill's add() may move
+// the node table), without copying the whole node on every call.
+struct Elementwise {
+  Op op;
+  DType dtype;
+  std::size_t arity;
+  NodeId in[3];
+};
+
 void fold_elementwise(NodeId id) {
   Graph& g = graph();
-  const Node n = g[id];
-  std::vector<std::optional<Fill>> in;
+  if (g[id].inputs.empty() || g[id].inputs.size() > 3) return;
+  Elementwise n{g[id].op, g[id].dtype, g[id].inputs.size(), {kNoNode, kNoNode, kNoNode}};
+  for (std::size_t k = 0; k < n.arity; ++k) n.in[k] = g[id].inputs[k];
+  std::optional<Fill> in[3];
   bool all = true;
-  for (NodeId i : n.inputs) {
-    in.push_back(fill_of(i));
-    all &= in.back().has_value();
+  for (std::size_t k = 0; k < n.arity; ++k) {
+    in[k] = fill_of(n.in[k]);
+    all &= in[k].has_value();
   }
-  const DType t = g[n.inputs.back()].dtype;  // operand dtype (Where: the values')
+  const DType t = g[n.in[n.arity - 1]].dtype;  // operand dtype (Where: the values')
   if (all) {
     Fill r = visit(t, [&](auto tag) -> Fill {
       using I = decltype(tag);
@@ -160,7 +171,7 @@ void fold_elementwise(NodeId id) {
         if (n.op == Op::Cast) return put(n.dtype, convert<O>(get<I>(*in[0])));
         if (n.op == Op::Where) return put(n.dtype, convert<O>(get<bool>(*in[0]) ? get<I>(*in[1]) : get<I>(*in[2])));
         if (is_compare(n.op)) return put(n.dtype, compare(n.op, get<I>(*in[0]), get<I>(*in[1])));
-        if (n.inputs.size() == 2) return put(n.dtype, convert<O>(binary(n.op, get<I>(*in[0]), get<I>(*in[1]))));
+        if (n.arity == 2) return put(n.dtype, convert<O>(binary(n.op, get<I>(*in[0]), get<I>(*in[1]))));
         return put(n.dtype, convert<O>(unary(n.op, get<I>(*in[0]))));
       });
     });
@@ -170,37 +181,37 @@ void fold_elementwise(NodeId id) {
   const bool floating = is_float(n.dtype);
   switch (n.op) {
     case Op::Mul:
-      if (is_value(in[1], 1)) return make_alias(id, n.inputs[0]);
-      if (is_value(in[0], 1)) return make_alias(id, n.inputs[1]);
+      if (is_value(in[1], 1)) return make_alias(id, n.in[0]);
+      if (is_value(in[0], 1)) return make_alias(id, n.in[1]);
       return;
     case Op::Div:
-      if (is_value(in[1], 1)) return make_alias(id, n.inputs[0]);
+      if (is_value(in[1], 1)) return make_alias(id, n.in[0]);
       return;
     case Op::Add:
-      if ((integer && is_value(in[1], 0)) || (floating && is_value(in[1], -0.0))) return make_alias(id, n.inputs[0]);
-      if ((integer && is_value(in[0], 0)) || (floating && is_value(in[0], -0.0))) return make_alias(id, n.inputs[1]);
+      if ((integer && is_value(in[1], 0)) || (floating && is_value(in[1], -0.0))) return make_alias(id, n.in[0]);
+      if ((integer && is_value(in[0], 0)) || (floating && is_value(in[0], -0.0))) return make_alias(id, n.in[1]);
       return;
     case Op::Sub:
-      if ((integer && is_value(in[1], 0)) || (floating && is_value(in[1], 0.0))) return make_alias(id, n.inputs[0]);
-      if (integer && n.inputs[0] == n.inputs[1]) return make_fill(id, Fill{n.dtype, 0, 0.0});
+      if ((integer && is_value(in[1], 0)) || (floating && is_value(in[1], 0.0))) return make_alias(id, n.in[0]);
+      if (integer && n.in[0] == n.in[1]) return make_fill(id, Fill{n.dtype, 0, 0.0});
       return;
     case Op::Neg: {
-      const Node& m = g[n.inputs[0]];
+      const Node& m = g[n.in[0]];
       if (m.op == Op::Neg && !m.evaluated()) return make_alias(id, m.inputs[0]);
       return;
     }
     case Op::Cast: {
-      const Node& m = g[n.inputs[0]];
+      const Node& m = g[n.in[0]];
       if (m.op != Op::Cast || m.evaluated()) return;
       NodeId x = m.inputs[0];
       if (!lossless(g[x].dtype, m.dtype)) return;
       if (g[x].dtype == n.dtype) return make_alias(id, x);
-      Node like = n;
+      Node like = g[id];
       like.inputs = {x};
       return g.rewrite(id, like);
     }
     case Op::Where:
-      if (in[0]) return make_alias(id, get<bool>(*in[0]) ? n.inputs[1] : n.inputs[2]);
+      if (in[0]) return make_alias(id, get<bool>(*in[0]) ? n.in[1] : n.in[2]);
       return;
     default: return;
   }
@@ -208,9 +219,9 @@ void fold_elementwise(NodeId id) {
 
 void fold_view(NodeId id) {
   Graph& g = graph();
+  if (g[id].op == Op::Broadcast && g[g[id].inputs[0]].op == Op::Constant) return;  // a fill already
   const Node n = g[id];
   const Node& m = g[n.inputs[0]];
-  if (n.op == Op::Broadcast && m.op == Op::Constant) return;  // a fill already
   if (auto v = fill_of(n.inputs[0])) return make_fill(id, *v);
   if (m.evaluated() || m.op != n.op) return;
   if (n.op == Op::Reshape) {

@@ -1,0 +1,332 @@
+#include "graph/plan_cache.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+namespace aj::plan_cache {
+
+namespace {
+
+// Walk marks indexed by node id, reused across calls (tracing is
+// single-threaded): stamp == epoch means "seen in this walk".
+struct Marks {
+  std::vector<std::uint32_t> stamp, pos;
+  std::uint32_t epoch = 0;
+  std::vector<std::pair<NodeId, std::uint32_t>> stack;
+};
+Marks& marks() {
+  static Marks* m = new Marks();  // never destroyed, like the graph
+  return *m;
+}
+
+constexpr std::uint32_t kPending = 0xffffffffu;
+enum Tag : std::uint64_t { kLeaf = 0x1eaf, kNode = 0x40de, kRoots = 0x2007 };
+
+std::uint64_t bits(double d) { return std::bit_cast<std::uint64_t>(d); }
+
+// A stored plan: node ids replaced by walk positions.
+struct Entry {
+  std::vector<std::uint64_t> words;
+  Schedule schedule;
+  BufferPlan buffers;
+};
+
+struct Cache {
+  std::unordered_map<std::size_t, std::vector<Entry>> map;
+  std::size_t entries = 0;
+  Counters counters;
+  bool enabled = [] {
+    const char* e = std::getenv("AJ_PLAN_CACHE");
+    return !(e && std::string(e) == "0");
+  }();
+};
+Cache& cache() {
+  static Cache* c = new Cache();
+  return *c;
+}
+
+// Copies `in` into `out` with every node id passed through f (kNoNode stays).
+// f returns kNoNode for an id it cannot map; then this returns false.
+template <class F>
+bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferPlan* bout, F&& f) {
+  bool ok = true;
+  auto map = [&](NodeId id) {
+    if (id == kNoNode) return kNoNode;
+    NodeId r = f(id);
+    ok &= r != kNoNode;
+    return r;
+  };
+  auto map_all = [&](std::vector<NodeId>& v) {
+    for (NodeId& id : v) id = map(id);
+  };
+  out->roots = in.roots;
+  map_all(out->roots);
+  out->order = in.order;
+  map_all(out->order);
+  out->steps = in.steps;
+  for (Step& st : out->steps) {
+    st.node = map(st.node);
+    map_all(st.inputs);
+    map_all(st.outputs);
+    map_all(st.computed);
+    map_all(st.touched);
+  }
+  out->layouts.clear();
+  out->layouts.reserve(in.layouts.size());
+  for (const auto& [id, l] : in.layouts) out->layouts.emplace(map(id), l);
+  out->step_of.clear();
+  out->step_of.reserve(in.step_of.size());
+  for (const auto& [id, k] : in.step_of) out->step_of.emplace(map(id), k);
+  *bout = bin;
+  for (BufferValue& v : bout->values) {
+    v.node = map(v.node);
+    v.donor = map(v.donor);
+  }
+  for (Donation& d : bout->donations) {
+    d.from = map(d.from);
+    d.to = map(d.to);
+  }
+  return ok;
+}
+
+bool same(const KStream& a, const KStream& b) {
+  return a.dtype == b.dtype && a.strides == b.strides && a.offset == b.offset && a.index_only == b.index_only;
+}
+
+bool same(const Kernel& a, const Kernel& b) {
+  if (a.shape != b.shape || a.reduce_axes != b.reduce_axes || a.inputs.size() != b.inputs.size() ||
+      a.instrs.size() != b.instrs.size() || a.outputs.size() != b.outputs.size() ||
+      a.scalars.size() != b.scalars.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.inputs.size(); ++i) {
+    if (!same(a.inputs[i], b.inputs[i])) return false;
+  }
+  for (std::size_t i = 0; i < a.instrs.size(); ++i) {
+    const KInstr &x = a.instrs[i], &y = b.instrs[i];
+    if (x.kind != y.kind || x.op != y.op || x.dtype != y.dtype || x.phase != y.phase || x.a != y.a ||
+        x.b != y.b || x.c != y.c || x.arg != y.arg) {
+      return false;
+    }
+  }
+  for (std::size_t i = 0; i < a.outputs.size(); ++i) {
+    const KOutput &x = a.outputs[i], &y = b.outputs[i];
+    if (x.value != y.value || x.phase != y.phase || !same(x.stream, y.stream)) return false;
+  }
+  for (std::size_t i = 0; i < a.scalars.size(); ++i) {
+    const KScalar &x = a.scalars[i], &y = b.scalars[i];
+    if (x.dtype != y.dtype || x.i != y.i || bits(x.f) != bits(y.f)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const Key& make_key(const std::vector<NodeId>& roots) {
+  Graph& g = graph();
+  Marks& m = marks();
+  static Key* scratch = new Key();  // reused: its vectors keep their capacity
+  Key& k = *scratch;
+  k.words.clear();
+  k.nodes.clear();
+  k.hash = 0;
+  if (m.stamp.size() < g.capacity()) {
+    m.stamp.resize(g.capacity(), 0);
+    m.pos.resize(g.capacity(), 0);
+  }
+  if (++m.epoch == 0) {  // wrapped: forget every old stamp
+    std::fill(m.stamp.begin(), m.stamp.end(), 0);
+    m.epoch = 1;
+  }
+  auto& w = k.words;
+  auto put_shape = [&](const Shape& s) {
+    w.push_back(static_cast<std::uint64_t>(s.ndim()));
+    for (auto d : s) w.push_back(static_cast<std::uint64_t>(d));
+  };
+  auto leaf_pos = [&](NodeId id) -> std::uint32_t {
+    if (m.stamp[id] == m.epoch) return m.pos[id];
+    const Node& n = g[id];
+    m.stamp[id] = m.epoch;
+    m.pos[id] = static_cast<std::uint32_t>(k.nodes.size());
+    k.nodes.push_back(id);
+    w.push_back(kLeaf);
+    w.push_back(static_cast<std::uint64_t>(n.dtype));
+    put_shape(n.shape);
+    w.push_back(n.strides.size());
+    for (auto s : n.strides) w.push_back(static_cast<std::uint64_t>(s));
+    w.push_back(static_cast<std::uint64_t>(n.offset));
+    w.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 |
+                static_cast<std::uint32_t>(n.storage->device.index));
+    w.push_back(n.storage->bytes);
+    w.push_back(static_cast<std::uint64_t>(n.storage->borrowed) << 1 | (n.ext > 0));
+    w.push_back(n.uses);
+    return m.pos[id];
+  };
+  auto emit = [&](NodeId id) {
+    const Node& n = g[id];
+    for (NodeId in : n.inputs) {
+      if (g[in].evaluated()) leaf_pos(in);
+    }
+    w.push_back(kNode);
+    w.push_back(static_cast<std::uint64_t>(n.op) << 8 | static_cast<std::uint64_t>(n.dtype));
+    put_shape(n.shape);
+    w.push_back(static_cast<std::uint64_t>(n.i0));
+    w.push_back(static_cast<std::uint64_t>(n.i1));
+    w.push_back(bits(n.f0));
+    w.push_back(bits(n.f1));
+    w.push_back(n.ints.size());
+    for (auto v : n.ints) w.push_back(static_cast<std::uint64_t>(v));
+    w.push_back(n.inputs.size());
+    for (NodeId in : n.inputs) w.push_back(m.pos[in]);
+    w.push_back(static_cast<std::uint64_t>(n.uses) << 1 | (n.ext > 0));
+    m.pos[id] = static_cast<std::uint32_t>(k.nodes.size());
+    k.nodes.push_back(id);
+  };
+  auto& stack = m.stack;
+  stack.clear();
+  for (NodeId r : roots) {
+    if (g[r].evaluated()) {  // not expected here: do not cache
+      k.words.clear();
+      k.nodes.clear();
+      return k;
+    }
+    if (m.stamp[r] == m.epoch) continue;
+    m.stamp[r] = m.epoch;
+    m.pos[r] = kPending;
+    stack.push_back({r, 0});
+    while (!stack.empty()) {
+      const NodeId id = stack.back().first;
+      const Node& n = g[id];
+      const std::uint32_t next = stack.back().second;
+      if (next < n.inputs.size()) {
+        ++stack.back().second;
+        NodeId in = n.inputs[next];
+        if (!g[in].evaluated() && m.stamp[in] != m.epoch) {
+          m.stamp[in] = m.epoch;
+          m.pos[in] = kPending;
+          stack.push_back({in, 0});
+        }
+      } else {
+        emit(id);
+        stack.pop_back();
+      }
+    }
+  }
+  w.push_back(kRoots);
+  w.push_back(roots.size());
+  for (NodeId r : roots) w.push_back(m.pos[r]);
+  // Four independent multiply-add lanes (one multiply chain would be latency
+  // bound), mixed at the end; the lookup compares every word anyway, the
+  // hash only picks the bucket.
+  std::uint64_t h[4] = {0xcbf29ce484222325ull, 0x9e3779b97f4a7c15ull, 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull};
+  std::size_t i = 0;
+  for (; i + 4 <= w.size(); i += 4) {
+    for (int l = 0; l < 4; ++l) h[l] = (h[l] + w[i + static_cast<std::size_t>(l)]) * 0x9e3779b97f4a7c15ull;
+  }
+  for (; i < w.size(); ++i) h[0] = (h[0] + w[i]) * 0x9e3779b97f4a7c15ull;
+  auto fmix = [](std::uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+  };
+  k.hash = static_cast<std::size_t>(fmix(h[0]) ^ fmix(h[1] + 1) * 3 ^ fmix(h[2] + 2) * 5 ^ fmix(h[3] + 3) * 7 ^ w.size());
+  return k;
+}
+
+bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers) {
+  Cache& c = cache();
+  if (!c.enabled || key.words.empty()) return false;
+  auto it = c.map.find(key.hash);
+  if (it != c.map.end()) {
+    for (const Entry& e : it->second) {
+      if (e.words != key.words) continue;
+      const bool ok = translate(e.schedule, e.buffers, schedule, buffers, [&](NodeId pos) {
+        return pos < key.nodes.size() ? key.nodes[pos] : kNoNode;
+      });
+      if (!ok) internal_error("plan_cache: a stored plan names a position its key does not have");
+      ++c.counters.hits;
+      return true;
+    }
+  }
+  ++c.counters.misses;
+  return false;
+}
+
+void insert(const Key& key, const Schedule& schedule, const BufferPlan& buffers) {
+  Cache& c = cache();
+  if (!c.enabled || key.words.empty()) return;
+  std::unordered_map<NodeId, NodeId> pos;
+  pos.reserve(key.nodes.size());
+  for (std::size_t i = 0; i < key.nodes.size(); ++i) pos.emplace(key.nodes[i], static_cast<NodeId>(i));
+  Entry e;
+  const bool ok = translate(schedule, buffers, &e.schedule, &e.buffers, [&](NodeId id) {
+    auto it = pos.find(id);
+    return it == pos.end() ? kNoNode : it->second;
+  });
+  if (!ok) return;  // the plan reaches outside the walk: not cached
+  if (c.entries >= kMaxEntries) {
+    c.map.clear();
+    c.entries = 0;
+  }
+  e.words = key.words;
+  c.map[key.hash].push_back(std::move(e));
+  ++c.entries;
+}
+
+bool same_plan(const Schedule& a, const BufferPlan& ab, const Schedule& b, const BufferPlan& bb) {
+  if (a.roots != b.roots || a.order != b.order || a.steps.size() != b.steps.size() ||
+      a.layouts != b.layouts || a.step_of != b.step_of) {
+    return false;
+  }
+  for (std::size_t k = 0; k < a.steps.size(); ++k) {
+    const Step &x = a.steps[k], &y = b.steps[k];
+    if (x.kind != y.kind || x.node != y.node || x.inputs != y.inputs || x.outputs != y.outputs ||
+        x.computed != y.computed || x.touched != y.touched || x.space != y.space || x.axes != y.axes ||
+        !same(x.kernel, y.kernel)) {
+      return false;
+    }
+  }
+  if (ab.values.size() != bb.values.size() || ab.donations.size() != bb.donations.size() ||
+      ab.slot_bytes != bb.slot_bytes || ab.bytes_used != bb.bytes_used || ab.lower_bound != bb.lower_bound) {
+    return false;
+  }
+  for (std::size_t i = 0; i < ab.values.size(); ++i) {
+    const BufferValue &x = ab.values[i], &y = bb.values[i];
+    if (x.node != y.node || x.bytes != y.bytes || x.def != y.def || x.last != y.last || x.slot != y.slot ||
+        x.donor != y.donor) {
+      return false;
+    }
+  }
+  for (std::size_t i = 0; i < ab.donations.size(); ++i) {
+    const Donation &x = ab.donations[i], &y = bb.donations[i];
+    if (x.step != y.step || x.output != y.output || x.from != y.from || x.to != y.to) return false;
+  }
+  return true;
+}
+
+Counters counters() {
+  Counters r = cache().counters;
+  r.entries = cache().entries;
+  return r;
+}
+
+void clear() {
+  cache().map.clear();
+  cache().entries = 0;
+}
+
+void reset_counters() { cache().counters = {}; }
+
+void set_enabled(bool on) {
+  cache().enabled = on;
+  if (!on) clear();
+}
+
+bool enabled() { return cache().enabled; }
+
+}  // namespace aj::plan_cache

@@ -1,0 +1,71 @@
+// plan_cache: reuse the plan (Schedule + BufferPlan) of an earlier evaluation
+// whose graph had the same structure, so a small call repeated in a loop does
+// not run fuse and assign_buffers again.
+//
+// What it guarantees:
+//  - A plan is reused only for a graph that fuse and assign_buffers cannot
+//    tell apart from the one it was made for, node ids aside. The key is the
+//    canonical walk (inputs first, from the roots in order) of the graph after
+//    simplify: per unevaluated node its op, dtype, shape, full payload (all
+//    scalar values, so a fill simplify made, or a scalar a kernel carries, is
+//    part of it), inputs by walk position, whether a user handle holds it and
+//    its exact reader count (donation and liveness depend on both); per
+//    evaluated leaf its dtype, shape, strides, offset, device, storage bytes,
+//    borrowed flag, handle flag and reader count; and the roots by position.
+//    simplify itself still runs on every call (it rewrites the user's nodes),
+//    so the key describes exactly the graph the passes would see.
+//  - On a hit the stored plan's walk positions are mapped to this graph's node
+//    ids; the run-time donation check (donation_applies) still runs for every
+//    donation, so a storage shared since (use_count > 1) is never written.
+//  - When verification is on (tests, debug builds) a hit also plans from
+//    scratch and throws an internal error unless the two plans are identical.
+//  - Anything unusual is not cached: a pass switched off, a node the walk
+//    does not reach named by the plan. Those evaluations plan from scratch.
+//  - Bounded: at most kMaxEntries plans (the whole cache is dropped when full;
+//    kernels compiled by the JIT are cached separately, by kernel structure).
+//    clear() empties it; counters() counts hits and misses.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/passes/assign_buffers.hpp"
+#include "graph/passes/fuse.hpp"
+
+namespace aj::plan_cache {
+
+inline constexpr std::size_t kMaxEntries = 256;
+
+// The canonical structure of the unevaluated graph reachable from `roots`.
+struct Key {
+  std::vector<std::uint64_t> words;
+  std::size_t hash = 0;
+  std::vector<NodeId> nodes;  // walk position -> node id (unevaluated nodes and leaves)
+};
+
+// The returned key is valid until the next make_key call (its storage is
+// reused, so a cache hit allocates nothing for it).
+const Key& make_key(const std::vector<NodeId>& roots);
+
+// A stored plan for `key`, with this graph's node ids; false on a miss.
+bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers);
+
+// Stores the plan just made for `key` (nothing when it names a node the key
+// does not know).
+void insert(const Key& key, const Schedule& schedule, const BufferPlan& buffers);
+
+// The two plans are the same (every field, node ids included).
+bool same_plan(const Schedule& a, const BufferPlan& ab, const Schedule& b, const BufferPlan& bb);
+
+struct Counters {
+  std::uint64_t hits = 0, misses = 0, entries = 0;
+};
+Counters counters();
+void clear();  // drops every stored plan; counters stay
+void reset_counters();
+
+// Off: every evaluation plans from scratch (AJ_PLAN_CACHE=0 starts it off).
+void set_enabled(bool on);
+bool enabled();
+
+}  // namespace aj::plan_cache

@@ -1,0 +1,265 @@
+// The plan cache (graph/plan_cache.hpp): a repeated call reuses its plan, and
+// a plan is never reused where anything it depended on differs — a handle's
+// lifetime (donation), reader counts, shapes, dtypes, strides, or a scalar
+// that simplify used. Every result is also checked by value. (The random-graph
+// version of this is in test_differential.cpp.)
+#include <doctest/doctest.h>
+
+#include <arrayjit/arrayjit.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "graph/passes/assign_buffers.hpp"
+#include "graph/passes/fuse.hpp"
+#include "graph/plan_cache.hpp"
+
+namespace {
+
+using aj::Array;
+namespace pc = aj::plan_cache;
+
+struct Delta {
+  pc::Counters before = pc::counters();
+  std::uint64_t hits() const { return pc::counters().hits - before.hits; }
+  std::uint64_t misses() const { return pc::counters().misses - before.misses; }
+};
+
+std::uint64_t inplace() { return aj::stats().inplace_reuses; }
+
+Array chain(const Array& x) {
+  Array y = x * 1.5;
+  y = y + 2.0;
+  y = aj::abs(y);
+  y = aj::sqrt(y);
+  y = y * y;
+  return y - x;
+}
+
+double chain_of(double x) {
+  double y = x * 1.5 + 2.0;
+  y = std::sqrt(std::fabs(y));
+  return y * y - x;
+}
+
+}  // namespace
+
+TEST_SUITE("plan cache") {
+
+TEST_CASE("a repeated identical call is a plan cache hit with the right values") {
+  pc::clear();
+  for (int call = 0; call < 4; ++call) {
+    std::vector<double> v{1.0 * call, -2.0, 3.5, 0.25};
+    Array x = aj::from_vector(v);
+    Delta d;
+    Array y = chain(x);
+    y.eval();
+    if (call == 0) {
+      CHECK(d.misses() == 1);
+      CHECK(d.hits() == 0);
+    } else {
+      CHECK(d.hits() == 1);
+      CHECK(d.misses() == 0);
+    }
+    auto got = y.to_vector<double>();
+    for (std::size_t i = 0; i < v.size(); ++i) CHECK(got[i] == chain_of(v[i]));
+  }
+  CHECK(pc::counters().entries >= 1);
+}
+
+TEST_CASE("a plan that donated a dead input is not reused while the user holds that input") {
+  pc::clear();
+  const std::vector<double> v{1, 2, 3, 4};
+  {  // a's handle is dropped before the evaluation: b takes a's buffer
+    Array a = aj::from_vector(v);
+    Array b = a + 1.0;
+    a = Array();
+    const auto before = inplace();
+    Delta d;
+    b.eval();
+    CHECK(d.misses() == 1);
+    CHECK(inplace() == before + 1);
+    CHECK(b.to_vector<double>() == std::vector<double>{2, 3, 4, 5});
+  }
+  {  // the same graph, but the user still holds a: a new plan, no donation
+    Array a = aj::from_vector(v);
+    Array b = a + 1.0;
+    const auto before = inplace();
+    Delta d;
+    b.eval();
+    CHECK(d.hits() == 0);
+    CHECK(d.misses() == 1);
+    CHECK(inplace() == before);
+    CHECK(a.to_vector<double>() == v);
+    CHECK(b.to_vector<double>() == std::vector<double>{2, 3, 4, 5});
+  }
+  {  // no handle, but another (unevaluated) node still reads a: no donation
+    Array a = aj::from_vector(v);
+    Array b = a + 1.0;
+    Array c = a * 2.0;
+    a = Array();
+    const auto before = inplace();
+    Delta d;
+    b.eval();
+    CHECK(d.hits() == 0);
+    CHECK(inplace() == before);
+    CHECK(b.to_vector<double>() == std::vector<double>{2, 3, 4, 5});
+    CHECK(c.to_vector<double>() == std::vector<double>{2, 4, 6, 8});
+  }
+  {  // the first shape of the call again: a hit, donating again
+    Array a = aj::from_vector(v);
+    Array b = a + 1.0;
+    a = Array();
+    const auto before = inplace();
+    Delta d;
+    b.eval();
+    CHECK(d.hits() == 1);
+    CHECK(inplace() == before + 1);
+    CHECK(b.to_vector<double>() == std::vector<double>{2, 3, 4, 5});
+  }
+}
+
+TEST_CASE("on a hit the run-time check still refuses to donate a storage shared since") {
+  pc::clear();
+  const std::vector<double> v{1, 2, 3, 4};
+  {
+    Array a = aj::from_vector(v);
+    Array b = a + 1.0;
+    a = Array();
+    b.eval();
+  }
+  // Same structure and counts, but an evaluated view shares a's storage.
+  Array a = aj::from_vector(v);
+  Array view = aj::reshape(a, {2, 2});
+  view.eval();
+  Array b = a + 1.0;
+  a = Array();
+  const auto before = inplace();
+  Delta d;
+  b.eval();
+  CHECK(d.hits() == 1);
+  CHECK(inplace() == before);  // the plan donates, donation_applies says no
+  CHECK(view.to_vector<double>() == v);
+  CHECK(b.to_vector<double>() == std::vector<double>{2, 3, 4, 5});
+}
+
+TEST_CASE("other shapes, dtypes and strides do not reuse a plan") {
+  pc::clear();
+  std::vector<double> v(12);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i) - 5.5;
+  auto run = [](const Array& x) {
+    Delta d;
+    Array y = x * 3.0 + 1.0;
+    y.eval();
+    return std::make_pair(d.hits(), y);
+  };
+  Array x12 = aj::from_vector(v);
+  CHECK(run(x12).first == 0);
+  CHECK(run(x12).first == 1);
+  // Another length.
+  std::vector<double> v11(v.begin(), v.begin() + 11);
+  auto [h11, y11] = run(aj::from_vector(v11));
+  CHECK(h11 == 0);
+  CHECK(y11.to_vector<double>()[10] == v[10] * 3.0 + 1.0);
+  // Another dtype (f32 input: the scalars stay weak, the result is f32).
+  std::vector<float> vf(v.begin(), v.end());
+  auto [hf, yf] = run(aj::from_vector(vf));
+  CHECK(hf == 0);
+  CHECK(yf.dtype() == aj::DType::f32);
+  CHECK(yf.to_vector<float>()[3] == vf[3] * 3.0f + 1.0f);
+  // Same shape [12] and dtype, but a strided leaf (every other element).
+  std::vector<double> wide(24);
+  for (std::size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<double>(i);
+  Array strided = aj::borrow(wide.data(), {12}, {2});
+  auto [hs, ys] = run(strided);
+  CHECK(hs == 0);
+  auto got = ys.to_vector<double>();
+  for (std::size_t i = 0; i < 12; ++i) CHECK(got[i] == wide[2 * i] * 3.0 + 1.0);
+  // Another rank with the same element count.
+  auto [h2, y2] = run(aj::from_vector(v, {3, 4}));
+  CHECK(h2 == 0);
+  CHECK(y2.to_vector<double>()[11] == v[11] * 3.0 + 1.0);
+}
+
+TEST_CASE("a scalar that simplify folded is part of the key: x * 1 then x * 2") {
+  pc::clear();
+  const std::vector<double> v{1.5, -2, 0.25};
+  Array x = aj::from_vector(v);
+  {
+    Delta d;
+    Array y = x * 1.0;  // simplify makes this an alias of x: no kernel
+    y.eval();
+    CHECK(d.misses() == 1);
+    CHECK(y.to_vector<double>() == v);
+  }
+  {
+    Delta d;
+    Array y = x * 2.0;
+    y.eval();
+    CHECK(d.hits() == 0);
+    CHECK(y.to_vector<double>() == std::vector<double>{3, -4, 0.5});
+  }
+  {  // and back: x * 1 again is a hit, still the identity
+    Delta d;
+    Array y = x * 1.0;
+    y.eval();
+    CHECK(d.hits() == 1);
+    CHECK(y.to_vector<double>() == v);
+  }
+  {  // a scalar simplify does not fold still changes the key: a miss, right values
+    Delta d;
+    Array y = x * 3.0;
+    y.eval();
+    CHECK(d.hits() == 0);
+    CHECK(y.to_vector<double>() == std::vector<double>{4.5, -6, 0.75});
+  }
+}
+
+TEST_CASE("the plan cache can be switched off and cleared") {
+  pc::clear();
+  Array x = aj::from_vector(std::vector<double>{1, 2});
+  pc::set_enabled(false);
+  {
+    Delta d;
+    for (int i = 0; i < 3; ++i) (x + 1.0).eval();
+    CHECK(d.hits() == 0);
+    CHECK(d.misses() == 0);
+    CHECK(pc::counters().entries == 0);
+  }
+  pc::set_enabled(true);
+  {
+    Delta d;
+    for (int i = 0; i < 3; ++i) (x + 1.0).eval();
+    CHECK(d.hits() == 2);
+    CHECK(d.misses() == 1);
+  }
+  pc::clear();
+  CHECK(pc::counters().entries == 0);
+  {
+    Delta d;
+    (x + 1.0).eval();
+    CHECK(d.misses() == 1);
+  }
+}
+
+TEST_CASE("same_plan, which checks every hit in tests, tells different plans apart") {
+  Array x = aj::from_vector(std::vector<double>{1, 2, 3});
+  Array a = x + 1.0, b = x * 2.0, c = x + 2.0;
+  auto plan = [](const Array& r) {
+    aj::Schedule s = aj::fuse({r.node_id()});
+    aj::BufferPlan p = aj::assign_buffers(s);
+    return std::make_pair(std::move(s), std::move(p));
+  };
+  auto [sa, pa] = plan(a);
+  auto [sa2, pa2] = plan(a);
+  auto [sb, pb] = plan(b);
+  auto [sc, pc2] = plan(c);
+  CHECK(pc::same_plan(sa, pa, sa2, pa2));
+  CHECK_FALSE(pc::same_plan(sa, pa, sb, pb));   // another op
+  CHECK_FALSE(pc::same_plan(sa, pa, sc, pc2));  // another node (and scalar)
+  aj::BufferPlan moved = pa;
+  moved.lower_bound += 8;
+  CHECK_FALSE(pc::same_plan(sa, pa, sa, moved));
+}
+
+}  // TEST_SUITE("plan cache")
