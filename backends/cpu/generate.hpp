@@ -1,6 +1,6 @@
 // A generator's value at flat index i (iota, linspace, eye, random numbers),
-// exactly as the reference interpreter computes it. Kept in step with
-// kernel_interpreter.cpp's copy; the JIT calls it through the runtime helpers
+// exactly as the reference interpreter computes it. The kernel interpreter
+// calls it directly; the JIT calls it through the runtime helpers
 // in jit/llvm/runtime_symbols.cpp, and the differential tests compare both.
 #pragma once
 

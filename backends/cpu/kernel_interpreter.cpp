@@ -5,6 +5,7 @@
 #include <string>
 
 #include "arrayjit/error.hpp"
+#include "backends/cpu/generate.hpp"
 #include "backends/reference/scalar_ops.hpp"
 
 namespace aj::cpu {
@@ -14,18 +15,6 @@ namespace {
 using namespace aj::ref;  // the scalar semantics
 
 
-template <class F>
-decltype(auto) visit(DType t, F&& f) {
-  switch (t) {
-    case DType::bool_: return f(bool{});
-    case DType::i32: return f(std::int32_t{});
-    case DType::i64: return f(std::int64_t{});
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
-  }
-  internal_error("kernel interpreter: bad dtype");
-}
-
 template <class T>
 T scalar_as(const KScalar& s) {
   if constexpr (std::is_same_v<T, bool>) return is_float(s.dtype) ? s.f != 0.0 : s.i != 0;
@@ -33,42 +22,6 @@ T scalar_as(const KScalar& s) {
   else return static_cast<T>(s.i);
 }
 
-// A generator's value at flat index i, exactly as backends/reference computes it.
-template <class T>
-T generate(Op op, const KScalar* s, std::int64_t i) {
-  const double f0 = s[0].f, f1 = s[1].f;
-  switch (op) {
-    case Op::Iota: {
-      const bool integral = std::floor(f0) == f0 && std::floor(f1) == f1 && std::fabs(f0) < 9e15 &&
-                            std::fabs(f1) < 9e15;
-      if (!std::is_floating_point_v<T> && integral) {
-        return convert<T>(static_cast<std::int64_t>(f0) + i * static_cast<std::int64_t>(f1));
-      }
-      return convert<T>(f0 + static_cast<double>(i) * f1);
-    }
-    case Op::Linspace: {
-      const std::int64_t total = s[3].i;
-      const double step = total > 1 ? (f1 - f0) / static_cast<double>(total - 1) : 0.0;
-      return convert<T>((i == total - 1 && total > 1) ? f1 : f0 + static_cast<double>(i) * step);
-    }
-    case Op::Eye: {
-      const std::int64_t cols = s[3].i;
-      return static_cast<T>((i % cols) - (i / cols) == s[2].i);
-    }
-    case Op::RandUniform:
-    case Op::RandNormal:
-      if constexpr (std::is_floating_point_v<T>) {
-        const auto key = static_cast<std::uint64_t>(s[2].i);
-        const auto ui = static_cast<std::uint64_t>(i);
-        if (op == Op::RandNormal) return static_cast<T>(f0 + f1 * normal01(key, ui));
-        T v = static_cast<T>(f0 + (f1 - f0) * uniform01(key, ui));
-        if (v >= static_cast<T>(f1) && f1 > f0) v = std::nextafter(static_cast<T>(f1), static_cast<T>(f0));
-        return v;
-      }
-      internal_error("kernel interpreter: random numbers of a non-float type");
-    default: internal_error(std::string("kernel interpreter: not a generator: ") + op_name(op));
-  }
-}
 
 class Interpreter {
  public:
@@ -105,7 +58,7 @@ class Interpreter {
       for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
         const KInstr& in = k_.instrs[j];
         if (in.kind != KOp::Reduce) continue;
-        visit(in.dtype, [&](auto tag) {
+        visit_dtype(in.dtype, [&](auto tag) {
           using T = decltype(tag);
           *reinterpret_cast<T*>(&acc_[j]) = reduce_identity<T>(in.op);
         });
@@ -176,7 +129,7 @@ class Interpreter {
       const auto v = static_cast<std::int32_t>(j);
       switch (in.kind) {
         case KOp::Load:
-          visit(in.dtype, [&](auto tag) {
+          visit_dtype(in.dtype, [&](auto tag) {
             using T = decltype(tag);
             const T* src = static_cast<const T*>(in_[static_cast<std::size_t>(in.arg)]);
             const std::int64_t* o = offs(static_cast<std::size_t>(in.arg));
@@ -185,7 +138,7 @@ class Interpreter {
           });
           break;
         case KOp::Const:
-          visit(in.dtype, [&](auto tag) {
+          visit_dtype(in.dtype, [&](auto tag) {
             using T = decltype(tag);
             T x = scalar_as<T>(k_.scalars[static_cast<std::size_t>(in.arg)]);
             T* dst = col<T>(v);
@@ -193,20 +146,20 @@ class Interpreter {
           });
           break;
         case KOp::Index:
-          visit(in.dtype, [&](auto tag) {
+          visit_dtype(in.dtype, [&](auto tag) {
             using T = decltype(tag);
             const std::int64_t* o = offs(static_cast<std::size_t>(in.arg));
             const KScalar* s = &k_.scalars[static_cast<std::size_t>(in.a)];
             T* dst = col<T>(v);
-            for (std::int64_t i = 0; i < n; ++i) dst[i] = generate<T>(in.op, s, o[i]);
+            for (std::int64_t i = 0; i < n; ++i) dst[i] = generate_value<T>(in.op, s, o[i]);
           });
           break;
         case KOp::Unary: {
           const DType from = k_.instrs[static_cast<std::size_t>(in.a)].dtype;
-          visit(from, [&](auto tf) {
+          visit_dtype(from, [&](auto tf) {
             using F = decltype(tf);
             const F* x = col<F>(in.a);
-            visit(in.dtype, [&](auto tt) {
+            visit_dtype(in.dtype, [&](auto tt) {
               using T = decltype(tt);
               T* dst = col<T>(v);
               if (in.op == Op::Cast) {
@@ -222,7 +175,7 @@ class Interpreter {
         }
         case KOp::Binary: {
           const DType t = k_.instrs[static_cast<std::size_t>(in.a)].dtype;
-          visit(t, [&](auto tag) {
+          visit_dtype(t, [&](auto tag) {
             using T = decltype(tag);
             const T* x = col<T>(in.a);
             const T* y = col<T>(in.b);
@@ -237,7 +190,7 @@ class Interpreter {
           break;
         }
         case KOp::Where:
-          visit(in.dtype, [&](auto tag) {
+          visit_dtype(in.dtype, [&](auto tag) {
             using T = decltype(tag);
             const bool* c = col<bool>(in.a);
             const T* x = col<T>(in.b);
@@ -248,7 +201,7 @@ class Interpreter {
           break;
         case KOp::Reduce:
           // Phase 1 reads the finished accumulator.
-          visit(in.dtype, [&](auto tag) {
+          visit_dtype(in.dtype, [&](auto tag) {
             using T = decltype(tag);
             col<T>(v)[0] = *reinterpret_cast<T*>(&acc_[j]);
           });
@@ -263,7 +216,7 @@ class Interpreter {
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
       if (in.kind != KOp::Reduce) continue;
-      visit(in.dtype, [&](auto tag) {
+      visit_dtype(in.dtype, [&](auto tag) {
         using T = decltype(tag);
         T& acc = *reinterpret_cast<T*>(&acc_[j]);
         const T* x = col<T>(in.a);
@@ -276,7 +229,7 @@ class Interpreter {
     for (std::size_t j = 0; j < k_.outputs.size(); ++j) {
       const KOutput& o = k_.outputs[j];
       if (o.phase != phase) continue;
-      visit(o.stream.dtype, [&](auto tag) {
+      visit_dtype(o.stream.dtype, [&](auto tag) {
         using T = decltype(tag);
         T* dst = static_cast<T*>(out_[j]);
         const T* x = col<T>(o.value);

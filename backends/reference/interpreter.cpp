@@ -14,18 +14,6 @@ namespace aj::ref {
 
 namespace {
 
-template <class F>
-decltype(auto) visit_dtype(DType t, F&& f) {
-  switch (t) {
-    case DType::bool_: return f(bool{});
-    case DType::i32: return f(std::int32_t{});
-    case DType::i64: return f(std::int64_t{});
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
-  }
-  internal_error("bad dtype");
-}
-
 // A strided view of an evaluated node.
 struct View {
   char* base;

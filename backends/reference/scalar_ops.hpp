@@ -8,11 +8,27 @@
 #include <limits>
 #include <type_traits>
 
+#include "arrayjit/dtype.hpp"
+#include "arrayjit/error.hpp"
 #include "graph/op.hpp"
 
 namespace aj::ref {
 
 template <class T> constexpr bool is_fp = std::is_floating_point_v<T>;
+
+// Calls f(T{}) with the C++ type of dtype t: the one dispatch from a run-time
+// dtype to typed code, shared by the interpreters and simplify.
+template <class F>
+decltype(auto) visit_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::bool_: return f(bool{});
+    case DType::i32: return f(std::int32_t{});
+    case DType::i64: return f(std::int64_t{});
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+  }
+  internal_error("visit_dtype: bad dtype");
+}
 
 // ---- conversion (astype): floats to integers truncate toward zero and
 // saturate; NaN becomes 0. Anything to bool is "!= 0" (NaN is true).

@@ -19,18 +19,6 @@ struct Fill {
   double f = 0.0;
 };
 
-template <class F>
-decltype(auto) visit(DType t, F&& f) {
-  switch (t) {
-    case DType::bool_: return f(bool{});
-    case DType::i32: return f(std::int32_t{});
-    case DType::i64: return f(std::int64_t{});
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
-  }
-  internal_error("simplify: bad dtype");
-}
-
 template <class T>
 T get(const Fill& v) {
   if constexpr (std::is_same_v<T, bool>) return is_float(v.t) ? v.f != 0.0 : v.i != 0;
@@ -164,9 +152,9 @@ void fold_elementwise(NodeId id) {
   }
   const DType t = g[n.in[n.arity - 1]].dtype;  // operand dtype (Where: the values')
   if (all) {
-    Fill r = visit(t, [&](auto tag) -> Fill {
+    Fill r = visit_dtype(t, [&](auto tag) -> Fill {
       using I = decltype(tag);
-      return visit(n.dtype, [&](auto out) -> Fill {
+      return visit_dtype(n.dtype, [&](auto out) -> Fill {
         using O = decltype(out);
         if (n.op == Op::Cast) return put(n.dtype, convert<O>(get<I>(*in[0])));
         if (n.op == Op::Where) return put(n.dtype, convert<O>(get<bool>(*in[0]) ? get<I>(*in[1]) : get<I>(*in[2])));
@@ -250,7 +238,7 @@ void fold_reduction(NodeId id) {
   if (!v) return;
   std::int64_t c = 1;
   for (auto ax : n.ints) c *= g[n.inputs[0]].shape[static_cast<int>(ax)];
-  std::optional<Fill> r = visit(n.dtype, [&](auto tag) -> std::optional<Fill> {
+  std::optional<Fill> r = visit_dtype(n.dtype, [&](auto tag) -> std::optional<Fill> {
     using T = decltype(tag);
     auto x = fold_reduce<T>(n.op, get<T>(*v), c);
     if (!x) return std::nullopt;
