@@ -10,38 +10,39 @@
 
 namespace aj {
 
-namespace {
-
-std::string num(double v) {
+std::string dump_number(double v) {
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);
 }
 
-std::string list(const std::vector<std::int64_t>& v) {
+std::string dump_list(const std::vector<std::int64_t>& v) {
   std::string s = "[";
   for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
 }
+
+namespace {
+
 
 }  // namespace
 
 std::string node_payload(const Node& n) {
   switch (op_category(n.op)) {
     case OpCategory::Leaf:
-      if (n.op == Op::Constant) return is_float(n.dtype) ? num(n.f0) : std::to_string(n.i0);
+      if (n.op == Op::Constant) return is_float(n.dtype) ? dump_number(n.f0) : std::to_string(n.i0);
       return "";
     case OpCategory::Generator:
       switch (n.op) {
-        case Op::Iota: return "start=" + num(n.f0) + " step=" + num(n.f1);
-        case Op::Linspace: return "start=" + num(n.f0) + " stop=" + num(n.f1);
+        case Op::Iota: return "start=" + dump_number(n.f0) + " step=" + dump_number(n.f1);
+        case Op::Linspace: return "start=" + dump_number(n.f0) + " stop=" + dump_number(n.f1);
         case Op::Eye: return "k=" + std::to_string(n.i0);
-        default: return "key=" + std::to_string(n.i0) + " " + num(n.f0) + " " + num(n.f1);
+        default: return "key=" + std::to_string(n.i0) + " " + dump_number(n.f0) + " " + dump_number(n.f1);
       }
-    case OpCategory::Reduce: return "axes=" + list(n.ints);
+    case OpCategory::Reduce: return "axes=" + dump_list(n.ints);
     case OpCategory::View:
-      if (n.op == Op::Transpose) return "perm=" + list(n.ints);
-      if (n.op == Op::Slice) return "start,step=" + list(n.ints);
+      if (n.op == Op::Transpose) return "perm=" + dump_list(n.ints);
+      if (n.op == Op::Slice) return "start,step=" + dump_list(n.ints);
       return "";
     case OpCategory::Other:
       if (n.op == Op::Concat) return "axis=" + std::to_string(n.i0);

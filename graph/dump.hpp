@@ -12,6 +12,9 @@ namespace aj {
 std::vector<NodeId> reachable_order(const std::vector<NodeId>& roots);
 // "%3 = add f32[4] %1, %2" lines, dense ids in that order.
 std::string dump_nodes(const std::vector<NodeId>& roots);
+// Shortest round-trip text of a double ("0.1"), and "[1, 2, 3]".
+std::string dump_number(double v);
+std::string dump_list(const std::vector<std::int64_t>& v);
 // The op-specific part of a node's line ("axes=[1]", "perm=[1, 0]").
 std::string node_payload(const Node& n);
 

@@ -1,7 +1,10 @@
 #include "graph/kernel.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
+
+#include "graph/dump.hpp"
 
 namespace aj {
 
@@ -10,18 +13,6 @@ namespace {
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   return h;
-}
-
-std::string num(double v) {
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-std::string list(const std::vector<std::int64_t>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 // Per axis: 0 broadcast, 1 unit stride on the innermost varying axis, 2 other.
@@ -51,6 +42,22 @@ std::int64_t Kernel::points() const {
   return n;
 }
 
+std::int64_t Kernel::inner_points() const {
+  std::int64_t n = 1;
+  for (auto a : reduce_axes) n *= shape[static_cast<std::size_t>(a)];
+  return n;
+}
+
+std::int64_t Kernel::outer_points() const {
+  std::int64_t n = 1;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (std::find(reduce_axes.begin(), reduce_axes.end(), static_cast<std::int64_t>(d)) == reduce_axes.end()) {
+      n *= shape[d];
+    }
+  }
+  return n;
+}
+
 std::uint64_t structural_hash(const Kernel& k) {
   std::uint64_t h = mix(0x61726a6b, k.shape.size());
   for (auto a : k.reduce_axes) h = mix(h, static_cast<std::uint64_t>(a));
@@ -77,20 +84,20 @@ std::uint64_t structural_hash(const Kernel& k) {
 
 std::string dump(const Kernel& k) {
   std::ostringstream os;
-  os << "kernel " << list(k.shape);
-  if (k.is_reduction()) os << " reduce " << list(k.reduce_axes);
+  os << "kernel " << dump_list(k.shape);
+  if (k.is_reduction()) os << " reduce " << dump_list(k.reduce_axes);
   char hash[32];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(structural_hash(k)));
   os << " hash " << hash << "\n";
   for (std::size_t i = 0; i < k.inputs.size(); ++i) {
     const KStream& s = k.inputs[i];
     os << "  in" << i << ": " << dtype_name(s.dtype) << (s.index_only ? " index" : "")
-       << " strides " << list(s.strides) << " offset " << s.offset << "\n";
+       << " strides " << dump_list(s.strides) << " offset " << s.offset << "\n";
   }
   for (std::size_t i = 0; i < k.scalars.size(); ++i) {
     const KScalar& s = k.scalars[i];
     os << "  s" << i << ": " << dtype_name(s.dtype) << " = "
-       << (is_float(s.dtype) ? num(s.f) : std::to_string(s.i)) << "\n";
+       << (is_float(s.dtype) ? dump_number(s.f) : std::to_string(s.i)) << "\n";
   }
   for (std::size_t i = 0; i < k.instrs.size(); ++i) {
     const KInstr& in = k.instrs[i];
@@ -120,7 +127,7 @@ std::string dump(const Kernel& k) {
   for (std::size_t i = 0; i < k.outputs.size(); ++i) {
     const KOutput& o = k.outputs[i];
     os << "  out" << i << " = v" << o.value << ": " << dtype_name(o.stream.dtype) << " strides "
-       << list(o.stream.strides) << (o.phase ? " (after reduce)" : "") << "\n";
+       << dump_list(o.stream.strides) << (o.phase ? " (after reduce)" : "") << "\n";
   }
   return os.str();
 }

@@ -83,6 +83,8 @@ struct Kernel {
 
   bool is_reduction() const { return !reduce_axes.empty(); }
   std::int64_t points() const;  // product of the extents
+  std::int64_t outer_points() const;  // product of the kept (not reduced) extents
+  std::int64_t inner_points() const;  // product of the reduced extents
 };
 
 // Hash of the kernel's structure: ops, dtypes, rank, reduce axes, which axes

@@ -66,14 +66,4 @@ std::string jit_structure_key(const Kernel& k, const std::vector<int>& alias) {
   return s;
 }
 
-std::int64_t outer_points(const Kernel& k) {
-  std::int64_t n = 1;
-  for (std::size_t d = 0; d < k.shape.size(); ++d) {
-    if (std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) == k.reduce_axes.end()) {
-      n *= k.shape[d];
-    }
-  }
-  return n;
-}
-
 }  // namespace aj::jit

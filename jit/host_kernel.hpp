@@ -40,9 +40,6 @@ std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& 
 // scalar dtypes, aliases. Never extents, stride values or scalar values.
 std::string jit_structure_key(const Kernel& k, const std::vector<int>& alias);
 
-// The number of outer iteration points (the range a kernel function covers).
-std::int64_t outer_points(const Kernel& k);
-
 // Compiled function for this kernel structure: from the in-memory cache, the
 // disk cache or a fresh compile. Throws aj::Error (runtime) on failure.
 HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias);

@@ -89,7 +89,7 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
                          const std::vector<void*>& outputs) {
   Kernel collapsed;
   const Kernel& k = collapse_axes(original, &collapsed) ? collapsed : original;
-  const std::int64_t outer = jit::outer_points(k);
+  const std::int64_t outer = k.outer_points();
   if (outer == 0) return;  // nothing to write (reductions of empty axes still have outer points)
   std::vector<int> alias = jit::exact_aliases(k, inputs, outputs);
   jit::HostKernelFn fn = jit::host_kernel(k, alias);

@@ -322,7 +322,7 @@ void launch(int index, const Kernel& k, const std::vector<const Storage*>& input
   const DeviceInfo& info = device(index);
   CUstream s = stream_of(index);
   const Kernel c = collapse_axes(k);
-  if ((c.is_reduction() ? outer_points(c) : c.points()) == 0) return;  // nothing to write
+  if ((c.is_reduction() ? c.outer_points() : c.points()) == 0) return;  // nothing to write
   const Loaded& m = module_for(info, c);
 
   std::vector<std::uint64_t> ptrs;

@@ -59,22 +59,6 @@ Kernel collapse_axes(const Kernel& k) {
 }
 
 
-std::int64_t outer_points(const Kernel& k) {
-  std::int64_t n = 1;
-  for (std::size_t d = 0; d < k.shape.size(); ++d) {
-    if (std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) == k.reduce_axes.end()) {
-      n *= k.shape[d];
-    }
-  }
-  return n;
-}
-
-std::int64_t inner_points(const Kernel& k) {
-  std::int64_t n = 1;
-  for (auto a : k.reduce_axes) n *= k.shape[static_cast<std::size_t>(a)];
-  return n;
-}
-
 bool innermost_is_outer(const Kernel& k) {
   return !k.shape.empty() && (k.reduce_axes.empty() || k.reduce_axes.back() != static_cast<std::int64_t>(k.shape.size()) - 1);
 }
@@ -91,8 +75,8 @@ std::vector<std::int64_t> pack_params(const Kernel& k, const std::vector<std::ui
   if (ptrs.size() != S) internal_error("cuda pack_params: one pointer per stream expected");
   std::vector<std::int64_t> p;
   const bool red = k.is_reduction();
-  p.push_back(red ? outer_points(k) : k.points());
-  p.push_back(red ? inner_points(k) : 1);
+  p.push_back(red ? k.outer_points() : k.points());
+  p.push_back(red ? k.inner_points() : 1);
   p.push_back(shape.parts);
   p.push_back(shape.vec ? 1 : 0);
   for (auto e : k.shape) p.push_back(e);
@@ -137,7 +121,7 @@ LaunchShape plan_launch(const Kernel& c, int vec, int sms, const std::vector<std
     ls.grid = std::min(ceil_div(work, kThreadsPerBlock), max_blocks);
     return ls;
   }
-  const std::int64_t n = outer_points(c), ninner = inner_points(c);
+  const std::int64_t n = c.outer_points(), ninner = c.inner_points();
   if (n == 0) return ls;  // no outer point: nothing to write
   if (ninner <= 64 || (innermost_is_outer(c) && n >= 4096)) {
     ls.mode = LaunchShape::Mode::serial;

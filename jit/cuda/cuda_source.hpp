@@ -72,9 +72,6 @@ LaunchShape plan_launch(const Kernel& c, int vec, int sms, const std::vector<std
 std::vector<std::int64_t> pack_params(const Kernel& collapsed, const std::vector<std::uint64_t>& ptrs,
                                       const LaunchShape& shape, std::uint64_t scratch);
 
-// Outer points and reduced points of a collapsed kernel.
-std::int64_t outer_points(const Kernel& collapsed);
-std::int64_t inner_points(const Kernel& collapsed);
 // Whether the innermost axis is an outer (kept) axis: then neighbouring outer
 // points are neighbouring addresses and aj_k_serial reads coalesced.
 bool innermost_is_outer(const Kernel& collapsed);
