@@ -83,9 +83,14 @@ std::string describe_plan(const Schedule& s, const BufferPlan& b) {
     }
     os << "kernel k" << kernel_no++ << " over " << list(st.kernel.shape);
     if (st.kernel.is_reduction()) os << " reducing " << list(st.kernel.reduce_axes);
-    os << "\n  fused:";
-    for (NodeId c : st.computed) os << " " << name(c) << ":" << op_name(g[c].op);
-    os << "\n";
+    if (st.copy) {
+      os << "\n  copy: " << name(st.outputs[0]) << " = " << op_name(g[st.outputs[0]].op) << " of strided "
+         << name(st.inputs[0]) << ", written contiguous\n";
+    } else {
+      os << "\n  fused:";
+      for (NodeId c : st.computed) os << " " << name(c) << ":" << op_name(g[c].op);
+      os << "\n";
+    }
     for (std::size_t e = 0; e < st.inputs.size(); ++e) {
       if (st.kernel.inputs[e].index_only) continue;
       os << "  in" << e << " = " << name(st.inputs[e]) << "\n";

@@ -287,6 +287,7 @@ bool same_plan(const Schedule& a, const BufferPlan& ab, const Schedule& b, const
     const Step &x = a.steps[k], &y = b.steps[k];
     if (x.kind != y.kind || x.node != y.node || x.inputs != y.inputs || x.outputs != y.outputs ||
         x.computed != y.computed || x.touched != y.touched || x.space != y.space || x.axes != y.axes ||
+        x.copy != y.copy ||
         !same(x.kernel, y.kernel)) {
       return false;
     }

@@ -173,8 +173,11 @@ class Partitioner {
         st.kind = Step::Kind::view;
         st.node = id;
         auto l = view_layout(n, g_[n.inputs[0]], layout(n.inputs[0]));
-        if (!l) st.kind = Step::Kind::reference;  // the reference copies
-        add_step(std::move(st), id, l ? *l : contiguous_layout(n.shape));
+        if (!l) {  // strided data reshaped: a copy kernel makes it contiguous
+          place_copy(id);
+          continue;
+        }
+        add_step(std::move(st), id, *l);
         continue;
       }
       if (is_reference_op(n.op) || reference_.count(id)) {
@@ -187,6 +190,37 @@ class Partitioner {
       if (!place_kernel(id, ctx)) return false;
     }
     return true;
+  }
+
+  // A view that is no view of its input's layout (a reshape of strided
+  // data): one kernel over the input's shape reads it with its strides and
+  // writes it contiguous in row-major order, which is the reshape's
+  // contiguous layout. It never merges with other kernels (its output has
+  // another shape than its space) and never works in place (it reads at
+  // other indices than it writes).
+  void place_copy(NodeId id) {
+    const Node& n = g_[id];
+    const NodeId src = n.inputs[0];
+    const Shape& space = g_[src].shape;
+    const Layout in = layout(src);
+    Lowered lw;
+    Kernel& k = lw.kernel;
+    k.shape = space.dims();
+    KStream is{n.dtype, in.strides, in.offset, false};
+    KStream os{n.dtype, contiguous_strides(space), 0, false};
+    for (int d = 0; d < space.ndim(); ++d) {
+      if (space[d] == 1) is.strides[static_cast<std::size_t>(d)] = os.strides[static_cast<std::size_t>(d)] = 0;
+    }
+    k.inputs.push_back(std::move(is));
+    k.instrs.push_back({KOp::Load, Op::Input, n.dtype, 0, -1, -1, -1, 0});
+    k.outputs.push_back({0, 0, std::move(os)});
+    lw.inputs = {src};
+    lw.outputs = {id};
+    lw.touched = {id};
+    if (!g_[src].evaluated()) lw.deps = {src};
+    s_.steps.emplace_back();
+    set_kernel(s_.steps.size() - 1, lw, Sig{space, {}});
+    s_.steps.back().copy = true;
   }
 
   // Adds the boundaries lowering asked for; false if all were there already
@@ -202,7 +236,7 @@ class Partitioner {
     int tries = fuse_ops_ ? 0 : 8;  // unfused: never share a kernel
     for (std::size_t i = s_.steps.size(); i-- > 0 && tries < 8;) {
       Step& st = s_.steps[i];
-      if (st.kind != Step::Kind::kernel) continue;
+      if (st.kind != Step::Kind::kernel || st.copy) continue;
       auto merged = merge(Sig{st.space, st.axes}, sig);
       if (!merged) continue;
       ++tries;

@@ -14,6 +14,8 @@
 //    its own input, e.g. x - max(x)) or inside another reduction ends a kernel.
 //  - MatMul, Concat, ArgMax/ArgMin run as reference-interpreter steps; views
 //    that are roots (or feed those steps) are view steps: strides, no copy.
+//    A reshape of strided data that no strides can express is a copy kernel
+//    (Step::copy) over its input's shape, writing it contiguous.
 //  - Cost rule for a producer used by several kernels: it is recomputed in
 //    each when it is cheap (all its ops carry the Cheap flag) and recomputing
 //    reads no more bytes than materializing would write and re-read:
@@ -43,6 +45,7 @@ struct Step {
   std::vector<NodeId> touched;   // all unevaluated nodes walked (buffer liveness)
   Shape space;
   std::vector<std::int64_t> axes;
+  bool copy = false;  // a copy kernel for a reshape of strided data (node: outputs[0])
 };
 
 struct Schedule {
