@@ -176,6 +176,43 @@ TEST_CASE("cuda compile: NVRTC compiles a kernel and reports a broken one with l
   }
 }
 
+// What the source promises, checked in what NVVM made of it (PTX for sm_90):
+// the vector path really issues 16-byte global loads and stores, and the
+// reductions really use warp shuffles. A GPU is not needed to see that.
+TEST_CASE("cuda compile: the PTX has 16-byte global loads/stores and warp shuffles where the source asks") {
+  std::string why;
+  if (!have_nvrtc(&why)) {
+    MESSAGE(why << ": skipped");
+    return;
+  }
+  aj::cuda::CompileOptions opt;
+  opt.disk_cache = false;
+  opt.ptx_only = true;
+  auto ptx_of = [&](const Kernel& k) {
+    auto img = aj::cuda::compile(aj::cuda::render(aj::cuda::collapse_axes(k)), 90, opt);
+    CHECK_FALSE(img->cubin);
+    return img->bytes;
+  };
+  auto has = [](const std::string& ptx, const char* what) { return ptx.find(what) != std::string::npos; };
+  // Contiguous f32 and f64 elementwise: v4 of 4 bytes and v2 of 8 bytes (16).
+  Kernel k = elementwise_kernel({1000}, {{1}, {1}}, {1});
+  std::string p32 = ptx_of(k);
+  CHECK(has(p32, ".v4.f32"));
+  CHECK((has(p32, "ld.global.v4.f32") || has(p32, "ld.global.nc.v4.f32")));
+  CHECK(has(p32, "st.global.v4.f32"));
+  k.inputs[0].dtype = k.inputs[1].dtype = k.outputs[0].stream.dtype = DType::f64;
+  for (auto& in : k.instrs) in.dtype = DType::f64;
+  std::string p64 = ptx_of(k);
+  CHECK((has(p64, "ld.global.v2.f64") || has(p64, "ld.global.nc.v2.f64")));
+  CHECK(has(p64, "st.global.v2.f64"));
+  // A transposed input: no vector path at all.
+  std::string pt = ptx_of(elementwise_kernel({8, 16}, {{1, 8}, {16, 1}}, {16, 1}));
+  CHECK_FALSE(has(pt, ".v4.f32"));
+  // Reductions: shuffles in the block strategy.
+  auto x = aj::from_vector<float>(std::vector<float>(64 * 32, 1.f), aj::Shape{64, 32});
+  for (const Kernel& r : kernels_of({aj::sum(x, 1), aj::max(x)})) CHECK(has(ptx_of(r), "shfl.sync.down"));
+}
+
 TEST_CASE("cuda compile: the disk cache serves a second process, and AJ_LOG=cuda prints the source") {
   std::string why;
   if (!have_nvrtc(&why)) {
