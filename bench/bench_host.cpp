@@ -190,6 +190,31 @@ void bench_chain() {
   row("exp(-x*x/2)*sin(3x)+0.5cos(x) 16M f32, all threads", t2, "Eigen", te);
 }
 
+// --- whole-array reduction: sqrt(sum(x*x)), 16M f32 --------------------------------------
+// One output: split over the reduced range (partial sums per part, then a
+// finishing kernel), so it uses every thread.
+void bench_norm() {
+  const std::int64_t n = 16 << 20;
+  std::vector<float> x0(static_cast<std::size_t>(n));
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (auto& v : x0) v = d(rng);
+  Array x = aj::from_vector(x0);
+  auto ours = [&] {
+    Array y = aj::sqrt(aj::sum(x * x));
+    g_sink = g_sink + y.item<float>();
+  };
+  Eigen::Map<Eigen::ArrayXf> ex(x0.data(), n);
+  auto eigen = [&] { g_sink = g_sink + std::sqrt(ex.square().sum()); };
+  aj::jit::set_num_threads(1);
+  const double t1 = median_ms(ours);
+  aj::jit::set_num_threads(0);
+  const double t2 = median_ms(ours);
+  const double te = median_ms(eigen);
+  row("sqrt(sum(x*x)) 16M f32, 1 thread", t1, "Eigen", te);
+  row("sqrt(sum(x*x)) 16M f32, all threads", t2, "Eigen", te);
+}
+
 // --- dispatch: a 10-op chain on 1000 elements, trace + cache hit + run ------------------
 void bench_dispatch() {
   Array x = aj::from_vector(random_vec(1000, 4));
@@ -279,6 +304,7 @@ int main(int argc, char** argv) {
   bench_seed(4000);
   bench_adam();
   bench_chain();
+  bench_norm();
   bench_dispatch();
   bench_compile(argv[0]);
   return 0;

@@ -396,6 +396,83 @@ TEST_CASE("large kernels split over threads give the same result as one thread")
   CHECK(run(1) == run(2));
 }
 
+TEST_CASE("reductions to fewer outputs than threads split over the reduced range and match the reference") {
+  JitOn jit;
+  const std::int64_t n = 300007;  // not a multiple of any part count
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<double> d(-2.0, 2.0);
+  std::vector<double> xs(static_cast<std::size_t>(n));
+  for (auto& v : xs) v = d(rng);
+  xs[12345] = std::nan("");  // max/min must propagate it from whichever part holds it
+  std::vector<double> cols(static_cast<std::size_t>(n / 7 * 3));
+  for (auto& v : cols) v = d(rng);
+  aj::Array x = aj::from_vector(xs);
+  aj::Array xn = aj::from_vector(std::vector<double>(xs.begin(), xs.begin() + 12000));  // no NaN
+  aj::Array m = aj::from_vector(cols, {n / 7, 3});
+  aj::Array b = aj::from_vector(std::vector<double>{0.5, -1.0, 2.0});
+  // Each case: the arrays, traced again for every run.
+  auto cases = [&] {
+    aj::Array xc = aj::where(x != x, 0.0, x);
+    aj::Array ints = (xc * 1000.0).astype(DType::i32);
+    return std::vector<aj::Array>{
+        aj::sum(xc),                                          // whole array
+        aj::sqrt(aj::sum(xc * xc)) / static_cast<double>(n) + 1.0,  // an epilogue
+        aj::max(x), aj::min(x),                               // NaN propagates
+        aj::prod(1.0 + xn * 1e-4),                            // float product
+        aj::sum(ints), aj::sum(ints.astype(DType::i64) * 3000000), // exact integers (i64 wraps)
+        aj::all(xc > -1.9), aj::any(xc > 1.99999),            // logical
+        aj::sum(m, 0) + b,                                    // 3 outputs, epilogue load over outer axes
+        aj::mean(m * 2.0, 0),
+    };
+  };
+  std::vector<aj::Array> want;
+  {
+    aj::detail::ExecutorScope ref(aj::detail::Executor::reference);
+    want = cases();
+    aj::eval(want);
+  }
+  for (int threads : {1, 2, 3, 4, 8}) {
+    CAPTURE(threads);
+    aj::jit::set_num_threads(threads);
+    std::vector<aj::Array> got = cases();
+    aj::eval(got);
+    std::vector<aj::Array> again = cases();
+    aj::eval(again);
+    aj::jit::set_num_threads(0);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      auto g = got[i].astype(DType::f64).to_vector<double>();
+      auto w = want[i].astype(DType::f64).to_vector<double>();
+      auto a = again[i].astype(DType::f64).to_vector<double>();
+      REQUIRE(g.size() == w.size());
+      for (std::size_t k = 0; k < g.size(); ++k) {
+        if (std::isnan(w[k])) {
+          CHECK(std::isnan(g[k]));
+          continue;
+        }
+        const bool exact = got[i].dtype() != DType::f64 && got[i].dtype() != DType::f32;
+        if (exact || i == 2 || i == 3) CHECK(g[k] == w[k]);
+        else CHECK(std::fabs(g[k] - w[k]) <= 1e-9 * (1.0 + std::fabs(w[k])));
+        CHECK(std::memcmp(&g[k], &a[k], sizeof(double)) == 0);  // the same bits every call
+      }
+    }
+  }
+  // The split really happens: a partial and a finish kernel are looked up
+  // (compiled or found) instead of one.
+  auto lookups = [] {
+    auto s = aj::stats();
+    return s.kernels_compiled + s.kernel_cache_hits + s.kernel_disk_hits;
+  };
+  for (int threads : {1, 4}) {
+    aj::jit::set_num_threads(threads);
+    aj::Array y = aj::sum(x * 3.0 - 1.0);
+    const auto before = lookups();
+    y.eval();
+    CHECK(lookups() - before == (threads == 1 ? 1u : 2u));
+    aj::jit::set_num_threads(0);
+  }
+}
+
 TEST_CASE("a kernel the code generator cannot take is an aj::Error, not a crash") {
   // A Reduce in an elementwise kernel breaks graph/kernel.hpp's rules.
   auto k = elementwise({DType::f64}, {KOp::Reduce, Op::Sum, DType::f64, 1, 0, -1, -1, -1}, 8);

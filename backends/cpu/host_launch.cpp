@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "arrayjit/jit.hpp"
 #include "backends/cpu/thread_pool.hpp"
@@ -83,6 +84,269 @@ bool collapse_axes(const Kernel& k, Kernel* out) {
   return true;
 }
 
+
+// The run-time arguments of one call of a compiled kernel: pointers, extents,
+// strides and offsets laid out as HostArgs wants them. Small kernels keep
+// them on the stack (a small call allocates nothing).
+class Args {
+ public:
+  Args(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs)
+      : rank_(k.shape.size()), n_(k.inputs.size() + k.outputs.size()) {
+    if (n_ > kSmall || n_ * rank_ > kSmall * 4 || rank_ > kSmall) {
+      ptr_vec_.resize(n_);
+      off_vec_.resize(n_);
+      stride_vec_.resize(n_ * rank_);
+      shape_vec_.resize(rank_);
+      ptrs_ = ptr_vec_.data();
+      offs_ = off_vec_.data();
+      strides_ = stride_vec_.data();
+      shape_ = shape_vec_.data();
+    }
+    std::copy(k.shape.begin(), k.shape.end(), shape_);
+    for (std::size_t s = 0; s < n_; ++s) {
+      const bool in = s < k.inputs.size();
+      const KStream& st = in ? k.inputs[s] : k.outputs[s - k.inputs.size()].stream;
+      ptrs_[s] = in ? const_cast<void*>(inputs[s]) : outputs[s - k.inputs.size()];
+      offs_[s] = st.offset;
+      std::copy(st.strides.begin(), st.strides.end(), strides_ + s * rank_);
+    }
+    args_ = {ptrs_, shape_, strides_, offs_, k.scalars.data()};
+  }
+  Args(const Args&) = delete;
+  Args& operator=(const Args&) = delete;
+
+  const jit::HostArgs* get() const { return &args_; }
+
+  // Restricts axis `a` to [lo, hi): every stream starts lo steps further.
+  void restrict_axis(std::size_t a, std::int64_t lo, std::int64_t hi) {
+    shape_[a] = hi - lo;
+    for (std::size_t s = 0; s < n_; ++s) offs_[s] += lo * strides_[s * rank_ + a];
+  }
+  void add_offset(std::size_t stream, std::int64_t d) { offs_[stream] += d; }
+
+ private:
+  static constexpr std::size_t kSmall = 16;
+  std::size_t rank_, n_;
+  void* ptr_buf_[kSmall];
+  std::int64_t off_buf_[kSmall], stride_buf_[kSmall * 4], shape_buf_[kSmall];
+  std::vector<void*> ptr_vec_;
+  std::vector<std::int64_t> off_vec_, stride_vec_, shape_vec_;
+  void** ptrs_ = ptr_buf_;
+  std::int64_t* offs_ = off_buf_;
+  std::int64_t* strides_ = stride_buf_;
+  std::int64_t* shape_ = shape_buf_;
+  jit::HostArgs args_{};
+};
+
+// A reduction with fewer outer points than threads (a whole-array sum has
+// one) cannot be split over its outer points. It is split over its reduced
+// range instead, as two kernels:
+//   partial: the kernel itself over a part of its first reduced axis, per
+//            part, with each Reduce's accumulator stored to a scratch slot
+//            [part][outer point] (phase-0 outputs stored as usual);
+//   finish:  over [outer axes..., parts], reducing the parts with the same
+//            combiner, then the original epilogue (phase 1) and its outputs.
+// Parts run concurrently; the part count depends only on the thread count,
+// so a result is the same from call to call. Float sums and products are
+// reassociated (within docs/semantics.md's tolerance, as the JIT's vector
+// accumulators already do); max/min/all/any are exact.
+struct SplitReduction {
+  Kernel partial, finish;
+  std::size_t axis = 0;   // the split axis of `partial`
+  std::int64_t parts = 0, outer = 0;
+  std::vector<std::size_t> reduces;            // Reduce instruction indices of the kernel
+  std::vector<int> finish_inputs;              // per finish input: scratch r (>= 0) or -(kernel input + 1)
+  std::vector<std::size_t> partial_outputs;    // kernel outputs kept in `partial` (phase 0)
+  std::vector<std::size_t> finish_outputs;     // kernel outputs made by `finish` (phase 1)
+};
+
+// Builds the split; false when the epilogue reads something the finish
+// kernel cannot (a phase-0 value that is neither a constant nor a load
+// constant over the reduced axes). Then the kernel runs unsplit.
+bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
+  const std::size_t rank = k.shape.size();
+  std::vector<std::size_t> outer_axes;
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) == k.reduce_axes.end()) {
+      outer_axes.push_back(d);
+    }
+  }
+  const std::size_t no = outer_axes.size();
+  sp->axis = static_cast<std::size_t>(k.reduce_axes[0]);
+  sp->parts = parts;
+  sp->outer = k.outer_points();
+  // Scratch layout [part][outer point], outer points row-major.
+  std::vector<std::int64_t> outer_stride(no);
+  {
+    std::int64_t acc = 1;
+    for (std::size_t i = no; i-- > 0;) {
+      outer_stride[i] = k.shape[outer_axes[i]] == 1 ? 0 : acc;
+      acc *= k.shape[outer_axes[i]];
+    }
+  }
+  Kernel& f = sp->finish;
+  f.shape.clear();
+  for (std::size_t d : outer_axes) f.shape.push_back(k.shape[d]);
+  f.shape.push_back(parts);
+  f.reduce_axes = {static_cast<std::int64_t>(no)};
+  f.scalars = k.scalars;
+  // A kernel stream read by the epilogue, over the finish kernel's axes.
+  auto outer_stream = [&](const KStream& s) {
+    KStream t = s;
+    t.strides.clear();
+    for (std::size_t d : outer_axes) t.strides.push_back(s.strides[d]);
+    t.strides.push_back(0);
+    return t;
+  };
+  std::vector<int> input_map(k.inputs.size(), -1);
+  auto finish_input = [&](std::int32_t arg) {
+    auto& m = input_map[static_cast<std::size_t>(arg)];
+    if (m < 0) {
+      m = static_cast<int>(f.inputs.size());
+      f.inputs.push_back(outer_stream(k.inputs[static_cast<std::size_t>(arg)]));
+      sp->finish_inputs.push_back(-(arg + 1));
+    }
+    return m;
+  };
+  std::vector<std::int32_t> value(k.instrs.size(), -1);  // kernel instruction -> finish instruction
+  auto emit = [&](KInstr in) {
+    f.instrs.push_back(in);
+    return static_cast<std::int32_t>(f.instrs.size() - 1);
+  };
+  // The partial accumulators, reduced again over the parts.
+  for (std::size_t j = 0; j < k.instrs.size(); ++j) {
+    const KInstr& in = k.instrs[j];
+    if (in.kind != KOp::Reduce) continue;
+    const int r = static_cast<int>(sp->reduces.size());
+    sp->reduces.push_back(j);
+    KStream scratch{in.dtype, outer_stride, 0, false};
+    scratch.strides.push_back(sp->outer);
+    f.inputs.push_back(scratch);
+    sp->finish_inputs.push_back(r);
+    const auto load = emit({KOp::Load, Op::Input, in.dtype, 0, -1, -1, -1, static_cast<std::int32_t>(f.inputs.size() - 1)});
+    value[j] = emit({KOp::Reduce, in.op, in.dtype, 1, load, -1, -1, -1});
+  }
+  // The epilogue, its operands mapped; phase-0 constants and loads constant
+  // over the reduced axes are taken along.
+  auto constant_over_reduced = [&](const KStream& s) {
+    for (auto a : k.reduce_axes) if (s.strides[static_cast<std::size_t>(a)] != 0) return false;
+    return true;
+  };
+  std::function<std::int32_t(std::int32_t)> operand = [&](std::int32_t o) -> std::int32_t {
+    if (o < 0) return o;
+    const auto oj = static_cast<std::size_t>(o);
+    if (value[oj] >= 0) return value[oj];
+    KInstr in = k.instrs[oj];
+    if (in.phase == 0) {
+      if (in.kind == KOp::Const) {
+        // fine: scalars are shared
+      } else if (in.kind == KOp::Load && constant_over_reduced(k.inputs[static_cast<std::size_t>(in.arg)])) {
+        in.arg = finish_input(in.arg);
+      } else {
+        return -2;  // not available after the reduction
+      }
+      in.phase = 1;
+      return value[oj] = emit(in);
+    }
+    return -2;  // a phase-1 value is mapped before it is used (SSA order)
+  };
+  for (std::size_t j = 0; j < k.instrs.size(); ++j) {
+    KInstr in = k.instrs[j];
+    if (in.phase != 1 || in.kind == KOp::Reduce) continue;
+    switch (in.kind) {
+      case KOp::Load:
+      case KOp::Index:
+        in.arg = finish_input(in.arg);
+        break;
+      case KOp::Const: break;
+      case KOp::Unary:
+      case KOp::Binary:
+      case KOp::Where:
+        for (std::int32_t* o : {&in.a, &in.b, &in.c}) {
+          *o = operand(*o);
+          if (*o == -2) return false;
+        }
+        break;
+      case KOp::Reduce: break;
+    }
+    value[j] = emit(in);
+  }
+  // Outputs: phase 0 from the partial kernel, phase 1 from the finish.
+  Kernel& p = sp->partial;
+  p = k;
+  p.outputs.clear();
+  for (std::size_t j = 0; j < k.outputs.size(); ++j) {
+    const KOutput& o = k.outputs[j];
+    if (o.phase == 0) {
+      p.outputs.push_back(o);
+      sp->partial_outputs.push_back(j);
+      continue;
+    }
+    const std::int32_t v = operand(o.value);
+    if (v == -2) return false;
+    f.outputs.push_back({v, 1, outer_stream(o.stream)});
+    sp->finish_outputs.push_back(j);
+  }
+  for (std::size_t r = 0; r < sp->reduces.size(); ++r) {
+    KStream scratch{k.instrs[sp->reduces[r]].dtype, std::vector<std::int64_t>(rank, 0), 0, false};
+    for (std::size_t i = 0; i < no; ++i) scratch.strides[outer_axes[i]] = outer_stride[i];
+    p.outputs.push_back({static_cast<std::int32_t>(sp->reduces[r]), 1, std::move(scratch)});
+  }
+  return true;
+}
+
+// Runs `k` split over its reduced range (see SplitReduction); false when it
+// cannot be split (nothing was run).
+bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+               int threads) {
+  const std::int64_t extent = k.shape[static_cast<std::size_t>(k.reduce_axes[0])];
+  const std::int64_t parts = std::min<std::int64_t>(extent, static_cast<std::int64_t>(threads) * 4);
+  if (parts < 2) return false;
+  SplitReduction sp;
+  if (!make_split(k, parts, &sp)) return false;
+  // 8 bytes per slot hold any dtype.
+  std::vector<std::vector<std::uint64_t>> scratch(sp.reduces.size(),
+                                                  std::vector<std::uint64_t>(static_cast<std::size_t>(parts * sp.outer)));
+  std::vector<void*> pouts;
+  for (std::size_t j : sp.partial_outputs) pouts.push_back(outputs[j]);
+  for (auto& s : scratch) pouts.push_back(s.data());
+  const std::vector<int> alias = jit::exact_aliases(sp.partial, inputs, pouts);
+  const jit::HostKernelFn fn = jit::host_kernel(sp.partial, alias);
+  struct Ctx {
+    const SplitReduction* sp;
+    const std::vector<const void*>* inputs;
+    const std::vector<void*>* outs;
+    jit::HostKernelFn fn;
+    std::int64_t extent;
+  } ctx{&sp, &inputs, &pouts, fn, extent};
+  parallel_chunks([](const void* c, std::int64_t lo, std::int64_t hi) {
+    auto* x = static_cast<const Ctx*>(c);
+    const SplitReduction& s = *x->sp;
+    for (std::int64_t part = lo; part < hi; ++part) {
+      Args a(s.partial, *x->inputs, *x->outs);
+      a.restrict_axis(s.axis, x->extent * part / s.parts, x->extent * (part + 1) / s.parts);
+      // Scratch slots: this part's row (their stride on the split axis is 0).
+      const std::size_t first_scratch = s.partial.inputs.size() + s.partial_outputs.size();
+      for (std::size_t r = 0; r < s.reduces.size(); ++r) a.add_offset(first_scratch + r, part * s.outer);
+      x->fn(a.get(), 0, s.outer);
+    }
+  }, &ctx, parts, parts, threads);
+
+  std::vector<const void*> fins;
+  for (int m : sp.finish_inputs) {
+    fins.push_back(m >= 0 ? static_cast<const void*>(scratch[static_cast<std::size_t>(m)].data())
+                          : inputs[static_cast<std::size_t>(-m - 1)]);
+  }
+  std::vector<void*> fouts;
+  for (std::size_t j : sp.finish_outputs) fouts.push_back(outputs[j]);
+  if (!fouts.empty()) {
+    const jit::HostKernelFn ffn = jit::host_kernel(sp.finish, jit::exact_aliases(sp.finish, fins, fouts));
+    Args a(sp.finish, fins, fouts);
+    ffn(a.get(), 0, sp.outer);
+  }
+  return true;
+}
+
 }  // namespace
 
 void run_kernel_compiled(const Kernel& original, const std::vector<const void*>& inputs,
@@ -91,50 +355,27 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
   const Kernel& k = collapse_axes(original, &collapsed) ? collapsed : original;
   const std::int64_t outer = k.outer_points();
   if (outer == 0) return;  // nothing to write (reductions of empty axes still have outer points)
-  std::vector<int> alias = jit::exact_aliases(k, inputs, outputs);
-  jit::HostKernelFn fn = jit::host_kernel(k, alias);
-
-  const std::size_t rank = k.shape.size();
-  const std::size_t nstreams = k.inputs.size() + k.outputs.size();
-  // Small kernels: arguments on the stack, no heap allocation.
-  constexpr std::size_t kSmall = 16;
-  void* ptr_buf[kSmall];
-  std::int64_t off_buf[kSmall], stride_buf[kSmall * 4];
-  std::vector<void*> ptr_vec;
-  std::vector<std::int64_t> off_vec, stride_vec;
-  void** ptrs = ptr_buf;
-  std::int64_t* offs = off_buf;
-  std::int64_t* strides = stride_buf;
-  if (nstreams > kSmall || nstreams * rank > kSmall * 4) {
-    ptr_vec.resize(nstreams);
-    off_vec.resize(nstreams);
-    stride_vec.resize(nstreams * rank);
-    ptrs = ptr_vec.data();
-    offs = off_vec.data();
-    strides = stride_vec.data();
-  }
-  for (std::size_t s = 0; s < nstreams; ++s) {
-    const bool in = s < k.inputs.size();
-    const KStream& st = in ? k.inputs[s] : k.outputs[s - k.inputs.size()].stream;
-    ptrs[s] = in ? const_cast<void*>(inputs[s]) : outputs[s - k.inputs.size()];
-    offs[s] = st.offset;
-    std::copy(st.strides.begin(), st.strides.end(), strides + s * rank);
-  }
-  const jit::HostArgs args{ptrs, k.shape.data(), strides, offs, k.scalars.data()};
 
   const long long work = static_cast<long long>(k.points()) * static_cast<long long>(std::max<std::size_t>(1, k.instrs.size()));
   int threads = jit::num_threads();
   if (threads <= 0) threads = hardware_threads();
+  if (work >= kParallelWork && threads > 1 && k.is_reduction() && outer < threads &&
+      run_split(k, inputs, outputs, threads)) {
+    return;
+  }
   threads = static_cast<int>(std::min<std::int64_t>(threads, outer));
+  std::vector<int> alias = jit::exact_aliases(k, inputs, outputs);
+  jit::HostKernelFn fn = jit::host_kernel(k, alias);
+  Args args(k, inputs, outputs);
   if (work < kParallelWork || threads <= 1) {
-    fn(&args, 0, outer);
+    fn(args.get(), 0, outer);
     return;
   }
   // Contiguous chunks, a few per thread, taken by whichever thread is free.
   struct Ctx {
     jit::HostKernelFn fn;
     const jit::HostArgs* args;
-  } ctx{fn, &args};
+  } ctx{fn, args.get()};
   parallel_chunks([](const void* c, std::int64_t lo, std::int64_t hi) {
     auto* x = static_cast<const Ctx*>(c);
     x->fn(x->args, lo, hi);

@@ -2,7 +2,8 @@
 // compiled function up (or compiles it), fills its run-time arguments and
 // splits its outer iteration points over threads (thread_pool.hpp) when the
 // kernel is large. Small kernels run on the calling thread: no pool wake-up,
-// no atomics.
+// no atomics. A large reduction with fewer outer points than threads is
+// split over its reduced range instead (two kernels; see host_launch.cpp).
 #pragma once
 
 #include <vector>
