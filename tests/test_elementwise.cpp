@@ -21,6 +21,7 @@
 #include <random>
 #include <type_traits>
 #include <vector>
+#include "tests/random_data.hpp"
 
 namespace {
 
@@ -43,28 +44,7 @@ constexpr int kMathUlps = 4;
 // Integers in [lo, hi]; floats in [lo, hi] away from 0.
 template <class T>
 std::vector<T> random_values(std::size_t n, unsigned seed, double lo = -9, double hi = 9) {
-  std::mt19937 rng(seed);
-  std::vector<T> v;
-  v.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, bool>) {
-      v.push_back(rng() % 2 == 0);
-    } else if constexpr (std::is_integral_v<T>) {
-      std::uniform_int_distribution<i64> d(static_cast<i64>(lo), static_cast<i64>(hi));
-      i64 x = 0;
-      while (x == 0) x = d(rng);
-      v.push_back(static_cast<T>(x));
-    } else {
-      std::uniform_real_distribution<double> d(lo, hi);
-      double x = 0;
-      while (std::fabs(x) < 0.05) x = d(rng);
-      v.push_back(static_cast<T>(x));
-    }
-  }
-  if constexpr (std::is_same_v<T, bool>) {
-    if (n >= 2) v[0] = true, v[1] = false;  // both values present
-  }
-  return v;
+  return ajtest::random_in<T>(n, seed, lo, hi);
 }
 
 // Values drawn from a small set, so that comparisons see ties.

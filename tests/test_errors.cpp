@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+#include "tests/random_data.hpp"
 
 namespace {
 
@@ -28,21 +29,7 @@ using Dims = std::vector<i64>;
 
 template <class T>
 std::vector<T> random_values(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<T> v;
-  for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, bool>) {
-      v.push_back(rng() % 2 == 0);
-    } else if constexpr (std::is_integral_v<T>) {
-      int mag = 1 + static_cast<int>(rng() % 9);
-      v.push_back(static_cast<T>(rng() % 2 ? mag : -mag));
-    } else {
-      std::uniform_real_distribution<double> d(0.25, 4.0);
-      double mag = d(rng);
-      v.push_back(static_cast<T>(rng() % 2 ? mag : -mag));
-    }
-  }
-  return v;
+  return ajtest::random_magnitudes<T>(n, seed, 0.25, 9.0);
 }
 
 // An unevaluated array of the given dtype and shape (random values, then one

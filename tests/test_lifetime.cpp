@@ -11,6 +11,7 @@
 #include <random>
 #include <utility>
 #include <vector>
+#include "tests/random_data.hpp"
 
 namespace {
 
@@ -26,11 +27,7 @@ std::uint64_t allocs() {
 }
 
 std::vector<double> random_doubles(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> d(0.5, 10.0);
-  std::vector<double> v;
-  for (std::size_t i = 0; i < n; ++i) v.push_back(rng() % 2 ? d(rng) : -d(rng));
-  return v;
+  return ajtest::random_magnitudes<double>(n, seed, 0.5, 10.0);
 }
 
 }  // namespace

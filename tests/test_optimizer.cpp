@@ -20,6 +20,7 @@
 #include "graph/passes/assign_buffers.hpp"
 #include "graph/passes/fuse.hpp"
 #include "graph/passes/simplify.hpp"
+#include "tests/random_data.hpp"
 
 namespace {
 
@@ -29,11 +30,7 @@ using aj::detail::Executor;
 using aj::detail::ExecutorScope;
 
 std::vector<double> random_doubles(std::size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> d(-2.0, 2.0);
-  std::vector<double> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
+  return ajtest::random_in<double>(n, seed, -2.0, 2.0);
 }
 
 // Build with `make` twice: once evaluated by the reference interpreter, once

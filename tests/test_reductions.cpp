@@ -13,6 +13,7 @@
 #include <random>
 #include <type_traits>
 #include <vector>
+#include "tests/random_data.hpp"
 
 namespace {
 
@@ -28,22 +29,7 @@ std::int64_t numel(const Dims& d) {
 // Random non-zero values of type T. `small` keeps magnitudes near 1 (for prod).
 template <class T>
 std::vector<T> random_values(std::size_t n, unsigned seed, bool small = false) {
-  std::mt19937 rng(seed);
-  std::vector<T> v;
-  v.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, bool>) {
-      v.push_back(rng() % 2 == 0);
-    } else if constexpr (std::is_integral_v<T>) {
-      const int mag = small ? 1 + static_cast<int>(rng() % 2) : 1 + static_cast<int>(rng() % 9);
-      v.push_back(static_cast<T>(rng() % 2 ? mag : -mag));
-    } else {
-      std::uniform_real_distribution<double> d(small ? 0.5 : 0.25, small ? 1.5 : 4.0);
-      const double mag = d(rng);
-      v.push_back(static_cast<T>(rng() % 2 ? mag : -mag));
-    }
-  }
-  return v;
+  return small ? ajtest::random_magnitudes<T>(n, seed, 0.5, 2.0) : ajtest::random_magnitudes<T>(n, seed, 0.25, 9.0);
 }
 
 template <class T>

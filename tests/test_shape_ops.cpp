@@ -10,6 +10,7 @@
 #include <random>
 #include <type_traits>
 #include <vector>
+#include "tests/random_data.hpp"
 
 namespace {
 
@@ -19,19 +20,7 @@ using std::nullopt;
 
 template <class T>
 std::vector<T> random_values(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<T> v;
-  for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_integral_v<T>) {
-      int mag = 1 + static_cast<int>(rng() % 9);
-      v.push_back(static_cast<T>(rng() % 2 ? mag : -mag));
-    } else {
-      std::uniform_real_distribution<double> d(0.25, 4.0);
-      double mag = d(rng);
-      v.push_back(static_cast<T>(rng() % 2 ? mag : -mag));
-    }
-  }
-  return v;
+  return ajtest::random_magnitudes<T>(n, seed, 0.25, 9.0);
 }
 
 // 0, 1, 2, ... as T: easy to read in failures.

@@ -1,0 +1,70 @@
+// Random test data shared by the test files: every dtype from one generator,
+// so ranges are stated where a test needs them instead of in a private copy.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+namespace ajtest {
+
+// Values with a magnitude in [lo, hi] (0 < lo <= hi) and a random sign, so
+// never zero (they divide). Integers: whole magnitudes in [max(1, ceil(lo)),
+// max(1, floor(hi))]. bool: about half true, both values present when n >= 2.
+template <class T>
+std::vector<T> random_magnitudes(std::size_t n, unsigned seed, double lo, double hi) {
+  std::mt19937 rng(seed);
+  std::vector<T> v;
+  v.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<T, bool>) {
+      v.push_back(rng() % 2 == 0);
+    } else if constexpr (std::is_integral_v<T>) {
+      const auto a = static_cast<std::int64_t>(std::fmax(1.0, std::ceil(lo)));
+      const auto b = static_cast<std::int64_t>(std::fmax(1.0, std::floor(hi)));
+      std::uniform_int_distribution<std::int64_t> d(a, b < a ? a : b);
+      const std::int64_t mag = d(rng);
+      v.push_back(static_cast<T>(rng() % 2 ? mag : -mag));
+    } else {
+      std::uniform_real_distribution<double> d(lo, hi);
+      const double mag = d(rng);
+      v.push_back(static_cast<T>(rng() % 2 ? mag : -mag));
+    }
+  }
+  if constexpr (std::is_same_v<T, bool>) {
+    if (n >= 2) v[0] = true, v[1] = false;
+  }
+  return v;
+}
+
+// Values in [lo, hi] (signed), never zero: integers uniform over the whole
+// numbers in it except 0, floats at least 0.05 away from 0. bool as above.
+template <class T>
+std::vector<T> random_in(std::size_t n, unsigned seed, double lo, double hi) {
+  std::mt19937 rng(seed);
+  std::vector<T> v;
+  v.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<T, bool>) {
+      v.push_back(rng() % 2 == 0);
+    } else if constexpr (std::is_integral_v<T>) {
+      std::uniform_int_distribution<std::int64_t> d(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi));
+      std::int64_t x = 0;
+      while (x == 0) x = d(rng);
+      v.push_back(static_cast<T>(x));
+    } else {
+      std::uniform_real_distribution<double> d(lo, hi);
+      double x = 0;
+      while (std::fabs(x) < 0.05) x = d(rng);
+      v.push_back(static_cast<T>(x));
+    }
+  }
+  if constexpr (std::is_same_v<T, bool>) {
+    if (n >= 2) v[0] = true, v[1] = false;
+  }
+  return v;
+}
+
+}  // namespace ajtest
