@@ -1,7 +1,7 @@
-// The optimizing pipeline, as a table of contents: simplify, fuse, assign
-// buffers, then run the steps (kernels through the host kernel interpreter
-// until the JIT lands, view steps as strides, reference steps through the
-// reference interpreter).
+// The optimizing pipeline, as a table of contents: simplify, (plan cache,)
+// fuse, assign buffers, then run the steps: kernels compiled by the host JIT
+// (the kernel interpreter under AJ_JIT=0) or on a GPU through the CUDA bridge,
+// view steps as strides, reference steps through the reference interpreter.
 #include "graph/pipeline.hpp"
 
 #include <chrono>
