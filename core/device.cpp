@@ -13,18 +13,31 @@ namespace aj {
 namespace detail {
 
 std::optional<Device> device_of(NodeId root) {
-  const Graph& g = graph();
-  // Depth first, stopping at the first evaluated node: every op already
-  // checked that its own inputs agree, so the first one found speaks for all.
-  // The walks are short (they end at the first leaf), so `seen` is a vector
-  // until it grows large: this runs for every traced op once a GPU is in use.
+  Graph& g = graph();
+  {
+    const Node& r = g[root];
+    if (r.evaluated()) return r.storage->device;
+    if (r.dev_epoch == g.device_epoch()) return r.has_dev ? std::optional<Device>(r.dev) : std::nullopt;
+  }
+  // Depth first, stopping at the first evaluated node or valid memo: every op
+  // already checked that its own inputs agree, so the first one found speaks
+  // for all. The answer is kept in the root's memo, so tracing a long chain
+  // asks each node once (the walks stop at the memo of the op before).
   std::vector<NodeId> work{root}, seen;
   std::unordered_set<NodeId> seen_big;
-  while (!work.empty()) {
+  std::optional<Device> found;
+  while (!work.empty() && !found) {
     const NodeId id = work.back();
     work.pop_back();
     const Node& n = g[id];
-    if (n.evaluated()) return n.storage->device;
+    if (n.evaluated()) {
+      found = n.storage->device;
+      break;
+    }
+    if (n.dev_epoch == g.device_epoch()) {
+      if (n.has_dev) found = n.dev;
+      continue;  // a memo of "no data below": nothing to find there
+    }
     if (seen.size() < 64) {
       if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
       seen.push_back(id);
@@ -33,13 +46,17 @@ std::optional<Device> device_of(NodeId root) {
     }
     for (auto it = n.inputs.rbegin(); it != n.inputs.rend(); ++it) work.push_back(*it);
   }
-  return std::nullopt;
+  Node& r = g[root];
+  r.dev_epoch = g.device_epoch();
+  r.has_dev = found.has_value();
+  r.dev = found.value_or(Device::cpu());
+  return found;
 }
 
-void check_devices(const Node& n, const Loc& loc) {
+void check_devices(Node& n, const Loc& loc) {
   // Host-only programs never pay for the walk; under a DeviceScope host
   // arrays are inputs of the device by design.
-  if (n.inputs.size() < 2 || !cuda::any_device_storage() || cuda::scope_device()) return;
+  if (!cuda::any_device_storage() || cuda::scope_device()) return;
   std::optional<Device> first;
   NodeId first_id = kNoNode;
   for (NodeId in : n.inputs) {
@@ -57,6 +74,10 @@ void check_devices(const Node& n, const Loc& loc) {
                  loc);
     }
   }
+  // The new node's own memo: the next op asks about it at once.
+  n.dev_epoch = graph().device_epoch();
+  n.has_dev = first.has_value();
+  n.dev = first.value_or(Device::cpu());
 }
 
 }  // namespace detail

@@ -13,7 +13,8 @@ namespace aj::detail {
 // data (fills, arange, random: "device-neutral", computed where evaluated).
 std::optional<Device> device_of(NodeId id);
 
-// Throws a located user error when the inputs of `n` live on two devices.
-void check_devices(const Node& n, const Loc& loc);
+// Throws a located user error when the inputs of `n` live on two devices;
+// otherwise sets n's device_of memo (n is about to be added to the graph).
+void check_devices(Node& n, const Loc& loc);
 
 }  // namespace aj::detail

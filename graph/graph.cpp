@@ -176,6 +176,13 @@ void Graph::set_result(NodeId id, std::shared_ptr<Storage> storage,
                        std::vector<std::int64_t> strides, std::int64_t offset) {
   Node& n = nodes_[id];
   cse_erase(id);
+  // Memos of device_of above this node may have been derived through it: a
+  // result somewhere else than its memo says voids them all. Host results of
+  // nodes nobody asked about (every host-only program) change nothing.
+  const bool memo = n.dev_epoch == device_epoch_;
+  if (memo ? !n.has_dev || n.dev != storage->device : storage->device.kind != Device::Kind::cpu) {
+    if (++device_epoch_ == 0) device_epoch_ = 1;
+  }
   n.storage = std::move(storage);
   n.strides = std::move(strides);
   n.offset = offset;
@@ -191,6 +198,7 @@ void Graph::rewrite(NodeId id, const Node& like) {
   cse_erase(id);
   for (NodeId in : like.inputs) ++nodes_[in].uses;
   Node& n = nodes_[id];
+  if (n.dev_epoch == device_epoch_ && ++device_epoch_ == 0) device_epoch_ = 1;  // new inputs: memos void
   std::vector<NodeId> old = std::move(n.inputs);
   n.op = like.op;
   n.inputs = like.inputs;

@@ -71,6 +71,12 @@ struct Node {
   Loc loc;  // where it was traced
   std::size_t hash = 0;
 
+  // Memo of detail::device_of for an unevaluated node (core/device.cpp):
+  // valid while dev_epoch equals Graph::device_epoch().
+  std::uint32_t dev_epoch = 0;
+  bool has_dev = false;
+  Device dev;
+
   bool evaluated() const { return storage != nullptr; }
   std::int64_t numel() const { return shape.numel(); }
 };
@@ -100,6 +106,11 @@ class Graph {
   // Takes uses of the new inputs before dropping the old ones.
   void rewrite(NodeId id, const Node& like);
 
+  // Bumped when a node's result lands on another device than the memo of
+  // detail::device_of said (or could have said), which voids every memo.
+  // Starts at 1, so a fresh node's memo (epoch 0) is never valid.
+  std::uint32_t device_epoch() const { return device_epoch_; }
+
  private:
   void maybe_free(NodeId id);
   void cse_erase(NodeId id);
@@ -108,6 +119,7 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<NodeId> free_;
   std::size_t live_ = 0;
+  std::uint32_t device_epoch_ = 1;
   struct CseTable;
   std::shared_ptr<CseTable> cse_;
 };

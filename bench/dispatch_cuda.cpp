@@ -1,0 +1,157 @@
+// What the CUDA path costs on the host per small call, without a GPU: the
+// 10-op chain of dispatch_plan on 1,000 f32 on cuda:0, with a null driver in
+// the symbol table (every driver call returns at once; launches do nothing)
+// and NVRTC replaced by a stub. What is left is arrayjit's own work per call:
+// trace, plan (cache hit), the bridge, the runtime (module lookup, collapse,
+// launch planning, parameter packing, allocator bookkeeping, stream-ordered
+// frees). The dispatch target (<= 10 us per call, trace + cache hit +
+// launch) also pays the real driver's launch, allocation and free, measured
+// by bench_cuda on a GPU. Times are this thread's CPU time, medians.
+//
+//   build/bench/dispatch_cuda [calls]
+#include <arrayjit/arrayjit.hpp>
+#include <arrayjit/cuda.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "backends/cuda/cuda_api.hpp"
+#include "backends/cuda/cuda_runtime.hpp"
+#include "jit/cuda/nvrtc_compile.hpp"
+
+namespace {
+
+using namespace aj::cuda;
+
+double cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
+}
+
+double median_us(const std::function<void()>& f, int calls, int runs = 9) {
+  for (int i = 0; i < calls / 10 + 1; ++i) f();
+  std::vector<double> t;
+  for (int r = 0; r < runs; ++r) {
+    const double t0 = cpu_us();
+    for (int i = 0; i < calls; ++i) f();
+    t.push_back((cpu_us() - t0) / calls);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// ---- a null driver: host memory for device memory, nothing runs ----------------
+int g_token;
+template <class T> T* token() { return reinterpret_cast<T*>(&g_token); }
+CUresult ok() { return CUDA_SUCCESS; }
+DriverApi null_driver() {
+  DriverApi a{};
+  a.cuInit = [](unsigned) { return ok(); };
+  a.cuDriverGetVersion = [](int* v) { *v = 13000; return ok(); };
+  a.cuGetErrorName = [](CUresult, const char** s) { *s = "CUDA_ERROR_NULL_DRIVER"; return ok(); };
+  a.cuGetErrorString = [](CUresult, const char** s) { *s = "null driver"; return ok(); };
+  a.cuDeviceGetCount = [](int* n) { *n = 1; return ok(); };
+  a.cuDeviceGet = [](CUdevice* d, int i) { *d = i; return ok(); };
+  a.cuDeviceGetAttribute = [](int* v, int attr, CUdevice) {
+    *v = attr == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9
+         : attr == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 132
+         : attr == CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED ? 1 : 0;
+    return ok();
+  };
+  a.cuDeviceGetName = [](char* b, int n, CUdevice) { std::snprintf(b, static_cast<std::size_t>(n), "null GPU"); return ok(); };
+  a.cuDevicePrimaryCtxRetain = [](CUcontext* c, CUdevice) { *c = token<CUctx_st>(); return ok(); };
+  a.cuCtxSetCurrent = [](CUcontext) { return ok(); };
+  a.cuStreamCreate = [](CUstream* s, unsigned) { *s = token<CUstream_st>(); return ok(); };
+  a.cuStreamSynchronize = [](CUstream) { return ok(); };
+  a.cuStreamWaitEvent = [](CUstream, CUevent, unsigned) { return ok(); };
+  a.cuStreamGetCtx = [](CUstream, CUcontext* c) { *c = token<CUctx_st>(); return ok(); };
+  a.cuEventCreate = [](CUevent* e, unsigned) { *e = token<CUevent_st>(); return ok(); };
+  a.cuEventRecord = [](CUevent, CUstream) { return ok(); };
+  a.cuEventQuery = [](CUevent) { return ok(); };
+  a.cuEventSynchronize = [](CUevent) { return ok(); };
+  a.cuEventElapsedTime = [](float* ms, CUevent, CUevent) { *ms = 0; return ok(); };
+  a.cuEventDestroy = [](CUevent) { return ok(); };
+  a.cuModuleLoadData = [](CUmodule* m, const void*) { *m = token<CUmod_st>(); return ok(); };
+  a.cuModuleGetFunction = [](CUfunction* f, CUmodule, const char*) { *f = token<CUfunc_st>(); return ok(); };
+  a.cuLaunchKernel = [](CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                        void**, void**) { return ok(); };
+  a.cuDeviceGetDefaultMemPool = [](CUmemoryPool* p, CUdevice) { *p = token<CUmemPoolHandle_st>(); return ok(); };
+  a.cuMemPoolSetAttribute = [](CUmemoryPool, int, void*) { return ok(); };
+  a.cuMemPoolGetAttribute = [](CUmemoryPool, int, void* v) { *static_cast<std::uint64_t*>(v) = 0; return ok(); };
+  a.cuMemPoolTrimTo = [](CUmemoryPool, std::size_t) { return ok(); };
+  a.cuMemAllocFromPoolAsync = [](CUdeviceptr* p, std::size_t n, CUmemoryPool, CUstream) {
+    *p = reinterpret_cast<CUdeviceptr>(std::aligned_alloc(256, (n + 255) / 256 * 256));
+    return ok();
+  };
+  a.cuMemFreeAsync = [](CUdeviceptr p, CUstream) { std::free(reinterpret_cast<void*>(p)); return ok(); };
+  a.cuMemHostAlloc = [](void** p, std::size_t n, unsigned) { *p = std::malloc(n); return ok(); };
+  a.cuMemFreeHost = [](void* p) { std::free(p); return ok(); };
+  a.cuMemcpyHtoDAsync = [](CUdeviceptr d, const void* h, std::size_t n, CUstream) {
+    std::memcpy(reinterpret_cast<void*>(d), h, n);
+    return ok();
+  };
+  a.cuMemcpyDtoHAsync = [](void* h, CUdeviceptr d, std::size_t n, CUstream) {
+    std::memcpy(h, reinterpret_cast<void*>(d), n);
+    return ok();
+  };
+  a.cuMemcpyDtoDAsync = [](CUdeviceptr a2, CUdeviceptr b, std::size_t n, CUstream) {
+    std::memcpy(reinterpret_cast<void*>(a2), reinterpret_cast<void*>(b), n);
+    return ok();
+  };
+  return a;
+}
+
+aj::Array chain(const aj::Array& x) {  // dispatch_plan's chain
+  aj::Array y = x * 1.5f;
+  y = y + 2.0f;
+  y = aj::abs(y);
+  y = y - 1.0f;
+  y = aj::sqrt(y);
+  y = y * y;
+  y = aj::maximum(y, 0.25f);
+  y = y / 3.0f;
+  y = aj::exp(y);
+  y = y + x;
+  return y;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int calls = argc > 1 ? std::atoi(argv[1]) : 20000;
+  static const DriverApi api = null_driver();
+  reset_runtime_for_testing();
+  set_driver_for_testing(&api);
+  set_compile_hook_for_testing([](const KernelSource&, int) {
+    auto img = std::make_shared<Image>();
+    img->bytes = std::string("null image") + '\0';
+    return std::shared_ptr<const Image>(img);
+  });
+  std::vector<float> data(1000);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i % 17) * 0.25f;
+  const double host = [&] {
+    aj::Array x = aj::from_vector(data);
+    x.eval();
+    return median_us([&] { chain(x).eval(); }, calls);
+  }();
+  double device = 0;
+  {
+    aj::Array x = aj::from_vector(data).to(aj::Device::cuda(0));
+    x.eval();
+    device = median_us([&] { chain(x).eval(); }, calls);
+  }
+  std::printf("arrayjit %s: a 10-op f32 chain on 1,000 elements, us of CPU per call (median)\n", aj::version());
+  std::printf("  %-46s %8.2f us\n", "host (JIT)", host);
+  std::printf("  %-46s %8.2f us\n", "cuda:0 on a null driver (arrayjit's own work)", device);
+  set_compile_hook_for_testing({});
+  set_driver_for_testing(nullptr);
+  reset_runtime_for_testing();
+  return 0;
+}
