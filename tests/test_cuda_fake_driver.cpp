@@ -112,13 +112,13 @@ CUresult f_module_fn(CUfunction* f, CUmodule m, const char* name) {
   *f = reinterpret_cast<CUfunction>(fake().functions.back().get());
   return ok0();
 }
-CUresult f_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+CUresult f_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned, CUstream,
                   void** args, void**) {
   const FakeFn& fn = *reinterpret_cast<FakeFn*>(f);
   ++fake().launches;
   if (!fake().execute) return ok0();
   if (!fake().lib || !fake().lib->has(fn.hash)) return 1;  // CUDA_ERROR_INVALID_VALUE
-  fake().lib->run(fn.hash, fn.name.c_str(), args[0], gx, 64);
+  fake().lib->run(fn.hash, fn.name.c_str(), args[0], gx, bx);
   return ok0();
 }
 CUresult f_pool(CUmemoryPool* p, CUdevice) { *p = reinterpret_cast<CUmemoryPool>(&g_pool_token); return ok0(); }
