@@ -4,8 +4,8 @@
 // compiles) is compiled by the host C++ compiler against a small shim: CUDA's
 // index variables become thread-locals, a block is `blockDim.x` std::threads
 // run together (so __syncthreads is a barrier and __shfl_down_sync a
-// per-warp exchange through memory), blocks run one after another (so
-// __shared__ can be a static). What this checks: the generated index math,
+// per-warp exchange through memory), blocks run one after another on the
+// same threads (so __shared__ can be a static). What this checks: the generated index math,
 // vector path, reductions (block, two-pass, serial), epilogues, parameter
 // packing and launch planning, computed with the host's libm. What it cannot:
 // CUDA's own math library, real memory ordering, the driver.
@@ -60,20 +60,29 @@ inline double __longlong_as_double(long long i) { double f; std::memcpy(&f, &i, 
 extern "C" void aj_emu_launch(void (*f)(const void*), const void* blob, unsigned grid, unsigned block) {
   gridDim.x = grid;
   blockDim.x = block;
-  for (unsigned b = 0; b < grid; ++b) {
-    std::barrier<> bar(block);
-    std::vector<std::unique_ptr<std::barrier<>>> warps;
-    std::vector<std::barrier<>*> wp;
-    for (unsigned w = 0; w < block / 32; ++w) {
-      warps.push_back(std::make_unique<std::barrier<>>(32));
-      wp.push_back(warps.back().get());
-    }
-    aj_block_bar = &bar;
-    aj_warp_bar = wp.data();
-    std::vector<std::thread> ts;
-    for (unsigned t = 0; t < block; ++t) ts.emplace_back([=] { threadIdx.x = t; blockIdx.x = b; f(blob); });
-    for (auto& t : ts) t.join();
+  std::barrier<> bar(block);
+  std::vector<std::unique_ptr<std::barrier<>>> warps;
+  std::vector<std::barrier<>*> wp;
+  for (unsigned w = 0; w < block / 32; ++w) {
+    warps.push_back(std::make_unique<std::barrier<>>(32));
+    wp.push_back(warps.back().get());
   }
+  aj_block_bar = &bar;
+  aj_warp_bar = wp.data();
+  // One thread per block thread, reused for every block (creating threads
+  // dominates otherwise); the barrier after each block keeps the blocks apart.
+  std::vector<std::thread> ts;
+  for (unsigned t = 0; t < block; ++t) {
+    ts.emplace_back([=, &bar] {
+      threadIdx.x = t;
+      for (unsigned b = 0; b < grid; ++b) {
+        blockIdx.x = b;
+        f(blob);
+        bar.arrive_and_wait();
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
 }
 )SHIM";
 

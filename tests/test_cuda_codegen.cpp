@@ -21,6 +21,7 @@
 #include "backends/cuda/cuda_api.hpp"
 #include "graph/passes/fuse.hpp"
 #include "graph/passes/simplify.hpp"
+#include "jit/cuda/cuda_library.hpp"
 #include "jit/cuda/cuda_prelude.hpp"
 #include "jit/cuda/cuda_source.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"
@@ -143,6 +144,43 @@ TEST_CASE("cuda codegen: reductions combine with warp shuffles and have a two-pa
     CHECK(src.source.find("aj_k_finish") != std::string::npos);
     CHECK(src.source.find("aj_k_serial") != std::string::npos);
   }
+}
+
+TEST_CASE("cuda codegen: library kernels take sizes, strides and addresses as parameters; their launch splits follow the shape") {
+  using namespace aj::cuda;
+  // Two matmuls of different sizes and layouts (one transposed, one with a
+  // broadcast batch) share one source; the parameter block fits it.
+  const LibraryLaunch a = plan_matmul(DType::f32, {2, 37, 71}, 53, {0x1000, {0, 53, 1}, 0}, {0x2000, {53 * 71, 71, 1}, 0}, 0x3000, 4);
+  const LibraryLaunch b = plan_matmul(DType::f32, {5, 300, 9}, 7, {0x1000, {2100, 1, 300}, 3}, {0x2000, {0, 9, 1}, 0}, 0x3000, 4);
+  CHECK(a.spec == b.spec);
+  const KernelSource src = render_library(a.spec);
+  CHECK(src.param_bytes == a.params.size() * 8);
+  CHECK(src.param_bytes == b.params.size() * 8);
+  CHECK(a.grid == 2 * 1 * 2);  // batches x row tiles x column tiles
+  CHECK(src.source.find("__shared__ float sa[16][64 + 1]") != std::string::npos);
+  CHECK(src.source.find("__launch_bounds__(256) aj_k(const P p)") != std::string::npos);
+  CHECK(render_library({LibraryOp::matmul, DType::i32, 1}).source.find("aj_wadd(acc[i][j], aj_wmul(a[i], b[j]))") !=
+        std::string::npos);  // integers wrap
+  // argmax: a short axis takes a thread per result, a longer one a warp, a
+  // long axis with one result a split into parts and a finishing pass.
+  auto group = [](const LibraryLaunch& l) { return l.params[2]; };
+  const auto shortaxis = plan_arg_reduce(LibraryOp::argmax, DType::f64, {1000, 20}, 1, {0, {20, 1}, 0}, 0, 4);
+  const auto rows = plan_arg_reduce(LibraryOp::argmax, DType::f64, {1000, 700}, 1, {0, {700, 1}, 0}, 0, 4);
+  const auto whole = plan_arg_reduce(LibraryOp::argmin, DType::f64, {1 << 20}, 0, {0, {1}, 0}, 0, 4);
+  CHECK(group(shortaxis) == 1);
+  CHECK(group(rows) == 32);
+  CHECK(group(whole) == 0);
+  CHECK(whole.params[3] > 1);  // parts
+  CHECK(whole.finish_grid == 1);
+  CHECK(whole.scratch_bytes == static_cast<std::size_t>(whole.params[3]) * 16);
+  CHECK(render_library(whole.spec).param_bytes == whole.params.size() * 8);
+  CHECK(render_library(whole.spec).source.find("xn = isnan(x)") != std::string::npos);  // the first NaN wins
+  CHECK(render_library({LibraryOp::argmax, DType::i64, 0}).source.find("xn = isnan(x)") == std::string::npos);
+  // copy: contiguous input and output slice merge to one axis; a transposed input does not.
+  CHECK(plan_copy(DType::i32, {4, 3, 5}, {0, {15, 5, 1}, 0}, {0, {15, 5, 1}, 60}, 4).spec.rank == 1);
+  CHECK(plan_copy(DType::i32, {4, 3, 5}, {0, {15, 5, 1}, 0}, {0, {40, 5, 1}, 10}, 4).spec.rank == 2);
+  CHECK(plan_copy(DType::i32, {4, 3, 5}, {0, {1, 4, 12}, 0}, {0, {15, 5, 1}, 0}, 4).spec.rank == 3);
+  CHECK(plan_copy(DType::i32, {4, 0, 5}, {0, {0, 5, 1}, 0}, {0, {15, 5, 1}, 0}, 4).grid == 0);
 }
 
 TEST_CASE("cuda compile: NVRTC compiles a kernel and reports a broken one with log and source") {

@@ -1,6 +1,7 @@
 // Compile-only tier of the CUDA backend (needs NVRTC, no GPU): every distinct
-// kernel the optimizer makes for the random-graph suite, and for a table of
-// every op x dtype x layout, is rendered to CUDA C and compiled by NVRTC for
+// kernel the optimizer makes for the random-graph suite, for a table of
+// every op x dtype x layout, and every library kernel (matmul, argmax/argmin,
+// copy) x dtype x rank, is rendered to CUDA C and compiled by NVRTC for
 // sm_90: to PTX by default (NVRTC's front end and NVVM; seconds), through
 // ptxas to a cubin with AJ_TEST_LONG=1 (tests/test_cuda_codegen.cpp compiles
 // one cubin always). Skips with "NVRTC not found: ... skipped" without NVRTC.
@@ -9,13 +10,16 @@
 #include <arrayjit/arrayjit.hpp>
 
 #include <chrono>
+#include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "backends/cuda/cuda_api.hpp"
 #include "graph/passes/fuse.hpp"
 #include "graph/passes/simplify.hpp"
+#include "jit/cuda/cuda_library.hpp"
 #include "jit/cuda/cuda_prelude.hpp"
 #include "jit/cuda/cuda_source.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"
@@ -45,15 +49,15 @@ struct Sources {
   std::map<std::uint64_t, std::string> bodies;  // source after the prelude, by hash
   int kernels = 0;
   void add(const std::vector<Array>& arrays) {
-    for (auto& k : plan_kernels(arrays)) {
-      ++kernels;
-      auto src = aj::cuda::render(aj::cuda::collapse_axes(k));
-      CHECK(src.param_bytes <= 4096);  // the launch parameter limit of every driver
-      const std::string prelude = aj::cuda::kPrelude;
-      const auto at = src.source.find(prelude);
-      REQUIRE(at != std::string::npos);
-      bodies.emplace(src.hash, src.source.substr(at + prelude.size()));
-    }
+    for (auto& k : plan_kernels(arrays)) add(aj::cuda::render(aj::cuda::collapse_axes(k)));
+  }
+  void add(const aj::cuda::KernelSource& src) {
+    ++kernels;
+    CHECK(src.param_bytes <= 4096);  // the launch parameter limit of every driver
+    const std::string prelude = aj::cuda::kPrelude;
+    const auto at = src.source.find(prelude);
+    REQUIRE(at != std::string::npos);
+    bodies.emplace(src.hash, src.source.substr(at + prelude.size()));
   }
 };
 
@@ -172,4 +176,47 @@ TEST_CASE("cuda compile: every kernel of the random-graph suite compiles with NV
   }
   CHECK(s.bodies.size() > 50);
   compile_all(s, 64, long_tier);
+}
+
+TEST_CASE("cuda compile: every library kernel (matmul, argmax/argmin, copy) x dtype x rank compiles with NVRTC") {
+  if (skip_without_nvrtc()) return;
+  using aj::cuda::LibraryOp;
+  Sources s;
+  for (LibraryOp op : {LibraryOp::matmul, LibraryOp::argmax, LibraryOp::argmin, LibraryOp::copy}) {
+    for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+      if (op == LibraryOp::matmul && t == DType::bool_) continue;  // matmul rejects bool at trace time
+      for (int rank = 0; rank <= 4; ++rank) s.add(aj::cuda::render_library({op, t, rank}));
+    }
+  }
+  CHECK(s.bodies.size() == (4 + 5 + 5 + 5) * 5);
+  compile_all(s, 64, std::getenv("AJ_TEST_LONG") != nullptr);
+}
+
+TEST_CASE("cuda compile: library kernels compile to cubins through the cache, and AJ_LOG=cuda prints their source") {
+  if (skip_without_nvrtc()) return;
+  using aj::cuda::LibraryOp;
+  setenv("AJ_LOG", "cuda", 1);
+  std::ostringstream captured;
+  auto* old = std::cerr.rdbuf(captured.rdbuf());
+  aj::cuda::CompileOptions opt;
+  opt.disk_cache = false;
+  opt.memory_cache = false;
+  for (aj::cuda::LibrarySpec spec : {aj::cuda::LibrarySpec{LibraryOp::matmul, DType::f32, 1},
+                                     aj::cuda::LibrarySpec{LibraryOp::argmin, DType::f64, 2},
+                                     aj::cuda::LibrarySpec{LibraryOp::copy, DType::bool_, 3}}) {
+    try {
+      auto img = aj::cuda::compile(aj::cuda::render_library(spec), 90, opt);
+      CHECK(img->cubin);
+      CHECK(img->bytes.size() > 100);
+    } catch (const aj::Error& e) {
+      FAIL_CHECK(e.what());
+    }
+  }
+  std::cerr.rdbuf(old);
+  unsetenv("AJ_LOG");
+  const std::string log = captured.str();
+  CHECK(log.find("arrayjit CUDA library kernel: matmul f32, rank 1") != std::string::npos);
+  CHECK(log.find("arrayjit CUDA library kernel: argmin f64, rank 2") != std::string::npos);
+  CHECK(log.find("arrayjit CUDA library kernel: copy bool, rank 3") != std::string::npos);
+  CHECK(log.find("aj_k_finish") != std::string::npos);
 }

@@ -6,6 +6,8 @@
 // plan_launch plans it for a one-SM device with parameters from pack_params.
 // Elementwise results must be bit-identical (same libm on both sides);
 // reductions of floats may differ by their summation order.
+// The library kernels (matmul, argmax/argmin, concatenate) are checked the
+// same way against the reference interpreter (bottom of this file).
 // Needs a host C++ compiler at test time ($CXX or c++); skips without one.
 #include <doctest/doctest.h>
 
@@ -13,11 +15,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/host_memory.hpp"
+#include "backends/cuda/cuda_bridge.hpp"
 #include "backends/cpu/kernel_interpreter.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "graph/passes/fuse.hpp"
@@ -248,4 +253,281 @@ TEST_CASE("cuda emulated: the random-graph suite's kernels match the interpreter
     keep.push_back(std::move(g));
   }
   check_programs(ps);
+}
+
+// ---- library kernels (matmul, argmax/argmin, concatenate's copies) --------------------
+//
+// Each reference step of a program is evaluated twice: by the reference
+// interpreter, and by the library kernels the CUDA bridge plans for it
+// (cuda::plan_library, the same call the device path makes), run on the host
+// emulator with 256-thread blocks into a buffer of 0xEE bytes.
+
+namespace {
+
+std::uint64_t addr(const void* p) { return reinterpret_cast<std::uint64_t>(p); }
+
+// The reference steps of a program with the library launches planned for them
+// from the layouts the steps before will make (no addresses).
+std::vector<aj::cuda::LibrarySpec> library_specs(const Program& p) {
+  aj::Graph& g = aj::graph();
+  std::vector<aj::cuda::LibrarySpec> specs;
+  for (const aj::Step& st : p.schedule.steps) {
+    if (st.kind != aj::Step::Kind::reference) continue;
+    std::vector<aj::cuda::StridedRef> ins;
+    for (aj::NodeId i : g[st.node].inputs) {
+      const auto it = p.schedule.layouts.find(i);
+      const aj::Layout l = g[i].evaluated() ? aj::Layout{g[i].strides, g[i].offset} : it->second;
+      ins.push_back({0, l.strides, l.offset});
+    }
+    for (const auto& l : aj::cuda::plan_library(g[st.node], ins, 0, 1)) specs.push_back(l.spec);
+  }
+  return specs;
+}
+
+struct LibraryChecker {
+  const ajtest::HostCudaLibrary& lib;
+  int sms = 1;
+  int steps = 0, launches = 0, mismatches = 0;
+
+  void run_reference_step(aj::NodeId id) {
+    aj::Graph& g = aj::graph();
+    const aj::Node& n = g[id];
+    std::vector<aj::cuda::StridedRef> ins;
+    for (aj::NodeId i : n.inputs) ins.push_back({addr(g[i].storage->data), g[i].strides, g[i].offset});
+    const std::size_t bytes = static_cast<std::size_t>(n.numel()) * aj::itemsize(n.dtype);
+    auto got = aj::cpu::host_alloc(bytes);
+    std::memset(got->data, 0xEE, bytes);  // unwritten elements show
+    std::string sources;
+    for (auto l : aj::cuda::plan_library(n, ins, addr(got->data), sms)) {
+      if (l.grid == 0) continue;
+      const auto src = aj::cuda::render_library(l.spec);
+      REQUIRE(lib.has(src.hash));
+      CHECK(src.param_bytes == l.params.size() * 8);
+      std::vector<std::uint64_t> scratch(l.scratch_bytes / 8 + 1);
+      if (l.scratch_bytes) l.params[static_cast<std::size_t>(l.scratch_slot)] = static_cast<std::int64_t>(addr(scratch.data()));
+      lib.run(src.hash, "aj_k", l.params, l.grid, aj::cuda::kThreadsPerBlock);
+      if (l.finish_grid) lib.run(src.hash, "aj_k_finish", l.params, l.finish_grid, aj::cuda::kThreadsPerBlock);
+      ++launches;
+      if (sources.empty()) sources = src.source;
+    }
+    // Float matmuls round in Eigen's order on one side, in k order on the
+    // other: within 2 k^2 eps for operands in [-1, 1] (random_wide; the small
+    // integers of random_small sum exactly either way).
+    double tolerance = 0;
+    if (n.op == aj::Op::MatMul && aj::is_float(n.dtype)) {
+      const aj::Node& a = g[n.inputs[0]];
+      const double k = static_cast<double>(a.shape[a.shape.ndim() - 1]);
+      tolerance = 2 * k * k * (n.dtype == DType::f32 ? 0x1.0p-23 : 0x1.0p-52);
+    }
+    const aj::DType t = n.dtype;
+    aj::ref::evaluate_node(id);
+    const aj::Node& r = g[id];
+    ++steps;
+    for (std::int64_t i = 0; i < r.numel(); ++i) {
+      const double a = element(r.storage->data, t, i), b = element(got->data, t, i);
+      const std::size_t item = aj::itemsize(t);
+      bool ok = std::memcmp(static_cast<const char*>(r.storage->data) + i * item,
+                            static_cast<const char*>(got->data) + i * item, item) == 0;
+      if (!ok && tolerance > 0) ok = std::fabs(a - b) <= tolerance;
+      if (!ok) {
+        ++mismatches;
+        const std::string what = std::string(aj::op_name(r.op)) + " " + aj::dtype_name(t) + r.shape.str();
+        FAIL_CHECK(what << " element " << i << ": interpreter " << a << ", library kernel " << b << "\n" << sources);
+        return;
+      }
+    }
+  }
+
+  void execute(const Program& p) {
+    aj::Graph& g = aj::graph();
+    for (const aj::Step& st : p.schedule.steps) {
+      if (st.kind == aj::Step::Kind::kernel) {
+        std::vector<const void*> ins;
+        for (std::size_t e = 0; e < st.inputs.size(); ++e) {
+          ins.push_back(st.kernel.inputs[e].index_only ? nullptr : g[st.inputs[e]].storage->data);
+        }
+        std::vector<std::shared_ptr<aj::Storage>> outs;
+        std::vector<void*> ptrs;
+        for (aj::NodeId o : st.outputs) {
+          outs.push_back(aj::cpu::host_alloc(static_cast<std::size_t>(g[o].numel()) * aj::itemsize(g[o].dtype)));
+          ptrs.push_back(outs.back()->data);
+        }
+        aj::cpu::run_kernel(st.kernel, ins, ptrs);
+        for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+          g.set_result(st.outputs[j], outs[j], aj::contiguous_strides(g[st.outputs[j]].shape), 0);
+        }
+      } else if (g[st.node].evaluated()) {
+        continue;
+      } else if (st.kind == aj::Step::Kind::reference) {
+        run_reference_step(st.node);
+        if (mismatches) return;
+      } else {
+        const aj::Node& n = g[st.node];
+        const aj::Node& src = g[n.inputs[0]];
+        auto l = aj::view_layout(n, src, {src.strides, src.offset});
+        if (!l) {
+          aj::ref::evaluate_node(st.node);
+          continue;
+        }
+        auto storage = src.storage;
+        g.set_result(st.node, std::move(storage), std::move(l->strides), l->offset);
+      }
+    }
+  }
+};
+
+// Random values of dtype t: small integers (many ties, float sums exact in
+// any order), or with `nans` some NaNs and signed zeros among them (floats).
+Array random_small(DType t, aj::Shape shape, std::uint64_t seed, bool nans = false) {
+  std::vector<double> v(static_cast<std::size_t>(shape.numel()));
+  std::uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const auto r = static_cast<int>((s >> 33) % 17);
+    x = r - 8;
+    if (nans && r == 0) x = std::nan("");
+    if (nans && r == 1) x = -0.0;
+  }
+  return aj::from_vector<double>(v, shape).astype(t).eval();
+}
+
+// Random reals in [-1, 1) (floats), or integers over the whole range of the
+// type (integer matmuls wrap the same in any order).
+Array random_wide(DType t, aj::Shape shape, std::uint64_t seed) {
+  const auto count = static_cast<std::size_t>(shape.numel());
+  std::vector<std::uint64_t> bits(count);
+  std::uint64_t s = seed * 0xbf58476d1ce4e5b9ull + 7;
+  for (auto& b : bits) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    b = s ^ (s >> 29);
+  }
+  switch (t) {
+    case DType::i32: {
+      std::vector<std::int32_t> v(count);
+      for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<std::int32_t>(bits[i] >> 32);
+      return aj::from_vector<std::int32_t>(v, shape).eval();
+    }
+    case DType::i64: {
+      std::vector<std::int64_t> v(count);
+      for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<std::int64_t>(bits[i]);
+      return aj::from_vector<std::int64_t>(v, shape).eval();
+    }
+    default: {
+      std::vector<double> v(count);
+      for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<double>(bits[i] >> 11) * 0x1.0p-52 - 1.0;
+      return aj::from_vector<double>(v, shape).astype(t).eval();
+    }
+  }
+}
+
+void check_library_programs(std::vector<std::pair<Program, int>>& programs) {
+  std::map<std::uint64_t, aj::cuda::KernelSource> sources;
+  for (auto& [p, sms] : programs) {
+    for (const auto& spec : library_specs(p)) {
+      auto src = aj::cuda::render_library(spec);
+      sources.emplace(src.hash, std::move(src));
+    }
+  }
+  std::unique_ptr<ajtest::HostCudaLibrary> lib;
+  try {
+    lib = std::make_unique<ajtest::HostCudaLibrary>(sources);
+  } catch (const std::exception& e) {
+    FAIL(e.what());
+  }
+  LibraryChecker c{*lib};
+  for (auto& [p, sms] : programs) {
+    c.sms = sms;
+    c.execute(p);
+    if (c.mismatches) break;
+  }
+  MESSAGE("checked " << c.steps << " steps, " << c.launches << " library kernel launches (" << sources.size()
+                     << " distinct kernels) on the host emulator");
+  CHECK(c.mismatches == 0);
+  CHECK(c.launches > 0);
+}
+
+}  // namespace
+
+TEST_CASE("cuda emulated: matmul library kernels match the interpreter (edge tiles, broadcast batches, strides, K = 0)") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  std::vector<std::pair<Program, int>> ps;
+  std::uint64_t seed = 1;
+  for (DType t : {DType::i32, DType::i64, DType::f32, DType::f64}) {
+    auto small = [&](aj::Shape s) { return random_small(t, s, seed++); };
+    auto wide = [&](aj::Shape s) { return random_wide(t, s, seed++); };
+    // Sizes off the 64 x 64 tile and the 16-deep k step.
+    ps.push_back({plan({aj::matmul(small({37, 53}), small({53, 71})), aj::matmul(small({130, 20}), small({20, 65}))}), 1});
+    // Whole-range integers wrap; reals round (checked within a bound).
+    ps.push_back({plan({aj::matmul(wide({45, 33}), wide({33, 70}))}), 1});
+    // Broadcast batches (stride 0 on the size-1 and the missing axis), more tiles than blocks.
+    ps.push_back({plan({aj::matmul(small({3, 1, 17, 9}), small({4, 9, 70}))}), 1});
+    // Transposed (column-major) and sliced (stride 2, reversed) operands.
+    Array x = small({40, 33}), y = small({40, 100}), z = small({30, 40});
+    ps.push_back({plan({aj::matmul(x.T(), aj::slice(y, 1, std::nullopt, std::nullopt, 2)),
+                        aj::matmul(aj::slice(x.T(), 0, std::nullopt, std::nullopt, -1), z.T())}), 2});
+    // Matrix-vector, vector-matrix.
+    ps.push_back({plan({aj::matmul(small({7, 300}), small({300})), aj::matmul(small({19}), small({19, 66}))}), 1});
+    // K = 0 gives zeros; an empty batch or an empty result launches nothing.
+    ps.push_back({plan({aj::matmul(small({5, 0}), small({0, 7})), aj::matmul(small({0, 4, 5}), small({5, 6})),
+                        aj::matmul(small({2, 0, 5}), small({2, 5, 3}))}), 1});
+  }
+  check_library_programs(ps);
+}
+
+TEST_CASE("cuda emulated: argmax/argmin library kernels match the interpreter (ties, NaN, strides, every thread split)") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  std::vector<std::pair<Program, int>> ps;
+  std::uint64_t seed = 100;
+  for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+    for (bool nans : {false, true}) {
+      if (nans && !aj::is_float(t)) continue;
+      auto small = [&](aj::Shape s) { return random_small(t, s, seed++, nans); };
+      Array m = small({37, 300});
+      // A warp per result (axis 1), a thread per result (short axis 0), a
+      // strided axis (the transpose), a middle axis of rank 3.
+      ps.push_back({plan({aj::argmax(m, 1), aj::argmin(m, 1), aj::argmax(m, 0), aj::argmin(m.T(), 0),
+                          aj::argmax(small({6, 50, 7}), 1), aj::argmin(small({6, 50, 7}), -1)}), 1});
+      // Column walks: one thread per result, neighbours at neighbouring addresses.
+      Array c = small({65, 4096});
+      ps.push_back({plan({aj::argmax(c, 0), aj::argmin(c, 0)}), 1});
+      // Long axes: a block per result; few results: split in parts + finishing pass.
+      Array l = small({3, 5000});
+      ps.push_back({plan({aj::argmax(l, 1), aj::argmin(l.T(), 0)}), 1});
+      ps.push_back({plan({aj::argmax(small({60, 200})), aj::argmin(small({9001}))}), 4});
+      ps.push_back({plan({aj::argmax(aj::slice(small({15001}), 0, std::nullopt, std::nullopt, -3))}), 2});
+    }
+  }
+  // Extremes: the first of equal infinities / lowest values, and all-NaN rows.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  Array e = aj::from_vector<double>({inf, 1, inf, -inf, -inf, 0, nan, nan, nan, -0.0, 0.0, -0.0}, aj::Shape{4, 3});
+  for (DType t : {DType::f32, DType::f64}) {
+    Array et = e.astype(t).eval();
+    ps.push_back({plan({aj::argmax(et, 1), aj::argmin(et, 1), aj::argmax(et), aj::argmin(et)}), 1});
+  }
+  check_library_programs(ps);
+}
+
+TEST_CASE("cuda emulated: concatenate's library copies match the interpreter (middle axis, strided and empty inputs)") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  std::vector<std::pair<Program, int>> ps;
+  std::uint64_t seed = 300;
+  for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+    auto wide = [&](aj::Shape s) { return random_wide(t == DType::bool_ ? DType::f64 : t, s, seed++).astype(t).eval(); };
+    Array z = wide({5, 7, 4});
+    ps.push_back({plan({aj::concatenate({wide({4, 3, 5}), wide({4, 1, 5}), z.transpose({2, 1, 0}), wide({4, 0, 5})}, 1)}), 1});
+    Array r = wide({9, 6});
+    ps.push_back({plan({aj::concatenate({aj::slice(r, 0, std::nullopt, std::nullopt, -1), wide({2, 6}), r.T().T()}, 0),
+                        aj::concatenate({r, aj::slice(wide({9, 40}), 1, 3, 37, 3)}, -1)}), 1});
+    ps.push_back({plan({aj::concatenate({wide({700}), wide({1}), wide({1000})})}), 1});
+  }
+  check_library_programs(ps);
 }

@@ -3,7 +3,8 @@
 // the symbol table, and its cuLaunchKernel runs the generated kernels on the
 // host (tests/cuda_host_emulator.hpp). This exercises what the GPU tests
 // would, except the real driver and CUDA's math library: Array::to, creation
-// on the device, the bridge's kernel and host-round-trip steps, donation on
+// on the device, the bridge's kernel and library-kernel steps (matmul,
+// concatenate, argmax/argmin) and host-round-trip steps, donation on
 // the device, the allocator's bookkeeping and out-of-memory path, stream
 // guards and cross-stream waits, reading values back.
 //
@@ -15,6 +16,7 @@
 #include <arrayjit/arrayjit.hpp>
 #include <arrayjit/cuda.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -53,7 +55,7 @@ struct Fake {
   std::mutex mu;
   std::size_t limit = std::size_t{1} << 30, live = 0;
   std::map<CUdeviceptr, std::size_t> allocs;
-  int waits = 0, launches = 0, trims = 0, uploads = 0;
+  int waits = 0, launches = 0, trims = 0, uploads = 0, downloads = 0;
   bool threshold_raised = false;
   bool execute = false;
   std::map<std::uint64_t, KernelSource> sources;
@@ -112,13 +114,13 @@ CUresult f_module_fn(CUfunction* f, CUmodule m, const char* name) {
   *f = reinterpret_cast<CUfunction>(fake().functions.back().get());
   return ok0();
 }
-CUresult f_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+CUresult f_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned, CUstream,
                   void** args, void**) {
   const FakeFn& fn = *reinterpret_cast<FakeFn*>(f);
   ++fake().launches;
   if (!fake().execute) return ok0();
   if (!fake().lib || !fake().lib->has(fn.hash)) return 1;  // CUDA_ERROR_INVALID_VALUE
-  fake().lib->run(fn.hash, fn.name.c_str(), args[0], gx, 64);
+  fake().lib->run(fn.hash, fn.name.c_str(), args[0], gx, bx);
   return ok0();
 }
 CUresult f_pool(CUmemoryPool* p, CUdevice) { *p = reinterpret_cast<CUmemoryPool>(&g_pool_token); return ok0(); }
@@ -155,7 +157,7 @@ CUresult f_free(CUdeviceptr p, CUstream) {
 CUresult f_host_alloc(void** p, std::size_t n, unsigned) { *p = std::malloc(n); return ok0(); }
 CUresult f_host_free(void* p) { std::free(p); return ok0(); }
 CUresult f_h2d(CUdeviceptr d, const void* h, std::size_t n, CUstream) { ++fake().uploads; std::memcpy(reinterpret_cast<void*>(d), h, n); return ok0(); }
-CUresult f_d2h(void* h, CUdeviceptr d, std::size_t n, CUstream) { std::memcpy(h, reinterpret_cast<void*>(d), n); return ok0(); }
+CUresult f_d2h(void* h, CUdeviceptr d, std::size_t n, CUstream) { ++fake().downloads; std::memcpy(h, reinterpret_cast<void*>(d), n); return ok0(); }
 CUresult f_d2d(CUdeviceptr a, CUdeviceptr b, std::size_t n, CUstream) { std::memcpy(reinterpret_cast<void*>(a), reinterpret_cast<void*>(b), n); return ok0(); }
 
 DriverApi make_api() {
@@ -216,6 +218,32 @@ struct FakeGpu {
 
 bool have_cxx() { return std::system("c++ --version > /dev/null 2>&1") == 0; }
 
+// Small random integers as dtype t (sums exact in any order, many ties);
+// with `nans` some NaNs and -0.0 among them.
+Array random_small(DType t, aj::Shape shape, std::uint64_t seed, bool nans = false) {
+  std::vector<double> v(static_cast<std::size_t>(shape.numel()));
+  std::uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const auto r = static_cast<int>((s >> 33) % 17);
+    x = r - 8;
+    if (nans && r == 0) x = std::nan("");
+    if (nans && r == 1) x = -0.0;
+  }
+  return aj::from_vector<double>(v, shape).astype(t).eval();
+}
+
+// Values as doubles (exact for the small integers above), NaN as NaN.
+std::vector<double> doubles(const Array& a) { return a.astype(DType::f64).to_vector<double>(); }
+
+bool same(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  }
+  return true;
+}
+
 std::vector<float> values(int n) {
   std::vector<float> v(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(i % 29) * 0.5f - 7.f;
@@ -250,7 +278,7 @@ TEST_CASE("cuda fake driver: arrays on the device compute what the host computes
     o.rows = aj::sum(dm, 1).to_vector<float>();
     o.cols = aj::max(dm, 0).to_vector<float>();
     o.all = {aj::sum(d).item<float>()};
-    o.mm = aj::matmul(dm, dm.T()).to_vector<float>();  // a host round trip
+    o.mm = aj::matmul(dm, dm.T()).to_vector<float>();  // a library kernel
     const int uploads = fake().uploads;
     Array ar = aj::arange(100).to(Device::cuda(0));  // made on the device: no host buffer, no copy
     o.arange_uploads = fake().uploads - uploads;
@@ -382,5 +410,93 @@ TEST_CASE("cuda fake driver: random graphs under DeviceScope agree with the refe
   MESSAGE("compared " << compared << " outputs of " << graphs << " random graphs run through the CUDA path");
   CHECK(compared > 0);
   CHECK(mismatches == 0);
+  CHECK(fake().live == 0);
+}
+
+TEST_CASE("cuda fake driver: matmul, concatenate and argmax/argmin run as device kernels, with no host round trip") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  // One set of operations per dtype, on host arrays (the reference) and on
+  // their device copies.
+  auto ops = [](DType t, const std::vector<Array>& in) {
+    const Array &a = in[0], &b = in[1], &x = in[2], &y = in[3], &m = in[4], &c1 = in[5], &c2 = in[6];
+    std::vector<Array> r;
+    r.push_back(aj::concatenate({c1, c2.transpose({2, 1, 0}), c1}, 1));  // middle axis, a strided input
+    r.push_back(aj::argmax(m, 1));
+    r.push_back(aj::argmin(m.T(), 1));  // a strided axis
+    r.push_back(aj::argmax(m));         // the whole array: parts and a finishing pass
+    if (t != DType::bool_) {
+      r.push_back(aj::matmul(a, b));    // broadcast batches
+      r.push_back(aj::matmul(x.T(), y));  // a transposed operand
+    }
+    return r;
+  };
+  const std::vector<DType> types = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
+  std::vector<std::vector<Array>> host;
+  std::uint64_t seed = 1;
+  for (DType t : types) {
+    const bool nans = aj::is_float(t);
+    host.push_back({random_small(t, {3, 1, 20, 33}, seed++), random_small(t, {4, 33, 70}, seed++),
+                    random_small(t, {45, 30}, seed++), random_small(t, {45, 67}, seed++),
+                    random_small(t, {37, 3000}, seed++, nans), random_small(t, {4, 3, 5}, seed++),
+                    random_small(t, {5, 6, 4}, seed++)});
+  }
+  FakeGpu gpu;
+  struct Out {
+    std::vector<std::vector<double>> values;
+    int launches = 0, uploads = 0, downloads = 0, results = 0;
+    bool on_device = true;
+    int scoped_uploads = 0;
+    std::vector<double> scoped;
+  };
+  auto body = [&] {
+    Out o;
+    std::vector<std::vector<Array>> dev;
+    for (auto& h : host) {
+      dev.emplace_back();
+      for (auto& a : h) dev.back().push_back(a.to(Device::cuda(0)).eval());
+    }
+    const int launches = fake().launches, uploads = fake().uploads, downloads = fake().downloads;
+    std::vector<Array> results;
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      for (auto& r : ops(types[i], dev[i])) results.push_back(r);
+    }
+    aj::eval(results);
+    o.launches = fake().launches - launches;
+    o.uploads = fake().uploads - uploads;
+    o.downloads = fake().downloads - downloads;
+    o.results = static_cast<int>(results.size());
+    for (auto& r : results) {
+      o.on_device &= r.device() == Device::cuda(0);
+      o.values.push_back(doubles(r));
+    }
+    // Host inputs of a library step under DeviceScope are uploaded for it.
+    const int before = fake().uploads;
+    {
+      DeviceScope scope(Device::cuda(0));
+      Array r = aj::matmul(host[3][2].T(), host[3][3]);
+      r.eval();
+      o.on_device &= r.device() == Device::cuda(0);
+      o.scoped_uploads = fake().uploads - before;
+      o.scoped = doubles(r);
+    }
+    return o;
+  };
+  const Out got = gpu.twice(body);
+  std::vector<std::vector<double>> want;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    for (auto& r : ops(types[i], host[i])) want.push_back(doubles(r));
+  }
+  CHECK(got.on_device);
+  CHECK(got.results == 4 * 6 + 4);
+  CHECK(got.launches >= 4 * 8 + 6);  // concatenate: 3 copies; argmax of the whole array: 2 passes
+  CHECK(got.uploads == 0);            // nothing went through the host
+  CHECK(got.downloads == 0);
+  REQUIRE(got.values.size() == want.size());
+  for (std::size_t k = 0; k < want.size(); ++k) CHECK_MESSAGE(same(got.values[k], want[k]), "result " << k);
+  CHECK(got.scoped_uploads == 2);
+  CHECK(same(got.scoped, doubles(aj::matmul(host[3][2].T(), host[3][3]))));
   CHECK(fake().live == 0);
 }

@@ -3,7 +3,8 @@
 //    throws aj::Error naming what is missing; the source API works anyway.
 //  - GPU (skips with "no GPU: <reason>: skipped" elsewhere): values computed on
 //    the device match the reference interpreter (the differential random
-//    graphs, every op table entry), work is ordered on a caller's stream,
+//    graphs, every op table entry, the library kernels: matmul, argmax/argmin,
+//    concatenate), work is ordered on a caller's stream,
 //    donation runs in place on the device, out of memory throws and leaves
 //    arrays valid.
 #include <doctest/doctest.h>
@@ -45,6 +46,37 @@ std::vector<float> iota_f(int n) {
   std::vector<float> v(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(i % 97) * 0.25f - 3.f;
   return v;
+}
+
+// Random values as dtype t: reals in [-1, 1) for floats (with `nans`, some
+// NaNs and signed zeros), integers in [-range, range] otherwise.
+Array random_array(DType t, aj::Shape shape, std::uint64_t seed, std::int64_t range = 8, bool nans = false) {
+  std::vector<double> v(static_cast<std::size_t>(shape.numel()));
+  std::uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const std::uint64_t r = s >> 11;
+    x = aj::is_float(t) ? static_cast<double>(r) * 0x1.0p-52 - 1.0
+                        : static_cast<double>(static_cast<std::int64_t>(r % static_cast<std::uint64_t>(2 * range + 1)) - range);
+    if (nans && r % 23 == 0) x = std::nan("");
+    if (nans && r % 23 == 1) x = -0.0;
+  }
+  return aj::from_vector<double>(v, shape).astype(t).eval();
+}
+
+std::vector<double> doubles(const Array& a) { return a.astype(DType::f64).to_vector<double>(); }
+
+// Equal (NaN equal to NaN), or for floats within `tol` relative to `scale`.
+void check_close(const std::vector<double>& got, const std::vector<double>& want, double tol, const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const bool ok = got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])) ||
+                    std::fabs(got[i] - want[i]) <= tol;
+    if (!ok) {
+      FAIL_CHECK(what << " element " << i << ": device " << got[i] << ", host " << want[i]);
+      return;
+    }
+  }
 }
 
 }  // namespace
@@ -103,6 +135,22 @@ TEST_CASE("cuda: kernel_source shows the kernels without a GPU and computes noth
   CHECK(both.find("// ---- kernel 1") == std::string::npos);
   CHECK(both.find("aj_shfl_down") != std::string::npos);
   CHECK_FALSE(y.is_evaluated());
+}
+
+TEST_CASE("cuda: kernel_source shows the library kernels of matmul, argmax/argmin and concatenate") {
+  Array a = aj::from_vector<float>(iota_f(6 * 4), aj::Shape{6, 4});
+  Array b = aj::from_vector<double>(std::vector<double>(2 * 4 * 3, 1.0), aj::Shape{2, 4, 3});
+  const std::string src = aj::cuda::kernel_source(
+      {aj::matmul(a, b), aj::argmin(a, 1), aj::concatenate({a, a * 2.f}, 0), aj::concatenate({a, a}, 1),
+       aj::argmax(a.T(), 1)});
+  CHECK(src.find("arrayjit CUDA library kernel: matmul f64, rank 1") != std::string::npos);
+  CHECK(src.find("arrayjit CUDA library kernel: argmin f32, rank 1") != std::string::npos);
+  // Along axis 0 both sides are contiguous: one merged axis; along axis 1 not.
+  CHECK(src.find("arrayjit CUDA library kernel: copy f32, rank 1") != std::string::npos);
+  CHECK(src.find("arrayjit CUDA library kernel: copy f32, rank 2") != std::string::npos);
+  CHECK(src.find("arrayjit CUDA library kernel: argmax f32, rank 1") != std::string::npos);
+  CHECK(src.find("__shared__ double sa[16][64 + 1]") != std::string::npos);
+  CHECK(src.find("aj_k_finish") != std::string::npos);
 }
 
 // ---- tier 2: on a GPU -----------------------------------------------------------------
@@ -266,4 +314,87 @@ TEST_CASE("cuda gpu: random graphs on the GPU agree with the reference interpret
     }
   }
   CHECK(mismatches == 0);
+}
+
+TEST_CASE("cuda gpu: matmul on the device matches the host (every dtype, edge tiles, broadcast batches, transposes, K = 0)") {
+  if (skip_without_gpu()) return;
+  std::uint64_t seed = 1;
+  for (DType t : {DType::i32, DType::i64, DType::f32, DType::f64}) {
+    // Integers up to 1e5: products overflow i32 and wrap the same in any
+    // order. Reals in [-1, 1): the host sums in Eigen's order, the device in
+    // k order, within 2 k^2 eps.
+    auto r = [&](aj::Shape s) { return random_array(t, s, seed++, 100000); };
+    const std::vector<Array> in = {r({300, 500}), r({500, 257}), r({3, 1, 37, 9}), r({4, 9, 70}),
+                                   r({5, 0}),     r({0, 7}),     r({0, 4, 5}),     r({5, 6})};
+    auto ops = [](const std::vector<Array>& v) {
+      return std::vector<std::pair<std::string, Array>>{
+          {"300x500 @ 500x257", aj::matmul(v[0], v[1])},
+          {"broadcast batches", aj::matmul(v[2], v[3])},
+          {"transposed operands", aj::matmul(v[1].T(), v[0].T())},
+          {"sliced operands", aj::matmul(aj::slice(v[0], 1, std::nullopt, std::nullopt, 2), aj::slice(v[1], 0, 0, 250))},
+          {"K = 0", aj::matmul(v[4], v[5])},
+          {"empty batch", aj::matmul(v[6], v[7])},
+      };
+    };
+    std::vector<Array> dev;
+    for (const Array& a : in) dev.push_back(a.to(Device::cuda(0)));
+    const auto want = ops(in), got = ops(dev);
+    const double eps = t == DType::f32 ? 0x1.0p-23 : t == DType::f64 ? 0x1.0p-52 : 0;
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      CHECK(got[k].second.device() == Device::cuda(0));
+      const double inner = 500;
+      check_close(doubles(got[k].second), doubles(want[k].second), 2 * inner * inner * eps,
+                  std::string(aj::dtype_name(t)) + " " + want[k].first);
+    }
+  }
+}
+
+TEST_CASE("cuda gpu: argmax/argmin on the device match the host (every dtype, ties, NaN, strided axes, whole arrays)") {
+  if (skip_without_gpu()) return;
+  std::uint64_t seed = 100;
+  for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+    // Integers in [-3, 3] and bools tie often; floats carry NaNs and -0.0.
+    auto r = [&](aj::Shape s) { return random_array(t, s, seed++, 3, true); };
+    const std::vector<Array> in = {r({37, 300}), r({100, 5000}), r({3, 100000}), r({1000, 1000}), r({6, 50, 7})};
+    auto ops = [](const std::vector<Array>& v) {
+      return std::vector<std::pair<std::string, Array>>{
+          {"argmax rows", aj::argmax(v[0], 1)},          {"argmin columns", aj::argmin(v[0], 0)},
+          {"argmax column walk", aj::argmax(v[1], 0)},   {"argmin long rows", aj::argmin(v[2], 1)},
+          {"argmax strided axis", aj::argmax(v[2].T(), 0)}, {"argmax whole", aj::argmax(v[3])},
+          {"argmin whole", aj::argmin(v[3])},             {"argmax middle axis", aj::argmax(v[4], 1)},
+      };
+    };
+    std::vector<Array> dev;
+    for (const Array& a : in) dev.push_back(a.to(Device::cuda(0)));
+    const auto want = ops(in), got = ops(dev);
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      CHECK(got[k].second.device() == Device::cuda(0));
+      CHECK_MESSAGE(got[k].second.to_vector<std::int64_t>() == want[k].second.to_vector<std::int64_t>(),
+                    aj::dtype_name(t) << " " << want[k].first);
+    }
+  }
+}
+
+TEST_CASE("cuda gpu: concatenate on the device matches the host (every dtype, middle axis, strided and empty inputs)") {
+  if (skip_without_gpu()) return;
+  std::uint64_t seed = 200;
+  for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+    auto r = [&](aj::Shape s) { return random_array(t, s, seed++, 1000); };
+    const std::vector<Array> in = {r({40, 30, 50}), r({40, 1, 50}), r({50, 70, 40}), r({40, 0, 50}), r({100000})};
+    auto ops = [](const std::vector<Array>& v) {
+      return std::vector<std::pair<std::string, Array>>{
+          {"middle axis", aj::concatenate({v[0], v[1], v[2].transpose({2, 1, 0}), v[3]}, 1)},
+          {"first axis, reversed input", aj::concatenate({aj::slice(v[0], 0, std::nullopt, std::nullopt, -1), v[0]}, 0)},
+          {"last axis", aj::concatenate({v[0], aj::slice(v[2].transpose({2, 1, 0}), 1, 0, 30)}, -1)},
+          {"rank 1", aj::concatenate({v[4], v[4], aj::slice(v[4], 0, 5, 10)})},
+      };
+    };
+    std::vector<Array> dev;
+    for (const Array& a : in) dev.push_back(a.to(Device::cuda(0)));
+    const auto want = ops(in), got = ops(dev);
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      CHECK(got[k].second.device() == Device::cuda(0));
+      check_close(doubles(got[k].second), doubles(want[k].second), 0, std::string(aj::dtype_name(t)) + " " + want[k].first);
+    }
+  }
 }

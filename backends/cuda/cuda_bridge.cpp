@@ -1,6 +1,7 @@
 // Pipeline steps on a GPU, and the public API of arrayjit/cuda.hpp.
 #include "backends/cuda/cuda_bridge.hpp"
 
+#include <algorithm>
 #include <atomic>
 
 #include "arrayjit/cuda.hpp"
@@ -8,6 +9,7 @@
 #include "backends/reference/interpreter.hpp"
 #include "core/stats_internal.hpp"
 #include "graph/passes/simplify.hpp"
+#include "jit/cuda/cuda_library.hpp"
 #include "jit/cuda/cuda_source.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"
 
@@ -21,6 +23,20 @@ void require_cuda_device(Device d) {
   if (d.kind != Device::Kind::cuda) internal_error("cuda bridge: not a CUDA device: " + d.str());
 }
 
+// The storage a step reads input `n` from on `dev`: its own, or an upload of
+// a host array (kept alive in `uploads` until the launch is enqueued).
+const Storage* device_input(const Node& n, Device dev, std::vector<std::shared_ptr<Storage>>& uploads) {
+  if (!n.evaluated()) internal_error("cuda: a step input was not computed before its step");
+  if (n.storage->device == dev) return n.storage.get();
+  if (n.storage->device.kind != Device::Kind::cpu) {
+    runtime_error("aj: an evaluation on " + dev.str() + " reads an array on " + n.storage->device.str());
+  }
+  uploads.push_back(upload(*n.storage, dev.index));
+  return uploads.back().get();
+}
+
+std::uint64_t address(const Storage* s) { return reinterpret_cast<std::uint64_t>(s->data); }
+
 // ref::donation_applies with the device of this evaluation in place of the host.
 bool donation_applies_on(NodeId from, std::size_t bytes, Device dev) {
   const Node& n = graph()[from];
@@ -29,6 +45,39 @@ bool donation_applies_on(NodeId from, std::size_t bytes, Device dev) {
 }
 
 }  // namespace
+
+std::vector<LibraryLaunch> plan_library(const Node& n, const std::vector<StridedRef>& ins, std::uint64_t out,
+                                        int sms) {
+  const Graph& g = graph();
+  std::vector<LibraryLaunch> launches;
+  switch (n.op) {
+    case Op::MatMul: {
+      const Node& a = g[n.inputs[0]];
+      launches.push_back(plan_matmul(n.dtype, n.shape.dims(), a.shape[a.shape.ndim() - 1], ins[0], ins[1], out, sms));
+      break;
+    }
+    case Op::ArgMax:
+    case Op::ArgMin: {
+      const Node& src = g[n.inputs[0]];
+      const LibraryOp op = n.op == Op::ArgMax ? LibraryOp::argmax : LibraryOp::argmin;
+      launches.push_back(plan_arg_reduce(op, src.dtype, src.shape.dims(), static_cast<int>(n.ints[0]), ins[0], out, sms));
+      break;
+    }
+    case Op::Concat: {
+      const auto strides = contiguous_strides(n.shape);
+      const auto axis = static_cast<std::size_t>(n.i0);
+      std::int64_t base = 0;  // where the current input starts along the axis
+      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+        const Node& in = g[n.inputs[k]];
+        launches.push_back(plan_copy(n.dtype, in.shape.dims(), ins[k], {out, strides, base * strides[axis]}, sms));
+        base += in.shape[static_cast<int>(axis)];
+      }
+      break;
+    }
+    default: internal_error(std::string("cuda: no library kernel evaluates ") + op_name(n.op));
+  }
+  return launches;
+}
 
 bool any_device_storage() { return any_device_alloc() || t_scope.has_value(); }
 
@@ -69,20 +118,7 @@ void run_kernel_step(const Step& st, const BufferPlan& buffers, std::size_t k, D
   std::vector<std::shared_ptr<Storage>> uploads;  // live until the launch is enqueued
   std::vector<const Storage*> ins;
   for (std::size_t e = 0; e < st.inputs.size(); ++e) {
-    if (st.kernel.inputs[e].index_only) {
-      ins.push_back(nullptr);
-      continue;
-    }
-    const Node& n = g[st.inputs[e]];
-    if (!n.evaluated()) internal_error("cuda: a kernel input was not computed before its kernel");
-    if (n.storage->device == dev) {
-      ins.push_back(n.storage.get());
-    } else if (n.storage->device.kind == Device::Kind::cpu) {
-      uploads.push_back(upload(*n.storage, dev.index));
-      ins.push_back(uploads.back().get());
-    } else {
-      runtime_error("aj: an evaluation on " + dev.str() + " reads an array on " + n.storage->device.str());
-    }
+    ins.push_back(st.kernel.inputs[e].index_only ? nullptr : device_input(g[st.inputs[e]], dev, uploads));
   }
   std::vector<std::shared_ptr<Storage>> outs;
   std::vector<const Storage*> out_ptrs;
@@ -108,9 +144,35 @@ void run_kernel_step(const Step& st, const BufferPlan& buffers, std::size_t k, D
   }
 }
 
+void run_library_step(NodeId id, Device dev) {
+  require_cuda_device(dev);
+  Graph& g = graph();
+  const Node& n = g[id];
+  const int sms = device(dev.index).sms;
+  std::vector<std::shared_ptr<Storage>> uploads;  // live until the launches are enqueued
+  std::vector<const Storage*> touched;
+  std::vector<StridedRef> ins;
+  for (NodeId i : n.inputs) {
+    const Node& in = g[i];
+    touched.push_back(device_input(in, dev, uploads));
+    ins.push_back({address(touched.back()), in.strides, in.offset});
+  }
+  auto out = device_alloc(dev.index, static_cast<std::size_t>(n.numel()) * itemsize(n.dtype));
+  touched.push_back(out.get());
+  for (const LibraryLaunch& l : plan_library(n, ins, address(out.get()), sms)) {
+    if (l.grid == 0) continue;
+    launch_library(dev.index, l, touched);
+    ++detail::stats_mut().kernels_launched;
+  }
+  g.set_result(id, std::move(out), contiguous_strides(g[id].shape), 0);
+}
+
 void run_on_host(NodeId id, Device dev) {
   require_cuda_device(dev);
   Graph& g = graph();
+  // The pipeline sends every step that is not Kernel IR here; only copying
+  // views still take the host round trip below.
+  if (op_category(g[id].op) != OpCategory::View) return run_library_step(id, dev);
   // Swap each device input's storage for a host copy while the reference
   // interpreter runs; put the device storage back after (if the input is
   // still alive: evaluating may have dropped its last use).
@@ -226,9 +288,30 @@ std::string kernel_source(const std::vector<Array>& arrays) {
   simplify(roots);  // as the pipeline does before fusing
   std::string out;
   int n = 0;
-  for (const Step& st : fuse(roots).steps) {
-    if (st.kind != Step::Kind::kernel) continue;
-    out += "// ---- kernel " + std::to_string(n++) + "\n" + render(collapse_axes(st.kernel)).source;
+  const Schedule s = fuse(roots);
+  const Graph& g = graph();
+  for (const Step& st : s.steps) {
+    if (st.kind == Step::Kind::kernel) {
+      out += "// ---- kernel " + std::to_string(n++) + "\n" + render(collapse_axes(st.kernel)).source;
+      continue;
+    }
+    const Node& node = g[st.node];
+    if (st.kind != Step::Kind::reference || op_category(node.op) == OpCategory::View) continue;
+    // The inputs' layouts as the steps before will make them (no addresses:
+    // only the sources are wanted).
+    std::vector<StridedRef> ins;
+    for (NodeId i : node.inputs) {
+      const auto it = s.layouts.find(i);
+      const Layout l = g[i].evaluated() ? Layout{g[i].strides, g[i].offset}
+                       : it != s.layouts.end() ? it->second : contiguous_layout(g[i].shape);
+      ins.push_back({0, l.strides, l.offset});
+    }
+    std::vector<LibrarySpec> shown;
+    for (const LibraryLaunch& l : plan_library(node, ins, 0, 1)) {
+      if (std::find(shown.begin(), shown.end(), l.spec) != shown.end()) continue;
+      shown.push_back(l.spec);
+      out += "// ---- kernel " + std::to_string(n++) + "\n" + render_library(l.spec).source;
+    }
   }
   return out;
 }

@@ -5,10 +5,12 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "graph/graph.hpp"
 #include "graph/passes/assign_buffers.hpp"
 #include "graph/passes/fuse.hpp"
+#include "jit/cuda/cuda_library.hpp"
 
 namespace aj::cuda {
 
@@ -26,9 +28,23 @@ Device schedule_device(const Schedule& s);
 // outputs come from the device allocator or a donated dead input.
 void run_kernel_step(const Step& st, const BufferPlan& buffers, std::size_t k, Device dev);
 
-// A step the GPU path does not compute (matmul, concatenate, argmax/argmin,
-// copying views): device inputs are copied to the host, the reference
-// interpreter evaluates the node, and the result is copied to `dev`.
+// A step that is not Kernel IR, as a library kernel on the device (matmul,
+// concatenate, argmax/argmin; jit/cuda/cuda_library.hpp): inputs on the
+// host are uploaded for the launch, the result gets contiguous device storage.
+void run_library_step(NodeId id, Device dev);
+
+// The library kernels evaluating reference step `n` (matmul, concatenate,
+// argmax/argmin; not a view), given its inputs' layouts at device addresses
+// (0 when only the sources are wanted) and its contiguous result at `out`
+// on a device with `sms` multiprocessors. Concatenate is one copy per input
+// into its slice of the result.
+std::vector<LibraryLaunch> plan_library(const Node& n, const std::vector<StridedRef>& ins, std::uint64_t out,
+                                        int sms);
+
+// The pipeline's entry for every step that is not Kernel IR: library steps
+// go to run_library_step; copying views still run on the host: device inputs
+// are copied down, the reference interpreter evaluates the node, and the
+// result is copied to `dev`.
 void run_on_host(NodeId id, Device dev);
 
 // Copies of a whole storage between host and device, on the device's current stream.

@@ -40,6 +40,7 @@ struct Runtime {
   std::unordered_map<CUdeviceptr, CUstream> last_stream;  // per live device buffer
   std::vector<Pinned> pinned_busy, pinned_free;
   std::unordered_map<std::uint64_t, Loaded> modules;  // (device, structural hash) -> module
+  std::unordered_map<std::uint64_t, Loaded> library_modules;  // (device, LibrarySpec::key) -> module
 };
 
 // Never destroyed: buffers freed during static destruction still find it.
@@ -170,6 +171,26 @@ const Loaded& module_for(const DeviceInfo& info, const Kernel& c) {
   m.param_bytes = src.param_bytes;
   std::lock_guard<std::mutex> lock(r.mu);
   return r.modules.emplace(key, m).first->second;
+}
+
+const Loaded& library_module_for(const DeviceInfo& info, const LibrarySpec& spec) {
+  const std::uint64_t key = spec.key() * 31 + static_cast<std::uint64_t>(info.index);
+  Runtime& r = rt();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (auto it = r.library_modules.find(key); it != r.library_modules.end()) return it->second;
+  }
+  const KernelSource src = render_library(spec);
+  CompileOptions opt;
+  opt.driver_version = info.driver_version;
+  auto img = compile(src, info.cc_major * 10 + info.cc_minor, opt);
+  Loaded m;
+  AJ_CU(cuModuleLoadData, &m.mod, img->bytes.data());
+  AJ_CU(cuModuleGetFunction, &m.k, m.mod, "aj_k");
+  if (src.reduction) AJ_CU(cuModuleGetFunction, &m.finish, m.mod, "aj_k_finish");
+  m.param_bytes = src.param_bytes;
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.library_modules.emplace(key, m).first->second;
 }
 
 void launch_fn(CUfunction f, std::int64_t blocks, CUstream s, std::vector<std::int64_t>& params) {
@@ -343,6 +364,35 @@ void launch(int index, const Kernel& k, const std::vector<const Storage*>& input
   // `scratch` is freed here, stream-ordered after the finishing kernel.
 }
 
+void launch_library(int index, const LibraryLaunch& l, const std::vector<const Storage*>& touched) {
+  if (l.grid == 0) return;  // nothing to write
+  const DeviceInfo& info = device(index);
+  CUstream s = stream_of(index);
+  const Loaded& m = library_module_for(info, l.spec);
+  if (l.params.size() * 8 != m.param_bytes) {
+    internal_error("cuda: a " + std::string(library_op_name(l.spec.op)) + " kernel's parameter block has " +
+                   std::to_string(l.params.size() * 8) + " bytes, its source declares " +
+                   std::to_string(m.param_bytes));
+  }
+  if (m.param_bytes > kMaxParamBytes) {
+    runtime_error("aj: a CUDA " + std::string(library_op_name(l.spec.op)) + " of rank " +
+                  std::to_string(l.spec.rank) + " needs " + std::to_string(m.param_bytes) +
+                  " bytes of launch parameters (limit " + std::to_string(kMaxParamBytes) + ")");
+  }
+  for (const Storage* st : touched) {
+    if (st) use_on_stream(*st, s);
+  }
+  std::vector<std::int64_t> p = l.params;
+  std::shared_ptr<Storage> scratch;
+  if (l.scratch_bytes) {
+    scratch = device_alloc(index, l.scratch_bytes);
+    p[static_cast<std::size_t>(l.scratch_slot)] = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(scratch->data));
+  }
+  launch_fn(m.k, l.grid, s, p);
+  if (l.finish_grid) launch_fn(m.finish, l.finish_grid, s, p);
+  // `scratch` is freed here, stream-ordered after the finishing kernel.
+}
+
 void trim(int index) {
   const DeviceInfo& info = device(index);
   const DriverApi& d = require_driver();
@@ -372,6 +422,7 @@ void reset_runtime_for_testing() {
   std::lock_guard<std::mutex> lock(r.mu);
   r.devices.clear();
   r.modules.clear();
+  r.library_modules.clear();
   r.last_stream.clear();
   r.pinned_busy.clear();
   r.pinned_free.clear();

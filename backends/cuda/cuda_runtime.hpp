@@ -27,6 +27,7 @@
 #include "backends/cuda/cuda_api.hpp"
 #include "graph/graph.hpp"
 #include "graph/kernel.hpp"
+#include "jit/cuda/cuda_library.hpp"
 
 namespace aj::cuda {
 
@@ -69,6 +70,11 @@ std::shared_ptr<Storage> download(const Storage& dev);             // synchroniz
 // storage per stream (null for index streams); offsets come from the kernel.
 void launch(int index, const Kernel& k, const std::vector<const Storage*>& inputs,
             const std::vector<const Storage*>& outputs);
+
+// Launch library kernel `l` (jit/cuda/cuda_library.hpp) on device `index`'s
+// current stream. `touched`: every storage its parameter block addresses
+// (each is ordered on the stream first).
+void launch_library(int index, const LibraryLaunch& l, const std::vector<const Storage*>& touched);
 
 // Give cached device blocks and pinned staging buffers back.
 void trim(int index);

@@ -1,0 +1,87 @@
+// Library kernels: CUDA C written by hand, not rendered from Kernel IR, for
+// the steps fuse leaves outside Kernel IR (graph/passes/fuse.hpp): batched
+// matmul, argmax/argmin over one axis, and the strided copies concatenate is
+// made of. Render-only like cuda_source.hpp: works without a GPU or NVRTC.
+//
+// Same conventions as the generated kernels: the prelude (cuda_prelude.hpp)
+// first, one entry `aj_k` (argmax/argmin also `aj_k_finish`) taking one
+// parameter block `P` by value, __launch_bounds__(kThreadsPerBlock), 1-D grids
+// that stride over the work. A source depends only on a LibrarySpec (op,
+// dtype, rank); extents, strides, offsets and addresses are in the parameter
+// block, so new sizes or layouts never recompile. The KernelSource's hash is
+// the compile cache key, as for every other kernel.
+//
+// Semantics are those of backends/reference/interpreter.cpp:
+//  - matmul: C[b..., m, n] = sum_k A[b..., m, k] * B[b..., k, n], C contiguous.
+//    Accumulates in the element type in k order (one rounding per + and *,
+//    no FMA: --fmad=false); integers wrap. The reference multiplies floats with
+//    Eigen, whose summation order differs: float results agree within rounding,
+//    integer results exactly. K = 0 gives zeros.
+//  - argmax/argmin: i64 index along the axis (ref::arg_better): the first NaN
+//    if there is one, else the first index of the best value.
+//  - copy: out[offset + i . out_strides] = in[offset + i . in_strides].
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "arrayjit/dtype.hpp"
+#include "jit/cuda/cuda_source.hpp"
+
+namespace aj::cuda {
+
+enum class LibraryOp : std::uint8_t { matmul, argmax, argmin, copy };
+
+// What a library kernel's source depends on. rank: the batch axes of a
+// matmul, the kept (not reduced) axes of argmax/argmin, the axes of a copy
+// after merging (plan_copy).
+struct LibrarySpec {
+  LibraryOp op = LibraryOp::copy;
+  DType dtype = DType::f32;
+  int rank = 0;
+  std::uint64_t key() const;  // distinct per spec: the runtime's module cache key
+  bool operator==(const LibrarySpec&) const = default;
+};
+
+const char* library_op_name(LibraryOp op);  // "matmul", "argmax", "argmin", "copy"
+
+KernelSource render_library(const LibrarySpec& spec);
+
+// One launch of a library kernel: `grid` blocks of kThreadsPerBlock threads
+// run aj_k (none when grid is 0), then `finish_grid` blocks run aj_k_finish.
+// When scratch_bytes > 0 the launcher allocates that much device scratch and
+// stores its address in params[scratch_slot] first.
+struct LibraryLaunch {
+  LibrarySpec spec;
+  std::int64_t grid = 0, finish_grid = 0;
+  std::size_t scratch_bytes = 0;
+  int scratch_slot = -1;
+  std::vector<std::int64_t> params;  // the parameter block, 8 bytes a field
+};
+
+// A strided operand: device address, element strides (one per axis), element offset.
+struct StridedRef {
+  std::uint64_t ptr = 0;
+  std::vector<std::int64_t> strides;
+  std::int64_t offset = 0;
+};
+
+// shape: of the result, [batch..., m, n] (rank >= 2); a is [batch..., m, k],
+// b is [batch..., k, n] (batch strides may be 0); the result is contiguous at c.
+LibraryLaunch plan_matmul(DType t, const std::vector<std::int64_t>& shape, std::int64_t k, const StridedRef& a,
+                          const StridedRef& b, std::uint64_t c, int sms);
+
+// argmax/argmin of `in` (extents `shape`) over `axis` into the contiguous i64
+// result at `out` (shape without the axis). Threads per result: one for short
+// axes or coalesced column walks, a warp, or a block; a block split into parts
+// plus a finishing pass when there are too few results to fill `sms` SMs.
+LibraryLaunch plan_arg_reduce(LibraryOp op, DType t, const std::vector<std::int64_t>& shape, int axis,
+                              const StridedRef& in, std::uint64_t out, int sms);
+
+// Copy `in` (extents `shape`) into `out`'s layout. Axes of extent 1 are
+// dropped and axes both sides walk as one are merged, so the spec's rank is
+// that of the merged shape (1 for a contiguous copy).
+LibraryLaunch plan_copy(DType t, const std::vector<std::int64_t>& shape, const StridedRef& in,
+                        const StridedRef& out, int sms);
+
+}  // namespace aj::cuda
