@@ -73,7 +73,8 @@ void compile_all(const Sources& s, std::size_t batch, bool cubin) {
   const auto t0 = std::chrono::steady_clock::now();
   for (std::size_t start = 0; start < bodies.size(); start += batch) {
     aj::cuda::KernelSource unit;
-    unit.source = std::string("// compile-only batch\n") + aj::cuda::kPrelude;
+    unit.source = "// compile-only batch\n";
+    unit.source += aj::cuda::kPrelude;  // appended, not operator+ (a GCC 12 -Warray-bounds false positive)
     const std::size_t end = std::min(bodies.size(), start + batch);
     for (std::size_t i = start; i < end; ++i) {
       unit.source += "namespace k" + std::to_string(i) + " {\n" + bodies[i] + "}\n";
