@@ -500,3 +500,82 @@ TEST_CASE("cuda fake driver: matmul, concatenate and argmax/argmin run as device
   CHECK(same(got.scoped, doubles(aj::matmul(host[3][2].T(), host[3][3]))));
   CHECK(fake().live == 0);
 }
+
+TEST_CASE("cuda fake driver: a reshape of strided device data is a device copy kernel, no host round trip") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  std::vector<Array> host;
+  std::uint64_t seed = 40;
+  for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+    host.push_back(random_small(t, {6, 35}, seed++, aj::is_float(t)));
+  }
+  auto ops = [](const Array& m) {
+    return std::vector<Array>{
+        aj::reshape(m.T(), {5, 42}),  // a root copy
+        // rows reversed (a negative stride and an offset), consumed by a kernel
+        aj::reshape(aj::slice(m, 0, std::nullopt, std::nullopt, -1), {35, 6}).astype(DType::f64) + 1.0};
+  };
+  FakeGpu gpu;
+  struct Out {
+    std::vector<std::vector<double>> values;
+    int launches = 0, uploads = 0, downloads = 0;
+    bool on_device = true;
+  };
+  auto body = [&] {
+    Out o;
+    std::vector<Array> dev;
+    for (auto& h : host) dev.push_back(h.to(Device::cuda(0)).eval());
+    const int launches = fake().launches, uploads = fake().uploads, downloads = fake().downloads;
+    std::vector<Array> results;
+    for (auto& d : dev) {
+      for (auto& r : ops(d)) results.push_back(r);
+    }
+    aj::eval(results);
+    o.launches = fake().launches - launches;
+    o.uploads = fake().uploads - uploads;
+    o.downloads = fake().downloads - downloads;
+    for (auto& r : results) {
+      o.on_device &= r.device() == Device::cuda(0);
+      o.values.push_back(doubles(r));
+    }
+    return o;
+  };
+  const Out got = gpu.twice(body);
+  std::vector<std::vector<double>> want;
+  for (auto& h : host) {
+    for (auto& r : ops(h)) want.push_back(doubles(r));
+  }
+  CHECK(got.on_device);
+  CHECK(got.uploads == 0);
+  CHECK(got.downloads == 0);
+  CHECK(got.launches >= 5 * 3);  // per dtype: two copies and the consuming kernel
+  REQUIRE(got.values.size() == want.size());
+  for (std::size_t k = 0; k < want.size(); ++k) CHECK_MESSAGE(same(got.values[k], want[k]), "result " << k);
+}
+
+TEST_CASE("cuda fake driver: the trace-time device check follows results that moved to the device") {
+  FakeGpu gpu;  // launches are not executed here: only tracing and placement matter
+  Array d = aj::from_vector<float>(values(64)).to(Device::cuda(0)).eval();
+  Array h = aj::from_vector<float>(values(64));
+  // A long chain on the device still knows its device (asked once per op).
+  Array y = d;
+  for (int i = 0; i < 200; ++i) y = aj::abs(y) * 0.5f + 1.f;
+  CHECK(y.device() == Device::cuda(0));
+  CHECK_THROWS_WITH_AS((void)(y + h), doctest::Contains("operands are on different devices"), aj::Error);
+  // A host chain traced first, then its middle evaluated onto the device: its
+  // consumer now reads device data and meets device arrays without error,
+  // and host arrays with one.
+  Array b = h * 2.f;
+  Array c = b + 1.f;
+  CHECK(c.device() == Device::cpu());
+  {
+    DeviceScope scope(Device::cuda(0));
+    b.eval();
+  }
+  CHECK(b.device() == Device::cuda(0));
+  CHECK(c.device() == Device::cuda(0));
+  CHECK_NOTHROW((void)(c + d));
+  CHECK_THROWS_WITH_AS((void)(c + h), doctest::Contains("operands are on different devices"), aj::Error);
+}

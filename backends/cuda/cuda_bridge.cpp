@@ -170,9 +170,6 @@ void run_library_step(NodeId id, Device dev) {
 void run_on_host(NodeId id, Device dev) {
   require_cuda_device(dev);
   Graph& g = graph();
-  // The pipeline sends every step that is not Kernel IR here; only copying
-  // views still take the host round trip below.
-  if (op_category(g[id].op) != OpCategory::View) return run_library_step(id, dev);
   // Swap each device input's storage for a host copy while the reference
   // interpreter runs; put the device storage back after (if the input is
   // still alive: evaluating may have dropped its last use).

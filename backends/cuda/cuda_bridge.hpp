@@ -41,10 +41,10 @@ void run_library_step(NodeId id, Device dev);
 std::vector<LibraryLaunch> plan_library(const Node& n, const std::vector<StridedRef>& ins, std::uint64_t out,
                                         int sms);
 
-// The pipeline's entry for every step that is not Kernel IR: library steps
-// go to run_library_step; copying views still run on the host: device inputs
-// are copied down, the reference interpreter evaluates the node, and the
-// result is copied to `dev`.
+// A node through the reference interpreter on the host: device inputs are
+// copied down, the result is copied to `dev`. Only the pipeline's fallback
+// for a view whose run-time layout is no view (fuse plans copy kernels for
+// those, so a correct plan never comes here).
 void run_on_host(NodeId id, Device dev);
 
 // Copies of a whole storage between host and device, on the device's current stream.

@@ -12,7 +12,8 @@
 //    reduction) share a kernel with several outputs when their inputs allow.
 //  - A reduction whose result is needed at another index (broadcast back over
 //    its own input, e.g. x - max(x)) or inside another reduction ends a kernel.
-//  - MatMul, Concat, ArgMax/ArgMin run as reference-interpreter steps; views
+//  - MatMul, Concat, ArgMax/ArgMin are reference steps (the reference
+//    interpreter on the host, library kernels on a GPU); views
 //    that are roots (or feed those steps) are view steps: strides, no copy.
 //    A reshape of strided data that no strides can express is a copy kernel
 //    (Step::copy) over its input's shape, writing it contiguous.
