@@ -12,40 +12,22 @@
 #include <arrayjit/arrayjit.hpp>
 #include <arrayjit/cuda.hpp>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
-#include <functional>
 #include <memory>
 #include <vector>
 
 #include "backends/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_runtime.hpp"
+#include "bench/bench_util.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"
 
 namespace {
 
+using ajbench::chain;
+using ajbench::median_us;
 using namespace aj::cuda;
-
-double cpu_us() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) * 1e-3;
-}
-
-double median_us(const std::function<void()>& f, int calls, int runs = 9) {
-  for (int i = 0; i < calls / 10 + 1; ++i) f();
-  std::vector<double> t;
-  for (int r = 0; r < runs; ++r) {
-    const double t0 = cpu_us();
-    for (int i = 0; i < calls; ++i) f();
-    t.push_back((cpu_us() - t0) / calls);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 // ---- a null driver: host memory for device memory, nothing runs ----------------
 int g_token;
@@ -106,20 +88,6 @@ DriverApi null_driver() {
     return ok();
   };
   return a;
-}
-
-aj::Array chain(const aj::Array& x) {  // dispatch_plan's chain
-  aj::Array y = x * 1.5f;
-  y = y + 2.0f;
-  y = aj::abs(y);
-  y = y - 1.0f;
-  y = aj::sqrt(y);
-  y = y * y;
-  y = aj::maximum(y, 0.25f);
-  y = y / 3.0f;
-  y = aj::exp(y);
-  y = y + x;
-  return y;
 }
 
 }  // namespace

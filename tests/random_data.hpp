@@ -67,4 +67,20 @@ std::vector<T> random_in(std::size_t n, unsigned seed, double lo, double hi) {
   return v;
 }
 
+// Small integers -8..8 as doubles (many ties; float sums of them are exact in
+// any order); with `nans` about one value in 17 is NaN and one in 17 is -0.0.
+// A fixed LCG: the same values on every platform.
+inline std::vector<double> small_values(std::size_t n, std::uint64_t seed, bool nans = false) {
+  std::vector<double> v(n);
+  std::uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (auto& x : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const auto r = static_cast<int>((s >> 33) % 17);
+    x = r - 8;
+    if (nans && r == 0) x = std::nan("");
+    if (nans && r == 1) x = -0.0;
+  }
+  return v;
+}
+
 }  // namespace ajtest

@@ -28,6 +28,7 @@
 #include "graph/passes/fuse.hpp"
 #include "graph/passes/simplify.hpp"
 #include "tests/cuda_host_emulator.hpp"
+#include "tests/random_data.hpp"
 #include "tests/random_graph.hpp"
 
 namespace {
@@ -379,16 +380,8 @@ struct LibraryChecker {
 // Random values of dtype t: small integers (many ties, float sums exact in
 // any order), or with `nans` some NaNs and signed zeros among them (floats).
 Array random_small(DType t, aj::Shape shape, std::uint64_t seed, bool nans = false) {
-  std::vector<double> v(static_cast<std::size_t>(shape.numel()));
-  std::uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (auto& x : v) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    const auto r = static_cast<int>((s >> 33) % 17);
-    x = r - 8;
-    if (nans && r == 0) x = std::nan("");
-    if (nans && r == 1) x = -0.0;
-  }
-  return aj::from_vector<double>(v, shape).astype(t).eval();
+  const auto n = static_cast<std::size_t>(shape.numel());
+  return aj::from_vector<double>(ajtest::small_values(n, seed, nans), shape).astype(t).eval();
 }
 
 // Random reals in [-1, 1) (floats), or integers over the whole range of the

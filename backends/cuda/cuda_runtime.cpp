@@ -144,43 +144,9 @@ void pinned_put(Pinned p, CUstream after) {
   (p.done ? r.pinned_busy : r.pinned_free).push_back(p);
 }
 
-const Loaded& module_for(const DeviceInfo& info, const Kernel& c) {
-  const std::uint64_t key = structural_hash(c) * 31 + static_cast<std::uint64_t>(info.index);
-  Runtime& r = rt();
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (auto it = r.modules.find(key); it != r.modules.end()) return it->second;
-  }
-  const KernelSource src = render(c);
-  if (src.param_bytes > kMaxParamBytes) {
-    runtime_error("aj: a fused CUDA kernel needs " + std::to_string(src.param_bytes) +
-                  " bytes of launch parameters (limit " + std::to_string(kMaxParamBytes) +
-                  "): too many inputs and outputs in one kernel");
-  }
-  CompileOptions opt;
-  opt.driver_version = info.driver_version;
-  auto img = compile(src, info.cc_major * 10 + info.cc_minor, opt);
-  Loaded m;
-  AJ_CU(cuModuleLoadData, &m.mod, img->bytes.data());
-  AJ_CU(cuModuleGetFunction, &m.k, m.mod, "aj_k");
-  if (src.reduction) {
-    AJ_CU(cuModuleGetFunction, &m.finish, m.mod, "aj_k_finish");
-    AJ_CU(cuModuleGetFunction, &m.serial, m.mod, "aj_k_serial");
-  }
-  m.vec = src.vec;
-  m.param_bytes = src.param_bytes;
-  std::lock_guard<std::mutex> lock(r.mu);
-  return r.modules.emplace(key, m).first->second;
-}
-
-const Loaded& library_module_for(const DeviceInfo& info, const LibrarySpec& spec) {
-  const std::uint64_t key = spec.key() * 31 + static_cast<std::uint64_t>(info.index);
-  Runtime& r = rt();
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (auto it = r.library_modules.find(key); it != r.library_modules.end()) return it->second;
-  }
-  const KernelSource src = render_library(spec);
+// Compiles `src` for the device and loads its entries: aj_k always,
+// aj_k_finish for reductions, aj_k_serial where `serial` says the source has one.
+Loaded load_module(const DeviceInfo& info, const KernelSource& src, bool serial) {
   CompileOptions opt;
   opt.driver_version = info.driver_version;
   auto img = compile(src, info.cc_major * 10 + info.cc_minor, opt);
@@ -188,9 +154,43 @@ const Loaded& library_module_for(const DeviceInfo& info, const LibrarySpec& spec
   AJ_CU(cuModuleLoadData, &m.mod, img->bytes.data());
   AJ_CU(cuModuleGetFunction, &m.k, m.mod, "aj_k");
   if (src.reduction) AJ_CU(cuModuleGetFunction, &m.finish, m.mod, "aj_k_finish");
+  if (src.reduction && serial) AJ_CU(cuModuleGetFunction, &m.serial, m.mod, "aj_k_serial");
+  m.vec = src.vec;
   m.param_bytes = src.param_bytes;
+  return m;
+}
+
+// A loaded module from `cache` under `key` (with the device index mixed in),
+// or `make()`'s, stored there.
+template <class Make>
+const Loaded& cached_module(std::unordered_map<std::uint64_t, Loaded>& cache, std::uint64_t key,
+                            const DeviceInfo& info, Make&& make) {
+  key = key * 31 + static_cast<std::uint64_t>(info.index);
+  Runtime& r = rt();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  Loaded m = make();
   std::lock_guard<std::mutex> lock(r.mu);
-  return r.library_modules.emplace(key, m).first->second;
+  return cache.emplace(key, m).first->second;
+}
+
+const Loaded& module_for(const DeviceInfo& info, const Kernel& c) {
+  return cached_module(rt().modules, structural_hash(c), info, [&] {
+    const KernelSource src = render(c);
+    if (src.param_bytes > kMaxParamBytes) {
+      runtime_error("aj: a fused CUDA kernel needs " + std::to_string(src.param_bytes) +
+                    " bytes of launch parameters (limit " + std::to_string(kMaxParamBytes) +
+                    "): too many inputs and outputs in one kernel");
+    }
+    return load_module(info, src, /*serial=*/true);
+  });
+}
+
+const Loaded& library_module_for(const DeviceInfo& info, const LibrarySpec& spec) {
+  return cached_module(rt().library_modules, spec.key(), info,
+                       [&] { return load_module(info, render_library(spec), /*serial=*/false); });
 }
 
 void launch_fn(CUfunction f, std::int64_t blocks, CUstream s, std::vector<std::int64_t>& params) {
