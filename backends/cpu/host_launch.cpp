@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 
 #include "arrayjit/jit.hpp"
 #include "backends/cpu/thread_pool.hpp"
@@ -232,7 +231,7 @@ bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
     for (auto a : k.reduce_axes) if (s.strides[static_cast<std::size_t>(a)] != 0) return false;
     return true;
   };
-  std::function<std::int32_t(std::int32_t)> operand = [&](std::int32_t o) -> std::int32_t {
+  auto operand = [&](std::int32_t o) -> std::int32_t {
     if (o < 0) return o;
     const auto oj = static_cast<std::size_t>(o);
     if (value[oj] >= 0) return value[oj];
