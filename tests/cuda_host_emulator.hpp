@@ -116,10 +116,12 @@ class HostCudaLibrary {
     const char* cxx = std::getenv("CXX");
     cmd = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++20 -O0 -w -shared -fPIC -pthread -o " + dir_ +
           "/k.so " + dir_ + "/k.cpp > " + dir_ + "/log.txt 2>&1";
-    if (std::system(cmd.c_str()) != 0) {
+    if (const int status = std::system(cmd.c_str()); status != 0) {
       std::ifstream log(dir_ + "/log.txt");
       std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-      throw std::runtime_error("host compile of generated CUDA failed (" + dir_ + "/k.cpp):\n" + text.substr(0, 4000));
+      // The status too: a compiler killed (or a failed fork) leaves no log.
+      throw std::runtime_error("host compile of generated CUDA failed (" + dir_ + "/k.cpp, system() status " +
+                               std::to_string(status) + "):\n" + text.substr(0, 4000));
     }
     lib_ = dlopen((dir_ + "/k.so").c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib_) throw std::runtime_error(std::string("dlopen: ") + dlerror());
