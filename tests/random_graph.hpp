@@ -1449,4 +1449,41 @@ inline void RandomGraph::step_drop() {
   ++used_["drop"];
 }
 
+// Defined in test_differential.cpp (its header comment states the rule): the
+// first element where `got` is not acceptably close to `want`, or nullopt.
+std::optional<std::string> compare_values(aj::DType t, const Bound& b, const std::vector<double>& want,
+                                          const std::vector<double>& got);
+std::optional<std::string> compare_ints(const std::vector<std::int64_t>& want,
+                                        const std::vector<std::int64_t>& got);
+
+// One output of a random graph, read back.
+struct GraphOutput {
+  aj::DType t;
+  Bound b;
+  std::vector<double> f;
+  std::vector<std::int64_t> k;
+};
+
+// Builds program `seed`, evaluates its outputs in one eval and reads them
+// back. Where it runs is the caller's: an ExecutorScope, a DeviceScope.
+inline std::vector<GraphOutput> evaluate_graph(std::uint64_t seed) {
+  RandomGraph g(seed);
+  g.build();
+  std::vector<Array> arrays;
+  for (auto& o : g.outputs()) arrays.push_back(o.array);
+  aj::eval(arrays);
+  std::vector<GraphOutput> outs;
+  for (auto& o : g.outputs()) {
+    GraphOutput r{o.array.dtype(), o.bound, {}, {}};
+    RandomGraph::read(o.array, &r.f, &r.k);
+    outs.push_back(std::move(r));
+  }
+  return outs;
+}
+
+// compare_values or compare_ints, as the output's dtype asks.
+inline std::optional<std::string> compare_output(const GraphOutput& want, const GraphOutput& got) {
+  return aj::is_float(want.t) ? compare_values(want.t, want.b, want.f, got.f) : compare_ints(want.k, got.k);
+}
+
 }  // namespace ajtest

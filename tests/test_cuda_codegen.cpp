@@ -19,8 +19,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_api.hpp"
-#include "graph/passes/fuse.hpp"
-#include "graph/passes/simplify.hpp"
+#include "graph/pipeline.hpp"
 #include "jit/cuda/cuda_library.hpp"
 #include "jit/cuda/cuda_prelude.hpp"
 #include "jit/cuda/cuda_source.hpp"
@@ -39,14 +38,7 @@ std::vector<Kernel> kernels_of(const std::vector<Array>& arrays) {
   for (auto& a : arrays) {
     if (!a.is_evaluated()) roots.push_back(a.node_id());
   }
-  std::vector<Kernel> out;
-  if (roots.empty()) return out;
-  aj::simplify(roots);
-  aj::Schedule s = aj::fuse(roots);
-  for (auto& st : s.steps) {
-    if (st.kind == aj::Step::Kind::kernel) out.push_back(st.kernel);
-  }
-  return out;
+  return roots.empty() ? std::vector<Kernel>{} : aj::opt::plan_kernels(roots);
 }
 
 bool have_nvrtc(std::string* why) { return aj::cuda::nvrtc_api(why) != nullptr; }

@@ -17,8 +17,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_api.hpp"
-#include "graph/passes/fuse.hpp"
-#include "graph/passes/simplify.hpp"
+#include "graph/pipeline.hpp"
 #include "jit/cuda/cuda_library.hpp"
 #include "jit/cuda/cuda_prelude.hpp"
 #include "jit/cuda/cuda_source.hpp"
@@ -36,13 +35,7 @@ std::vector<Kernel> plan_kernels(const std::vector<Array>& arrays) {
   for (auto& a : arrays) {
     if (!a.is_evaluated()) roots.push_back(a.node_id());
   }
-  std::vector<Kernel> out;
-  if (roots.empty()) return out;
-  aj::simplify(roots);
-  for (auto& st : aj::fuse(roots).steps) {
-    if (st.kind == aj::Step::Kind::kernel) out.push_back(st.kernel);
-  }
-  return out;
+  return roots.empty() ? std::vector<Kernel>{} : aj::opt::plan_kernels(roots);
 }
 
 struct Sources {

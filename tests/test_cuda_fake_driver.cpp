@@ -33,13 +33,6 @@
 #include "tests/random_data.hpp"
 #include "tests/random_graph.hpp"
 
-namespace ajtest {  // defined in test_differential.cpp
-std::optional<std::string> compare_values(aj::DType t, const Bound& b, const std::vector<double>& want,
-                                          const std::vector<double>& got);
-std::optional<std::string> compare_ints(const std::vector<std::int64_t>& want,
-                                        const std::vector<std::int64_t>& got);
-}  // namespace ajtest
-
 namespace {
 
 using namespace aj::cuda;
@@ -354,31 +347,14 @@ TEST_CASE("cuda fake driver: random graphs under DeviceScope agree with the refe
     return;
   }
   const int graphs = std::getenv("AJ_TEST_LONG") ? 200 : 40;
-  struct Out {
-    DType t;
-    ajtest::Bound b;
-    std::vector<double> f;
-    std::vector<std::int64_t> k;
-  };
   auto run = [&](std::uint64_t seed, bool gpu) {
-    std::vector<Out> outs;
     std::optional<DeviceScope> scope;
     std::optional<aj::detail::ExecutorScope> ex;
     if (gpu) scope.emplace(Device::cuda(0));
     else ex.emplace(aj::detail::Executor::reference);
-    ajtest::RandomGraph g(seed);
-    g.build();
-    std::vector<Array> arrays;
-    for (auto& o : g.outputs()) arrays.push_back(o.array);
-    aj::eval(arrays);
-    for (auto& o : g.outputs()) {
-      Out r{o.array.dtype(), o.bound, {}, {}};
-      ajtest::RandomGraph::read(o.array, &r.f, &r.k);
-      outs.push_back(std::move(r));
-    }
-    return outs;
+    return ajtest::evaluate_graph(seed);
   };
-  std::vector<std::vector<Out>> want;
+  std::vector<std::vector<ajtest::GraphOutput>> want;
   for (int i = 0; i < graphs; ++i) want.push_back(run(0xd1ff000 + static_cast<std::uint64_t>(i), false));
   FakeGpu gpu;
   int mismatches = 0, compared = 0;
@@ -389,8 +365,7 @@ TEST_CASE("cuda fake driver: random graphs under DeviceScope agree with the refe
       if (!fake().execute) continue;
       REQUIRE(got.size() == want[static_cast<std::size_t>(i)].size());
       for (std::size_t k = 0; k < got.size(); ++k) {
-        const Out& w = want[static_cast<std::size_t>(i)][k];
-        auto m = aj::is_float(w.t) ? ajtest::compare_values(w.t, w.b, w.f, got[k].f) : ajtest::compare_ints(w.k, got[k].k);
+        auto m = ajtest::compare_output(want[static_cast<std::size_t>(i)][k], got[k]);
         ++compared;
         if (m) {
           ++mismatches;

@@ -23,13 +23,6 @@
 #include "jit/cuda/nvrtc_compile.hpp"
 #include "tests/random_graph.hpp"
 
-namespace ajtest {  // defined in test_differential.cpp
-std::optional<std::string> compare_values(aj::DType t, const Bound& b, const std::vector<double>& want,
-                                          const std::vector<double>& got);
-std::optional<std::string> compare_ints(const std::vector<std::int64_t>& want,
-                                        const std::vector<std::int64_t>& got);
-}  // namespace ajtest
-
 namespace {
 
 using aj::Array;
@@ -270,31 +263,14 @@ TEST_CASE("cuda gpu: random graphs on the GPU agree with the reference interpret
   int mismatches = 0;
   for (int i = 0; i < graphs; ++i) {
     const std::uint64_t seed = 0xd1ff000 + static_cast<std::uint64_t>(i);
-    struct Out {
-      DType t;
-      ajtest::Bound b;
-      std::vector<double> f;
-      std::vector<std::int64_t> k;
-    };
     auto run = [&](bool gpu) {
-      std::vector<Out> outs;
       std::optional<aj::cuda::DeviceScope> scope;
       std::optional<aj::detail::ExecutorScope> ex;
       if (gpu) scope.emplace(Device::cuda(0));
       else ex.emplace(Executor::reference);
-      ajtest::RandomGraph g(seed);
-      g.build();
-      std::vector<Array> arrays;
-      for (auto& o : g.outputs()) arrays.push_back(o.array);
-      aj::eval(arrays);
-      for (auto& o : g.outputs()) {
-        Out r{o.array.dtype(), o.bound, {}, {}};
-        ajtest::RandomGraph::read(o.array, &r.f, &r.k);
-        outs.push_back(std::move(r));
-      }
-      return outs;
+      return ajtest::evaluate_graph(seed);
     };
-    std::vector<Out> want, got;
+    std::vector<ajtest::GraphOutput> want, got;
     try {
       want = run(false);
       got = run(true);
@@ -305,8 +281,7 @@ TEST_CASE("cuda gpu: random graphs on the GPU agree with the reference interpret
     }
     REQUIRE(want.size() == got.size());
     for (std::size_t k = 0; k < want.size(); ++k) {
-      auto m = aj::is_float(want[k].t) ? ajtest::compare_values(want[k].t, want[k].b, want[k].f, got[k].f)
-                                       : ajtest::compare_ints(want[k].k, got[k].k);
+      auto m = ajtest::compare_output(want[k], got[k]);
       if (m) {
         ++mismatches;
         FAIL_CHECK("seed " << seed << " output " << k << ": " << *m << " (rerun: AJ_DIFF_SEED=" << seed << ")");
