@@ -57,6 +57,26 @@ std::vector<double> random_vec(std::size_t n, unsigned seed) {
   return v;
 }
 
+std::vector<float> random_floats(std::size_t n, unsigned seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// `ours` on 1 thread and on all threads, each row against the peer's time;
+// returns the 1-thread time.
+double thread_rows(const std::string& name, const std::function<void()>& ours, const char* peer, double theirs) {
+  aj::jit::set_num_threads(1);
+  const double t1 = median_ms(ours);
+  aj::jit::set_num_threads(0);
+  const double t2 = median_ms(ours);
+  row((name + ", 1 thread").c_str(), t1, peer, theirs);
+  row((name + ", all threads").c_str(), t2, peer, theirs);
+  return t1;
+}
+
 volatile double g_sink = 0;
 
 // --- seed: a = x + 2; b = sum(a, 1); b = b * 3; b = b + 0 ----------------------------
@@ -156,23 +176,15 @@ void bench_adam() {
       P[i] -= lr * (m * c1) / (__builtin_sqrtf(v * c2) + eps);
     }
   };
-  aj::jit::set_num_threads(1);
-  const double t1 = median_ms(ours);
-  aj::jit::set_num_threads(0);
-  const double t2 = median_ms(ours);
   const double te = median_ms(eigen), th_ = median_ms(hand);
-  row("Adam 10M f32 out of place, 1 thread", t1, "Eigen in place", te);
+  const double t1 = thread_rows("Adam 10M f32 out of place", ours, "Eigen in place", te);
   row("Adam 10M f32 out of place, 1 thread", t1, "hand-written fused loop", th_);
-  row("Adam 10M f32 out of place, all threads", t2, "Eigen in place", te);
 }
 
 // --- transcendental chain, 16M f32 ------------------------------------------------------
 void bench_chain() {
   const std::int64_t n = 16 << 20;
-  std::vector<float> x0(static_cast<std::size_t>(n));
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> d(-4, 4);
-  for (auto& v : x0) v = d(rng);
+  std::vector<float> x0 = random_floats(static_cast<std::size_t>(n), 3, -4, 4);
   Array x = aj::from_vector(x0);
   auto ours = [&] {
     Array y = aj::exp(-x * x / 2.0f) * aj::sin(3.0f * x) + 0.5f * aj::cos(x);
@@ -181,13 +193,7 @@ void bench_chain() {
   Eigen::Map<Eigen::ArrayXf> ex(x0.data(), n);
   Eigen::ArrayXf ey(n);
   auto eigen = [&] { ey = (-ex * ex / 2.0f).exp() * (3.0f * ex).sin() + 0.5f * ex.cos(); };
-  aj::jit::set_num_threads(1);
-  const double t1 = median_ms(ours);
-  aj::jit::set_num_threads(0);
-  const double t2 = median_ms(ours);
-  const double te = median_ms(eigen);
-  row("exp(-x*x/2)*sin(3x)+0.5cos(x) 16M f32, 1 thread", t1, "Eigen", te);
-  row("exp(-x*x/2)*sin(3x)+0.5cos(x) 16M f32, all threads", t2, "Eigen", te);
+  thread_rows("exp(-x*x/2)*sin(3x)+0.5cos(x) 16M f32", ours, "Eigen", median_ms(eigen));
 }
 
 // --- whole-array reduction: sqrt(sum(x*x)), 16M f32 --------------------------------------
@@ -195,10 +201,7 @@ void bench_chain() {
 // finishing kernel), so it uses every thread.
 void bench_norm() {
   const std::int64_t n = 16 << 20;
-  std::vector<float> x0(static_cast<std::size_t>(n));
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> d(-1, 1);
-  for (auto& v : x0) v = d(rng);
+  std::vector<float> x0 = random_floats(static_cast<std::size_t>(n), 5, -1, 1);
   Array x = aj::from_vector(x0);
   auto ours = [&] {
     Array y = aj::sqrt(aj::sum(x * x));
@@ -206,13 +209,7 @@ void bench_norm() {
   };
   Eigen::Map<Eigen::ArrayXf> ex(x0.data(), n);
   auto eigen = [&] { g_sink = g_sink + std::sqrt(ex.square().sum()); };
-  aj::jit::set_num_threads(1);
-  const double t1 = median_ms(ours);
-  aj::jit::set_num_threads(0);
-  const double t2 = median_ms(ours);
-  const double te = median_ms(eigen);
-  row("sqrt(sum(x*x)) 16M f32, 1 thread", t1, "Eigen", te);
-  row("sqrt(sum(x*x)) 16M f32, all threads", t2, "Eigen", te);
+  thread_rows("sqrt(sum(x*x)) 16M f32", ours, "Eigen", median_ms(eigen));
 }
 
 // --- dispatch: a 10-op chain on 1000 elements, trace + cache hit + run ------------------
