@@ -3,16 +3,17 @@
 #include <cstring>
 #include <string>
 
-#include "backends/cuda/cuda_bridge.hpp"
-#include "backends/reference/interpreter.hpp"
-#include "backends/reference/scalar_ops.hpp"
+#include "base/semantics.hpp"
 #include "core/device.hpp"
 #include "core/executor.hpp"
-#include "core/stats_internal.hpp"
-#include "graph/pipeline.hpp"
+#include "base/stats.hpp"
+#include "core/evaluate.hpp"
 #include "core/trace.hpp"
+#include "graph/dump.hpp"
 
 namespace aj {
+
+static_assert(Array::kNoNode == kNoNode, "core and the IR mean the same by 'no node'");
 
 // ---- handle ------------------------------------------------------------------
 
@@ -72,16 +73,7 @@ void eval(const std::vector<Array>& arrays, Loc loc) {
   }
   if (roots.empty()) return;
   ++detail::stats_mut().evals;
-  if (detail::executor() == detail::Executor::reference) {
-    for (NodeId id : roots) {  // the oracle reads host memory only
-      if (cuda::any_device_storage() && detail::device_of(id).value_or(Device::cpu()) != Device::cpu()) {
-        runtime_error("aj: the reference executor runs on the host only; move arrays with .to(Device::cpu())");
-      }
-    }
-    ref::evaluate(roots);
-  } else {
-    opt::evaluate(roots);
-  }
+  detail::evaluate(roots);
 }
 
 namespace detail {
@@ -107,11 +99,11 @@ void convert_out(const Node& n, To* dst) {
   std::int64_t off = n.offset;
   for (std::int64_t k = 0; k < total; ++k) {
     switch (n.dtype) {
-      case DType::bool_: dst[k] = ref::convert<To>(reinterpret_cast<const bool*>(base)[off]); break;
-      case DType::i32: dst[k] = ref::convert<To>(reinterpret_cast<const std::int32_t*>(base)[off]); break;
-      case DType::i64: dst[k] = ref::convert<To>(reinterpret_cast<const std::int64_t*>(base)[off]); break;
-      case DType::f32: dst[k] = ref::convert<To>(reinterpret_cast<const float*>(base)[off]); break;
-      case DType::f64: dst[k] = ref::convert<To>(reinterpret_cast<const double*>(base)[off]); break;
+      case DType::bool_: dst[k] = sem::convert<To>(reinterpret_cast<const bool*>(base)[off]); break;
+      case DType::i32: dst[k] = sem::convert<To>(reinterpret_cast<const std::int32_t*>(base)[off]); break;
+      case DType::i64: dst[k] = sem::convert<To>(reinterpret_cast<const std::int64_t*>(base)[off]); break;
+      case DType::f32: dst[k] = sem::convert<To>(reinterpret_cast<const float*>(base)[off]); break;
+      case DType::f64: dst[k] = sem::convert<To>(reinterpret_cast<const double*>(base)[off]); break;
     }
     for (int d = nd - 1; d >= 0; --d) {
       auto du = static_cast<std::size_t>(d);
@@ -133,7 +125,7 @@ void Array::copy_out(void* dst, DType as, const Loc& loc) const {
     host.shape = stored.shape;
     host.strides = stored.strides;
     host.offset = stored.offset;
-    host.storage = cuda::to_host(*stored.storage);
+    host.storage = detail::backend_for(stored.storage->device).to_host(*stored.storage);
   }
   const Node& n = host.storage ? host : stored;
   switch (as) {
@@ -193,8 +185,8 @@ Array constant(const Scalar& v, DType t, const Loc& loc) {
       break;
     case DType::i32:
     case DType::i64:
-      n.i0 = v.kind == Scalar::Kind::floating ? ref::convert<std::int64_t>(v.f) : v.i;
-      if (t == DType::i32) n.i0 = ref::convert<std::int32_t>(n.i0);
+      n.i0 = v.kind == Scalar::Kind::floating ? sem::convert<std::int64_t>(v.f) : v.i;
+      if (t == DType::i32) n.i0 = sem::convert<std::int32_t>(n.i0);
       break;
     case DType::f32:
       n.f0 = static_cast<float>(v.kind == Scalar::Kind::floating ? v.f : static_cast<double>(v.i));
@@ -228,7 +220,6 @@ Array broadcast(const Array& a, const Shape& to, const Loc& loc) {
   return make(std::move(n), loc);
 }
 
-std::string describe(DType t, const Shape& s) { return std::string(dtype_name(t)) + s.str(); }
 std::string describe(const Array& a) { return describe(a.dtype(), a.shape()); }
 
 Shape broadcast_shapes(const std::vector<const Shape*>& shapes, const std::vector<DType>& dtypes,

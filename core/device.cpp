@@ -5,7 +5,8 @@
 #include <unordered_set>
 
 #include "arrayjit/cuda.hpp"
-#include "backends/cuda/cuda_bridge.hpp"
+#include "core/evaluate.hpp"
+#include "exec/execute.hpp"
 #include "core/trace.hpp"
 
 namespace aj {
@@ -56,7 +57,7 @@ std::optional<Device> device_of(NodeId root) {
 void check_devices(Node& n, const Loc& loc) {
   // Host-only programs never pay for the walk; under a DeviceScope host
   // arrays are inputs of the device by design.
-  if (!cuda::any_device_storage() || cuda::scope_device()) return;
+  if (!any_device_storage() || exec::scope_device()) return;
   std::optional<Device> first;
   NodeId first_id = kNoNode;
   for (NodeId in : n.inputs) {
@@ -98,8 +99,11 @@ Array Array::to(Device d, Loc loc) const {
   }
   const Node& n = graph()[id];
   if (n.storage->device == d) return *this;
-  std::shared_ptr<Storage> s = d.kind == Device::Kind::cuda ? cuda::to_device(*n.storage, d)
-                                                             : cuda::to_host(*n.storage);
+  // Through the host: the device backend copies in and out of host memory
+  // (GPU to GPU goes down and up again: rare, simple).
+  std::shared_ptr<Storage> s = n.storage;
+  if (s->device.kind != Device::Kind::cpu) s = detail::backend_for(s->device).to_host(*s);
+  if (d.kind != Device::Kind::cpu) s = detail::backend_for(d).from_host(*s);
   Node leaf;
   leaf.op = Op::Input;
   leaf.dtype = n.dtype;

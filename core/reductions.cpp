@@ -98,8 +98,9 @@ Array reduce(Op op, const Array& a, const Axes& axes_in, bool keepdims, const Lo
       out = DType::bool_;
       x = trace::cast(a, DType::bool_, loc);
       break;
-    default:
-      internal_error(std::string("reduce() called with ") + name);
+    case Op::ArgMax:
+    case Op::ArgMin:  // arg_reduce
+    AJ_CASES_OUTSIDE(Reduce) internal_error(std::string("reduce() called with ") + name);
   }
   return keep(reduce_node(op, x, axes, out, loc), a.shape(), axes, keepdims, loc);
 }

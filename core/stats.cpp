@@ -1,7 +1,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "core/stats_internal.hpp"
+#include "base/stats.hpp"
 
 namespace aj {
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "arrayjit/array.hpp"
+#include "graph/dump.hpp"
 #include "graph/graph.hpp"
 
 namespace aj::trace {
@@ -33,7 +34,7 @@ std::int64_t checked_numel(const std::vector<std::int64_t>& dims, const char* op
 int normalize_axis(int axis, int ndim, const char* op, const Shape& shape, DType t, const Loc& loc);
 
 // "f32[3, 4]"
-std::string describe(DType t, const Shape& s);
+using ::aj::describe;  // graph/dump.hpp
 std::string describe(const Array& a);
 
 }  // namespace aj::trace

@@ -6,9 +6,10 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "core/trace.hpp"
 
 namespace aj {
+
+std::string describe(DType t, const Shape& s) { return std::string(dtype_name(t)) + s.str(); }
 
 std::string dump_number(double v) {
   char buf[64];
@@ -37,8 +38,11 @@ std::string node_payload(const Node& n) {
         case Op::Iota: return "start=" + dump_number(n.f0) + " step=" + dump_number(n.f1);
         case Op::Linspace: return "start=" + dump_number(n.f0) + " stop=" + dump_number(n.f1);
         case Op::Eye: return "k=" + std::to_string(n.i0);
-        default: return "key=" + std::to_string(n.i0) + " " + dump_number(n.f0) + " " + dump_number(n.f1);
+        case Op::RandUniform:
+        case Op::RandNormal: return "key=" + std::to_string(n.i0) + " " + dump_number(n.f0) + " " + dump_number(n.f1);
+        AJ_CASES_OUTSIDE(Generator) break;
       }
+      internal_error("dump: a generator category op that is no generator");
     case OpCategory::Reduce: return "axes=" + dump_list(n.ints);
     case OpCategory::View:
       if (n.op == Op::Transpose) return "perm=" + dump_list(n.ints);
@@ -91,7 +95,7 @@ std::string dump_nodes(const std::vector<NodeId>& roots) {
     std::size_t d = dense.size();
     dense[id] = d;
     os << "%" << d << " = " << (n.evaluated() ? "input" : op_name(n.op)) << " "
-       << trace::describe(n.dtype, n.shape);
+       << describe(n.dtype, n.shape);
     for (std::size_t i = 0; i < n.inputs.size(); ++i) {
       os << (i ? ", %" : " %") << dense.at(n.inputs[i]);
     }
@@ -102,15 +106,9 @@ std::string dump_nodes(const std::vector<NodeId>& roots) {
   return os.str();
 }
 
-std::string dump(const std::vector<Array>& arrays) {
-  std::vector<NodeId> roots;
-  for (auto& a : arrays) roots.push_back(trace::id(a, "dump", Loc::current()));
-  return dump_nodes(roots);
-}
-
-std::string to_dot(const Array& a) {
+std::string dot_nodes(const std::vector<NodeId>& roots) {
   Graph& g = graph();
-  auto order = reachable_order({trace::id(a, "to_dot", Loc::current())});
+  auto order = reachable_order(roots);
   std::unordered_map<NodeId, std::size_t> dense;
   std::ostringstream os;
   os << "digraph arrayjit {\n  rankdir=BT;\n  node [shape=box, fontname=monospace];\n";
@@ -119,7 +117,7 @@ std::string to_dot(const Array& a) {
     std::size_t d = dense.size();
     dense[id] = d;
     std::string label = "%" + std::to_string(d) + " " + (n.evaluated() ? "input" : op_name(n.op)) +
-                        "\\n" + trace::describe(n.dtype, n.shape);
+                        "\\n" + describe(n.dtype, n.shape);
     std::string p = n.evaluated() ? "" : node_payload(n);
     if (!p.empty()) label += "\\n" + p;
     os << "  n" << d << " [label=\"" << label << "\"" << (n.evaluated() ? ", style=filled" : "")

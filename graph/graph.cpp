@@ -4,7 +4,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "core/stats_internal.hpp"
+#include "base/stats.hpp"
 
 namespace aj {
 
@@ -212,6 +212,47 @@ void Graph::rewrite(NodeId id, const Node& like) {
   if (!cse_) cse_ = std::make_shared<CseTable>();
   cse_->insert(n.hash, id);
   for (NodeId in : old) release_use(in);
+}
+
+std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots) {
+  Graph& g = graph();
+  std::vector<NodeId> order;
+  // Seen marks by node id, reused across calls (this runs on every eval):
+  // seen[id] == epoch means visited in this walk.
+  static std::vector<std::uint32_t>* seen_p = new std::vector<std::uint32_t>();
+  static std::uint32_t epoch = 0;
+  std::vector<std::uint32_t>& seen = *seen_p;
+  if (seen.size() < g.capacity()) seen.resize(g.capacity(), 0);
+  if (++epoch == 0) {
+    std::fill(seen.begin(), seen.end(), 0);
+    epoch = 1;
+  }
+  static std::size_t last_size = 0;  // a loop repeats one graph: allocate once
+  order.reserve(last_size);
+  static std::vector<std::pair<NodeId, std::size_t>>* stack_p = new std::vector<std::pair<NodeId, std::size_t>>();
+  auto& stack = *stack_p;
+  stack.clear();
+  for (NodeId r : roots) {
+    if (g[r].evaluated() || seen[r] == epoch) continue;
+    stack.push_back({r, 0});
+    seen[r] = epoch;
+    while (!stack.empty()) {
+      auto& [id, next] = stack.back();
+      const Node& n = g[id];
+      if (next < n.inputs.size()) {
+        NodeId in = n.inputs[next++];
+        if (!g[in].evaluated() && seen[in] != epoch) {
+          seen[in] = epoch;
+          stack.push_back({in, 0});
+        }
+      } else {
+        order.push_back(id);
+        stack.pop_back();
+      }
+    }
+  }
+  last_size = order.size();
+  return order;
 }
 
 Graph& graph() {

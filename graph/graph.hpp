@@ -23,30 +23,15 @@
 #include <string>
 #include <vector>
 
-#include "arrayjit/array.hpp"
 #include "arrayjit/dtype.hpp"
-#include "graph/op.hpp"
+#include "arrayjit/error.hpp"
+#include "base/storage.hpp"
+#include "base/op.hpp"
 
 namespace aj {
 
 using NodeId = std::uint32_t;
-inline constexpr NodeId kNoNode = Array::kNoNode;
-
-// Memory that holds array elements. Freed (returned to its allocator) when the
-// last shared_ptr drops. Borrowed storage belongs to the caller.
-struct Storage {
-  void* data = nullptr;
-  std::size_t bytes = 0;
-  Device device = Device::cpu();
-  bool borrowed = false;  // caller's memory: never freed, never written
-  void (*release)(Storage&) = nullptr;
-  Storage() = default;
-  Storage(const Storage&) = delete;
-  Storage& operator=(const Storage&) = delete;
-  ~Storage() {
-    if (release) release(*this);
-  }
-};
+inline constexpr NodeId kNoNode = 0xffffffffu;  // == Array::kNoNode (checked in core/array.cpp)
 
 struct Node {
   Op op = Op::Input;
@@ -58,7 +43,7 @@ struct Node {
   std::vector<NodeId> inputs;
   Shape shape;
 
-  // Payload, by op (see graph/ops.def): scalar values and small integer lists.
+  // Payload, by op (see base/ops.def): scalar values and small integer lists.
   std::int64_t i0 = 0, i1 = 0;
   double f0 = 0.0, f1 = 0.0;
   std::vector<std::int64_t> ints;
@@ -127,6 +112,9 @@ class Graph {
 // The process-wide graph. Tracing is single-threaded: use one thread at a
 // time for arrayjit calls (see README).
 Graph& graph();
+
+// Topological order (inputs first) of the unevaluated nodes the roots need.
+std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots);
 
 // Shape helpers.
 std::vector<std::int64_t> contiguous_strides(const Shape& s);

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "arrayjit/dtype.hpp"
-#include "graph/op.hpp"
+#include "base/op.hpp"
 
 namespace aj {
 

@@ -46,5 +46,15 @@ HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias);
 
 // LLVM IR for a kernel: as generated, or after the optimization pipeline.
 std::string host_kernel_ir(const Kernel& k, const std::vector<int>& alias, bool optimized);
+// The kernel's dump as comments, then its optimized IR (or assembly).
+std::string host_kernel_text(const Kernel& k, bool assembly);
+
+// The disk cache directory ("" when disabled), the in-memory cache, and what
+// compiled code is built for (arrayjit/jit.hpp's switches call these).
+std::string host_cache_dir();
+void set_host_cache_dir(const std::string& dir);
+void clear_host_kernels();
+std::string host_target();
+const char* llvm_version_string();  // "19.1.7"
 
 }  // namespace aj::jit

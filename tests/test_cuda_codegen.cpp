@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_api.hpp"
-#include "graph/pipeline.hpp"
+#include "jit/cuda/cuda_api.hpp"
+#include "opt/pipeline.hpp"
 #include "jit/cuda/cuda_library.hpp"
 #include "jit/cuda/cuda_prelude.hpp"
 #include "jit/cuda/cuda_source.hpp"

@@ -22,11 +22,12 @@
 #include <vector>
 
 #include "backends/cpu/host_memory.hpp"
-#include "backends/cuda/cuda_bridge.hpp"
+#include "exec/execute.hpp"
+#include "jit/cuda/cuda_library.hpp"
 #include "backends/cpu/kernel_interpreter.hpp"
 #include "backends/reference/interpreter.hpp"
-#include "graph/passes/fuse.hpp"
-#include "graph/passes/simplify.hpp"
+#include "opt/passes/fuse.hpp"
+#include "opt/passes/simplify.hpp"
 #include "tests/cuda_host_emulator.hpp"
 #include "tests/random_data.hpp"
 #include "tests/random_graph.hpp"
@@ -258,8 +259,8 @@ TEST_CASE("cuda emulated: the random-graph suite's kernels match the interpreter
 
 // ---- library kernels (matmul, argmax/argmin, concatenate's copies) --------------------
 //
-// Each reference step of a program is evaluated twice: by the reference
-// interpreter, and by the library kernels the CUDA bridge plans for it
+// Each library step of a program is evaluated twice: by the reference
+// interpreter, and by the library kernels the CUDA backend plans for it
 // (cuda::plan_library, the same call the device path makes), run on the host
 // emulator with 256-thread blocks into a buffer of 0xEE bytes.
 
@@ -267,20 +268,22 @@ namespace {
 
 std::uint64_t addr(const void* p) { return reinterpret_cast<std::uint64_t>(p); }
 
-// The reference steps of a program with the library launches planned for them
+// The library steps of a program with the library launches planned for them
 // from the layouts the steps before will make (no addresses).
 std::vector<aj::cuda::LibrarySpec> library_specs(const Program& p) {
   aj::Graph& g = aj::graph();
   std::vector<aj::cuda::LibrarySpec> specs;
   for (const aj::Step& st : p.schedule.steps) {
-    if (st.kind != aj::Step::Kind::reference) continue;
-    std::vector<aj::cuda::StridedRef> ins;
+    if (st.kind != aj::Step::Kind::library) continue;
+    std::vector<aj::Layout> ins;
     for (aj::NodeId i : g[st.node].inputs) {
       const auto it = p.schedule.layouts.find(i);
-      const aj::Layout l = g[i].evaluated() ? aj::Layout{g[i].strides, g[i].offset} : it->second;
-      ins.push_back({0, l.strides, l.offset});
+      ins.push_back(g[i].evaluated() ? aj::Layout{g[i].strides, g[i].offset} : it->second);
     }
-    for (const auto& l : aj::cuda::plan_library(g[st.node], ins, 0, 1)) specs.push_back(l.spec);
+    const aj::LibraryCall call = aj::exec::library_call(g[st.node], ins);
+    for (const auto& l : aj::cuda::plan_library(call, std::vector<std::uint64_t>(ins.size(), 0), 0, 1)) {
+      specs.push_back(l.spec);
+    }
   }
   return specs;
 }
@@ -290,16 +293,20 @@ struct LibraryChecker {
   int sms = 1;
   int steps = 0, launches = 0, mismatches = 0;
 
-  void run_reference_step(aj::NodeId id) {
+  void run_library_step(aj::NodeId id) {
     aj::Graph& g = aj::graph();
     const aj::Node& n = g[id];
-    std::vector<aj::cuda::StridedRef> ins;
-    for (aj::NodeId i : n.inputs) ins.push_back({addr(g[i].storage->data), g[i].strides, g[i].offset});
+    std::vector<aj::Layout> ins;
+    std::vector<std::uint64_t> addrs;
+    for (aj::NodeId i : n.inputs) {
+      ins.push_back({g[i].strides, g[i].offset});
+      addrs.push_back(addr(g[i].storage->data));
+    }
     const std::size_t bytes = static_cast<std::size_t>(n.numel()) * aj::itemsize(n.dtype);
     auto got = aj::cpu::host_alloc(bytes);
     std::memset(got->data, 0xEE, bytes);  // unwritten elements show
     std::string sources;
-    for (auto l : aj::cuda::plan_library(n, ins, addr(got->data), sms)) {
+    for (auto l : aj::cuda::plan_library(aj::exec::library_call(n, ins), addrs, addr(got->data), sms)) {
       if (l.grid == 0) continue;
       const auto src = aj::cuda::render_library(l.spec);
       REQUIRE(lib.has(src.hash));
@@ -359,8 +366,8 @@ struct LibraryChecker {
         }
       } else if (g[st.node].evaluated()) {
         continue;
-      } else if (st.kind == aj::Step::Kind::reference) {
-        run_reference_step(st.node);
+      } else if (st.kind == aj::Step::Kind::library) {
+        run_library_step(st.node);
         if (mismatches) return;
       } else {
         const aj::Node& n = g[st.node];

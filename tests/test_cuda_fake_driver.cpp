@@ -25,7 +25,7 @@
 #include <mutex>
 #include <string>
 
-#include "backends/cuda/cuda_api.hpp"
+#include "jit/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_runtime.hpp"
 #include "core/executor.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_api.hpp"
+#include "jit/cuda/cuda_api.hpp"
 #include "core/executor.hpp"
 #include "graph/graph.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"

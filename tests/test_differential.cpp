@@ -59,7 +59,7 @@
 #include <unistd.h>
 
 #include "core/executor.hpp"
-#include "graph/plan_cache.hpp"
+#include "opt/plan_cache.hpp"
 #include "tests/random_graph.hpp"
 
 namespace {

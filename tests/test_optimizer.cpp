@@ -17,9 +17,9 @@
 
 #include "core/executor.hpp"
 #include "core/trace.hpp"
-#include "graph/passes/assign_buffers.hpp"
-#include "graph/passes/fuse.hpp"
-#include "graph/passes/simplify.hpp"
+#include "opt/passes/assign_buffers.hpp"
+#include "opt/passes/fuse.hpp"
+#include "opt/passes/simplify.hpp"
 #include "tests/random_data.hpp"
 
 namespace {
@@ -290,7 +290,7 @@ TEST_CASE("views become index arithmetic inside kernels and results match the re
   CHECK(allocations() == 1);
 }
 
-TEST_CASE("a reshape of strided data is a copy kernel, not a reference step, and matches the reference") {
+TEST_CASE("a reshape of strided data is a copy kernel, not a library step, and matches the reference") {
   Array x = aj::from_vector(random_doubles(4 * 6 * 5, 31), {4, 6, 5});
   x.eval();
   auto strided = [&] {
@@ -303,12 +303,12 @@ TEST_CASE("a reshape of strided data is a copy kernel, not a reference step, and
     };
   };
   check_same<double>(strided);
-  // The plan: copies, no reference step; each copy reads at other indices
+  // The plan: copies, no library step; each copy reads at other indices
   // than it writes, so it never works in place.
   auto r = strided();
   const std::string plan = aj::explain(r[0]) + aj::explain(r[1]);
   CHECK(plan.find("copy: ") != std::string::npos);
-  CHECK(plan.find("reference") == std::string::npos);
+  CHECK(plan.find("library ") == std::string::npos);
   aj::reset_stats();
   aj::eval(r);
   // a copy per strided reshape (t is reshaped twice: two copies), then the

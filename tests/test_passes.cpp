@@ -20,11 +20,11 @@
 
 #include "backends/cpu/host_memory.hpp"
 #include "core/executor.hpp"
-#include "graph/passes/assign_buffers.hpp"
-#include "graph/passes/fuse.hpp"
-#include "graph/passes/simplify.hpp"
-#include "graph/pipeline.hpp"
-#include "graph/verify.hpp"
+#include "opt/passes/assign_buffers.hpp"
+#include "opt/passes/fuse.hpp"
+#include "opt/passes/simplify.hpp"
+#include "opt/pipeline.hpp"
+#include "opt/verify.hpp"
 #include "tests/random_data.hpp"
 
 namespace {

@@ -10,9 +10,9 @@
 #include <cmath>
 #include <vector>
 
-#include "graph/passes/assign_buffers.hpp"
-#include "graph/passes/fuse.hpp"
-#include "graph/plan_cache.hpp"
+#include "opt/passes/assign_buffers.hpp"
+#include "opt/passes/fuse.hpp"
+#include "opt/plan_cache.hpp"
 
 namespace {
 

@@ -5,15 +5,14 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "arrayjit/jit.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "jit/host_kernel.hpp"
 
-namespace aj {
+namespace aj::cpu {
 
-namespace jit {
 namespace {
-std::atomic<int>& enabled_flag() {
+
+std::atomic<int>& jit_flag() {
   static std::atomic<int> on = [] {
     const char* e = std::getenv("AJ_JIT");
     return e && (std::strcmp(e, "0") == 0 || std::strcmp(e, "off") == 0) ? 0 : 1;
@@ -21,17 +20,6 @@ std::atomic<int>& enabled_flag() {
   return on;
 }
 std::atomic<int> g_threads{0};
-}  // namespace
-
-bool enabled() { return enabled_flag().load(std::memory_order_relaxed) != 0; }
-void set_enabled(bool on) { enabled_flag().store(on ? 1 : 0); }
-int num_threads() { return g_threads.load(); }
-void set_num_threads(int n) { g_threads.store(std::max(0, n)); }
-}  // namespace jit
-
-namespace cpu {
-
-namespace {
 
 // The same loop nest with fewer axes: extent-1 axes dropped, and adjacent
 // axes merged where every stream walks them as one (stride[d] ==
@@ -356,7 +344,7 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
   if (outer == 0) return;  // nothing to write (reductions of empty axes still have outer points)
 
   const long long work = static_cast<long long>(k.points()) * static_cast<long long>(std::max<std::size_t>(1, k.instrs.size()));
-  int threads = jit::num_threads();
+  int threads = num_threads();
   if (threads <= 0) threads = hardware_threads();
   if (work >= kParallelWork && threads > 1 && k.is_reduction() && outer < threads &&
       run_split(k, inputs, outputs, threads)) {
@@ -381,5 +369,9 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
   }, &ctx, outer, static_cast<std::int64_t>(threads) * 8, threads);
 }
 
-}  // namespace cpu
-}  // namespace aj
+bool jit_enabled() { return jit_flag().load(std::memory_order_relaxed) != 0; }
+void set_jit_enabled(bool on) { jit_flag().store(on ? 1 : 0); }
+int num_threads() { return g_threads.load(std::memory_order_relaxed); }
+void set_num_threads(int n) { g_threads.store(std::max(0, n)); }
+
+}  // namespace aj::cpu

@@ -16,6 +16,13 @@ namespace aj::cpu {
 void run_kernel_compiled(const Kernel& k, const std::vector<const void*>& inputs,
                          const std::vector<void*>& outputs);
 
+// Compiled code (default) or the kernel interpreter (AJ_JIT=0); the threads
+// a large kernel is split over (0: all cores). aj::jit's switches.
+bool jit_enabled();
+void set_jit_enabled(bool on);
+int num_threads();
+void set_num_threads(int n);
+
 // Work (points x instructions) from which a kernel is split over threads:
 // about 50 us of vectorized work, well above an OpenMP team wake-up.
 inline constexpr long long kParallelWork = 1 << 18;

@@ -22,8 +22,7 @@
 #include <unistd.h>
 
 #include "arrayjit/error.hpp"
-#include "arrayjit/memory.hpp"
-#include "core/stats_internal.hpp"
+#include "base/stats.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define AJ_ASAN 1
@@ -292,33 +291,30 @@ std::size_t host_size_class(std::size_t bytes) {
 
 bool host_poisons_freed_blocks() { return pool().poison; }
 
-}  // namespace aj::cpu
 
-namespace aj {
-
-void trim_memory() {
-  cpu::HostPool& pl = cpu::pool();
+void host_trim() {
+  HostPool& pl = pool();
   std::lock_guard<std::mutex> lock(pl.mu);
-  cpu::release_cached_locked(pl, 0);
+  release_cached_locked(pl, 0);
 }
 
-void set_memory_limit(std::size_t bytes) {
-  cpu::HostPool& pl = cpu::pool();
+void set_host_cache_limit(std::size_t bytes) {
+  HostPool& pl = pool();
   std::lock_guard<std::mutex> lock(pl.mu);
   pl.limit = bytes;
-  cpu::release_cached_locked(pl, bytes);
+  release_cached_locked(pl, bytes);
 }
 
-std::size_t memory_limit() {
-  cpu::HostPool& pl = cpu::pool();
+std::size_t host_cache_limit() {
+  HostPool& pl = pool();
   std::lock_guard<std::mutex> lock(pl.mu);
   return pl.limit;
 }
 
-std::size_t cached_bytes() {
-  cpu::HostPool& pl = cpu::pool();
+std::size_t host_cached_bytes() {
+  HostPool& pl = pool();
   std::lock_guard<std::mutex> lock(pl.mu);
   return pl.cached;
 }
 
-}  // namespace aj
+}  // namespace aj::cpu

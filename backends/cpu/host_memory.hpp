@@ -23,7 +23,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "graph/graph.hpp"
+#include "base/storage.hpp"
 
 namespace aj::cpu {
 
@@ -40,5 +40,12 @@ std::shared_ptr<Storage> host_borrow(void* ptr, std::size_t bytes);
 std::size_t host_size_class(std::size_t bytes);
 // Whether freed blocks are filled with 0xFF (see above).
 bool host_poisons_freed_blocks();
+
+// The cache's controls (arrayjit/memory.hpp's trim_memory, set_memory_limit,
+// memory_limit, cached_bytes).
+void host_trim();
+void set_host_cache_limit(std::size_t bytes);
+std::size_t host_cache_limit();
+std::size_t host_cached_bytes();
 
 }  // namespace aj::cpu

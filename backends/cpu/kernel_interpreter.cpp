@@ -5,14 +5,13 @@
 #include <string>
 
 #include "arrayjit/error.hpp"
-#include "backends/cpu/generate.hpp"
-#include "backends/reference/scalar_ops.hpp"
+#include "base/semantics.hpp"
 
 namespace aj::cpu {
 
 namespace {
 
-using namespace aj::ref;  // the scalar semantics
+using namespace aj::sem;  // the scalar semantics
 
 
 template <class T>
@@ -151,7 +150,7 @@ class Interpreter {
             const std::int64_t* o = offs(static_cast<std::size_t>(in.arg));
             const KScalar* s = &k_.scalars[static_cast<std::size_t>(in.a)];
             T* dst = col<T>(v);
-            for (std::int64_t i = 0; i < n; ++i) dst[i] = generate_value<T>(in.op, s, o[i]);
+            for (std::int64_t i = 0; i < n; ++i) dst[i] = sem::generate_value<T>(in.op, s[0].f, s[1].f, s[2].i, s[3].i, o[i]);
           });
           break;
         case KOp::Unary: {

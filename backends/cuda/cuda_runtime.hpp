@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_api.hpp"
+#include "jit/cuda/cuda_api.hpp"
 #include "graph/graph.hpp"
 #include "graph/kernel.hpp"
 #include "jit/cuda/cuda_library.hpp"

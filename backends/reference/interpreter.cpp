@@ -7,10 +7,12 @@
 #include <unordered_map>
 
 #include "backends/cpu/host_memory.hpp"
-#include "backends/reference/scalar_ops.hpp"
-#include "core/stats_internal.hpp"
+#include "base/semantics.hpp"
+#include "base/stats.hpp"
 
 namespace aj::ref {
+
+using namespace aj::sem;  // the scalar semantics
 
 namespace {
 
@@ -93,49 +95,8 @@ void run_generator(NodeId id) {
     using T = decltype(tag);
     T* out = static_cast<T*>(s->data);
     const std::int64_t total = n.numel();
-    switch (n.op) {
-      case Op::Iota: {
-        const bool integral = std::floor(n.f0) == n.f0 && std::floor(n.f1) == n.f1 &&
-                              std::fabs(n.f0) < 9e15 && std::fabs(n.f1) < 9e15;
-        for (std::int64_t i = 0; i < total; ++i) {
-          if (!is_float(n.dtype) && integral) {
-            out[i] = convert<T>(static_cast<std::int64_t>(n.f0) + i * static_cast<std::int64_t>(n.f1));
-          } else {
-            out[i] = convert<T>(n.f0 + static_cast<double>(i) * n.f1);
-          }
-        }
-        break;
-      }
-      case Op::Linspace: {
-        const double step = total > 1 ? (n.f1 - n.f0) / static_cast<double>(total - 1) : 0.0;
-        for (std::int64_t i = 0; i < total; ++i) {
-          double v = (i == total - 1 && total > 1) ? n.f1 : n.f0 + static_cast<double>(i) * step;
-          out[i] = convert<T>(v);
-        }
-        break;
-      }
-      case Op::Eye: {
-        const std::int64_t cols = n.shape[1];
-        for (std::int64_t i = 0; i < total; ++i) out[i] = static_cast<T>((i % cols) - (i / cols) == n.i0);
-        break;
-      }
-      case Op::RandUniform:
-      case Op::RandNormal: {
-        const auto key = static_cast<std::uint64_t>(n.i0);
-        for (std::int64_t i = 0; i < total; ++i) {
-          auto ui = static_cast<std::uint64_t>(i);
-          if (n.op == Op::RandUniform) {
-            T v = static_cast<T>(n.f0 + (n.f1 - n.f0) * uniform01(key, ui));
-            if (v >= static_cast<T>(n.f1) && n.f1 > n.f0) v = std::nextafter(static_cast<T>(n.f1), static_cast<T>(n.f0));
-            out[i] = v;
-          } else {
-            out[i] = static_cast<T>(n.f0 + n.f1 * normal01(key, ui));
-          }
-        }
-        break;
-      }
-      default: internal_error(std::string("run_generator: ") + op_name(n.op));
-    }
+    const std::int64_t extra = n.op == Op::Eye ? n.shape[1] : total;
+    for (std::int64_t i = 0; i < total; ++i) out[i] = generate_value<T>(n.op, n.f0, n.f1, n.i0, extra, i);
   });
   finish(id, std::move(s));
 }
@@ -263,7 +224,7 @@ void run_view(NodeId id) {
         st.push_back(src.strides[du] * step);
       }
       break;
-    default: internal_error(std::string("run_view: ") + op_name(n.op));
+    AJ_CASES_OUTSIDE(View) internal_error(std::string("run_view: ") + op_name(n.op));
   }
   graph().set_result(id, std::move(storage), std::move(st), off);
 }
@@ -350,47 +311,6 @@ void evaluate_node(NodeId id) {
       if (op == Op::Concat) return run_concat(id);
       return run_matmul(id);
   }
-}
-
-std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots) {
-  Graph& g = graph();
-  std::vector<NodeId> order;
-  // Seen marks by node id, reused across calls (this runs on every eval):
-  // seen[id] == epoch means visited in this walk.
-  static std::vector<std::uint32_t>* seen_p = new std::vector<std::uint32_t>();
-  static std::uint32_t epoch = 0;
-  std::vector<std::uint32_t>& seen = *seen_p;
-  if (seen.size() < g.capacity()) seen.resize(g.capacity(), 0);
-  if (++epoch == 0) {
-    std::fill(seen.begin(), seen.end(), 0);
-    epoch = 1;
-  }
-  static std::size_t last_size = 0;  // a loop repeats one graph: allocate once
-  order.reserve(last_size);
-  static std::vector<std::pair<NodeId, std::size_t>>* stack_p = new std::vector<std::pair<NodeId, std::size_t>>();
-  auto& stack = *stack_p;
-  stack.clear();
-  for (NodeId r : roots) {
-    if (g[r].evaluated() || seen[r] == epoch) continue;
-    stack.push_back({r, 0});
-    seen[r] = epoch;
-    while (!stack.empty()) {
-      auto& [id, next] = stack.back();
-      const Node& n = g[id];
-      if (next < n.inputs.size()) {
-        NodeId in = n.inputs[next++];
-        if (!g[in].evaluated() && seen[in] != epoch) {
-          seen[in] = epoch;
-          stack.push_back({in, 0});
-        }
-      } else {
-        order.push_back(id);
-        stack.pop_back();
-      }
-    }
-  }
-  last_size = order.size();
-  return order;
 }
 
 void evaluate(const std::vector<NodeId>& roots) {

@@ -20,7 +20,4 @@ void evaluate(const std::vector<NodeId>& roots);
 // node's result. Exposed for tests and for other interpreters.
 void evaluate_node(NodeId id);
 
-// Topological order (inputs first) of the unevaluated nodes the roots need.
-std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots);
-
 }  // namespace aj::ref

@@ -137,7 +137,7 @@ std::string render_arg(const LibrarySpec& s) {
      << "  i64 nout, n, group, parts, off, stride;  // group: threads per result, 0 = the block\n"
      << "  i64 shape[" << R << "], str[" << R << "];\n"
      << "  void* in;\n  void* out;\n  void* scratch;  // parts > 1: (value, index) per result and part\n};\n"
-     << "\n// Does (x, xi) beat (y, yi)? ref::arg_better when xi comes later, and the\n"
+     << "\n// Does (x, xi) beat (y, yi)? sem::arg_better when xi comes later, and the\n"
      << "// same order across threads: the first NaN wins, else the better value,\n"
      << "// equal values the first index. An index < 0 is no candidate.\n"
      << "__device__ __forceinline__ bool aj_arg_wins(" << T << " x, i64 xi, " << T << " y, i64 yi) {\n"
@@ -392,6 +392,37 @@ LibraryLaunch plan_copy(DType t, const std::vector<std::int64_t>& shape, const S
   l.params.push_back(as_param(out.ptr));
   l.grid = std::min(ceil_div(n, kThreadsPerBlock), max_blocks(sms));
   return l;
+}
+
+std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<std::uint64_t>& inputs,
+                                        std::uint64_t out, int sms) {
+  auto ref = [&](std::size_t k) {
+    return StridedRef{inputs[k], c.inputs[k].strides, c.inputs[k].offset};
+  };
+  std::vector<LibraryLaunch> launches;
+  if (c.op == Op::MatMul) {
+    const auto& a = c.inputs[0].shape;
+    launches.push_back(plan_matmul(c.dtype, c.shape, a[a.size() - 1], ref(0), ref(1), out, sms));
+  } else if (c.op == Op::ArgMax || c.op == Op::ArgMin) {
+    const LibraryOp op = c.op == Op::ArgMax ? LibraryOp::argmax : LibraryOp::argmin;
+    launches.push_back(plan_arg_reduce(op, c.inputs[0].dtype, c.inputs[0].shape, static_cast<int>(c.axis), ref(0),
+                                       out, sms));
+  } else if (c.op == Op::Concat) {
+    std::vector<std::int64_t> strides(c.shape.size());
+    for (std::size_t d = strides.size(), acc = 1; d-- > 0;) {
+      strides[d] = static_cast<std::int64_t>(acc);
+      acc *= static_cast<std::size_t>(std::max<std::int64_t>(c.shape[d], 1));
+    }
+    const auto axis = static_cast<std::size_t>(c.axis);
+    std::int64_t base = 0;  // where the current input starts along the axis
+    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+      launches.push_back(plan_copy(c.dtype, c.inputs[k].shape, ref(k), {out, strides, base * strides[axis]}, sms));
+      base += c.inputs[k].shape[axis];
+    }
+  } else {
+    internal_error(std::string("cuda: no library kernel evaluates ") + op_name(c.op));
+  }
+  return launches;
 }
 
 }  // namespace aj::cuda

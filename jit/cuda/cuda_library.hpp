@@ -1,5 +1,5 @@
 // Library kernels: CUDA C written by hand, not rendered from Kernel IR, for
-// the steps fuse leaves outside Kernel IR (graph/passes/fuse.hpp): batched
+// the library steps (graph/library.hpp): batched
 // matmul, argmax/argmin over one axis, and the strided copies concatenate is
 // made of. Render-only like cuda_source.hpp: works without a GPU or NVRTC.
 //
@@ -11,13 +11,13 @@
 // block, so new sizes or layouts never recompile. The KernelSource's hash is
 // the compile cache key, as for every other kernel.
 //
-// Semantics are those of backends/reference/interpreter.cpp:
+// Semantics are those of base/semantics.hpp and the reference interpreter:
 //  - matmul: C[b..., m, n] = sum_k A[b..., m, k] * B[b..., k, n], C contiguous.
 //    Accumulates in the element type in k order (one rounding per + and *,
 //    no FMA: --fmad=false); integers wrap. The reference multiplies floats with
 //    Eigen, whose summation order differs: float results agree within rounding,
 //    integer results exactly. K = 0 gives zeros.
-//  - argmax/argmin: i64 index along the axis (ref::arg_better): the first NaN
+//  - argmax/argmin: i64 index along the axis (sem::arg_better): the first NaN
 //    if there is one, else the first index of the best value.
 //  - copy: out[offset + i . out_strides] = in[offset + i . in_strides].
 #pragma once
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "arrayjit/dtype.hpp"
+#include "graph/library.hpp"
 #include "jit/cuda/cuda_source.hpp"
 
 namespace aj::cuda {
@@ -83,5 +84,12 @@ LibraryLaunch plan_arg_reduce(LibraryOp op, DType t, const std::vector<std::int6
 // that of the merged shape (1 for a contiguous copy).
 LibraryLaunch plan_copy(DType t, const std::vector<std::int64_t>& shape, const StridedRef& in,
                         const StridedRef& out, int sms);
+
+// The launches evaluating a library step (graph/library.hpp): one matmul,
+// one argmax/argmin, or one copy per input of a concatenate into its slice
+// of the result. `inputs`: each operand's buffer base address (0 when only
+// the sources are wanted); `out`: the contiguous result's.
+std::vector<LibraryLaunch> plan_library(const LibraryCall& call, const std::vector<std::uint64_t>& inputs,
+                                        std::uint64_t out, int sms);
 
 }  // namespace aj::cuda

@@ -29,7 +29,7 @@ const char* ctype(DType t) {
 }
 
 // The expression of one elementwise op on operands x (and y), mirroring
-// ref::unary / ref::binary / ref::compare / convert. `t` is the operand dtype
+// sem::unary / ref::binary / ref::compare / convert. `t` is the operand dtype
 // (for Cast, the source dtype); `to` the result dtype.
 std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::string& y) {
   const bool b = t == DType::bool_, f = is_float(t);
@@ -48,7 +48,7 @@ std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::s
     case Op::RandUniform:
     case Op::RandNormal: return bad();
     // Unary. Integers and bool see only the ops tracing allows; the rest
-    // return x unchanged, as ref::unary's defaults do.
+    // return x unchanged, as sem::unary does.
     case Op::Neg: return b ? x : f ? "(-" + x + ")" : "aj_wneg(" + x + ")";
     case Op::Not: return b ? "(!" + x + ")" : x;
     case Op::Abs: return b ? x : f ? fn(t, "fabs", x) : "(" + x + " < 0 ? aj_wneg(" + x + ") : " + x + ")";
@@ -111,7 +111,7 @@ std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::s
   return bad();
 }
 
-// ref::reduce_combine and reduce_identity.
+// sem::reduce_combine and reduce_identity.
 std::string combine_expr(Op op, DType t, const std::string& acc, const std::string& x) {
   switch (op) {
     case Op::Sum: return op_expr(Op::Add, t, t, acc, x);
@@ -120,8 +120,11 @@ std::string combine_expr(Op op, DType t, const std::string& acc, const std::stri
     case Op::ReduceMin: return op_expr(Op::Min, t, t, acc, x);
     case Op::All: return std::string("(") + ctype(t) + ")(" + acc + " && " + x + ")";
     case Op::Any: return std::string("(") + ctype(t) + ")(" + acc + " || " + x + ")";
-    default: internal_error(std::string("cuda codegen: not a combiner: ") + op_name(op));
+    case Op::ArgMax:
+    case Op::ArgMin:  // library kernels
+    AJ_CASES_OUTSIDE(Reduce) break;
   }
+  internal_error(std::string("cuda codegen: not a combiner: ") + op_name(op));
 }
 
 std::string identity_expr(Op op, DType t) {
@@ -141,8 +144,11 @@ std::string identity_expr(Op op, DType t) {
       if (t == DType::bool_) return max ? "false" : "true";
       return "aj_t<" + T + ">::" + (max ? "lo()" : "hi()");
     }
-    default: internal_error(std::string("cuda codegen: not a combiner: ") + op_name(op));
+    case Op::ArgMax:
+    case Op::ArgMin:  // library kernels
+    AJ_CASES_OUTSIDE(Reduce) break;
   }
+  internal_error(std::string("cuda codegen: not a combiner: ") + op_name(op));
 }
 
 }  // namespace aj::cuda

@@ -5,16 +5,16 @@
 #include <string>
 
 #include "arrayjit/dtype.hpp"
-#include "graph/op.hpp"
+#include "base/op.hpp"
 
 namespace aj::cuda {
 
 const char* ctype(DType t);  // "bool", "int", "i64", "float", "double"
 
-// One elementwise op on operands x (and y): ref::unary / binary / compare /
+// One elementwise op on operands x (and y): sem::unary / binary / compare /
 // convert. `t` is the operand dtype (for Cast the source dtype), `to` the result's.
 std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::string& y);
-// ref::reduce_combine and reduce_identity.
+// sem::reduce_combine and reduce_identity.
 std::string combine_expr(Op op, DType t, const std::string& acc, const std::string& x);
 std::string identity_expr(Op op, DType t);
 

@@ -29,7 +29,7 @@ template <> struct aj_t<i64> {
 template <> struct aj_t<float> { static const bool fp = true, b = false; };
 template <> struct aj_t<double> { static const bool fp = true, b = false; };
 
-// ref::convert: floats to integers truncate toward zero and saturate, NaN -> 0;
+// sem::convert: floats to integers truncate toward zero and saturate, NaN -> 0;
 // anything to bool is != 0 (NaN is true); integers wrap.
 template <class To, class From> __device__ __forceinline__ To aj_cvt(From v) {
   if constexpr (aj_t<To>::b) {
@@ -45,13 +45,13 @@ template <class To, class From> __device__ __forceinline__ To aj_cvt(From v) {
   }
 }
 
-// ref::wrap_*: integer arithmetic wraps (computed unsigned).
+// sem::wrap_*: integer arithmetic wraps (computed unsigned).
 template <class T> __device__ __forceinline__ T aj_wadd(T a, T b) { typedef typename aj_t<T>::U U; return (T)((U)a + (U)b); }
 template <class T> __device__ __forceinline__ T aj_wsub(T a, T b) { typedef typename aj_t<T>::U U; return (T)((U)a - (U)b); }
 template <class T> __device__ __forceinline__ T aj_wmul(T a, T b) { typedef typename aj_t<T>::U U; return (T)((U)a * (U)b); }
 template <class T> __device__ __forceinline__ T aj_wneg(T a) { typedef typename aj_t<T>::U U; return (T)(U(0) - (U)a); }
 
-// ref::int_floordiv: x / 0 = 0; MIN / -1 = MIN.
+// sem::int_floordiv: x / 0 = 0; MIN / -1 = MIN.
 template <class T> __device__ __forceinline__ T aj_floordiv(T a, T b) {
   if (b == 0) return 0;
   if (b == -1) return aj_wneg(a);
@@ -59,21 +59,21 @@ template <class T> __device__ __forceinline__ T aj_floordiv(T a, T b) {
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-// ref::int_mod: sign of the divisor; x % 0 = 0.
+// sem::int_mod: sign of the divisor; x % 0 = 0.
 template <class T> __device__ __forceinline__ T aj_imod(T a, T b) {
   if (b == 0 || b == -1) return 0;
   T r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
 }
-// ref::float_mod
+// sem::float_mod
 template <class T> __device__ __forceinline__ T aj_fmod(T a, T b) {
   T r = fmod(a, b);
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   if (r == 0) r = copysign(T(0), b);
   return r;
 }
-// ref::int_pow
+// sem::int_pow
 template <class T> __device__ __forceinline__ T aj_ipow(T a, T b) {
   if (b < 0) {
     if (a == 1) return 1;
@@ -88,7 +88,7 @@ template <class T> __device__ __forceinline__ T aj_ipow(T a, T b) {
   }
   return r;
 }
-// ref::fmax_nan / fmin_nan: NaN propagates, max(-0, +0) = +0.
+// sem::fmax_nan / fmin_nan: NaN propagates, max(-0, +0) = +0.
 template <class T> __device__ __forceinline__ T aj_fmax(T a, T b) {
   if (isnan(a)) return a;
   if (isnan(b)) return b;
@@ -103,7 +103,7 @@ template <class T> __device__ __forceinline__ T aj_fmin(T a, T b) {
 }
 template <class T> __device__ __forceinline__ T aj_fsign(T x) { return x > 0 ? T(1) : x < 0 ? T(-1) : x; }
 
-// ref::splitmix64, uniform01, normal01: counter-based random numbers.
+// sem::splitmix64, uniform01, normal01: counter-based random numbers.
 __device__ __forceinline__ u64 aj_splitmix64(u64 x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;

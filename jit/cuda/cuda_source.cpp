@@ -189,8 +189,9 @@ class Renderer {
         if (!is_float(in.dtype)) internal_error("cuda codegen: random numbers of a non-float type");
         return std::string(in.op == Op::RandUniform ? "aj_rand_uniform<" : "aj_rand_normal<") + T +
                ">(p.sf[" + s0 + "], p.sf[" + s1 + "], p.si[" + s2 + "], " + i + ")";
-      default: internal_error(std::string("cuda codegen: not a generator: ") + op_name(in.op));
+      AJ_CASES_OUTSIDE(Generator) break;
     }
+    internal_error(std::string("cuda codegen: not a generator: ") + op_name(in.op));
   }
 
   std::string ptr(std::size_t s, bool is_const) const {

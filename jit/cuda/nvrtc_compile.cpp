@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "arrayjit/error.hpp"
-#include "backends/cuda/cuda_api.hpp"
-#include "graph/pipeline.hpp"
+#include "jit/cuda/cuda_api.hpp"
+#include "base/log.hpp"
 
 namespace aj::cuda {
 

@@ -28,10 +28,8 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "arrayjit/error.hpp"
-#include "arrayjit/jit.hpp"
-#include "core/stats_internal.hpp"
-#include "core/trace.hpp"
-#include "graph/pipeline.hpp"
+#include "base/log.hpp"
+#include "base/stats.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/host_kernel.hpp"
 #include "jit/llvm/codegen.hpp"
@@ -330,21 +328,14 @@ std::string host_kernel_ir(const Kernel& k, const std::vector<int>& alias, bool 
   return HostJit::get().ir(k, alias, optimized, false);
 }
 
-std::string cache_dir() { return HostJit::get().cache_dir(); }
-void set_cache_dir(const std::string& dir) { HostJit::get().set_cache_dir(dir); }
-void clear_memory_cache() { HostJit::get().clear(); }
-std::string target_description() { return HostJit::get().target(); }
+std::string host_cache_dir() { return HostJit::get().cache_dir(); }
+void set_host_cache_dir(const std::string& dir) { HostJit::get().set_cache_dir(dir); }
+void clear_host_kernels() { HostJit::get().clear(); }
+std::string host_target() { return HostJit::get().target(); }
 
-std::string kernel_ir(const Array& a, bool assembly) {
-  NodeId id = trace::id(a, "jit::kernel_ir", Loc::current());
-  if (graph()[id].evaluated()) return "";
-  std::string out;
-  for (const Kernel& k : opt::plan_kernels({id})) {
-    std::vector<int> alias(k.outputs.size(), -1);
-    out += commented(dump(k), assembly);
-    out += HostJit::get().ir(k, alias, true, assembly);
-  }
-  return out;
+std::string host_kernel_text(const Kernel& k, bool assembly) {
+  std::vector<int> alias(k.outputs.size(), -1);
+  return commented(dump(k), assembly) + HostJit::get().ir(k, alias, true, assembly);
 }
 
 }  // namespace aj::jit

@@ -1,9 +1,8 @@
-// The LLVM the library was built against. The host JIT (a later stage) lives
-// beside this file; linking LLVM from the start keeps the build's shape fixed.
+// The LLVM the library was built against (aj::llvm_version()).
 #include <llvm/Config/llvm-config.h>
 
-#include "arrayjit/arrayjit.hpp"
+#include "jit/host_kernel.hpp"
 
-namespace aj {
-const char* llvm_version() { return LLVM_VERSION_STRING; }
-}  // namespace aj
+namespace aj::jit {
+const char* llvm_version_string() { return LLVM_VERSION_STRING; }
+}  // namespace aj::jit

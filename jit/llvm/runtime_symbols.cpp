@@ -2,8 +2,8 @@
 
 #include <cstdint>
 
-#include "backends/cpu/generate.hpp"
-#include "backends/reference/scalar_ops.hpp"
+#include "base/semantics.hpp"
+#include "graph/kernel.hpp"
 
 // SLEEF's functions, declared only to take their addresses: sleef.h hides the
 // AVX/AVX-512 ones unless this file itself is compiled for those ISAs, and
@@ -22,22 +22,22 @@ AJ_SLEEF_FUNCS(AJ_DECLARE)
 
 // Helpers with C names, called by generated code (jit/llvm/scalar_codegen.cpp).
 extern "C" {
-std::int32_t aj_jit_ipow_i32(std::int32_t a, std::int32_t b) { return aj::ref::int_pow(a, b); }
-std::int64_t aj_jit_ipow_i64(std::int64_t a, std::int64_t b) { return aj::ref::int_pow(a, b); }
+std::int32_t aj_jit_ipow_i32(std::int32_t a, std::int32_t b) { return aj::sem::int_pow(a, b); }
+std::int64_t aj_jit_ipow_i64(std::int64_t a, std::int64_t b) { return aj::sem::int_pow(a, b); }
 double aj_jit_generate_f64(std::int32_t op, const aj::KScalar* s, std::int64_t i) {
-  return aj::cpu::generate_value<double>(static_cast<aj::Op>(op), s, i);
+  return aj::sem::generate_value<double>(static_cast<aj::Op>(op), s[0].f, s[1].f, s[2].i, s[3].i, i);
 }
 float aj_jit_generate_f32(std::int32_t op, const aj::KScalar* s, std::int64_t i) {
-  return aj::cpu::generate_value<float>(static_cast<aj::Op>(op), s, i);
+  return aj::sem::generate_value<float>(static_cast<aj::Op>(op), s[0].f, s[1].f, s[2].i, s[3].i, i);
 }
 std::int64_t aj_jit_generate_i64(std::int32_t op, const aj::KScalar* s, std::int64_t i) {
-  return aj::cpu::generate_value<std::int64_t>(static_cast<aj::Op>(op), s, i);
+  return aj::sem::generate_value<std::int64_t>(static_cast<aj::Op>(op), s[0].f, s[1].f, s[2].i, s[3].i, i);
 }
 std::int32_t aj_jit_generate_i32(std::int32_t op, const aj::KScalar* s, std::int64_t i) {
-  return aj::cpu::generate_value<std::int32_t>(static_cast<aj::Op>(op), s, i);
+  return aj::sem::generate_value<std::int32_t>(static_cast<aj::Op>(op), s[0].f, s[1].f, s[2].i, s[3].i, i);
 }
 std::int32_t aj_jit_generate_bool(std::int32_t op, const aj::KScalar* s, std::int64_t i) {
-  return aj::cpu::generate_value<bool>(static_cast<aj::Op>(op), s, i) ? 1 : 0;
+  return aj::sem::generate_value<bool>(static_cast<aj::Op>(op), s[0].f, s[1].f, s[2].i, s[3].i, i) ? 1 : 0;
 }
 }
 

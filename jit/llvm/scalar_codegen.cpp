@@ -103,8 +103,10 @@ llvm::Constant* ScalarCodegen::identity(Op op, DType t) const {
     case Op::ReduceMin: return t == DType::bool_ ? num(1, 1) : num(inf, imax);
     case Op::All: return num(1, 1);
     case Op::Any: return num(0, 0);
-    default: internal_error(std::string("jit: no reduction identity for ") + op_name(op));
+    case Op::ArgMax: case Op::ArgMin:  // library steps
+    AJ_CASES_OUTSIDE(Reduce) break;
   }
+  internal_error(std::string("jit: no reduction identity for ") + op_name(op));
 }
 
 // IEEE 754-2019 maximum/minimum as the reference writes it: the first NaN
@@ -150,8 +152,10 @@ Value* ScalarCodegen::unary_float(Op op, Value* x) {
     case Op::Sigmoid: return b_.CreateFDiv(one, b_.CreateFAdd(one, math("exp", b_.CreateFNeg(x))));
     case Op::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
     case Op::Rsqrt: return b_.CreateFDiv(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
-    default: return x;  // as the reference: other ops leave floats unchanged
+    case Op::Not: case Op::Cast: return x;  // as sem::unary (Cast is convert())
+    AJ_CASES_OUTSIDE(Unary) break;
   }
+  internal_error(std::string("jit: not a unary float op: ") + op_name(op));
 }
 
 Value* ScalarCodegen::binary_int(Op op, DType t, Value* a, Value* b) {
@@ -184,8 +188,12 @@ Value* ScalarCodegen::binary_int(Op op, DType t, Value* a, Value* b) {
     case Op::Max: return b_.CreateSelect(b_.CreateICmpSGT(a, b), a, b);
     case Op::Min: return b_.CreateSelect(b_.CreateICmpSLT(a, b), a, b);
     case Op::Pow: return pure_call(std::string("aj_jit_ipow_") + dtype_name(t), ty, {a, b});
-    default: return a;  // as the reference
+    case Op::And: case Op::Or:
+    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+      return a;  // as sem::binary (compare() does the comparisons)
+    AJ_CASES_OUTSIDE(Binary) break;
   }
+  internal_error(std::string("jit: not an integer binary op: ") + op_name(op));
 }
 
 Value* ScalarCodegen::binary_float(Op op, Value* a, Value* b) {
@@ -208,8 +216,12 @@ Value* ScalarCodegen::binary_float(Op op, Value* a, Value* b) {
     case Op::Max: return fmax_nan(a, b, true);
     case Op::Min: return fmax_nan(a, b, false);
     case Op::Pow: return math("pow", a, b);
-    default: return a;
+    case Op::And: case Op::Or:
+    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+      return a;  // as sem::binary
+    AJ_CASES_OUTSIDE(Binary) break;
   }
+  internal_error(std::string("jit: not a float binary op: ") + op_name(op));
 }
 
 Value* ScalarCodegen::compare(Op op, DType t, Value* a, Value* b) {
@@ -223,7 +235,9 @@ Value* ScalarCodegen::compare(Op op, DType t, Value* a, Value* b) {
     case Op::Le: p = f ? P::FCMP_OLE : u ? P::ICMP_ULE : P::ICMP_SLE; break;
     case Op::Gt: p = f ? P::FCMP_OGT : u ? P::ICMP_UGT : P::ICMP_SGT; break;
     case Op::Ge: p = f ? P::FCMP_OGE : u ? P::ICMP_UGE : P::ICMP_SGE; break;
-    default: internal_error("jit: not a comparison");
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Max: case Op::Min:
+    case Op::Pow: case Op::And: case Op::Or:
+    AJ_CASES_OUTSIDE(Binary) internal_error(std::string("jit: not a comparison: ") + op_name(op));
   }
   return f ? b_.CreateFCmp(p, a, b) : b_.CreateICmp(p, a, b);
 }
@@ -260,8 +274,14 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
           return b_.CreateSub(b_.CreateZExt(b_.CreateICmpSGT(a, zero), a->getType()),
                               b_.CreateZExt(b_.CreateICmpSLT(a, zero), a->getType()));
         }
-        default: return a;  // floor/ceil/round of an integer; float-only ops never see one
+        case Op::Floor: case Op::Ceil: case Op::Round: return a;  // integers are whole already
+        case Op::Not: case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin:
+        case Op::Cos: case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
+        case Op::Cast:
+          return a;  // as sem::unary: tracing gives these no integers
+        AJ_CASES_OUTSIDE(Unary) break;
       }
+      break;
     case Op::Cast: return convert(a, t, in.dtype);
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Max:
     case Op::Min: case Op::Pow: case Op::And: case Op::Or:

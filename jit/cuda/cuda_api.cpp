@@ -1,5 +1,5 @@
 // Loading the driver API and NVRTC with dlopen (see cuda_api.hpp).
-#include "backends/cuda/cuda_api.hpp"
+#include "jit/cuda/cuda_api.hpp"
 
 #include <dlfcn.h>
 

@@ -12,8 +12,8 @@
 //    reduction) share a kernel with several outputs when their inputs allow.
 //  - A reduction whose result is needed at another index (broadcast back over
 //    its own input, e.g. x - max(x)) or inside another reduction ends a kernel.
-//  - MatMul, Concat, ArgMax/ArgMin are reference steps (the reference
-//    interpreter on the host, library kernels on a GPU); views
+//  - MatMul, Concat, ArgMax/ArgMin are library steps (graph/library.hpp:
+//    whole-array algorithms each backend implements); views
 //    that are roots (or feed those steps) are view steps: strides, no copy.
 //    A reshape of strided data that no strides can express is a copy kernel
 //    (Step::copy) over its input's shape, writing it contiguous.
@@ -30,14 +30,15 @@
 
 #include "graph/graph.hpp"
 #include "graph/kernel.hpp"
-#include "graph/lower.hpp"
+#include "graph/library.hpp"
+#include "opt/lower.hpp"
 
 namespace aj {
 
 struct Step {
-  enum class Kind { kernel, view, reference };
+  enum class Kind { kernel, view, library };
   Kind kind = Kind::kernel;
-  NodeId node = kNoNode;  // view / reference: the node this step evaluates
+  NodeId node = kNoNode;  // view / library: the node this step evaluates
   // kernel:
   Kernel kernel;
   std::vector<NodeId> inputs;    // per kernel input, the node it reads (kNoNode: index stream)

@@ -1,16 +1,15 @@
-#include "graph/passes/simplify.hpp"
+#include "opt/passes/simplify.hpp"
 
 #include <cmath>
 #include <optional>
 
-#include "backends/reference/interpreter.hpp"
-#include "backends/reference/scalar_ops.hpp"
+#include "base/semantics.hpp"
 
 namespace aj {
 
 namespace {
 
-using namespace aj::ref;
+using namespace aj::sem;
 
 // The value of a fill, encoded as a Constant node holds it.
 struct Fill {
@@ -126,8 +125,11 @@ std::optional<T> fold_reduce(Op op, T v, std::int64_t c) {
         for (std::int64_t k = 0; k < c; ++k) acc = reduce_combine(op, acc, v);
         return acc;
       }
-    default: return std::nullopt;
+    case Op::ArgMax:
+    case Op::ArgMin: return std::nullopt;  // never folded
+    AJ_CASES_OUTSIDE(Reduce) break;
   }
+  return std::nullopt;
 }
 
 // What fold_elementwise reads of the node (a copy: make_fill's add() may move
@@ -167,41 +169,44 @@ void fold_elementwise(NodeId id) {
   }
   const bool integer = is_integer(n.dtype);
   const bool floating = is_float(n.dtype);
-  switch (n.op) {
-    case Op::Mul:
-      if (is_value(in[1], 1)) return make_alias(id, n.in[0]);
-      if (is_value(in[0], 1)) return make_alias(id, n.in[1]);
-      return;
-    case Op::Div:
-      if (is_value(in[1], 1)) return make_alias(id, n.in[0]);
-      return;
-    case Op::Add:
-      if ((integer && is_value(in[1], 0)) || (floating && is_value(in[1], -0.0))) return make_alias(id, n.in[0]);
-      if ((integer && is_value(in[0], 0)) || (floating && is_value(in[0], -0.0))) return make_alias(id, n.in[1]);
-      return;
-    case Op::Sub:
-      if ((integer && is_value(in[1], 0)) || (floating && is_value(in[1], 0.0))) return make_alias(id, n.in[0]);
-      if (integer && n.in[0] == n.in[1]) return make_fill(id, Fill{n.dtype, 0, 0.0});
-      return;
-    case Op::Neg: {
-      const Node& m = g[n.in[0]];
-      if (m.op == Op::Neg && !m.evaluated()) return make_alias(id, m.inputs[0]);
-      return;
-    }
-    case Op::Cast: {
-      const Node& m = g[n.in[0]];
-      if (m.op != Op::Cast || m.evaluated()) return;
-      NodeId x = m.inputs[0];
-      if (!lossless(g[x].dtype, m.dtype)) return;
-      if (g[x].dtype == n.dtype) return make_alias(id, x);
-      Node like = g[id];
-      like.inputs = {x};
-      return g.rewrite(id, like);
-    }
-    case Op::Where:
-      if (in[0]) return make_alias(id, get<bool>(*in[0]) ? n.in[1] : n.in[2]);
-      return;
-    default: return;
+  // The exact identities of docs/optimizer.md; other ops have none.
+  if (n.op == Op::Mul) {
+    if (is_value(in[1], 1)) return make_alias(id, n.in[0]);
+    if (is_value(in[0], 1)) return make_alias(id, n.in[1]);
+    return;
+  }
+  if (n.op == Op::Div) {
+    if (is_value(in[1], 1)) return make_alias(id, n.in[0]);
+    return;
+  }
+  if (n.op == Op::Add) {
+    if ((integer && is_value(in[1], 0)) || (floating && is_value(in[1], -0.0))) return make_alias(id, n.in[0]);
+    if ((integer && is_value(in[0], 0)) || (floating && is_value(in[0], -0.0))) return make_alias(id, n.in[1]);
+    return;
+  }
+  if (n.op == Op::Sub) {
+    if ((integer && is_value(in[1], 0)) || (floating && is_value(in[1], 0.0))) return make_alias(id, n.in[0]);
+    if (integer && n.in[0] == n.in[1]) return make_fill(id, Fill{n.dtype, 0, 0.0});
+    return;
+  }
+  if (n.op == Op::Neg) {
+    const Node& m = g[n.in[0]];
+    if (m.op == Op::Neg && !m.evaluated()) return make_alias(id, m.inputs[0]);
+    return;
+  }
+  if (n.op == Op::Cast) {
+    const Node& m = g[n.in[0]];
+    if (m.op != Op::Cast || m.evaluated()) return;
+    NodeId x = m.inputs[0];
+    if (!lossless(g[x].dtype, m.dtype)) return;
+    if (g[x].dtype == n.dtype) return make_alias(id, x);
+    Node like = g[id];
+    like.inputs = {x};
+    return g.rewrite(id, like);
+  }
+  if (n.op == Op::Where) {
+    if (in[0]) return make_alias(id, get<bool>(*in[0]) ? n.in[1] : n.in[2]);
+    return;
   }
 }
 
@@ -253,7 +258,7 @@ void simplify(const std::vector<NodeId>& roots) {
   Graph& g = graph();
   // Inputs first: a rewrite only frees nodes before the current one, and
   // consumers see their inputs simplified already.
-  for (NodeId id : ref::unevaluated_order(roots)) {
+  for (NodeId id : unevaluated_order(roots)) {
     const Node& n = g[id];
     if (!n.alive || n.evaluated()) continue;
     if (is_elementwise(n.op)) fold_elementwise(id);

@@ -29,8 +29,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "graph/passes/assign_buffers.hpp"
-#include "graph/passes/fuse.hpp"
+#include "opt/passes/assign_buffers.hpp"
+#include "opt/passes/fuse.hpp"
 
 namespace aj::plan_cache {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "graph/passes/assign_buffers.hpp"
-#include "graph/passes/fuse.hpp"
+#include "opt/passes/assign_buffers.hpp"
+#include "opt/passes/fuse.hpp"
 
 namespace aj {
 

@@ -1,19 +1,14 @@
-#include "graph/passes/fuse.hpp"
+#include "opt/passes/fuse.hpp"
 
 #include <optional>
 #include <unordered_set>
 
-#include "backends/reference/interpreter.hpp"
 
 namespace aj {
 
 namespace {
 
-// Ops the kernels do not compute: whole-array algorithms with their own loops.
-bool is_reference_op(Op op) {
-  return op_category(op) == OpCategory::Other || op == Op::ArgMax || op == Op::ArgMin;
-}
-bool is_fusible_reduce(Op op) { return is_reduction(op) && !is_reference_op(op); }
+bool is_fusible_reduce(Op op) { return is_reduction(op) && !is_library_op(op); }
 
 struct Sig {
   Shape space;
@@ -93,7 +88,7 @@ class Partitioner {
  public:
   Partitioner(const std::vector<NodeId>& roots, bool fuse_ops) : g_(graph()), fuse_ops_(fuse_ops) {
     s_.roots = roots;
-    s_.order = ref::unevaluated_order(roots);
+    s_.order = unevaluated_order(roots);
     for (NodeId r : roots) mat_.insert(r);
     if (!fuse_ops) {
       for (NodeId id : s_.order) {
@@ -101,7 +96,7 @@ class Partitioner {
       }
     }
     for (NodeId id : s_.order) {
-      if (!is_reference_op(g_[id].op)) continue;
+      if (!is_library_op(g_[id].op)) continue;
       mat_.insert(id);
       for (NodeId in : g_[id].inputs) mat_.insert(in);
     }
@@ -180,9 +175,9 @@ class Partitioner {
         add_step(std::move(st), id, *l);
         continue;
       }
-      if (is_reference_op(n.op) || reference_.count(id)) {
+      if (is_library_op(n.op)) {
         Step st;
-        st.kind = Step::Kind::reference;
+        st.kind = Step::Kind::library;
         st.node = id;
         add_step(std::move(st), id, contiguous_layout(n.shape));
         continue;
@@ -254,11 +249,9 @@ class Partitioner {
     Lowered lw = lower({id}, sig.space, sig.axes, ctx);
     if (grow(lw.boundaries)) return false;
     if (!lw.ok) {
-      // Should not happen; stay correct: the reference computes this node
-      // from materialized inputs.
-      reference_.insert(id);
-      for (NodeId in : g_[id].inputs) mat_.insert(in);
-      return false;
+      // A kernel of its own that is not ok: every input it needs was
+      // materialized, so only a node lowering cannot take comes here.
+      internal_error(std::string("fuse: cannot lower ") + op_name(g_[id].op) + " into a kernel of its own");
     }
     s_.steps.emplace_back();
     set_kernel(s_.steps.size() - 1, lw, sig);
@@ -286,7 +279,6 @@ class Partitioner {
   bool fuse_ops_ = true;
   Schedule s_;
   NodeSet mat_;
-  NodeSet reference_;  // nodes the kernels could not take (fallback)
 };
 
 }  // namespace
@@ -299,21 +291,10 @@ int Schedule::kernels() const {
 
 Schedule fuse(const std::vector<NodeId>& roots, bool fuse_ops) {
   Partitioner p(roots, fuse_ops);
-  if (!p.run()) {
-    // Did not converge: one reference step per node keeps results right.
-    Schedule s;
-    s.roots = roots;
-    s.order = ref::unevaluated_order(roots);
-    for (NodeId id : s.order) {
-      Step st;
-      st.kind = Step::Kind::reference;
-      st.node = id;
-      s.step_of[id] = static_cast<int>(s.steps.size());
-      s.steps.push_back(std::move(st));
-    }
-    return s;
-  }
-  return p.take();
+  if (p.run()) return p.take();
+  // Did not converge: one kernel per op is always a plan.
+  if (!fuse_ops) internal_error("fuse: planning one kernel per op did not converge");
+  return fuse(roots, false);
 }
 
 }  // namespace aj

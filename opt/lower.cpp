@@ -1,4 +1,4 @@
-#include "graph/lower.hpp"
+#include "opt/lower.hpp"
 
 #include <algorithm>
 #include <map>
@@ -64,7 +64,7 @@ std::optional<Layout> view_layout(const Node& v, const Node& src, const Layout& 
         out.strides.push_back(in.strides[du] * v.ints[2 * du + 1]);
       }
       break;
-    default: internal_error(std::string("view_layout: not a view: ") + op_name(v.op));
+    AJ_CASES_OUTSIDE(View) internal_error(std::string("view_layout: not a view: ") + op_name(v.op));
   }
   return out;
 }
@@ -111,8 +111,9 @@ std::optional<Map> through_view(const Node& v, const Node& u, const Map& m) {
       }
       return out;
     }
-    default: return std::nullopt;
+    AJ_CASES_OUTSIDE(View) break;
   }
+  return std::nullopt;
 }
 
 class Lowerer {

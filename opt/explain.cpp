@@ -1,16 +1,10 @@
-#include "graph/explain.hpp"
+#include "opt/explain.hpp"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <iostream>
 #include <sstream>
 #include <unordered_map>
 
-#include "arrayjit/explain.hpp"
-#include "core/trace.hpp"
 #include "graph/dump.hpp"
-#include "graph/pipeline.hpp"
 
 namespace aj {
 
@@ -49,7 +43,7 @@ std::string buffers_text(const BufferPlan& b, const Names& name) {
      << b.bytes_used << " bytes used, lower bound " << b.lower_bound << " bytes\n";
   for (const BufferValue& v : b.values) {
     const Node& n = graph()[v.node];
-    os << "  " << name(v.node) << " " << trace::describe(n.dtype, n.shape) << " " << v.bytes
+    os << "  " << name(v.node) << " " << describe(n.dtype, n.shape) << " " << v.bytes
        << " bytes, live [" << v.def << ", "
        << (v.last == BufferPlan::kEnd ? std::string("end") : std::to_string(v.last)) << "]";
     if (v.slot >= 0) os << ", slot " << v.slot;
@@ -77,8 +71,8 @@ std::string describe_plan(const Schedule& s, const BufferPlan& b) {
          << name(g[st.node].inputs[0]) << " (no copy)\n";
       continue;
     }
-    if (st.kind == Step::Kind::reference) {
-      os << "reference " << name(st.node) << " = " << op_name(g[st.node].op) << "\n";
+    if (st.kind == Step::Kind::library) {
+      os << "library " << name(st.node) << " = " << op_name(g[st.node].op) << "\n";
       continue;
     }
     os << "kernel k" << kernel_no++ << " over " << list(st.kernel.shape);
@@ -109,55 +103,5 @@ std::string describe_plan(const Schedule& s, const BufferPlan& b) {
   os << buffers_text(b, name);
   return os.str();
 }
-
-std::string explain(const std::vector<Array>& arrays) {
-  std::vector<NodeId> roots;
-  for (const Array& a : arrays) {
-    NodeId id = trace::id(a, "explain", Loc::current());
-    if (!graph()[id].evaluated()) roots.push_back(id);
-  }
-  if (roots.empty()) return "plan: nothing to do (evaluated already)\n";
-  return opt::plan_text(roots);
-}
-
-std::string explain(const Array& a) { return explain(std::vector<Array>{a}); }
-
-namespace detail {
-
-namespace {
-std::string& api_channels() {
-  static std::string s;
-  return s;
-}
-bool lists(const char* list, const char* channel) {
-  if (!list || !*list) return false;
-  const std::string s = std::string(",") + list + ",";
-  return s.find(std::string(",") + channel + ",") != std::string::npos ||
-         s.find(",all,") != std::string::npos;
-}
-}  // namespace
-
-// One switch, three spellings: AJ_LOG, AJ_DUMP (the same channels) and
-// aj::set_log().
-bool log_enabled(const char* channel) {
-  return lists(std::getenv("AJ_LOG"), channel) || lists(std::getenv("AJ_DUMP"), channel) ||
-         lists(api_channels().c_str(), channel);
-}
-
-bool log_any() {
-  auto set = [](const char* v) { return v && *v; };
-  return set(std::getenv("AJ_LOG")) || set(std::getenv("AJ_DUMP")) || !api_channels().empty();
-}
-
-void log(const char* channel, const std::string& text) {
-  if (!log_enabled(channel)) return;
-  std::cerr << "[aj:" << channel << "] " << text;
-  if (!text.empty() && text.back() != '\n') std::cerr << "\n";
-  std::cerr.flush();
-}
-
-}  // namespace detail
-
-void set_log(const std::string& channels) { detail::api_channels() = channels; }
 
 }  // namespace aj

@@ -1,6 +1,9 @@
-// The semantics of every scalar operation, written the obvious way. The
-// reference interpreter uses these directly; every other backend is tested
-// against them. docs/semantics.md states the same rules in prose.
+// The semantics of every scalar operation, written once: constant folding
+// (opt/passes/simplify), the reference interpreter, the kernel interpreter and
+// the host JIT's runtime helpers call these; the LLVM and CUDA emitters are
+// tested against them op by op. docs/semantics.md states the same rules in
+// prose. No `default:` in an op switch: a new op in base/ops.def is a
+// compile error (-Werror=switch) until every switch here handles it.
 #pragma once
 
 #include <cmath>
@@ -10,9 +13,11 @@
 
 #include "arrayjit/dtype.hpp"
 #include "arrayjit/error.hpp"
-#include "graph/op.hpp"
+#include <string>
 
-namespace aj::ref {
+#include "base/op.hpp"
+
+namespace aj::sem {
 
 template <class T> constexpr bool is_fp = std::is_floating_point_v<T>;
 
@@ -130,10 +135,16 @@ template <class T> T fmin_nan(T a, T b) {
 }
 
 template <class T> T unary(Op op, T x) {
+  // Cast is computed by convert(); tracing rejects arithmetic on bool and
+  // casts integers to floats for the float-only ops (FloatOnly in ops.def).
   if constexpr (std::is_same_v<T, bool>) {
     switch (op) {
       case Op::Not: return !x;
-      default: return x;  // tracing rejects the rest for bool
+      case Op::Neg: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round:
+      case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos:
+      case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
+      case Op::Cast: return x;  // tracing never asks
+      AJ_CASES_OUTSIDE(Unary) break;
     }
   } else if constexpr (std::is_integral_v<T>) {
     switch (op) {
@@ -143,7 +154,11 @@ template <class T> T unary(Op op, T x) {
       case Op::Floor:
       case Op::Ceil:
       case Op::Round: return x;
-      default: return x;  // float-only ops never see integers (tracing casts)
+      case Op::Not:
+      case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos:
+      case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
+      case Op::Cast: return x;  // tracing casts integers to float for these
+      AJ_CASES_OUTSIDE(Unary) break;
     }
   } else {
     switch (op) {
@@ -164,9 +179,12 @@ template <class T> T unary(Op op, T x) {
       case Op::Sigmoid: return T(1) / (T(1) + std::exp(-x));
       case Op::Sqrt: return std::sqrt(x);
       case Op::Rsqrt: return T(1) / std::sqrt(x);
-      default: return x;
+      case Op::Not:
+      case Op::Cast: return x;
+      AJ_CASES_OUTSIDE(Unary) break;
     }
   }
+  internal_error(std::string("sem::unary: ") + op_name(op) + " is not a unary op of this dtype");
 }
 
 template <class T> T binary(Op op, T a, T b) {
@@ -176,7 +194,10 @@ template <class T> T binary(Op op, T a, T b) {
       case Op::Or: return a || b;
       case Op::Max: return a || b;
       case Op::Min: return a && b;
-      default: return a;  // tracing rejects arithmetic on bool
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Pow:
+      case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+      return a;  // tracing rejects arithmetic on bool
+      AJ_CASES_OUTSIDE(Binary) break;
     }
   } else if constexpr (std::is_integral_v<T>) {
     switch (op) {
@@ -188,7 +209,10 @@ template <class T> T binary(Op op, T a, T b) {
       case Op::Max: return a > b ? a : b;
       case Op::Min: return a < b ? a : b;
       case Op::Pow: return int_pow(a, b);
-      default: return a;
+      case Op::And: case Op::Or:
+      case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+        return a;  // logical ops take bool; compare() does the comparisons
+      AJ_CASES_OUTSIDE(Binary) break;
     }
   } else {
     switch (op) {
@@ -200,9 +224,13 @@ template <class T> T binary(Op op, T a, T b) {
       case Op::Max: return fmax_nan(a, b);
       case Op::Min: return fmin_nan(a, b);
       case Op::Pow: return std::pow(a, b);
-      default: return a;
+      case Op::And: case Op::Or:
+      case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+        return a;
+      AJ_CASES_OUTSIDE(Binary) break;
     }
   }
+  internal_error(std::string("sem::binary: ") + op_name(op) + " is not an arithmetic op of this dtype");
 }
 
 template <class T> bool compare(Op op, T a, T b) {
@@ -213,8 +241,11 @@ template <class T> bool compare(Op op, T a, T b) {
     case Op::Le: return a <= b;
     case Op::Gt: return a > b;
     case Op::Ge: return a >= b;
-    default: return false;
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Max: case Op::Min:
+    case Op::Pow: case Op::And: case Op::Or:
+    AJ_CASES_OUTSIDE(Binary) break;
   }
+  internal_error(std::string("sem::compare: not a comparison: ") + op_name(op));
 }
 
 // Reduction identities and combiners. Max/min of floats propagate NaN.
@@ -230,8 +261,10 @@ template <class T> T reduce_identity(Op op) {
       else return std::numeric_limits<T>::max();
     case Op::All: return T(1);
     case Op::Any: return T(0);
-    default: return T(0);
+    case Op::ArgMax: case Op::ArgMin:  // library steps: no identity
+    AJ_CASES_OUTSIDE(Reduce) break;
   }
+  internal_error(std::string("sem::reduce_identity: ") + op_name(op));
 }
 template <class T> T reduce_combine(Op op, T acc, T x) {
   switch (op) {
@@ -241,8 +274,10 @@ template <class T> T reduce_combine(Op op, T acc, T x) {
     case Op::ReduceMin: return binary(Op::Min, acc, x);
     case Op::All: return static_cast<T>(acc && x);
     case Op::Any: return static_cast<T>(acc || x);
-    default: return acc;
+    case Op::ArgMax: case Op::ArgMin:  // library steps (arg_better)
+    AJ_CASES_OUTSIDE(Reduce) break;
   }
+  internal_error(std::string("sem::reduce_combine: ") + op_name(op));
 }
 // Does x replace the current best for argmax/argmin? The first NaN wins and
 // stays; ties keep the first index.
@@ -273,4 +308,46 @@ inline double normal01(std::uint64_t key, std::uint64_t index) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
-}  // namespace aj::ref
+// A generator's value at flat index i: iota (start f0, step f1), linspace
+// (f0 to f1 in `extra` points), eye (diagonal i0 of a matrix of `extra`
+// columns), uniform in [f0, f1) and normal (mean f0, stddev f1) random
+// numbers of key i0. The one definition: the reference interpreter, the
+// kernel interpreter and the host JIT (through runtime helpers) call it;
+// Kernel IR passes the payload as four scalars (graph/kernel.hpp, KOp::Index).
+template <class T>
+T generate_value(Op op, double f0, double f1, std::int64_t i0, std::int64_t extra, std::int64_t i) {
+  switch (op) {
+    case Op::Iota: {
+      const bool integral = std::floor(f0) == f0 && std::floor(f1) == f1 && std::fabs(f0) < 9e15 &&
+                            std::fabs(f1) < 9e15;
+      if (!std::is_floating_point_v<T> && integral) {
+        return convert<T>(static_cast<std::int64_t>(f0) + i * static_cast<std::int64_t>(f1));
+      }
+      return convert<T>(f0 + static_cast<double>(i) * f1);
+    }
+    case Op::Linspace: {
+      const std::int64_t total = extra;
+      const double step = total > 1 ? (f1 - f0) / static_cast<double>(total - 1) : 0.0;
+      return convert<T>((i == total - 1 && total > 1) ? f1 : f0 + static_cast<double>(i) * step);
+    }
+    case Op::Eye: {
+      const std::int64_t cols = extra;
+      return static_cast<T>((i % cols) - (i / cols) == i0);
+    }
+    case Op::RandUniform:
+    case Op::RandNormal:
+      if constexpr (std::is_floating_point_v<T>) {
+        const auto key = static_cast<std::uint64_t>(i0);
+        const auto ui = static_cast<std::uint64_t>(i);
+        if (op == Op::RandNormal) return static_cast<T>(f0 + f1 * normal01(key, ui));
+        T v = static_cast<T>(f0 + (f1 - f0) * uniform01(key, ui));
+        if (v >= static_cast<T>(f1) && f1 > f0) v = std::nextafter(static_cast<T>(f1), static_cast<T>(f0));
+        return v;
+      }
+      internal_error("generate: random numbers of a non-float type");
+    AJ_CASES_OUTSIDE(Generator) break;
+  }
+  internal_error(std::string("generate: not a generator: ") + op_name(op));
+}
+
+}  // namespace aj::sem

@@ -1,4 +1,4 @@
-#include "graph/passes/assign_buffers.hpp"
+#include "opt/passes/assign_buffers.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -91,7 +91,7 @@ class Planner {
         for (NodeId o : st.outputs) add_value(o, ki);
         reads = st.inputs;
       } else {
-        if (st.kind == Step::Kind::reference) add_value(st.node, ki);
+        if (st.kind == Step::Kind::library) add_value(st.node, ki);
         reads = g_[st.node].inputs;
       }
       for (NodeId r : reads) {
@@ -245,10 +245,10 @@ class Planner {
 
 BufferPlan assign_buffers(const Schedule& s) { return Planner(s).run(); }
 
-bool donation_applies(NodeId from, std::size_t bytes) {
+bool donation_applies(NodeId from, std::size_t bytes, Device device) {
   const Node& n = graph()[from];
-  return n.alive && n.evaluated() && n.ext == 0 && !n.storage->borrowed &&
-         n.storage->device == Device::cpu() && n.storage.use_count() == 1 && n.storage->bytes == bytes;
+  return n.alive && n.evaluated() && n.ext == 0 && !n.storage->borrowed && n.storage->device == device &&
+         n.storage.use_count() == 1 && n.storage->bytes == bytes;
 }
 
 }  // namespace aj

@@ -1,4 +1,4 @@
-#include "graph/plan_cache.hpp"
+#include "opt/plan_cache.hpp"
 
 #include <algorithm>
 #include <bit>

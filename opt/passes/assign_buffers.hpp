@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/passes/fuse.hpp"
+#include "opt/passes/fuse.hpp"
 
 namespace aj {
 
@@ -55,7 +55,8 @@ struct BufferPlan {
 
 BufferPlan assign_buffers(const Schedule& s);
 
-// The run-time half of the donation rule (storage not shared, not borrowed).
-bool donation_applies(NodeId from, std::size_t bytes);
+// The run-time half of the donation rule: the storage is on the device the
+// step runs on, not shared (no other node or view holds it), not borrowed.
+bool donation_applies(NodeId from, std::size_t bytes, Device device);
 
 }  // namespace aj

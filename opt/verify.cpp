@@ -1,11 +1,11 @@
-#include "graph/verify.hpp"
+#include "opt/verify.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
-#include "graph/passes/assign_buffers.hpp"
-#include "graph/passes/fuse.hpp"
+#include "opt/passes/assign_buffers.hpp"
+#include "opt/passes/fuse.hpp"
 
 namespace aj {
 
@@ -143,7 +143,7 @@ class NodeCheck {
         }
         break;
       }
-      default: need(false, "unknown view");
+      AJ_CASES_OUTSIDE(View) need(false, "unknown view"); break;
     }
   }
 

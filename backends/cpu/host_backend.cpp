@@ -1,0 +1,61 @@
+#include "backends/cpu/host_backend.hpp"
+
+#include <cstring>
+
+#include "backends/cpu/host_launch.hpp"
+#include "backends/cpu/host_library.hpp"
+#include "backends/cpu/host_memory.hpp"
+#include "backends/cpu/kernel_interpreter.hpp"
+
+namespace aj::cpu {
+
+namespace {
+
+const void* data_of(const Storage* s) { return s ? s->data : nullptr; }
+
+class HostBackend final : public exec::Backend {
+ public:
+  Device device() const override { return Device::cpu(); }
+
+  std::shared_ptr<Storage> allocate(std::size_t bytes) override { return host_alloc(bytes); }
+
+  std::shared_ptr<Storage> from_host(const Storage& host) override { return copy(host); }
+  std::shared_ptr<Storage> to_host(const Storage& mine) override { return copy(mine); }
+
+  void run_kernel(const Kernel& k, const std::vector<const Storage*>& inputs,
+                  const std::vector<const Storage*>& outputs) override {
+    std::vector<const void*> ins;
+    std::vector<void*> outs;
+    ins.reserve(inputs.size());
+    outs.reserve(outputs.size());
+    for (const Storage* s : inputs) ins.push_back(data_of(s));
+    for (const Storage* s : outputs) outs.push_back(s->data);
+    if (jit_enabled()) run_kernel_compiled(k, ins, outs);
+    else cpu::run_kernel(k, ins, outs);
+  }
+
+  void run_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,
+                   const Storage& out) override {
+    std::vector<const void*> ins;
+    for (const Storage* s : inputs) ins.push_back(s->data);
+    cpu::run_library(call, ins, out.data);
+  }
+
+  void synchronize() override {}  // host work runs at once
+
+ private:
+  static std::shared_ptr<Storage> copy(const Storage& from) {
+    auto s = host_alloc(from.bytes);
+    if (from.bytes) std::memcpy(s->data, from.data, from.bytes);
+    return s;
+  }
+};
+
+}  // namespace
+
+exec::Backend& host_backend() {
+  static HostBackend* b = new HostBackend();  // never destroyed, like the pool
+  return *b;
+}
+
+}  // namespace aj::cpu

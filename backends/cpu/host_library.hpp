@@ -1,0 +1,17 @@
+// Library steps on the host (graph/library.hpp): matmul, concatenate and
+// argmax/argmin over strided operands into a contiguous result, with the
+// semantics of base/semantics.hpp (integers wrap, argmax takes the first NaN,
+// ties the first index). Node-free: called by the host backend.
+#pragma once
+
+#include <vector>
+
+#include "graph/library.hpp"
+
+namespace aj::cpu {
+
+// `inputs`: each operand's buffer base (element 0 of its storage); `out`:
+// the contiguous result.
+void run_library(const LibraryCall& call, const std::vector<const void*>& inputs, void* out);
+
+}  // namespace aj::cpu

@@ -1,0 +1,87 @@
+#include "base/log.hpp"
+
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+
+namespace aj::detail {
+
+namespace {
+
+constexpr const char* kChannels[] = {"plan", "passes", "graph", "buffers", "ir", "asm", "cuda", "all"};
+
+std::mutex& mu() {
+  static std::mutex* m = new std::mutex;
+  return *m;
+}
+std::string& api_channels() {
+  static std::string* s = new std::string;
+  return *s;
+}
+
+bool lists(const std::string& list, const char* channel) {
+  if (list.empty()) return false;
+  const std::string s = "," + list + ",";
+  return s.find(std::string(",") + channel + ",") != std::string::npos || s.find(",all,") != std::string::npos;
+}
+
+// Says once per process which names in a channel list are not channels.
+void check_names(const std::string& list, const char* from) {
+  std::stringstream ss(list);
+  for (std::string name; std::getline(ss, name, ',');) {
+    bool known = name.empty();
+    for (const char* c : kChannels) known |= name == c;
+    if (known) continue;
+    static bool said = false;
+    if (said) return;
+    said = true;
+    std::cerr << "[aj] " << from << ": unknown log channel '" << name << "'; valid: plan, passes, graph, "
+              << "buffers, ir, asm, cuda, all\n";
+    return;
+  }
+}
+
+std::string env_channels() {
+  static const std::string s = [] {
+    std::string all;
+    for (const char* var : {"AJ_LOG", "AJ_DUMP"}) {
+      const char* v = std::getenv(var);
+      if (!v || !*v) continue;
+      check_names(v, var);
+      all += std::string(all.empty() ? "" : ",") + v;
+    }
+    return all;
+  }();
+  return s;
+}
+
+}  // namespace
+
+bool log_enabled(const char* channel) {
+  if (lists(env_channels(), channel)) return true;
+  std::lock_guard lock(mu());
+  return lists(api_channels(), channel);
+}
+
+bool log_any() {
+  if (!env_channels().empty()) return true;
+  std::lock_guard lock(mu());
+  return !api_channels().empty();
+}
+
+void log(const char* channel, const std::string& text) {
+  if (!log_enabled(channel)) return;
+  std::lock_guard lock(mu());
+  std::cerr << "[aj:" << channel << "] " << text;
+  if (!text.empty() && text.back() != '\n') std::cerr << "\n";
+  std::cerr.flush();
+}
+
+void set_log_channels(const std::string& channels) {
+  check_names(channels, "aj::set_log");
+  std::lock_guard lock(mu());
+  api_channels() = channels;
+}
+
+}  // namespace aj::detail

@@ -1,0 +1,150 @@
+// Op enum, names, arity and categories, all generated from base/ops.def.
+#pragma once
+
+#include <cstdint>
+
+
+#include "base/ops.def"
+
+namespace aj {
+
+enum class Op : std::uint8_t {
+#define AJ_OP_ENUM(e, name, arity, cat, flags) e,
+  AJ_OPS(AJ_OP_ENUM)
+#undef AJ_OP_ENUM
+};
+
+enum class OpCategory : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, View, Other };
+
+namespace opflag {
+enum : std::uint32_t {
+  None = 0,
+  Commutative = 1u << 0,
+  Associative = 1u << 1,
+  Compare = 1u << 2,
+  Logical = 1u << 3,
+  FloatOnly = 1u << 4,
+  Cheap = 1u << 5,
+};
+}
+
+struct OpInfo {
+  const char* name;
+  int arity;
+  OpCategory category;
+  std::uint32_t flags;
+};
+
+inline constexpr OpInfo kOpInfo[] = {
+#define AJ_OP_INFO(e, name, arity, cat, flags) \
+  {name, arity, OpCategory::cat, [] { using namespace opflag; return std::uint32_t(flags); }()},
+    AJ_OPS(AJ_OP_INFO)
+#undef AJ_OP_INFO
+};
+
+inline constexpr int kNumOps = sizeof(kOpInfo) / sizeof(kOpInfo[0]);
+
+constexpr const OpInfo& op_info(Op op) { return kOpInfo[static_cast<int>(op)]; }
+constexpr const char* op_name(Op op) { return op_info(op).name; }
+constexpr OpCategory op_category(Op op) { return op_info(op).category; }
+constexpr bool op_has(Op op, std::uint32_t flag) { return (op_info(op).flags & flag) != 0; }
+
+constexpr bool is_elementwise(Op op) {
+  auto c = op_category(op);
+  return c == OpCategory::Unary || c == OpCategory::Binary || c == OpCategory::Ternary;
+}
+constexpr bool is_reduction(Op op) { return op_category(op) == OpCategory::Reduce; }
+constexpr bool is_view(Op op) { return op_category(op) == OpCategory::View; }
+constexpr bool is_generator(Op op) { return op_category(op) == OpCategory::Generator; }
+constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
+
+}  // namespace aj
+
+// Switches over ops have no `default:` (built with -Werror=switch), so a new
+// op in ops.def is a compile error at every switch that must handle it. A
+// switch over the ops of one category lists those one by one and takes all
+// the others with one generated label list:
+//
+//   switch (op) {
+//     case Op::Neg: ...                          // every Unary op, by name
+//     AJ_CASES_OUTSIDE(Unary) internal_error(...);  // every other op
+//   }
+//
+// A new Unary op is then flagged in that switch; a new Binary op is not (it
+// is among "the others") but is in the switches over Binary ops.
+#define AJ_CASES_OUTSIDE(Category) AJ_OPS(AJ_CASE_OUTSIDE_##Category)
+
+// AJ_CASE_OUTSIDE_<W>(op...) is `case Op::e:` unless the op's category is W.
+#define AJ_CASE_OUTSIDE_Leaf(e, name, arity, cat, flags) AJ_IF_NOT_Leaf_##cat(e)
+#define AJ_CASE_OUTSIDE_Generator(e, name, arity, cat, flags) AJ_IF_NOT_Generator_##cat(e)
+#define AJ_CASE_OUTSIDE_Unary(e, name, arity, cat, flags) AJ_IF_NOT_Unary_##cat(e)
+#define AJ_CASE_OUTSIDE_Binary(e, name, arity, cat, flags) AJ_IF_NOT_Binary_##cat(e)
+#define AJ_CASE_OUTSIDE_Ternary(e, name, arity, cat, flags) AJ_IF_NOT_Ternary_##cat(e)
+#define AJ_CASE_OUTSIDE_Reduce(e, name, arity, cat, flags) AJ_IF_NOT_Reduce_##cat(e)
+#define AJ_CASE_OUTSIDE_View(e, name, arity, cat, flags) AJ_IF_NOT_View_##cat(e)
+#define AJ_CASE_OUTSIDE_Other(e, name, arity, cat, flags) AJ_IF_NOT_Other_##cat(e)
+
+#define AJ_IF_NOT_Leaf_Leaf(e)
+#define AJ_IF_NOT_Leaf_Generator(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Leaf_Unary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Leaf_Binary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Leaf_Ternary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Leaf_Reduce(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Leaf_View(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Leaf_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Generator_Leaf(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Generator_Generator(e)
+#define AJ_IF_NOT_Generator_Unary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Generator_Binary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Generator_Ternary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Generator_Reduce(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Generator_View(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Generator_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Unary_Leaf(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Unary_Generator(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Unary_Unary(e)
+#define AJ_IF_NOT_Unary_Binary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Unary_Ternary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Unary_Reduce(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Unary_View(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Unary_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Binary_Leaf(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Binary_Generator(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Binary_Unary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Binary_Binary(e)
+#define AJ_IF_NOT_Binary_Ternary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Binary_Reduce(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Binary_View(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Binary_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Ternary_Leaf(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Ternary_Generator(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Ternary_Unary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Ternary_Binary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Ternary_Ternary(e)
+#define AJ_IF_NOT_Ternary_Reduce(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Ternary_View(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Ternary_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Reduce_Leaf(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Reduce_Generator(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Reduce_Unary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Reduce_Binary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Reduce_Ternary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Reduce_Reduce(e)
+#define AJ_IF_NOT_Reduce_View(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Reduce_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_View_Leaf(e) case ::aj::Op::e:
+#define AJ_IF_NOT_View_Generator(e) case ::aj::Op::e:
+#define AJ_IF_NOT_View_Unary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_View_Binary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_View_Ternary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_View_Reduce(e) case ::aj::Op::e:
+#define AJ_IF_NOT_View_View(e)
+#define AJ_IF_NOT_View_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Other_Leaf(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Other_Generator(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Other_Unary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Other_Binary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Other_Ternary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Other_Reduce(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Other_View(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Other_Other(e)

@@ -1,0 +1,22 @@
+// Evaluation as the API runs it: the reference interpreter under
+// AJ_EXECUTOR=reference, otherwise plan (opt/pipeline.hpp), pick the device
+// (exec::plan_device) and run the plan on that device's backend.
+#pragma once
+
+#include <vector>
+
+#include "exec/backend.hpp"
+#include "graph/graph.hpp"
+
+namespace aj::detail {
+
+void evaluate(const std::vector<NodeId>& roots);
+
+// The backend of a device (throws aj::Error for a GPU that is unavailable).
+exec::Backend& backend_for(Device d);
+
+// True once any device buffer exists or a DeviceScope is active on this
+// thread: before that, device checks cost nothing.
+bool any_device_storage();
+
+}  // namespace aj::detail

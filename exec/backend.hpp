@@ -1,0 +1,51 @@
+// What the executor (exec/execute.hpp) needs from a device. backends/cpu and
+// backends/cuda implement it; a third backend implements these methods and
+// nothing else. A backend sees Kernel IR, LibraryCalls and Storage, never
+// graph nodes, plans or passes.
+//
+// Ordering: every method that enqueues work (copies, launches) orders it on
+// the backend's current stream (on the host: runs it at once). Storage freed
+// while work that uses it is enqueued stays valid until that work is done
+// (the backend's allocator orders frees on the stream).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "arrayjit/dtype.hpp"
+#include "base/storage.hpp"
+#include "graph/kernel.hpp"
+#include "graph/library.hpp"
+
+namespace aj::exec {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual Device device() const = 0;
+
+  // A new buffer of `bytes` on this device (released through Storage::release).
+  // Throws aj::Error (runtime) when the device is out of memory.
+  virtual std::shared_ptr<Storage> allocate(std::size_t bytes) = 0;
+
+  // Copies of a whole storage between host memory and this device. On the
+  // host backend both are plain copies.
+  virtual std::shared_ptr<Storage> from_host(const Storage& host) = 0;
+  virtual std::shared_ptr<Storage> to_host(const Storage& mine) = 0;  // synchronizes
+
+  // Compile `k` (or fetch it from the kernel caches) and run it: one storage
+  // per input stream (null for index streams) and one per output, all on
+  // this device; offsets and strides come from the kernel.
+  virtual void run_kernel(const Kernel& k, const std::vector<const Storage*>& inputs,
+                          const std::vector<const Storage*>& outputs) = 0;
+
+  // Run a library step into `out` (contiguous, bytes for the whole result).
+  virtual void run_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,
+                           const Storage& out) = 0;
+
+  // Wait until the work enqueued so far is done.
+  virtual void synchronize() = 0;
+};
+
+}  // namespace aj::exec

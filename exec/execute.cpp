@@ -1,0 +1,258 @@
+// The one step loop (see execute.hpp).
+#include "exec/execute.hpp"
+
+#include <string>
+#include <unordered_map>
+
+#include "base/stats.hpp"
+#include "opt/lower.hpp"
+#include "opt/verify.hpp"
+
+namespace aj::exec {
+
+namespace {
+
+thread_local std::optional<Device> t_scope;
+
+using Span = std::pair<const char*, const char*>;
+
+// Per step: buffers a step reads from another device, alive until the step
+// is enqueued (the backend orders their release after it).
+using Staged = std::vector<std::shared_ptr<Storage>>;
+
+// The storage step inputs read node `id` from on `target`: its own, or a copy
+// of a host array for a device step.
+const Storage* input_storage(NodeId id, Backend& target, Staged& staged) {
+  const Node& n = graph()[id];
+  if (!n.evaluated()) internal_error("exec: a step input was not computed before its step");
+  const Device here = target.device();
+  if (n.storage->device == here) return n.storage.get();
+  if (n.storage->device.kind != Device::Kind::cpu) {
+    runtime_error("aj: an evaluation on " + here.str() + " reads an array on " + n.storage->device.str());
+  }
+  staged.push_back(target.from_host(*n.storage));
+  return staged.back().get();
+}
+
+void run_kernel_step(const opt::Plan& p, std::size_t k, Backend& target) {
+  Graph& g = graph();
+  const Step& st = p.schedule.steps[k];
+  Staged staged;
+  std::vector<const Storage*> ins;
+  ins.reserve(st.inputs.size());
+  for (std::size_t e = 0; e < st.inputs.size(); ++e) {
+    ins.push_back(st.kernel.inputs[e].index_only ? nullptr : input_storage(st.inputs[e], target, staged));
+  }
+  std::vector<std::shared_ptr<Storage>> outs;
+  std::vector<const Storage*> out_ptrs;
+  for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+    const Node& n = g[st.outputs[j]];
+    const std::size_t bytes = static_cast<std::size_t>(n.numel()) * itemsize(n.dtype);
+    std::shared_ptr<Storage> s;
+    for (const Donation& d : p.buffers.donations) {
+      if (d.step == static_cast<int>(k) && d.output == static_cast<int>(j) &&
+          donation_applies(d.from, bytes, target.device())) {
+        s = g[d.from].storage;
+        ++detail::stats_mut().inplace_reuses;
+      }
+    }
+    if (!s) s = target.allocate(bytes);
+    out_ptrs.push_back(s.get());
+    outs.push_back(std::move(s));
+  }
+  target.run_kernel(st.kernel, ins, out_ptrs);
+  ++detail::stats_mut().kernels_launched;
+  for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+    const NodeId id = st.outputs[j];
+    g.set_result(id, std::move(outs[j]), contiguous_strides(g[id].shape), 0);
+  }
+}
+
+void run_library_step(NodeId id, Backend& target) {
+  Graph& g = graph();
+  const Node& n = g[id];
+  if (!is_library_op(n.op)) internal_error(std::string("exec: a library step of ") + op_name(n.op));
+  Staged staged;
+  std::vector<const Storage*> ins;
+  for (NodeId i : n.inputs) ins.push_back(input_storage(i, target, staged));
+  auto out = target.allocate(static_cast<std::size_t>(n.numel()) * itemsize(n.dtype));
+  std::vector<Layout> layouts;
+  for (NodeId i : n.inputs) layouts.push_back({g[i].strides, g[i].offset});
+  target.run_library(library_call(n, layouts), ins, *out);
+  ++detail::stats_mut().kernels_launched;
+  g.set_result(id, std::move(out), contiguous_strides(n.shape), 0);
+}
+
+void run_view_step(NodeId id) {
+  Graph& g = graph();
+  const Node& n = g[id];
+  const Node& src = g[n.inputs[0]];
+  auto l = view_layout(n, src, {src.strides, src.offset});
+  // fuse plans a copy kernel for every view no strides can express, from the
+  // layouts the steps make: a view step that is no view is a planning bug.
+  if (!l) internal_error("exec: a view step whose input's layout is no view of it");
+  std::shared_ptr<Storage> storage = src.storage;
+  g.set_result(id, std::move(storage), std::move(l->strides), l->offset);
+}
+
+// The layouts the kernels were lowered against must be what the steps made.
+void check_layout(const Schedule& s, NodeId id) {
+  auto it = s.layouts.find(id);
+  const Node& n = graph()[id];
+  if (it == s.layouts.end() || !n.evaluated()) return;
+  for (int d = 0; d < n.shape.ndim(); ++d) {
+    auto du = static_cast<std::size_t>(d);
+    if (n.shape[d] != 1 && n.strides[du] != it->second.strides[du]) {
+      internal_error("exec: a step produced another layout than planned");
+    }
+  }
+}
+
+// Verification at run time: the buffers of values the plan has live at the
+// same step never overlap in memory (a donated output continues its donor),
+// and no kernel output overlaps an input it does not take over.
+class OverlapCheck {
+ public:
+  explicit OverlapCheck(const opt::Plan& p) : p_(p) {
+    for (std::size_t i = 0; i < p.buffers.values.size(); ++i) index_[p.buffers.values[i].node] = i;
+  }
+
+  // The storage spans a kernel step reads (taken before it runs: a donated
+  // input is released by the step).
+  static std::vector<Span> input_spans(const Step& st) {
+    std::vector<Span> out;
+    if (st.kind != Step::Kind::kernel) return out;
+    for (NodeId in : st.inputs) {
+      if (in == kNoNode || !graph()[in].evaluated()) continue;
+      out.push_back(span_of(*graph()[in].storage));
+    }
+    return out;
+  }
+
+  void after_step(std::size_t k, const std::vector<Span>& input_spans) {
+    const Step& st = p_.schedule.steps[k];
+    const int ki = static_cast<int>(k);
+    const std::vector<NodeId> made = st.kind == Step::Kind::kernel ? st.outputs : std::vector<NodeId>{st.node};
+    for (NodeId id : made) {
+      const Node& n = graph()[id];
+      if (index_.count(id) && n.evaluated()) span_[id] = span_of(*n.storage);
+    }
+    std::vector<const BufferValue*> live;
+    for (const BufferValue& v : p_.buffers.values) {
+      if (v.def <= ki && ki <= v.last && span_.count(v.node)) live.push_back(&v);
+    }
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      for (std::size_t j = i + 1; j < live.size(); ++j) {
+        const BufferValue &a = *live[i], &b = *live[j];
+        if (a.donor == b.node || b.donor == a.node) continue;
+        if (overlap(span_[a.node], span_[b.node])) {
+          internal_error("exec: nodes " + std::to_string(a.node) + " and " + std::to_string(b.node) +
+                         " are live at step " + std::to_string(k) + " in overlapping memory");
+        }
+      }
+    }
+    if (st.kind != Step::Kind::kernel) return;
+    for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+      auto it = span_.find(st.outputs[j]);
+      if (it == span_.end()) continue;
+      for (const Span& in : input_spans) {
+        if (overlap(it->second, in) && !(it->second.first == in.first && donated(k, j))) {
+          internal_error("exec: kernel output " + std::to_string(j) + " of step " + std::to_string(k) +
+                         " overlaps an input it does not take over");
+        }
+      }
+    }
+  }
+
+ private:
+  static Span span_of(const Storage& s) {
+    const char* lo = static_cast<const char*>(s.data);
+    return {lo, lo + s.bytes};
+  }
+  static bool overlap(const Span& a, const Span& b) { return a.first < b.second && b.first < a.second; }
+  bool donated(std::size_t k, std::size_t j) const {
+    for (const Donation& d : p_.buffers.donations) {
+      if (d.step == static_cast<int>(k) && d.output == static_cast<int>(j)) return true;
+    }
+    return false;
+  }
+  const opt::Plan& p_;
+  std::unordered_map<NodeId, std::size_t> index_;
+  std::unordered_map<NodeId, Span> span_;
+};
+
+}  // namespace
+
+LibraryCall library_call(const Node& n, const std::vector<Layout>& inputs) {
+  const Graph& g = graph();
+  LibraryCall c;
+  c.op = n.op;
+  c.dtype = n.dtype;
+  c.shape = n.shape.dims();
+  for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+    const Node& in = g[n.inputs[k]];
+    c.inputs.push_back({in.dtype, in.shape.dims(), inputs[k].strides, inputs[k].offset});
+  }
+  c.axis = n.op == Op::Concat ? n.i0 : is_reduction(n.op) ? n.ints[0] : 0;
+  return c;
+}
+
+Device plan_device(const opt::Plan& p) {
+  const Graph& g = graph();
+  std::optional<Device> found;
+  auto see = [&](NodeId id) {
+    if (id == kNoNode || !g[id].evaluated()) return;
+    const Device d = g[id].storage->device;
+    if (d.kind == Device::Kind::cpu) return;
+    if (found && *found != d) {
+      runtime_error("aj: one evaluation reads arrays on " + found->str() + " and " + d.str() +
+                    "; move them to one device with .to(...)");
+    }
+    found = d;
+  };
+  for (const Step& st : p.schedule.steps) {
+    if (st.kind == Step::Kind::kernel) {
+      for (NodeId in : st.inputs) see(in);
+    } else {
+      for (NodeId in : g[st.node].inputs) see(in);
+    }
+  }
+  if (t_scope && t_scope->kind != Device::Kind::cpu) {
+    if (found && *found != *t_scope) {
+      runtime_error("aj: an evaluation under DeviceScope(" + t_scope->str() + ") reads arrays on " + found->str());
+    }
+    return *t_scope;
+  }
+  return found.value_or(Device::cpu());
+}
+
+void execute(const opt::Plan& p, Backend& target) {
+  const Schedule& s = p.schedule;
+  std::optional<OverlapCheck> check;
+  if (verify_enabled()) check.emplace(p);
+  for (std::size_t k = 0; k < s.steps.size(); ++k) {
+    const Step& st = s.steps[k];
+    std::vector<Span> reads;
+    if (check) reads = OverlapCheck::input_spans(st);
+    switch (st.kind) {
+      case Step::Kind::kernel:
+        run_kernel_step(p, k, target);
+        for (NodeId o : st.outputs) check_layout(s, o);
+        break;
+      case Step::Kind::view:
+        run_view_step(st.node);
+        check_layout(s, st.node);
+        break;
+      case Step::Kind::library:
+        if (!graph()[st.node].evaluated()) run_library_step(st.node, target);
+        check_layout(s, st.node);
+        break;
+    }
+    if (check) check->after_step(k, reads);
+  }
+}
+
+std::optional<Device> scope_device() { return t_scope; }
+void set_scope_device(std::optional<Device> d) { t_scope = d; }
+
+}  // namespace aj::exec

@@ -1,0 +1,43 @@
+// Library steps: the ops that are not Kernel IR (matmul, concatenate,
+// argmax/argmin) have whole-array algorithms of their own on every backend.
+// A LibraryCall describes one without graph nodes, as Kernel IR describes a
+// kernel: backends see this, never the graph.
+//
+// Rules:
+//  - The result has `shape` and `dtype` and is written contiguous, row-major.
+//  - Each operand is a strided view (elements: strides per axis of its own
+//    shape, offset) of an input buffer, in the order of the node's inputs.
+//  - MatMul: inputs are [batch..., m, k] and [batch..., k, n], batch axes
+//    already broadcast to the result's (stride 0 allowed).
+//  - Concat: inputs are written one after another along `axis`.
+//  - ArgMax/ArgMin: one input, reduced over `axis`; the result is i64.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "arrayjit/dtype.hpp"
+#include "base/op.hpp"
+
+namespace aj {
+
+struct LibraryOperand {
+  DType dtype = DType::f32;
+  std::vector<std::int64_t> shape, strides;
+  std::int64_t offset = 0;
+};
+
+struct LibraryCall {
+  Op op = Op::MatMul;
+  DType dtype = DType::f32;
+  std::vector<std::int64_t> shape;
+  std::vector<LibraryOperand> inputs;
+  std::int64_t axis = 0;
+};
+
+// Ops that run as library steps rather than inside kernels.
+constexpr bool is_library_op(Op op) {
+  return op_category(op) == OpCategory::Other || op == Op::ArgMax || op == Op::ArgMin;
+}
+
+}  // namespace aj

@@ -1,0 +1,141 @@
+// The optimizing pipeline, as a table of contents: simplify, (plan cache,)
+// fuse, assign buffers. The plan it returns is run by exec/execute.hpp.
+#include "opt/pipeline.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
+#include "base/log.hpp"
+#include "graph/dump.hpp"
+#include "opt/explain.hpp"
+#include "opt/passes/assign_buffers.hpp"
+#include "opt/passes/fuse.hpp"
+#include "opt/passes/simplify.hpp"
+#include "opt/plan_cache.hpp"
+#include "opt/verify.hpp"
+
+namespace aj::opt {
+
+namespace {
+
+std::set<std::string>& disabled_passes() {
+  static std::set<std::string> s = [] {
+    std::set<std::string> d;
+    if (const char* env = std::getenv("AJ_DISABLE_PASSES")) {
+      std::stringstream ss(env);
+      for (std::string name; std::getline(ss, name, ',');) d.insert(name);
+    }
+    return d;
+  }();
+  return s;
+}
+bool pass_enabled(const char* name) { return !disabled_passes().count(name); }
+
+// Whether any log channel is on, read once per evaluation: asking each
+// channel reads the environment every time, which a small call notices.
+bool g_logging = true;
+bool logging(const char* channel) { return g_logging && detail::log_enabled(channel); }
+
+// Runs one pass: `body(enabled)` does the work (a switched-off pass still
+// gets called, to produce the trivial result the next pass needs) and returns
+// a one-line summary. Times it; logs it on channel "passes", noting
+// "(unchanged)" when the graph text is the same after it; dumps the graph after
+// it on channel "graph"; verifies the graph after it when verification is on.
+template <class Body>
+void run_pass(const char* name, const std::vector<NodeId>& roots, Body&& body) {
+  const bool on = pass_enabled(name);
+  const bool show = logging("passes"), show_graph = logging("graph");
+  std::string before;
+  if (show || show_graph) before = dump_nodes(roots);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = show ? Clock::now() : Clock::time_point{};  // timed only when shown
+  const std::string summary = body(on);
+  const double ms = show ? std::chrono::duration<double, std::milli>(Clock::now() - t0).count() : 0.0;
+  if (verify_enabled()) verify(graph(), name);
+  if (show || show_graph) {
+    const std::string after = dump_nodes(roots);
+    const bool same = after == before;
+    char time[32];
+    std::snprintf(time, sizeof time, "%.3f ms", ms);
+    if (show) {
+      detail::log("passes", std::string(name) + (on ? "" : " (switched off)") + ": " + time +
+                                (summary.empty() ? "" : ", " + summary) + (same ? " (unchanged)" : ""));
+    }
+    if (show_graph) {
+      detail::log("graph", std::string("after ") + name + (same ? " (unchanged)\n" : ":\n" + after));
+    }
+  }
+}
+
+// A plan for the graph simplify left, from the plan cache (opt/plan_cache.hpp)
+// when an earlier evaluation had the same structure. With verification on, a
+// hit is checked against planning from scratch.
+bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, Plan* p) {
+  if (!plan_cache::enabled() || !disabled_passes().empty()) return false;
+  *key = &plan_cache::make_key(roots);
+  if (!plan_cache::lookup(**key, &p->schedule, &p->buffers)) return false;
+  if (logging("passes")) detail::log("passes", "plan cache: hit (fuse, assign_buffers skipped)");
+  if (verify_enabled()) {
+    verify(p->buffers, p->schedule, "plan_cache");
+    Schedule s = fuse(roots);
+    BufferPlan b = assign_buffers(s);
+    if (!plan_cache::same_plan(p->schedule, p->buffers, s, b)) {
+      internal_error("plan_cache: a stored plan differs from planning this graph from scratch");
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+// The table of contents: the passes, in order. `use_cache`: look the plan up
+// in (and add it to) the plan cache after simplify.
+Plan plan(const std::vector<NodeId>& roots, bool use_cache) {
+  g_logging = detail::log_any();
+  Plan p;
+  run_pass("simplify", roots, [&](bool on) {
+    if (on) simplify(roots);
+    return std::string();
+  });
+  const plan_cache::Key* key = nullptr;
+  if (use_cache && cached_plan(roots, &key, &p)) return p;
+  run_pass("fuse", roots, [&](bool on) {  // off: one kernel per op
+    p.schedule = fuse(roots, on);
+    return std::to_string(p.schedule.steps.size()) + " steps, " +
+           std::to_string(p.schedule.kernels()) + " kernels";
+  });
+  run_pass("assign_buffers", roots, [&](bool on) {  // off: no donation, a fresh buffer per value
+    p.buffers = on ? assign_buffers(p.schedule) : BufferPlan{};
+    if (verify_enabled()) verify(p.buffers, p.schedule, "assign_buffers");
+    if (logging("buffers")) detail::log("buffers", dump(p.buffers, p.schedule));
+    return std::to_string(p.buffers.bytes_used) + " bytes in slots, lower bound " +
+           std::to_string(p.buffers.lower_bound);
+  });
+  if (key) plan_cache::insert(*key, p.schedule, p.buffers);
+  return p;
+}
+
+std::string plan_text(const std::vector<NodeId>& roots) {
+  Plan p = plan(roots, false);
+  return describe_plan(p.schedule, p.buffers);
+}
+
+std::vector<Kernel> plan_kernels(const std::vector<NodeId>& roots) {
+  Plan p = plan(roots, false);
+  std::vector<Kernel> ks;
+  for (const Step& st : p.schedule.steps) {
+    if (st.kind == Step::Kind::kernel) ks.push_back(st.kernel);
+  }
+  return ks;
+}
+
+void set_pass_enabled(const std::string& name, bool enabled) {
+  if (enabled) disabled_passes().erase(name);
+  else disabled_passes().insert(name);
+  plan_cache::clear();  // plans made under other switches are not reused
+}
+
+}  // namespace aj::opt
