@@ -20,7 +20,7 @@
 #include <functional>
 #include <vector>
 
-#include "backends/cuda/cuda_api.hpp"
+#include "jit/cuda/cuda_api.hpp"
 #include "graph/graph.hpp"
 
 namespace {

@@ -18,7 +18,7 @@
 #include <memory>
 #include <vector>
 
-#include "backends/cuda/cuda_api.hpp"
+#include "jit/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_runtime.hpp"
 #include "bench/bench_util.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"

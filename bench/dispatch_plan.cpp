@@ -22,9 +22,9 @@
 #include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/kernel_interpreter.hpp"
 #include "graph/graph.hpp"
-#include "graph/passes/fuse.hpp"
+#include "opt/passes/fuse.hpp"
 #include "bench/bench_util.hpp"
-#include "graph/plan_cache.hpp"
+#include "opt/plan_cache.hpp"
 
 using ajbench::chain;
 using ajbench::median_us;
