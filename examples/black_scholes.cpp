@@ -21,9 +21,11 @@ constexpr int kOptions = 100000, kPaths = 1000000;
 // erfc from elementwise ops (Numerical Recipes' erfcc, a Chebyshev fit:
 // relative error below 1.2e-7 everywhere).
 Array erfc(const Array& x) {
+  const double c[] = {-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+                       0.27886807,  -1.13520398, 1.48851587, -0.82215223, 0.17087277};
   Array t = 1 / (1 + 0.5 * abs(x));
-  Array poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
-               t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  Array poly = full(t.shape(), c[9], t.dtype());  // Horner: c0 + t (c1 + t (c2 + ...))
+  for (int k = 8; k >= 0; --k) poly = c[k] + t * poly;
   Array tail = t * exp(-x * x + poly);
   return where(x >= 0, tail, 2 - tail);
 }

@@ -66,8 +66,8 @@ int main() {
   SHOW(sum(m, 0));  // column sums
   SHOW(block.colwise().sum());
   check("block read in place", values(m), row_major(block), 0);
+  const Eigen::RowVectorXd column_sums = block.colwise().sum();
   check("column sums against Eigen", values(sum(m, 0)),
-        [&] { Eigen::RowVectorXd s = block.colwise().sum(); return std::vector<double>(s.data(), s.data() + s.size()); }(),
-        1e-15, 1e-15);
+        std::vector<double>(column_sums.data(), column_sums.data() + column_sums.size()), 1e-15, 1e-15);
   return example::finish();
 }

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   write_pgm(path, count.to_vector<std::int32_t>());
   std::cout << "\nwrote " << path << " (" << kWidth << " x " << kHeight << " PGM)\n";
 
-  const std::vector<int> want = counts_by_hand(values(cr), values(linspace(kTop, kBottom, kHeight, DType::f64)));
+  const std::vector<int> want = counts_by_hand(values(cr), values(ci));
   const std::vector<double> got = values(count);
   double differ = 0, in_set_by_hand = 0, one_step_by_hand = 0, total_by_hand = 0;
   for (std::size_t i = 0; i < want.size(); ++i) {

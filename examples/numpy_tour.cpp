@@ -28,6 +28,7 @@ int main() {
   SHOW(eye(3, 4, 1));                // np.eye(3, 4, k=1)
   check("eye", values(eye(3, 4, 1)), {0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, 0);
   SHOW(full({2, 2}, 7, DType::i32)); // np.full((2, 2), 7, dtype=np.int32)
+  check("full", values(full({2, 2}, 7, DType::i32)), {7, 7, 7, 7}, 0);
   STEP(Array a = arange(12).reshape({3, 4}));  // a = np.arange(12).reshape(3, 4)
   SHOW(a);
   check("a", values(a), iota(12), 0);
@@ -97,6 +98,7 @@ int main() {
   check("broadcast_to", values(broadcast_to(col, {3, 4})),
         {100, 100, 100, 100, 200, 200, 200, 200, 300, 300, 300, 300}, 0);
   SHOW(expand_dims(row, 0).shape());  // row[None, :].shape
+  check("expand_dims shape", double(expand_dims(row, 0).shape() == Shape{1, 4}), 1, 0);
 
   std::cout << "\n# slices: Python's start:stop:step, one Slice per axis\n";
   SHOW(slice(a, {Slice(1, {}), Slice({}, {}, 2)}));  // a[1:, ::2]
@@ -113,8 +115,9 @@ int main() {
   std::vector<double> even_odd;
   for (int i = 0; i < 12; ++i) even_odd.push_back(i % 2 == 0 ? i : -i);
   check("where", values(where(a % 2 == 0, a, -a)), even_odd, 0);
-  check("concatenate", values(concatenate({a, t.T()}, 0)),
-        [] { auto v = iota(12), twice = v; twice.insert(twice.end(), v.begin(), v.end()); return twice; }(), 0);
+  std::vector<double> a_twice;
+  for (int i = 0; i < 24; ++i) a_twice.push_back(i % 12);
+  check("concatenate", values(concatenate({a, t.T()}, 0)), a_twice, 0);
   check("stack", values(stack({row, row * 2}, 1)), {10, 20, 20, 40, 30, 60, 40, 80}, 0);
   return example::finish();
 }

@@ -55,7 +55,7 @@ int main() {
   check("softmax [1, 2, 3]", values(exp(v) / sum(exp(v))),
         {0.09003057317038046, 0.24472847105479767, 0.6652409557748219}, 1e-6);
 
-  std::cout << "\n# softmax over the last axis of a batch, shifted by the row maximum so exp never overflows\n";
+  std::cout << "\n# softmax over the last axis of a batch, less the row maximum so exp never overflows\n";
   STEP(random::seed(17));
   STEP(Array x = random::normal({kRows, kCols}, 0, 3));
   STEP(Array shifted = x - max(x, -1, true));
