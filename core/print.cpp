@@ -7,7 +7,8 @@
 //                    [3.  4. ]]                 items, no prefix
 //
 // The trailer always names the dtype and the shape (C++ has no dtype a reader can
-// assume, and the shape is what a C++ reader most often checks); like NumPy's
+// assume, and the shape is what a C++ reader most often checks), and the device
+// when it is not the CPU (", device=cuda:0", as PyTorch prints); like NumPy's
 // "dtype=...)" it moves to a line of its own when the last line would pass the
 // line width. Empty arrays print "[]" whatever their shape, since the trailer
 // shows it.
@@ -251,43 +252,84 @@ class Layout {
  public:
   Layout(const Shape& shape, const PrintOptions& o, bool summarize, std::string separator)
       : shape_(shape), edge_(o.edgeitems), summarize_(summarize), separator_(std::move(separator)) {
-    strides_.assign(static_cast<std::size_t>(shape.ndim()), 1);
-    for (int d = shape.ndim() - 2; d >= 0; --d)
-      strides_[static_cast<std::size_t>(d)] =
-          strides_[static_cast<std::size_t>(d + 1)] * shape[d + 1];
+    const auto nd = static_cast<std::size_t>(shape.ndim());
+    corner_.assign(nd, 0);
+    strides_.assign(nd, 1);
+    for (int d = shape.ndim() - 1; d >= 0; --d) {
+      const auto du = static_cast<std::size_t>(d);
+      corner_[du] = cut(d) ? 2 * static_cast<std::int64_t>(edge_) : shape[d];
+      if (du + 1 < nd) strides_[du] = strides_[du + 1] * corner_[du + 1];
+    }
   }
 
-  // Whether axis `axis` shows "..." between its leading and trailing items.
-  bool elided(int axis) const {
-    return summarize_ && 2 * static_cast<std::int64_t>(edge_) < shape_[axis];
-  }
-
-  // Flat indices of the elements shown, in order: the values that fix the format.
-  // (An axis elided with edgeitems=0 lends them all, as NumPy's a[-0:] does.)
-  std::vector<std::int64_t> shown() const {
-    std::vector<std::int64_t> out;
-    collect(0, 0, out);
+  // The values printing shows, row-major over the corner of the array that
+  // keeps the leading and trailing items of each elided axis (NumPy's
+  // _leading_trailing): they alone fix the format. The rest is never copied, so
+  // a summarized 10^8-element array prints at once.
+  template <class T>
+  std::vector<T> read(const Array& a, const Loc& loc) const {
+    std::vector<int> cut_axes;
+    for (int d = 0; d < shape_.ndim(); ++d)
+      if (cut(d)) cut_axes.push_back(d);
+    if (cut_axes.empty()) return a.to_vector<T>(loc);
+    a.eval(loc);  // then every corner block is a view of its storage
+    const Array host = a.device().kind == Device::Kind::cpu ? a : a.to(Device::cpu(), loc);
+    std::int64_t total = 1;
+    for (auto n : corner_) total *= n;
+    std::vector<T> out(static_cast<std::size_t>(total));
+    for (unsigned mask = 0; mask < (1u << cut_axes.size()); ++mask) {  // each block: leading
+      Array block = host;                                                // or trailing per axis
+      std::int64_t base = 0;
+      for (std::size_t k = 0; k < cut_axes.size(); ++k) {
+        const int d = cut_axes[k];
+        const bool trailing = (mask >> k) & 1u;
+        const std::int64_t start = trailing ? shape_[d] - edge_ : 0;
+        block = slice(block, d, start, start + edge_, 1, loc);
+        if (trailing) base += edge_ * strides_[static_cast<std::size_t>(d)];
+      }
+      scatter(block.to_vector<T>(loc), block.shape(), base, out);
+    }
     return out;
   }
 
-  // Text of the array whose elements `cell` writes, for a first line that
-  // starts after `prefix` and lines of `width` characters.
+  // Text of the array whose corner elements `cell` writes, for a first line
+  // that starts after `prefix` and lines of `width` characters.
   template <class Cell>
   std::string text(const Cell& cell, std::size_t prefix, int width) const {
     return recurse(cell, 0, 0, std::string(prefix + 1, ' '), width);
   }
 
  private:
-  void collect(int axis, std::int64_t flat, std::vector<std::int64_t>& out) const {
-    if (axis == shape_.ndim()) {
-      out.push_back(flat);
-      return;
-    }
-    const std::int64_t n = shape_[axis], stride = strides_[static_cast<std::size_t>(axis)];
-    const bool cut = elided(axis) && edge_ > 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (cut && i == edge_) i = n - edge_;
-      collect(axis + 1, flat + i * stride, out);
+  // Whether axis `axis` shows "..." between its leading and trailing items.
+  bool elided(int axis) const {
+    return summarize_ && 2 * static_cast<std::int64_t>(edge_) < shape_[axis];
+  }
+  // Whether the corner drops the middle of the axis. (With edgeitems=0 NumPy
+  // formats by the whole axis, its a[-0:], yet shows only the last item.)
+  bool cut(int axis) const { return elided(axis) && edge_ > 0; }
+
+  // Offset in the corner of item `i` of the full axis `axis`.
+  std::int64_t offset(int axis, std::int64_t i) const {
+    const std::int64_t n = shape_[axis];
+    if (cut(axis) && i >= n - edge_) i -= n - 2 * static_cast<std::int64_t>(edge_);
+    return i * strides_[static_cast<std::size_t>(axis)];
+  }
+
+  // Writes a row-major block of shape `block` into the corner from `base` on.
+  template <class T>
+  void scatter(const std::vector<T>& values, const Shape& block, std::int64_t base,
+               std::vector<T>& out) const {
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(block.ndim()), 0);
+    std::int64_t at = base;
+    for (const T& v : values) {
+      out[static_cast<std::size_t>(at)] = v;
+      for (int d = block.ndim() - 1; d >= 0; --d) {
+        const auto du = static_cast<std::size_t>(d);
+        at += strides_[du];
+        if (++idx[du] < block[d]) break;
+        at -= strides_[du] * block[d];
+        idx[du] = 0;
+      }
     }
   }
 
@@ -313,12 +355,12 @@ class Layout {
                       int width) const {
     const int left = shape_.ndim() - axis;
     if (left == 0) return cell(flat);
-    const std::int64_t n = shape_[axis], stride = strides_[static_cast<std::size_t>(axis)];
+    const std::int64_t n = shape_[axis];
     const bool elide = elided(axis);
     const std::int64_t leading = elide ? edge_ : 0, trailing = elide ? edge_ : n;
     // Items of the next axis indent one more and lose a column to the "]".
     auto item = [&](std::int64_t i) {
-      return recurse(cell, axis + 1, flat + i * stride, indent + " ", width - 1);
+      return recurse(cell, axis + 1, flat + offset(axis, i), indent + " ", width - 1);
     };
     const std::string sep_end = rstrip(separator_);
     std::string s;
@@ -350,7 +392,8 @@ class Layout {
   }
 
   Shape shape_;  // a copy: reading the values may replace the array's node
-  std::vector<std::int64_t> strides_;
+  std::vector<std::int64_t> corner_;   // extents of the corner read
+  std::vector<std::int64_t> strides_;  // row-major strides of the corner
   int edge_;
   bool summarize_;
   std::string separator_;
@@ -362,18 +405,15 @@ std::string format_values(const Array& a, const std::string& separator, std::siz
                           int linewidth, const PrintOptions& o, const Loc& loc) {
   if (a.size() == 0) return "[]";
   const DType t = a.dtype();
-  Layout layout(a.shape(), o, a.size() > o.threshold, separator);
-  const std::vector<std::int64_t> shown = layout.shown();
+  const Layout layout(a.shape(), o, a.size() > o.threshold, separator);
   if (is_float(t)) {
-    const std::vector<double> v = a.to_vector<double>(loc);  // f32 widens exactly
-    std::vector<double> shown_values;
-    for (auto i : shown) shown_values.push_back(v[static_cast<std::size_t>(i)]);
-    FloatFormat format(shown_values, t == DType::f32, o);
-    return layout.text([&](std::int64_t i) { return format(v[static_cast<std::size_t>(i)]); },
-                       prefix, linewidth);
+    const std::vector<double> v = layout.read<double>(a, loc);  // f32 widens exactly
+    const FloatFormat format(v, t == DType::f32, o);
+    auto cell = [&](std::int64_t i) { return format(v[static_cast<std::size_t>(i)]); };
+    return layout.text(cell, prefix, linewidth);
   }
   // i64 values beyond 2^53 would round through double: read integers exactly.
-  const std::vector<std::int64_t> v = a.to_vector<std::int64_t>(loc);
+  const std::vector<std::int64_t> v = layout.read<std::int64_t>(a, loc);
   auto at = [&](std::int64_t i) { return v[static_cast<std::size_t>(i)]; };
   if (t == DType::bool_) {
     const std::string true_text = a.ndim() == 0 ? "True" : " True";  // as wide as "False"
@@ -381,7 +421,7 @@ std::string format_values(const Array& a, const std::string& separator, std::siz
     return layout.text(cell, prefix, linewidth);
   }
   std::size_t width = 0;
-  for (auto i : shown) width = std::max(width, std::to_string(at(i)).size());
+  for (auto x : v) width = std::max(width, std::to_string(x).size());
   auto cell = [&](std::int64_t i) {
     std::string c = std::to_string(at(i));
     return std::string(width - c.size(), ' ') + c;
@@ -427,8 +467,9 @@ std::ostream& operator<<(std::ostream& os, const Array& a) {
   // As NumPy's repr: the "," after the values costs the last line one column.
   const std::string text =
       prefix + format_values(a, ", ", prefix.size(), o.linewidth - 1, o, Loc::current()) + ",";
-  const std::string trailer =
-      "dtype=" + std::string(dtype_name(a.dtype())) + ", shape=" + a.shape().str() + ")";
+  std::string trailer = "dtype=" + std::string(dtype_name(a.dtype())) + ", shape=" + a.shape().str();
+  if (a.device().kind != Device::Kind::cpu) trailer += ", device=" + a.device().str();
+  trailer += ")";
   const std::size_t last_line = text.size() - (text.rfind('\n') + 1);  // npos + 1 == 0
   const bool own_line = last_line + trailer.size() + 1 > static_cast<std::size_t>(o.linewidth);
   return os << text << (own_line ? "\n" + std::string(prefix.size(), ' ') : " ") << trailer;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -282,6 +283,52 @@ TEST_CASE("print options are process-wide and safe to set and read from several 
   CHECK_FALSE(torn);
   CHECK(same(aj::printoptions(), a));  // the last set wins, in every thread
   aj::set_printoptions(saved);
+}
+
+TEST_CASE("summarized views and lazy arrays print their corners as NumPy does") {
+  // Only the corners are read (through views of the evaluated array): the
+  // element order must still be the view's, for transposes and reversed, strided slices.
+  aj::Array x = aj::reshape(aj::arange(5000), {100, 50});
+  aj::Array y = aj::transpose(x) * 2;
+  CHECK_FALSE(y.is_evaluated());
+  CHECK(str(y) ==
+        "array([[   0,  100,  200, ..., 9700, 9800, 9900],\n"
+        "       [   2,  102,  202, ..., 9702, 9802, 9902],\n"
+        "       [   4,  104,  204, ..., 9704, 9804, 9904],\n"
+        "       ...,\n"
+        "       [  94,  194,  294, ..., 9794, 9894, 9994],\n"
+        "       [  96,  196,  296, ..., 9796, 9896, 9996],\n"
+        "       [  98,  198,  298, ..., 9798, 9898, 9998]],\n"
+        "      dtype=i64, shape=[50, 100])");
+  CHECK(y.is_evaluated());
+
+  // np.arange(8000).reshape(20, 20, 20).astype(np.float32)[::-1, :, ::2] / 4, edgeitems=1
+  aj::Array cube = aj::reshape(aj::arange(8000), {20, 20, 20}).astype(DType::f32) / 4;
+  aj::Array v = aj::slice(aj::slice(cube, 0, std::nullopt, std::nullopt, -1), 2, std::nullopt,
+                          std::nullopt, 2);
+  aj::ScopedPrintOptions edge1({.edgeitems = 1});
+  CHECK(aj::array2string(v) ==
+        "[[[1900.  ... 1904.5]\n  ...\n  [1995.  ... 1999.5]]\n\n ...\n\n"
+        " [[   0.  ...    4.5]\n  ...\n  [  95.  ...   99.5]]]");
+  CHECK(str(v) ==
+        "array([[[1900. , ..., 1904.5],\n        ...,\n        [1995. , ..., 1999.5]],\n\n"
+        "       ...,\n\n       [[   0. , ...,    4.5],\n        ...,\n"
+        "        [  95. , ...,   99.5]]], dtype=f32, shape=[20, 20, 10])");
+}
+
+TEST_CASE("a CUDA array prints its values as the same array on the CPU, and names its device") {
+  if (!aj::cuda::available()) {
+    MESSAGE("no GPU: " << aj::cuda::unavailable_reason() << ": skipped");
+    return;
+  }
+  aj::Array host = aj::reshape(aj::arange(6000), {60, 100}).astype(DType::f32) / 8;  // summarized
+  aj::Array dev = host.to(aj::Device::cuda(0));
+  CHECK(aj::array2string(dev) == aj::array2string(host));
+  const std::string text = str(dev);
+  CHECK(text.rfind("dtype=f32, shape=[60, 100], device=cuda:0)") ==
+        text.size() - std::string("dtype=f32, shape=[60, 100], device=cuda:0)").size());
+  aj::Array small = aj::from_vector(std::vector<double>{0.5, -1.0}).to(aj::Device::cuda(0));
+  CHECK(str(small) == "array([ 0.5, -1. ], dtype=f64, shape=[2], device=cuda:0)");
 }
 
 // ---- dtype, shape ---------------------------------------------------------------------------
