@@ -9,6 +9,7 @@
 #include "arrayjit/explain.hpp"
 #include "arrayjit/jit.hpp"
 #include "arrayjit/memory.hpp"
+#include "arrayjit/print.hpp"
 #include "arrayjit/stats.hpp"
 
 namespace aj {
