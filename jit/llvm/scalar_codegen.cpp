@@ -1,5 +1,6 @@
 #include "jit/llvm/scalar_codegen.hpp"
 
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -52,13 +53,75 @@ Value* ScalarCodegen::pure_call(const std::string& name, llvm::Type* ret,
   return call;
 }
 
-// SLEEF's scalar functions (1.0-ulp "u10" variants); math_library.cpp maps
-// them to SLEEF's vector functions for the loop vectorizer.
+// SLEEF's scalar functions (the variants sleef_variant names); math_library.cpp
+// maps them to SLEEF's vector functions for the loop vectorizer.
+//
+// SLEEF 3.5 is wrong at three range edges (tests/test_jit_math_edges.cpp finds
+// them against libm): f64 exp and pow return +inf once the exponent passes
+// 709.78271114955743, 1.7e-6 short of log(DBL_MAX), so results in the top
+// 1.7e-6 below DBL_MAX overflow (exp(709.782712893384), pow(DBL_MAX, 1));
+// log1p returns +inf above 1e307 (f64) / 1e38 (f32). The kernel moves those
+// inputs to where SLEEF is right and corrects the result with selects, not
+// branches, so the loops still vectorize:
+//   exp(x)   = exp(x/2)^2                       (x > 709: 2.5 ulp)
+//   pow(x,y) = pow(x, y -+ 1) * or / x          (integer y, result may pass 2^1000: 1.5 ulp)
+//            = pow(|x|, y/2)^2, sign restored   (other y: 2.5 ulp; may round to +inf
+//                                                within 2 ulp of DBL_MAX)
+//   log1p(x) = log1p(x * 2^-64) + 64 ln 2       (x > 1e306 / 1e37: 1 + x == x there)
 Value* ScalarCodegen::math(const char* name, Value* x, Value* y) {
-  const bool f32 = x->getType()->isFloatTy();
-  std::string fn = std::string("Sleef_") + name + (f32 ? "f" : "") + "_" + sleef_variant(name);
-  if (y) return pure_call(fn, x->getType(), {x, y});
-  return pure_call(fn, x->getType(), {x});
+  llvm::Type* t = x->getType();
+  const bool f32 = t->isFloatTy();
+  const std::string n = name;
+  std::string fn = "Sleef_" + n + (f32 ? "f" : "") + "_" + sleef_variant(name);
+  auto k = [&](double v) { return llvm::ConstantFP::get(t, v); };
+  auto call = [&](Value* a, Value* b) {
+    return b ? pure_call(fn, t, {a, b}) : pure_call(fn, t, {a});
+  };
+  if (n == "exp" && !f32) {
+    Value* big = b_.CreateFCmpOGT(x, k(709.0));
+    Value* r = call(b_.CreateSelect(big, b_.CreateFMul(x, k(0.5)), x), nullptr);
+    return b_.CreateSelect(big, b_.CreateFMul(r, r), r);
+  }
+  if (n == "log1p") {
+    Value* big = b_.CreateFCmpOGT(x, k(f32 ? 1e37 : 1e306));
+    Value* r = call(b_.CreateSelect(big, b_.CreateFMul(x, k(0x1p-64)), x), nullptr);
+    return b_.CreateSelect(big, b_.CreateFAdd(r, k(64 * 0.69314718055994530942)), r);
+  }
+  if (n == "pow" && !f32) {
+    // big: |x| finite and non-zero, and y * log2|x| may pass 1000. log2|x| lies
+    // in [e, e + 1) for the exponent e (subnormals: take -1075, an over-estimate
+    // of the magnitude), so the larger of y*e, y*(e+1) bounds it from above;
+    // where big, y * log2|x| >= 0, so no rewrite below can underflow.
+    llvm::Type* it = b_.getInt64Ty();
+    Value* field = b_.CreateAnd(b_.CreateLShr(b_.CreateBitCast(x, it), 52), 0x7ff);
+    Value* e = b_.CreateSIToFP(b_.CreateSub(field, b_.getInt64(1023)), t);
+    e = b_.CreateSelect(b_.CreateICmpEQ(field, b_.getInt64(0)), k(-1075.0), e);
+    Value* ye = b_.CreateFMul(y, e);
+    Value* ye1 = b_.CreateFMul(y, b_.CreateFAdd(e, k(1.0)));
+    Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+    Value* big = b_.CreateAnd(b_.CreateAnd(b_.CreateFCmpOLT(ax, k(INFINITY)), b_.CreateFCmpOGT(ax, k(0.0))),
+                              b_.CreateOr(b_.CreateFCmpOGT(ye, k(1000.0)), b_.CreateFCmpOGT(ye1, k(1000.0))));
+    // An integer y below 2^53: one step of y toward 0 (exact), then one exact
+    // multiplication or division by x: pow(x, y) = pow(x, y - 1) * x = pow(x, y + 1) / x,
+    // within 1.5 ulp and exact where pow(x, y -+ 1) is (pow(DBL_MAX, 1) == DBL_MAX).
+    // Any other y: pow(|x|, y/2)^2 (2.5 ulp), its sign restored.
+    auto trunc = [&](Value* v) { return b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, v); };
+    Value* half_y = b_.CreateFMul(y, k(0.5));
+    Value* integral = b_.CreateFCmpOEQ(trunc(y), y);
+    Value* stepped = b_.CreateAnd(big, b_.CreateAnd(integral, b_.CreateFCmpOLT(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, y), k(0x1p53))));
+    Value* squared = b_.CreateAnd(big, b_.CreateNot(stepped));
+    Value* up = b_.CreateFCmpOGT(y, k(0.0));
+    Value* y_step = b_.CreateFSub(y, b_.CreateSelect(up, k(1.0), k(-1.0)));
+    Value* r = call(b_.CreateSelect(squared, ax, x),
+                    b_.CreateSelect(stepped, y_step, b_.CreateSelect(squared, half_y, y)));
+    Value* back = b_.CreateSelect(up, b_.CreateFMul(r, x), b_.CreateFDiv(r, x));
+    r = b_.CreateSelect(stepped, back, b_.CreateSelect(squared, b_.CreateFMul(r, r), r));
+    // Squared with a negative base: odd integers (none below 2^53 get here)
+    // would be negative, non-integer powers are NaN.
+    Value* neg = b_.CreateAnd(squared, b_.CreateFCmpOLT(x, k(0.0)));
+    return b_.CreateSelect(b_.CreateAnd(neg, b_.CreateNot(integral)), k(NAN), r);
+  }
+  return call(x, y);
 }
 
 Value* ScalarCodegen::generate(Op op, DType t, Value* scalars, Value* i) {
