@@ -178,7 +178,7 @@ template <class T> void random_cases(int count, unsigned seed) {
 template <class T> void large_cases(unsigned seed) {
   std::mt19937_64 rng(seed);
   struct Case { std::vector<I64> batch; I64 M, N, K; };
-  const Case cases[] = {{{}, 70, 300, 200}, {{8}, 40, 40, 40}, {{3, 2}, 33, 65, 130}, {{3}, 1, 513, 257}, {{}, 129, 1, 300}};
+  const Case cases[] = {{{}, 70, 300, 200}, {{2}, 300, 20, 64}, {{8}, 40, 40, 40}, {{3, 2}, 33, 65, 130}, {{3}, 1, 513, 257}, {{}, 129, 1, 300}};
   for (const Case& c : cases) {
     for (int threads : {1, 2}) {
       for (int rep = 0; rep < 3; ++rep) {  // random layouts each time

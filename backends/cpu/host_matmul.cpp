@@ -1,7 +1,6 @@
 #include "backends/cpu/host_matmul.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <climits>
 #include <cstring>
 #include <memory>
@@ -20,6 +19,7 @@ void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float a
 void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha,
                  const double* a, int lda, const double* b, int ldb, double beta, double* c, int ldc);
 void openblas_set_num_threads(int n);
+int openblas_get_num_threads(void);
 char* openblas_get_config(void);
 char* openblas_get_corename(void);
 }
@@ -33,10 +33,9 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 // Below this many multiply-adds a loop runs on the calling thread (as the JIT's
 // kernels: waking a worker costs more than it saves).
 constexpr std::int64_t kParallelWork = std::int64_t{1} << 18;
-// A float matmul whose single product is below this many multiply-adds, with at
-// least as many batches as threads, is split over batches (one BLAS thread
-// each) instead of handing each small product to the BLAS's threads in turn.
-constexpr std::int64_t kSmallGemm = std::int64_t{1} << 21;
+// The fewest rows (columns) of C in one block of a product split over threads:
+// below this the BLAS's micro-kernel tiles run mostly empty.
+constexpr std::int64_t kMinBlock = 16;
 
 // The problem with extent-1 batch axes dropped: batch axes outermost first,
 // each with its element stride in A, B and C.
@@ -221,16 +220,18 @@ void loop_matmul(Problem p, const U* A, const U* B, U* C, int threads) {
 
 // ---- f32/f64 through the BLAS ------------------------------------------------
 
-void set_blas_threads(int n) {
-  static std::atomic<int> current{-1};
-  if (current.exchange(n) != n) openblas_set_num_threads(n);
+// OpenBLAS's thread count is one global: read it back each time rather than
+// remember it, since the application (or NumPy in the same process) may set it.
+void single_threaded_blas() {
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 
-void gemm(int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c) {
-  cblas_sgemm(kRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+void gemm(int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
+  cblas_sgemm(kRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
-void gemm(int ta, int tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c) {
-  cblas_dgemm(kRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
+void gemm(int ta, int tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c,
+          int ldc) {
+  cblas_dgemm(kRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 bool fits_int(std::int64_t x) { return x <= INT_MAX; }
@@ -264,39 +265,68 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads) {
   if (!va.ok) {
     a_packed = pack(A, p.batch, p.a_batch, p.M, p.K, p.a_rs, p.a_cs);
     A = a_packed.get();
+    p.a_rs = p.K, p.a_cs = 1;
     va = {true, kNoTrans, static_cast<int>(std::max<std::int64_t>(1, p.K))};
   }
   BlasView vb = blas_view(p.K, p.N, p.b_rs, p.b_cs);
   if (!vb.ok) {
     b_packed = pack(B, p.batch, p.b_batch, p.K, p.N, p.b_rs, p.b_cs);
     B = b_packed.get();
+    p.b_rs = p.N, p.b_cs = 1;
     vb = {true, kNoTrans, static_cast<int>(std::max<std::int64_t>(1, p.N))};
+  }
+  // Threads are ours, not the BLAS's: each product is cut into row (or, for a
+  // wide one, column) blocks that are independent single-threaded gemms, and
+  // the blocks of all batches go to the host pool. Measured on a busy 2-core
+  // machine (bench/README.md), OpenBLAS's own threads meet at a barrier many
+  // times per call and wait for a descheduled partner each time; the pool's
+  // caller takes blocks itself, so a late worker costs nothing. The BLAS's
+  // workers also never spin beside the JIT's kernels.
+  const std::int64_t batches = p.batches();
+  const double work = static_cast<double>(batches) * static_cast<double>(p.M) * static_cast<double>(p.N) *
+                      static_cast<double>(p.K);
+  const bool parallel = threads > 1 && work >= static_cast<double>(kParallelWork);
+  const bool by_rows = p.M >= p.N;
+  const std::int64_t extent = by_rows ? p.M : p.N;
+  std::int64_t parts = 1;
+  if (parallel && batches < 4 * threads) {
+    const std::int64_t want = (4 * threads + batches - 1) / batches;
+    parts = std::max<std::int64_t>(1, std::min(want, extent / kMinBlock));
   }
   struct Ctx {
     const Problem* p;
     BlasView va, vb;
     const T *A, *B;
     T* C;
-  } ctx{&p, va, vb, A, B, C};
+    std::int64_t parts;
+    bool by_rows;
+  } ctx{&p, va, vb, A, B, C, parts, by_rows};
   auto run = [](const void* vctx, std::int64_t lo, std::int64_t hi) {
     const Ctx& c = *static_cast<const Ctx*>(vctx);
     const Problem& q = *c.p;
-    for (std::int64_t bi = lo; bi < hi; ++bi) {
+    const std::int64_t extent = c.by_rows ? q.M : q.N;
+    for (std::int64_t u = lo; u < hi; ++u) {
+      const std::int64_t part = u % c.parts, b0 = extent * part / c.parts, b1 = extent * (part + 1) / c.parts;
       std::int64_t ao, bo, co;
-      q.offsets(bi, ao, bo, co);
-      gemm(c.va.trans, c.vb.trans, static_cast<int>(q.M), static_cast<int>(q.N), static_cast<int>(q.K), c.A + ao,
-           c.va.ld, c.B + bo, c.vb.ld, c.C + co);
+      q.offsets(u / c.parts, ao, bo, co);
+      if (c.by_rows) {
+        ao += b0 * q.a_rs;
+        co += b0 * q.N;
+      } else {
+        bo += b0 * q.b_cs;
+        co += b0;
+      }
+      const std::int64_t m = c.by_rows ? b1 - b0 : q.M, n = c.by_rows ? q.N : b1 - b0;
+      gemm(c.va.trans, c.vb.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(q.K), c.A + ao, c.va.ld,
+           c.B + bo, c.vb.ld, c.C + co, static_cast<int>(q.N));
     }
   };
-  const std::int64_t batches = p.batches();
-  const double one = static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K);
-  if (threads > 1 && batches >= threads && one < static_cast<double>(kSmallGemm) &&
-      one * static_cast<double>(batches) >= static_cast<double>(kParallelWork)) {
-    set_blas_threads(1);
-    parallel_chunks(run, &ctx, batches, batches, threads);
+  single_threaded_blas();
+  const std::int64_t units = batches * parts;
+  if (parallel && units > 1) {
+    parallel_chunks(run, &ctx, units, units, threads);
   } else {
-    set_blas_threads(threads);
-    run(&ctx, 0, batches);
+    run(&ctx, 0, units);
   }
 }
 
