@@ -1,0 +1,368 @@
+#include "backends/cpu/host_matmul.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "arrayjit/error.hpp"
+#include "backends/cpu/thread_pool.hpp"
+
+// The OpenBLAS entry points used, declared here rather than through a cblas.h:
+// Debian puts the reference, OpenBLAS and BLIS cblas.h behind alternatives, and
+// these declarations are OpenBLAS's ABI whichever one the system picked
+// (blasint is int: Debian's libopenblas0 is the LP64 build).
+extern "C" {
+void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
+                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha,
+                 const double* a, int lda, const double* b, int ldb, double beta, double* c, int ldc);
+void openblas_set_num_threads(int n);
+int openblas_get_num_threads(void);
+char* openblas_get_config(void);
+char* openblas_get_corename(void);
+}
+
+namespace aj::cpu {
+
+namespace {
+
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+
+// Below this many multiply-adds a loop runs on the calling thread (as the JIT's
+// kernels: waking a worker costs more than it saves).
+constexpr std::int64_t kParallelWork = std::int64_t{1} << 18;
+// The fewest rows (columns) of C in one block of a product split over threads:
+// below this the BLAS's micro-kernel tiles run mostly empty.
+constexpr std::int64_t kMinBlock = 16;
+
+// The problem with extent-1 batch axes dropped: batch axes outermost first,
+// each with its element stride in A, B and C.
+struct Problem {
+  std::vector<std::int64_t> batch, a_batch, b_batch, c_batch;
+  std::int64_t M = 0, N = 0, K = 0;
+  std::int64_t a_rs = 0, a_cs = 0, b_rs = 0, b_cs = 0;  // A's M and K strides, B's K and N strides
+
+  std::int64_t batches() const {
+    std::int64_t n = 1;
+    for (std::int64_t e : batch) n *= e;
+    return n;
+  }
+  // Element offsets of batch number `flat` (row-major over `batch`).
+  void offsets(std::int64_t flat, std::int64_t& ao, std::int64_t& bo, std::int64_t& co) const {
+    ao = bo = co = 0;
+    for (std::size_t i = batch.size(); i-- > 0;) {
+      const std::int64_t j = flat % batch[i];
+      flat /= batch[i];
+      ao += j * a_batch[i];
+      bo += j * b_batch[i];
+      co += j * c_batch[i];
+    }
+  }
+};
+
+Problem make_problem(const std::vector<std::int64_t>& out, std::int64_t K, const StridedOperand& a,
+                     const StridedOperand& b) {
+  const std::size_t r = out.size();
+  if (r < 2 || a.strides.size() != r || b.strides.size() != r || K < 0 ||
+      std::any_of(out.begin(), out.end(), [](std::int64_t e) { return e < 0; })) {
+    internal_error("host matmul: " + std::to_string(r) + "-d output with " + std::to_string(a.strides.size()) +
+                   " and " + std::to_string(b.strides.size()) + " operand strides, K = " + std::to_string(K) +
+                   " (operand strides are one per output axis, extents >= 0)");
+  }
+  Problem p;
+  p.M = out[r - 2];
+  p.N = out[r - 1];
+  p.K = K;
+  p.a_rs = a.strides[r - 2];
+  p.a_cs = a.strides[r - 1];
+  p.b_rs = b.strides[r - 2];
+  p.b_cs = b.strides[r - 1];
+  std::int64_t c_stride = p.M * p.N;
+  for (std::size_t i = r - 2; i-- > 0;) {
+    if (out[i] == 1) continue;
+    p.batch.insert(p.batch.begin(), out[i]);
+    p.a_batch.insert(p.a_batch.begin(), a.strides[i]);
+    p.b_batch.insert(p.b_batch.begin(), b.strides[i]);
+    p.c_batch.insert(p.c_batch.begin(), c_stride);
+    c_stride *= out[i];
+  }
+  // Fold the innermost batch axes into M while B stays the same matrix along
+  // them and A's rows continue evenly into the next batch: x[b, s, d] @ W[d, h]
+  // is one [b * s, d] @ [d, h] product (C is contiguous, so its rows continue).
+  while (!p.batch.empty() && p.b_batch.back() == 0) {
+    const std::int64_t step = p.a_batch.back();
+    if (p.M == 1) {
+      p.a_rs = step;  // one row: its stride was never used
+    } else if (step != p.M * p.a_rs) {
+      break;
+    }
+    p.M *= p.batch.back();
+    p.batch.pop_back();
+    p.a_batch.pop_back();
+    p.b_batch.pop_back();
+    p.c_batch.pop_back();
+  }
+  return p;
+}
+
+// Copy one operand's matrices (rows x cols, strides rs/cs) into a contiguous
+// buffer, each distinct matrix once: batch axes the operand is broadcast along
+// (stride 0) keep stride 0. `batch_strides` is replaced by the buffer's.
+template <class U>
+std::unique_ptr<U[]> pack(const U* src, const std::vector<std::int64_t>& batch, std::vector<std::int64_t>& batch_strides,
+                          std::int64_t rows, std::int64_t cols, std::int64_t rs, std::int64_t cs) {
+  std::vector<std::int64_t> packed(batch.size(), 0);
+  std::int64_t matrices = 1;
+  for (std::size_t i = batch.size(); i-- > 0;) {
+    if (batch_strides[i] == 0) continue;
+    packed[i] = matrices * rows * cols;
+    matrices *= batch[i];
+  }
+  auto dst = std::make_unique<U[]>(static_cast<std::size_t>(matrices * rows * cols));
+  // Walk every batch index; a broadcast one lands on an already-copied matrix.
+  std::int64_t total = 1;
+  for (std::int64_t e : batch) total *= e;
+  for (std::int64_t flat = 0; flat < total; ++flat) {
+    std::int64_t f = flat, so = 0, po = 0;
+    bool repeat = false;
+    for (std::size_t i = batch.size(); i-- > 0;) {
+      const std::int64_t j = f % batch[i];
+      f /= batch[i];
+      if (batch_strides[i] == 0 && j > 0) repeat = true;
+      so += j * batch_strides[i];
+      po += j * packed[i];
+    }
+    if (repeat) continue;
+    for (std::int64_t i = 0; i < rows; ++i) {
+      U* d = dst.get() + po + i * cols;
+      const U* s = src + so + i * rs;
+      for (std::int64_t j = 0; j < cols; ++j) d[j] = s[j * cs];
+    }
+  }
+  batch_strides = packed;
+  return dst;
+}
+
+// ---- integers, bool, and floats too large for the BLAS's int dimensions -----
+
+// C rows [m0, m1) of one batch. B has unit stride along N. Blocked so a
+// KB x NB block of B stays in L2 while every row of the range passes over it;
+// the inner loop is a contiguous multiply-add the compiler vectorizes.
+// Integers compute in the unsigned type of the same width: two's-complement
+// wrapping without undefined behaviour, and the same bits whatever the order
+// of the sum. bool (as uint8_t 0/1) is OR of ANDs.
+template <class U>
+void rows_kernel(const U* A, std::int64_t a_rs, std::int64_t a_cs, const U* B, std::int64_t b_rs, U* C,
+                 std::int64_t m0, std::int64_t m1, std::int64_t N, std::int64_t K) {
+  constexpr std::int64_t KB = 128, NB = 256;
+  constexpr bool is_bool = std::is_same_v<U, std::uint8_t>;
+  constexpr bool is_int = !std::is_floating_point_v<U>;
+  for (std::int64_t m = m0; m < m1; ++m) std::fill(C + m * N, C + (m + 1) * N, U{0});
+  for (std::int64_t n0 = 0; n0 < N; n0 += NB) {
+    const std::int64_t nn = std::min(NB, N - n0);
+    for (std::int64_t k0 = 0; k0 < K; k0 += KB) {
+      const std::int64_t k1 = std::min(K, k0 + KB);
+      for (std::int64_t m = m0; m < m1; ++m) {
+        U* __restrict crow = C + m * N + n0;
+        for (std::int64_t k = k0; k < k1; ++k) {
+          const U x = A[m * a_rs + k * a_cs];
+          if constexpr (is_int) {
+            if (x == 0) continue;  // (floats must not skip: 0 * inf is NaN)
+          }
+          const U* __restrict brow = B + k * b_rs + n0;
+          if constexpr (is_bool) {
+            for (std::int64_t n = 0; n < nn; ++n) crow[n] |= brow[n];
+          } else {
+            for (std::int64_t n = 0; n < nn; ++n) crow[n] += x * brow[n];
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class U>
+void loop_matmul(Problem p, const U* A, const U* B, U* C, int threads) {
+  std::unique_ptr<U[]> b_packed;
+  if (p.b_cs != 1 && p.N > 1) {
+    b_packed = pack(B, p.batch, p.b_batch, p.K, p.N, p.b_rs, p.b_cs);
+    B = b_packed.get();
+    p.b_rs = p.N;
+  }
+  struct Ctx {
+    const Problem* p;
+    const U *A, *B;
+    U* C;
+  } ctx{&p, A, B, C};
+  // Units are (batch, row) pairs, so a batch of many small products and one
+  // tall product both split evenly.
+  auto run = [](const void* vctx, std::int64_t lo, std::int64_t hi) {
+    const Ctx& c = *static_cast<const Ctx*>(vctx);
+    const Problem& q = *c.p;
+    while (lo < hi) {
+      const std::int64_t bi = lo / q.M, m0 = lo % q.M, m1 = std::min(q.M, m0 + (hi - lo));
+      std::int64_t ao, bo, co;
+      q.offsets(bi, ao, bo, co);
+      rows_kernel(c.A + ao, q.a_rs, q.a_cs, c.B + bo, q.b_rs, c.C + co, m0, m1, q.N, q.K);
+      lo += m1 - m0;
+    }
+  };
+  const std::int64_t units = p.batches() * p.M;
+  const double work = static_cast<double>(units) * static_cast<double>(p.N) * static_cast<double>(p.K);
+  if (threads <= 1 || work < static_cast<double>(kParallelWork) || units < 2) {
+    run(&ctx, 0, units);
+  } else {
+    parallel_chunks(run, &ctx, units, std::min<std::int64_t>(units, 4 * threads), threads);
+  }
+}
+
+// ---- f32/f64 through the BLAS ------------------------------------------------
+
+// OpenBLAS's thread count is one global: read it back each time rather than
+// remember it, since the application (or NumPy in the same process) may set it.
+void single_threaded_blas() {
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+}
+
+void gemm(int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
+  cblas_sgemm(kRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+}
+void gemm(int ta, int tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c,
+          int ldc) {
+  cblas_dgemm(kRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+bool fits_int(std::int64_t x) { return x <= INT_MAX; }
+
+// How a row-major BLAS call reads a rows x cols matrix with strides (rs, cs)
+// in place: as itself (unit column stride) or as a transpose (unit row
+// stride), with its leading dimension. An extent-1 axis's stride is never
+// used, so it does not decide anything.
+struct BlasView {
+  bool ok = false;
+  int trans = kNoTrans;
+  int ld = 1;
+};
+BlasView blas_view(std::int64_t rows, std::int64_t cols, std::int64_t rs, std::int64_t cs) {
+  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= std::max<std::int64_t>(1, cols))) {
+    const std::int64_t ld = rows == 1 ? std::max<std::int64_t>(1, cols) : rs;
+    if (fits_int(ld)) return {true, kNoTrans, static_cast<int>(ld)};
+  }
+  if ((rs == 1 || rows == 1) && (cols == 1 || cs >= std::max<std::int64_t>(1, rows))) {
+    const std::int64_t ld = cols == 1 ? std::max<std::int64_t>(1, rows) : cs;
+    if (fits_int(ld)) return {true, kTrans, static_cast<int>(ld)};
+  }
+  return {};
+}
+
+template <class T>
+void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads) {
+  if (!fits_int(p.M) || !fits_int(p.N) || !fits_int(p.K)) return loop_matmul(p, A, B, C, threads);
+  std::unique_ptr<T[]> a_packed, b_packed;
+  BlasView va = blas_view(p.M, p.K, p.a_rs, p.a_cs);
+  if (!va.ok) {
+    a_packed = pack(A, p.batch, p.a_batch, p.M, p.K, p.a_rs, p.a_cs);
+    A = a_packed.get();
+    p.a_rs = p.K, p.a_cs = 1;
+    va = {true, kNoTrans, static_cast<int>(std::max<std::int64_t>(1, p.K))};
+  }
+  BlasView vb = blas_view(p.K, p.N, p.b_rs, p.b_cs);
+  if (!vb.ok) {
+    b_packed = pack(B, p.batch, p.b_batch, p.K, p.N, p.b_rs, p.b_cs);
+    B = b_packed.get();
+    p.b_rs = p.N, p.b_cs = 1;
+    vb = {true, kNoTrans, static_cast<int>(std::max<std::int64_t>(1, p.N))};
+  }
+  // Threads are ours, not the BLAS's: each product is cut into row (or, for a
+  // wide one, column) blocks that are independent single-threaded gemms, and
+  // the blocks of all batches go to the host pool. Measured on a busy 2-core
+  // machine (bench/README.md), OpenBLAS's own threads meet at a barrier many
+  // times per call and wait for a descheduled partner each time; the pool's
+  // caller takes blocks itself, so a late worker costs nothing. The BLAS's
+  // workers also never spin beside the JIT's kernels.
+  const std::int64_t batches = p.batches();
+  const double work = static_cast<double>(batches) * static_cast<double>(p.M) * static_cast<double>(p.N) *
+                      static_cast<double>(p.K);
+  const bool parallel = threads > 1 && work >= static_cast<double>(kParallelWork);
+  const bool by_rows = p.M >= p.N;
+  const std::int64_t extent = by_rows ? p.M : p.N;
+  std::int64_t parts = 1;
+  if (parallel && batches < 4 * threads) {
+    const std::int64_t want = (4 * threads + batches - 1) / batches;
+    parts = std::max<std::int64_t>(1, std::min(want, extent / kMinBlock));
+  }
+  struct Ctx {
+    const Problem* p;
+    BlasView va, vb;
+    const T *A, *B;
+    T* C;
+    std::int64_t parts;
+    bool by_rows;
+  } ctx{&p, va, vb, A, B, C, parts, by_rows};
+  auto run = [](const void* vctx, std::int64_t lo, std::int64_t hi) {
+    const Ctx& c = *static_cast<const Ctx*>(vctx);
+    const Problem& q = *c.p;
+    const std::int64_t extent = c.by_rows ? q.M : q.N;
+    for (std::int64_t u = lo; u < hi; ++u) {
+      const std::int64_t part = u % c.parts, b0 = extent * part / c.parts, b1 = extent * (part + 1) / c.parts;
+      std::int64_t ao, bo, co;
+      q.offsets(u / c.parts, ao, bo, co);
+      if (c.by_rows) {
+        ao += b0 * q.a_rs;
+        co += b0 * q.N;
+      } else {
+        bo += b0 * q.b_cs;
+        co += b0;
+      }
+      const std::int64_t m = c.by_rows ? b1 - b0 : q.M, n = c.by_rows ? q.N : b1 - b0;
+      gemm(c.va.trans, c.vb.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(q.K), c.A + ao, c.va.ld,
+           c.B + bo, c.vb.ld, c.C + co, static_cast<int>(q.N));
+    }
+  };
+  single_threaded_blas();
+  const std::int64_t units = batches * parts;
+  if (parallel && units > 1) {
+    parallel_chunks(run, &ctx, units, units, threads);
+  } else {
+    run(&ctx, 0, units);
+  }
+}
+
+}  // namespace
+
+void matmul(DType t, const std::vector<std::int64_t>& out_shape, std::int64_t K, const StridedOperand& a,
+            const StridedOperand& b, void* c, int threads) {
+  const Problem p = make_problem(out_shape, K, a, b);
+  if (threads <= 0) threads = hardware_threads();
+  const std::int64_t numel = p.batches() * p.M * p.N;
+  if (numel == 0) return;
+  if (K == 0) {  // an empty sum; also keeps BLAS calls away from k = 0
+    std::memset(c, 0, static_cast<std::size_t>(numel) * itemsize(t));
+    return;
+  }
+  auto go = [&]<class U>(U*) {
+    const U* A = static_cast<const U*>(a.data) + a.offset;
+    const U* B = static_cast<const U*>(b.data) + b.offset;
+    if constexpr (std::is_floating_point_v<U>) {
+      blas_matmul(p, A, B, static_cast<U*>(c), threads);
+    } else {
+      loop_matmul(p, A, B, static_cast<U*>(c), threads);
+    }
+  };
+  switch (t) {
+    case DType::bool_: return go(static_cast<std::uint8_t*>(nullptr));
+    case DType::i32: return go(static_cast<std::uint32_t*>(nullptr));
+    case DType::i64: return go(static_cast<std::uint64_t*>(nullptr));
+    case DType::f32: return go(static_cast<float*>(nullptr));
+    case DType::f64: return go(static_cast<double*>(nullptr));
+  }
+}
+
+const char* matmul_library() {
+  static const std::string name = std::string(openblas_get_config()) + " (" + openblas_get_corename() + ")";
+  return name.c_str();
+}
+
+}  // namespace aj::cpu

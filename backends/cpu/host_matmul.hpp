@@ -1,0 +1,50 @@
+// Host matmul as a library step: no graph nodes, just strided memory in and a
+// contiguous result out. The executor calls it for an Op::MatMul node whose
+// operands are evaluated (or are views of evaluated buffers):
+//
+//   C[..., M, N] = A[..., M, K] @ B[..., K, N]
+//
+// `out_shape` is C's shape (rank >= 2); the batch axes of A and B are already
+// broadcast to C's (a broadcast axis has stride 0). Each operand is given as
+// its buffer, an element offset and one element stride per axis of C's rank
+// (A's last two are its M and K strides, B's its K and N strides), so views
+// (transposes, slices, broadcasts) are read where they lie. C is written
+// row-major and contiguous, every element (K == 0 gives zeros).
+//
+// f32/f64 go to the BLAS (OpenBLAS, see CMakeLists.txt and bench/README.md:
+// measured against BLIS and Eigen on this workload). An operand whose last two
+// axes are row- or column-major with unit stride in one of them is passed in
+// place, a column-major one as a transpose flag with its leading dimension;
+// any other operand is copied once into a packed buffer. Batch axes that B
+// does not vary along and A walks in step with its rows fold into M (one
+// [batch * M, K] @ [K, N] call), the rest loop.
+//
+// i32/i64 wrap on overflow (docs/semantics.md), bool is OR of ANDs (NumPy);
+// both run a blocked loop of our own, split over rows and batches, and give
+// exactly the reference interpreter's results.
+//
+// `threads`: the threads to use, 0 = all cores (pass aj::jit::num_threads()).
+// The BLAS's own pool is resized only when this changes between calls.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "arrayjit/dtype.hpp"
+
+namespace aj::cpu {
+
+struct StridedOperand {
+  const void* data = nullptr;
+  std::int64_t offset = 0;             // elements from data to element [0, ..., 0]
+  std::vector<std::int64_t> strides;   // elements, one per axis of out_shape
+};
+
+// Throws an internal aj::Error when the strides do not match out_shape's rank.
+void matmul(DType t, const std::vector<std::int64_t>& out_shape, std::int64_t K,
+            const StridedOperand& a, const StridedOperand& b, void* c, int threads);
+
+// "OpenBLAS 0.3.21 ... (Zen)": the BLAS f32/f64 matmuls run on.
+const char* matmul_library();
+
+}  // namespace aj::cpu

@@ -1,0 +1,211 @@
+// Host matmul: arrayjit's library step (aj::cpu::matmul, backends/cpu/
+// host_matmul.hpp) against the BLASes and Eigen called directly, interleaved
+// in one process. Results and the target (<= 1.05x the fastest peer):
+// bench/README.md.
+//
+//   bench_matmul [--quick] [--sizes 256,1024,2048] [--old]
+//
+// Peers: OpenBLAS (the library arrayjit links; called here through dlsym on the
+// same loaded copy), BLIS (libblis.so.4, dlopen'ed with RTLD_DEEPBIND: it
+// exports the same cblas_* names, so it cannot be linked beside OpenBLAS) and
+// Eigen (compiled into this file with -O3 -march=native, OpenMP threads).
+// --old adds today's path: aj::matmul evaluated by the reference interpreter.
+//
+// Each case runs R rounds; a round times every contestant in turn (the order
+// rotates), each the median of several calls. Printed per contestant: the
+// median over rounds and the fastest round of wall time, and on 1 thread also
+// the median of the calling thread's CPU time, which leaves out time spent
+// descheduled (on a shared machine that dominates wall time). The ratio ours /
+// fastest peer is taken on CPU time for 1 thread and on wall time for 2.
+#include <arrayjit/arrayjit.hpp>
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+#include <time.h>
+
+#include "backends/cpu/host_matmul.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kRowMajor = 101, kNoTrans = 111;
+
+template <class T>
+using Gemm = void (*)(int, int, int, int, int, int, T, const T*, int, const T*, int, T, T*, int);
+
+// A CBLAS found by dlopen: its gemms and its thread setter.
+struct Blas {
+  std::string name;
+  Gemm<float> sgemm = nullptr;
+  Gemm<double> dgemm = nullptr;
+  void (*set_threads)(int) = nullptr;
+  bool ok() const { return sgemm && dgemm && set_threads; }
+};
+
+Blas open_blas(const char* name, const char* soname, int flags, const char* threads_fn) {
+  Blas b;
+  b.name = name;
+  void* h = dlopen(soname, flags);
+  if (!h) return b;
+  b.sgemm = reinterpret_cast<Gemm<float>>(dlsym(h, "cblas_sgemm"));
+  b.dgemm = reinterpret_cast<Gemm<double>>(dlsym(h, "cblas_dgemm"));
+  b.set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, threads_fn));
+  return b;
+}
+
+template <class T> void call(const Blas& b, int n, const T* A, const T* B, T* C) {
+  if constexpr (sizeof(T) == 4) {
+    b.sgemm(kRowMajor, kNoTrans, kNoTrans, n, n, n, 1.0f, A, n, B, n, 0.0f, C, n);
+  } else {
+    b.dgemm(kRowMajor, kNoTrans, kNoTrans, n, n, n, 1.0, A, n, B, n, 0.0, C, n);
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Contestant {
+  std::string name;
+  std::function<void()> run;
+  std::function<void()> prepare;  // thread setting, outside the timed calls
+  std::vector<double> rounds;     // ms, the median of one round's calls (wall)
+  std::vector<double> cpu_rounds; // ms, the same for this thread's CPU time
+};
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+template <class T>
+void run_case(int n, int threads, int rounds, int calls, const Blas& openblas, const Blas& blis, bool old) {
+  std::mt19937_64 rng(static_cast<unsigned>(n * 7 + threads));
+  std::uniform_real_distribution<double> u(-1, 1);
+  const std::size_t nn = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  std::vector<T> A(nn), B(nn), C(nn), ref(nn);
+  for (auto& x : A) x = static_cast<T>(u(rng));
+  for (auto& x : B) x = static_cast<T>(u(rng));
+  const aj::DType t = sizeof(T) == 4 ? aj::DType::f32 : aj::DType::f64;
+  using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<const M> ea(A.data(), n, n), eb(B.data(), n, n);
+  Eigen::Map<M> ec(C.data(), n, n);
+
+  std::vector<Contestant> cs;
+  cs.push_back({"arrayjit", [&] {
+                  aj::cpu::matmul(t, {n, n}, n, {A.data(), 0, {n, 1}}, {B.data(), 0, {n, 1}}, C.data(), threads);
+                }, [] {}, {}, {}});
+  cs.push_back({"OpenBLAS", [&] { call(openblas, n, A.data(), B.data(), C.data()); },
+                [&] { openblas.set_threads(threads); }, {}, {}});
+  if (blis.ok()) {
+    cs.push_back({"BLIS", [&] { call(blis, n, A.data(), B.data(), C.data()); }, [&] { blis.set_threads(threads); }, {}, {}});
+  }
+  cs.push_back({"Eigen", [&] { ec.noalias() = ea * eb; }, [&] { Eigen::setNbThreads(threads); }, {}, {}});
+  aj::Array xa, xb;
+  if (old) {
+    xa = aj::from_vector(A, aj::Shape{n, n});
+    xb = aj::from_vector(B, aj::Shape{n, n});
+    cs.push_back({"aj::matmul (old)", [&] { aj::matmul(xa, xb).eval(); }, [&] { aj::jit::set_num_threads(threads); }, {}, {}});
+  }
+
+  // Every contestant computes the same product (checked once, before timing).
+  call(openblas, n, A.data(), B.data(), ref.data());
+  for (auto& c : cs) {
+    if (c.name.find("old") != std::string::npos) continue;
+    c.prepare();
+    std::fill(C.begin(), C.end(), T(0));
+    c.run();
+    double worst = 0;
+    for (std::size_t i = 0; i < nn; ++i) worst = std::max(worst, static_cast<double>(std::abs(C[i] - ref[i])));
+    if (worst > (sizeof(T) == 4 ? 1e-2 : 1e-9) * n) {
+      std::printf("  %s differs from OpenBLAS by %g\n", c.name.c_str(), worst);
+      std::exit(1);
+    }
+  }
+
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t j = 0; j < cs.size(); ++j) {
+      Contestant& c = cs[(j + static_cast<std::size_t>(r)) % cs.size()];
+      c.prepare();
+      c.run();  // warm: threads up, pages touched
+      std::vector<double> t, cpu;
+      for (int i = 0; i < calls; ++i) {
+        const auto t0 = Clock::now();
+        const double c0 = thread_cpu_ms();
+        c.run();
+        cpu.push_back(thread_cpu_ms() - c0);
+        t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      }
+      c.rounds.push_back(median(t));
+      c.cpu_rounds.push_back(median(cpu));
+    }
+  }
+  // 1 thread: everything runs on this thread, so its CPU time is the cost.
+  auto cost = [&](const Contestant& c) { return median(threads == 1 ? c.cpu_rounds : c.rounds); };
+  double best_peer = 1e300;
+  for (auto& c : cs) {
+    if (c.name != "arrayjit" && c.name.find("old") == std::string::npos) best_peer = std::min(best_peer, cost(c));
+  }
+  std::printf("%s %4d^2, %d thread%s:", sizeof(T) == 4 ? "f32" : "f64", n, threads, threads > 1 ? "s" : " ");
+  for (auto& c : cs) {
+    const double med = median(c.rounds), best = *std::min_element(c.rounds.begin(), c.rounds.end());
+    std::printf("  %s %.3f ms (best %.3f", c.name.c_str(), med, best);
+    if (threads == 1) std::printf(", cpu %.3f", median(c.cpu_rounds));
+    std::printf(", %.1f GFLOP/s)", 2.0 * n * n * static_cast<double>(n) / cost(c) * 1e-6);
+  }
+  std::printf("  | ours / fastest peer %.3f\n", cost(cs[0]) / best_peer);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false, old = false;
+  std::vector<int> sizes = {256, 1024, 2048};
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--old") == 0) {
+      old = true;
+    } else if (std::strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+      sizes.clear();
+      for (char* s = std::strtok(argv[++i], ","); s; s = std::strtok(nullptr, ",")) sizes.push_back(std::atoi(s));
+    } else {
+      std::fprintf(stderr, "usage: bench_matmul [--quick] [--sizes 256,1024,2048] [--old]\n");
+      return 2;
+    }
+  }
+  // RTLD_NOLOAD: the copy libarrayjit already loaded, so "called directly"
+  // means the very library arrayjit calls.
+  const Blas openblas = open_blas("OpenBLAS", "libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD, "openblas_set_num_threads");
+  const Blas blis = open_blas("BLIS", "libblis.so.4", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND, "bli_thread_set_num_threads");
+  if (!openblas.ok()) {
+    std::fprintf(stderr, "bench_matmul: libopenblas.so.0 is not loaded by libarrayjit\n");
+    return 1;
+  }
+  std::printf("arrayjit matmul on %s; BLIS %s; Eigen %d.%d.%d\n", aj::cpu::matmul_library(),
+              blis.ok() ? "libblis.so.4" : "not found (Debian: libblis4-pthread), skipped", EIGEN_WORLD_VERSION,
+              EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION);
+  for (int threads : {1, 2}) {
+    for (int n : sizes) {
+      // About a second of work per contestant and round at most.
+      const int calls = n <= 256 ? (quick ? 20 : 100) : n <= 1024 ? (quick ? 3 : 7) : (quick ? 1 : 3);
+      const int rounds = quick ? 3 : 7;
+      run_case<float>(n, threads, rounds, calls, openblas, blis, old && threads == 1);
+      run_case<double>(n, threads, rounds, calls, openblas, blis, old && threads == 1);
+    }
+  }
+}
