@@ -17,6 +17,16 @@ namespace {
 
 using llvm::Value;
 
+bool is_transcendental(Op op) {
+  switch (op) {
+    case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos: case Op::Tan:
+    case Op::Tanh: case Op::Sigmoid: case Op::Pow: case Op::Sqrt: case Op::Rsqrt: case Op::Div:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Stride kinds, as structural_hash and jit_structure_key classify them.
 int stride_kind(std::int64_t s) { return s == 0 ? 0 : s == 1 ? 1 : 2; }
 
@@ -187,6 +197,19 @@ class KernelCodegen {
     return out;
   }
 
+  // Rows a last-axis reduction reduces side by side: kInnerRows while the
+  // per-element work is light (memory-bound: more streams in flight), one
+  // when it is not (exp of 4 rows at once spills the 16 vector registers,
+  // which made softmax's exp-and-sum kernel 2x slower).
+  int inner_rows() const {
+    int work = 0;
+    for (const KInstr& in : k_.instrs) {
+      if (in.phase != 0) continue;
+      if (in.kind == KOp::Unary || in.kind == KOp::Binary || in.kind == KOp::Where) work += is_transcendental(in.op) ? 8 : 1;
+    }
+    return work <= kInnerRowsWork ? kInnerRows : 1;
+  }
+
   // Outputs per block of an outer-axis reduction: as many as kOuterAccBytes
   // of accumulators hold (a power of two, at least 64).
   int outer_block() const {
@@ -240,22 +263,23 @@ class KernelCodegen {
         }
         break;
       case Mode::inner_reduce: {
-        // kInnerRows consecutive outputs at a time where the segment's range
-        // and the last outer axis have that many left, else one.
-        if (outer_.empty()) {
+        // inner_rows() consecutive outputs at a time where the segment's
+        // range and the last outer axis have that many left, else one.
+        const int rows = inner_rows();
+        if (outer_.empty() || rows == 1) {
           inner_reduce(base, 1);
           break;
         }
         const auto O = static_cast<std::size_t>(outer_.back());
         Value* left = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(ext_[O], idx[O]), b_.CreateSub(end, p));
-        Value* full = b_.CreateICmpSGE(left, b_.getInt64(kInnerRows));
-        n = b_.CreateSelect(full, b_.getInt64(kInnerRows), b_.getInt64(1));
+        Value* full = b_.CreateICmpSGE(left, b_.getInt64(rows));
+        n = b_.CreateSelect(full, b_.getInt64(rows), b_.getInt64(1));
         auto* many = llvm::BasicBlock::Create(c_, "rows", f_);
         auto* one = llvm::BasicBlock::Create(c_, "row", f_);
         auto* join = llvm::BasicBlock::Create(c_, "rows.done", f_);
         b_.CreateCondBr(full, many, one);
         b_.SetInsertPoint(many);
-        inner_reduce(base, kInnerRows);
+        inner_reduce(base, rows);
         b_.CreateBr(join);
         b_.SetInsertPoint(one);
         inner_reduce(base, 1);

@@ -35,8 +35,11 @@ namespace aj::jit {
 // the rows taken per pass over it. Measured on sum(x, 0) of f32
 // [8192, 4096] (Zen 3): 256 outputs x 1 row ran 2-4x slower than the
 // 4096 x 8 chosen.
-// Last-axis reductions: outputs reduced side by side (codegen.cpp).
+// Last-axis reductions: outputs reduced side by side (codegen.cpp) when the
+// work per element (ops, a transcendental or division counting 8) is at
+// most kInnerRowsWork.
 inline constexpr int kInnerRows = 4;
+inline constexpr int kInnerRowsWork = 6;
 
 inline constexpr std::int64_t kOuterAccBytes = 16384;
 inline constexpr int kOuterRows = 8;
