@@ -2,8 +2,10 @@
 // (hand-written loops, Eigen). Prints, per case, the median of several runs
 // for each and the ratio ours / peer. Results and targets: bench/README.md.
 //
-//   bench_host [--quick] [GROUP...]  all cases, or the groups named (see main);
-//                                 --quick: fewer repetitions
+//   bench_host [--quick] [--cpu-time] [GROUP...]
+//                                 all cases, or the groups named (see main);
+//                                 --quick: fewer repetitions; --cpu-time:
+//                                 1-thread runs timed by thread CPU time
 //   bench_host --disk-hit DIR     (internal) one kernel from the disk cache in
 //                                 DIR, in a fresh process; prints its time
 #include <arrayjit/arrayjit.hpp>
@@ -16,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -32,14 +35,27 @@ using aj::DType;
 using Clock = std::chrono::steady_clock;
 
 int g_reps = 7;
+// --cpu-time: time single-threaded runs by this thread's CPU time, which on
+// a shared machine leaves out the time spent waiting for a core (memory
+// stalls still count). Runs on 2 threads are always timed by the clock.
+bool g_cpu_time = false;
+bool g_wall_only = false;  // set while timing a multi-threaded run
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
 
 double median_ms(const std::function<void()>& f, int reps = g_reps) {
   f();  // warm-up (compiles, faults pages in)
+  const bool cpu = g_cpu_time && !g_wall_only;
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     auto t0 = Clock::now();
+    const double c0 = cpu ? thread_cpu_ms() : 0;
     f();
-    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    t.push_back(cpu ? thread_cpu_ms() - c0 : std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -257,9 +273,10 @@ double numpy_ms(const char* expr) {
   std::snprintf(cmd, sizeof cmd,
                 "/usr/bin/python3 -c \"import numpy as np, time\n"
                 "x = np.random.default_rng(1).uniform(-1, 1, (%lld, %lld)).astype(np.float32)\n"
-                "%s\nt = []\nfor i in range(%d):\n t0 = time.perf_counter(); %s; t.append(time.perf_counter() - t0)\n"
+                "%s\nclock = time.%s\nt = []\nfor i in range(%d):\n t0 = clock(); %s; t.append(clock() - t0)\n"
                 "print(sorted(t)[len(t) // 2] * 1e3)\" 2>/dev/null",
-                static_cast<long long>(kRows), static_cast<long long>(kCols), expr, g_reps + 1, expr);
+                static_cast<long long>(kRows), static_cast<long long>(kCols), expr,
+                g_cpu_time ? "thread_time" : "perf_counter", g_reps + 1, expr);
   FILE* f = ::popen(cmd, "r");
   double ms = -1;
   if (f) {
@@ -274,7 +291,9 @@ std::pair<double, double> one_two(const std::function<void()>& ours) {
   aj::jit::set_num_threads(1);
   const double t1 = median_ms(ours);
   aj::jit::set_num_threads(2);
+  g_wall_only = true;
   const double t2 = median_ms(ours);
+  g_wall_only = false;
   aj::jit::set_num_threads(0);
   return {t1, t2};
 }
@@ -445,7 +464,10 @@ int disk_hit(const char* dir) {
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--disk-hit") == 0) return disk_hit(argv[2]);
   int first = 1;
-  if (argc >= 2 && std::strcmp(argv[1], "--quick") == 0) g_reps = 3, first = 2;
+  for (; first < argc && argv[first][0] == '-'; ++first) {
+    if (std::strcmp(argv[first], "--quick") == 0) g_reps = 3;
+    if (std::strcmp(argv[first], "--cpu-time") == 0) g_cpu_time = true;
+  }
   // Further arguments pick groups: "bandwidth" (triad, axis sums, softmax,
   // layernorm), "other" (the rest); none runs both.
   auto want = [&](const char* group) {
@@ -453,7 +475,8 @@ int main(int argc, char** argv) {
     for (int i = first; i < argc; ++i) if (std::strcmp(argv[i], group) == 0) return true;
     return false;
   };
-  std::printf("arrayjit host JIT benchmarks (median of %d runs; ratio = ours / peer)\n", g_reps);
+  std::printf("arrayjit host JIT benchmarks (median of %d runs; ratio = ours / peer)%s\n", g_reps,
+              g_cpu_time ? "; 1-thread times are thread CPU time" : "");
   std::printf("  target: %s\n", aj::jit::target_description().substr(0, 60).c_str());
   if (want("bandwidth")) {
     bench_triad();
