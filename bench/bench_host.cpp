@@ -2,7 +2,10 @@
 // (hand-written loops, Eigen). Prints, per case, the median of several runs
 // for each and the ratio ours / peer. Results and targets: bench/README.md.
 //
-//   bench_host [--quick]          all cases (--quick: fewer repetitions)
+//   bench_host [--quick] [--cpu-time] [GROUP...]
+//                                 all cases, or the groups named (see main);
+//                                 --quick: fewer repetitions; --cpu-time:
+//                                 1-thread runs timed by thread CPU time
 //   bench_host --disk-hit DIR     (internal) one kernel from the disk cache in
 //                                 DIR, in a fresh process; prints its time
 #include <arrayjit/arrayjit.hpp>
@@ -15,10 +18,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -30,14 +35,27 @@ using aj::DType;
 using Clock = std::chrono::steady_clock;
 
 int g_reps = 7;
+// --cpu-time: time single-threaded runs by this thread's CPU time, which on
+// a shared machine leaves out the time spent waiting for a core (memory
+// stalls still count). Runs on 2 threads are always timed by the clock.
+bool g_cpu_time = false;
+bool g_wall_only = false;  // set while timing a multi-threaded run
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
 
 double median_ms(const std::function<void()>& f, int reps = g_reps) {
   f();  // warm-up (compiles, faults pages in)
+  const bool cpu = g_cpu_time && !g_wall_only;
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     auto t0 = Clock::now();
+    const double c0 = cpu ? thread_cpu_ms() : 0;
     f();
-    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    t.push_back(cpu ? thread_cpu_ms() - c0 : std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -212,6 +230,157 @@ void bench_norm() {
   thread_rows("sqrt(sum(x*x)) 16M f32", ours, "Eigen", median_ms(eigen));
 }
 
+// --- memory-bound cases, each against the triad bandwidth ------------------------------
+// The triad a[i] = b[i] + s*c[i] (two reads, one write) is the bandwidth the
+// reductions and two-pass kernels below are held to: a case's bandwidth is
+// the least traffic it needs (bytes read and written once) over its time,
+// printed as a percentage of the triad's 12 bytes per element over its time.
+constexpr std::int64_t kRows = 8192, kCols = 4096;  // 128 MiB of f32: well past the L3
+
+double g_triad_gbs = 0;  // GB/s
+
+void bench_triad() {
+  const std::size_t n = static_cast<std::size_t>(kRows * kCols);
+  std::vector<float> a(n), b = random_floats(n, 7, -1, 1), c = random_floats(n, 8, -1, 1);
+  const float s = 1.5f;
+  auto triad = [&] {
+    float* __restrict A = a.data();
+    const float* __restrict B = b.data();
+    const float* __restrict C = c.data();
+    for (std::size_t i = 0; i < n; ++i) A[i] = B[i] + s * C[i];
+    g_sink = g_sink + A[n / 2];
+  };
+  const double t = median_ms(triad);
+  g_triad_gbs = 12.0 * static_cast<double>(n) / (t * 1e6);
+  std::printf("  %-44s %10.3f ms   %.1f GB/s (2 reads + 1 write of 4 bytes per element)\n",
+              "triad a = b + s*c, 32M f32, 1 thread", t, g_triad_gbs);
+}
+
+// `bytes` moved at least in `ms`, as a percentage of the triad bandwidth.
+double pct_triad(double bytes, double ms) { return 100.0 * bytes / (ms * 1e6) / g_triad_gbs; }
+
+void bw_rows(const std::string& name, double bytes, double t1, double t2, const char* peer, double theirs) {
+  row((name + ", 1 thread").c_str(), t1, peer, theirs);
+  row((name + ", 2 threads").c_str(), t2, peer, theirs);
+  std::printf("  %-44s %9.0f%% / %.0f%% of triad (1 / 2 threads), 2 threads %.2fx faster\n", "", pct_triad(bytes, t1),
+              pct_triad(bytes, t2), t1 / t2);
+}
+
+// NumPy's median time in ms for `expr` over x (f32 [kRows, kCols], random),
+// from /usr/bin/python3; -1 when NumPy cannot be run.
+double numpy_ms(const char* expr) {
+  char cmd[1024];
+  std::snprintf(cmd, sizeof cmd,
+                "/usr/bin/python3 -c \"import numpy as np, time\n"
+                "x = np.random.default_rng(1).uniform(-1, 1, (%lld, %lld)).astype(np.float32)\n"
+                "%s\nclock = time.%s\nt = []\nfor i in range(%d):\n t0 = clock(); %s; t.append(clock() - t0)\n"
+                "print(sorted(t)[len(t) // 2] * 1e3)\" 2>/dev/null",
+                static_cast<long long>(kRows), static_cast<long long>(kCols), expr,
+                g_cpu_time ? "thread_time" : "perf_counter", g_reps + 1, expr);
+  FILE* f = ::popen(cmd, "r");
+  double ms = -1;
+  if (f) {
+    if (std::fscanf(f, "%lf", &ms) != 1) ms = -1;
+    ::pclose(f);
+  }
+  return ms;
+}
+
+// Both times of `ours`: on 1 thread and on 2.
+std::pair<double, double> one_two(const std::function<void()>& ours) {
+  aj::jit::set_num_threads(1);
+  const double t1 = median_ms(ours);
+  aj::jit::set_num_threads(2);
+  g_wall_only = true;
+  const double t2 = median_ms(ours);
+  g_wall_only = false;
+  aj::jit::set_num_threads(0);
+  return {t1, t2};
+}
+
+// sum(x, 0) and sum(x, 1) of f32 [8192, 4096]: columns (every output walks
+// all rows) and rows, against NumPy (in another process) and Eigen.
+void bench_axis_sums() {
+  std::vector<float> x0 = random_floats(static_cast<std::size_t>(kRows * kCols), 9, -1, 1);
+  Array x = aj::borrow(x0.data(), {kRows, kCols});
+  using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<const RowMat> xm(x0.data(), kRows, kCols);
+  const double bytes = 4.0 * static_cast<double>(kRows * kCols);
+  for (int axis : {0, 1}) {
+    auto ours = [&] {
+      Array s = aj::sum(x, axis);
+      s.eval();
+      g_sink = g_sink + 1;
+    };
+    Eigen::VectorXf ev;
+    auto eigen = [&] {
+      if (axis == 0) ev = xm.colwise().sum().transpose();
+      else ev = xm.rowwise().sum();
+      g_sink = g_sink + ev[0];
+    };
+    const auto [t1, t2] = one_two(ours);
+    const double tn = numpy_ms(axis == 0 ? "x.sum(0)" : "x.sum(1)");
+    const double te = median_ms(eigen);
+    const std::string name = std::string("sum(x, ") + std::to_string(axis) + ") 8192x4096 f32";
+    bw_rows(name, bytes, t1, t2, "NumPy (1 thread)", tn);
+    row((name + ", 1 thread").c_str(), t1, "Eigen", te);
+  }
+}
+
+// Softmax and layernorm over the rows of f32 [4096, 4096], against a
+// hand-written loop that keeps each row in cache (max, exp and sum, scale;
+// mean, variance, normalize). Least traffic: one read and one write.
+void bench_two_pass() {
+  const std::int64_t n = 4096;
+  const std::size_t total = static_cast<std::size_t>(n * n);
+  std::vector<float> x0 = random_floats(total, 10, -4, 4), g0 = random_floats(static_cast<std::size_t>(n), 11, 0.5f, 1.5f),
+                     b0 = random_floats(static_cast<std::size_t>(n), 12, -1, 1), out(total);
+  Array x = aj::borrow(x0.data(), {n, n}), g = aj::borrow(g0.data(), {n}), b = aj::borrow(b0.data(), {n});
+  const double bytes = 8.0 * static_cast<double>(total);
+  const float eps = 1e-5f;
+  auto softmax = [&] {
+    Array e = aj::exp(x - aj::max(x, 1, true));
+    (e / aj::sum(e, 1, true)).eval();
+  };
+  auto hand_softmax = [&] {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float* r = x0.data() + i * n;
+      float* o = out.data() + i * n;
+      float m = r[0], s = 0;
+      for (std::int64_t j = 1; j < n; ++j) m = std::max(m, r[j]);
+      for (std::int64_t j = 0; j < n; ++j) s += (o[j] = std::exp(r[j] - m));
+      const float inv = 1.0f / s;
+      for (std::int64_t j = 0; j < n; ++j) o[j] *= inv;
+    }
+    g_sink = g_sink + out[0];
+  };
+  auto layernorm = [&] {
+    Array c = x - aj::mean(x, 1, true);
+    (c / aj::sqrt(aj::mean(c * c, 1, true) + eps) * g + b).eval();
+  };
+  auto hand_layernorm = [&] {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float* r = x0.data() + i * n;
+      float* o = out.data() + i * n;
+      float s = 0, v = 0;
+      for (std::int64_t j = 0; j < n; ++j) s += r[j];
+      const float mu = s / static_cast<float>(n);
+      for (std::int64_t j = 0; j < n; ++j) v += (r[j] - mu) * (r[j] - mu);
+      const float inv = 1.0f / std::sqrt(v / static_cast<float>(n) + eps);
+      for (std::int64_t j = 0; j < n; ++j) o[j] = (r[j] - mu) * inv * g0[static_cast<std::size_t>(j)] + b0[static_cast<std::size_t>(j)];
+    }
+    g_sink = g_sink + out[0];
+  };
+  {
+    const auto [t1, t2] = one_two(softmax);
+    bw_rows("softmax over rows 4096x4096 f32", bytes, t1, t2, "hand-written loop", median_ms(hand_softmax));
+  }
+  {
+    const auto [t1, t2] = one_two(layernorm);
+    bw_rows("layernorm over rows 4096x4096 f32", bytes, t1, t2, "hand-written loop", median_ms(hand_layernorm));
+  }
+}
+
 // --- dispatch: a 10-op chain on 1000 elements, trace + cache hit + run ------------------
 void bench_dispatch() {
   Array x = aj::from_vector(random_vec(1000, 4));
@@ -294,9 +463,27 @@ int disk_hit(const char* dir) {
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--disk-hit") == 0) return disk_hit(argv[2]);
-  if (argc >= 2 && std::strcmp(argv[1], "--quick") == 0) g_reps = 3;
-  std::printf("arrayjit host JIT benchmarks (median of %d runs; ratio = ours / peer)\n", g_reps);
+  int first = 1;
+  for (; first < argc && argv[first][0] == '-'; ++first) {
+    if (std::strcmp(argv[first], "--quick") == 0) g_reps = 3;
+    if (std::strcmp(argv[first], "--cpu-time") == 0) g_cpu_time = true;
+  }
+  // Further arguments pick groups: "bandwidth" (triad, axis sums, softmax,
+  // layernorm), "other" (the rest); none runs both.
+  auto want = [&](const char* group) {
+    if (first >= argc) return true;
+    for (int i = first; i < argc; ++i) if (std::strcmp(argv[i], group) == 0) return true;
+    return false;
+  };
+  std::printf("arrayjit host JIT benchmarks (median of %d runs; ratio = ours / peer)%s\n", g_reps,
+              g_cpu_time ? "; 1-thread times are thread CPU time" : "");
   std::printf("  target: %s\n", aj::jit::target_description().substr(0, 60).c_str());
+  if (want("bandwidth")) {
+    bench_triad();
+    bench_axis_sums();
+    bench_two_pass();
+  }
+  if (!want("other")) return 0;
   bench_seed(1000);
   bench_seed(4000);
   bench_adam();

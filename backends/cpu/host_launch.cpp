@@ -21,6 +21,8 @@ std::atomic<int>& jit_flag() {
 }
 std::atomic<int> g_threads{0};
 
+constexpr std::int64_t kOuterChunk = 1024;
+
 // The same loop nest with fewer axes: extent-1 axes dropped, and adjacent
 // axes merged where every stream walks them as one (stride[d] ==
 // stride[d+1] * extent[d+1]) and both are reduced or both not. A contiguous
@@ -359,6 +361,12 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
     return;
   }
   // Contiguous chunks, a few per thread, taken by whichever thread is free.
+  // A chunk of an outer-axis reduction walks every row of its outputs, so
+  // it spans at least kOuterChunk of them (long row pieces for the
+  // prefetchers; jit/llvm/codegen.hpp's accumulator blocks are of that order).
+  std::int64_t chunks = static_cast<std::int64_t>(threads) * 8;
+  const bool outer_axis_reduction = k.is_reduction() && k.reduce_axes.back() != static_cast<std::int64_t>(k.shape.size()) - 1;
+  if (outer_axis_reduction) chunks = std::clamp<std::int64_t>(outer / kOuterChunk, threads, chunks);
   struct Ctx {
     jit::HostKernelFn fn;
     const jit::HostArgs* args;
@@ -366,7 +374,7 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
   parallel_chunks([](const void* c, std::int64_t lo, std::int64_t hi) {
     auto* x = static_cast<const Ctx*>(c);
     x->fn(x->args, lo, hi);
-  }, &ctx, outer, static_cast<std::int64_t>(threads) * 8, threads);
+  }, &ctx, outer, chunks, threads);
 }
 
 bool jit_enabled() { return jit_flag().load(std::memory_order_relaxed) != 0; }

@@ -35,6 +35,7 @@ class ScalarCodegen {
   llvm::Value* binary_float(Op op, llvm::Value* a, llvm::Value* b);
   llvm::Value* compare(Op op, DType t, llvm::Value* a, llvm::Value* b);
   llvm::Value* fmax_nan(llvm::Value* a, llvm::Value* b, bool is_max);
+  llvm::Value* exp_f32(llvm::Value* x);
   llvm::Value* math(const char* name, llvm::Value* x, llvm::Value* y = nullptr);
   llvm::Value* pure_call(const std::string& name, llvm::Type* ret, llvm::ArrayRef<llvm::Value*> args,
                          bool reads_memory = false);
