@@ -102,15 +102,15 @@ std::string dump_nodes(const std::vector<NodeId>& roots) {
   return os.str();
 }
 
-std::string dump(const std::vector<Array>& arrays) {
+std::string dump(const std::vector<Array>& arrays, Loc loc) {
   std::vector<NodeId> roots;
-  for (auto& a : arrays) roots.push_back(trace::id(a, "dump", Loc::current()));
+  for (auto& a : arrays) roots.push_back(trace::id(a, "dump", loc));
   return dump_nodes(roots);
 }
 
-std::string to_dot(const Array& a) {
+std::string to_dot(const Array& a, Loc loc) {
   Graph& g = graph();
-  auto order = reachable_order({trace::id(a, "to_dot", Loc::current())});
+  auto order = reachable_order({trace::id(a, "to_dot", loc)});
   std::unordered_map<NodeId, std::size_t> dense;
   std::ostringstream os;
   os << "digraph arrayjit {\n  rankdir=BT;\n  node [shape=box, fontname=monospace];\n";

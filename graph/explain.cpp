@@ -110,17 +110,17 @@ std::string describe_plan(const Schedule& s, const BufferPlan& b) {
   return os.str();
 }
 
-std::string explain(const std::vector<Array>& arrays) {
+std::string explain(const std::vector<Array>& arrays, Loc loc) {
   std::vector<NodeId> roots;
   for (const Array& a : arrays) {
-    NodeId id = trace::id(a, "explain", Loc::current());
+    NodeId id = trace::id(a, "explain", loc);
     if (!graph()[id].evaluated()) roots.push_back(id);
   }
   if (roots.empty()) return "plan: nothing to do (evaluated already)\n";
   return opt::plan_text(roots);
 }
 
-std::string explain(const Array& a) { return explain(std::vector<Array>{a}); }
+std::string explain(const Array& a, Loc loc) { return explain(std::vector<Array>{a}, loc); }
 
 namespace detail {
 

@@ -335,8 +335,8 @@ void set_cache_dir(const std::string& dir) { HostJit::get().set_cache_dir(dir); 
 void clear_memory_cache() { HostJit::get().clear(); }
 std::string target_description() { return HostJit::get().target(); }
 
-std::string kernel_ir(const Array& a, bool assembly) {
-  NodeId id = trace::id(a, "jit::kernel_ir", Loc::current());
+std::string kernel_ir(const Array& a, bool assembly, Loc loc) {
+  NodeId id = trace::id(a, "jit::kernel_ir", loc);
   if (graph()[id].evaluated()) return "";
   std::string out;
   for (const Kernel& k : opt::plan_kernels({id})) {
