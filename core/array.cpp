@@ -299,17 +299,16 @@ Shape broadcast_shapes(const std::vector<const Shape*>& shapes, const std::vecto
 }
 
 std::int64_t checked_numel(const std::vector<std::int64_t>& dims, const char* op, const Loc& loc) {
+  // One pass (every traced node comes here): a zero extent makes the count 0
+  // even where the other extents alone would overflow.
   std::int64_t n = 1;
-  bool overflow = false;
+  bool zero = false, overflow = false;
   for (auto d : dims) {
     if (d < 0) user_error(op, "negative extent in shape " + Shape(dims).str(), loc);
+    if (d == 0) zero = true;
+    else if (!overflow) overflow = __builtin_mul_overflow(n, d, &n);
   }
-  for (auto d : dims) {
-    if (d == 0) return 0;
-  }
-  for (auto d : dims) {
-    if (__builtin_mul_overflow(n, d, &n)) overflow = true;
-  }
+  if (zero) return 0;
   if (overflow) {
     user_error(op, "shape " + Shape(dims).str() + " has more elements than fit in int64", loc);
   }
