@@ -1,6 +1,8 @@
 // The Array handle, the tracing helpers, evaluation and reading values out.
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <sstream>
 #include <string>
 
 #include "base/semantics.hpp"
@@ -48,23 +50,25 @@ Array::~Array() {
   if (id_ != kNoNode) graph().release_ext(id_);
 }
 
-DType Array::dtype() const { return trace::node(*this).dtype; }
-const Shape& Array::shape() const { return trace::node(*this).shape; }
-int Array::ndim() const { return trace::node(*this).shape.ndim(); }
-std::int64_t Array::size() const { return trace::node(*this).shape.numel(); }
-Device Array::device() const {
-  const Node& n = trace::node(*this);
+DType Array::dtype(Loc loc) const { return trace::node(*this, "dtype", loc).dtype; }
+const Shape& Array::shape(Loc loc) const { return trace::node(*this, "shape", loc).shape; }
+int Array::ndim(Loc loc) const { return trace::node(*this, "ndim", loc).shape.ndim(); }
+std::int64_t Array::size(Loc loc) const { return trace::node(*this, "size", loc).shape.numel(); }
+Device Array::device(Loc loc) const {
+  const Node& n = trace::node(*this, "device", loc);
   return n.storage ? n.storage->device : detail::device_of(node_id()).value_or(Device::cpu());
 }
-bool Array::is_evaluated() const { return trace::node(*this).evaluated(); }
+bool Array::is_evaluated(Loc loc) const { return trace::node(*this, "is_evaluated", loc).evaluated(); }
 
-const Array& Array::eval(Loc loc) const {
+const Array& Array::eval(Loc loc) const try {
   trace::id(*this, "eval", loc);
   aj::eval({*this}, loc);
   return *this;
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("eval", loc);
 }
 
-void eval(const std::vector<Array>& arrays, Loc loc) {
+void eval(const std::vector<Array>& arrays, Loc loc) try {
   std::vector<NodeId> roots;
   roots.reserve(arrays.size());
   for (const Array& a : arrays) {
@@ -74,6 +78,8 @@ void eval(const std::vector<Array>& arrays, Loc loc) {
   if (roots.empty()) return;
   ++detail::stats_mut().evals;
   detail::evaluate(roots);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("eval", loc);
 }
 
 namespace detail {
@@ -116,7 +122,7 @@ void convert_out(const Node& n, To* dst) {
 }
 }  // namespace
 
-void Array::copy_out(void* dst, DType as, const Loc& loc) const {
+void Array::copy_out(void* dst, DType as, const Loc& loc) const try {
   eval(loc);
   const Node& stored = graph()[id_];
   Node host;  // a GPU array is read through a host copy of its storage (synchronizes)
@@ -135,6 +141,8 @@ void Array::copy_out(void* dst, DType as, const Loc& loc) const {
     case DType::f32: convert_out(n, static_cast<float*>(dst)); break;
     case DType::f64: convert_out(n, static_cast<double*>(dst)); break;
   }
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("to_vector", loc);
 }
 
 Array& Array::operator+=(const Operand& b) { return *this = add(Operand(*this, b.loc), b); }
@@ -143,9 +151,11 @@ Array& Array::operator*=(const Operand& b) { return *this = multiply(Operand(*th
 Array& Array::operator/=(const Operand& b) { return *this = divide(Operand(*this, b.loc), b); }
 Array& Array::operator%=(const Operand& b) { return *this = mod(Operand(*this, b.loc), b); }
 
-Array Array::astype(DType t, Loc loc) const {
-  trace::id(*this, "astype", loc);
+Array Array::astype(DType t, Loc loc) const try {
+  trace::check_array_size(trace::node(*this, "astype", loc).shape, t, "astype", loc);
   return trace::cast(*this, t, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("astype", loc);
 }
 Array Array::reshape(Shape s, Loc loc) const { return aj::reshape(*this, std::move(s), loc); }
 Array Array::transpose(std::vector<int> perm, Loc loc) const {
@@ -158,11 +168,11 @@ Array Array::T(Loc loc) const { return aj::transpose(*this, {}, loc); }
 namespace trace {
 
 const Node& node(const Array& a) {
-  if (!a.valid()) {
-    throw Error(Error::Kind::user, "aj: use of an empty Array handle (default-constructed or moved-from)");
-  }
+  if (!a.valid()) internal_error("an op reached an empty Array handle its caller did not check");
   return graph()[a.node_id()];
 }
+
+const Node& node(const Array& a, const char* op, const Loc& loc) { return graph()[id(a, op, loc)]; }
 
 NodeId id(const Array& a, const char* op, const Loc& loc) {
   if (!a.valid()) user_error(op, "empty Array handle (default-constructed or moved-from)", loc);
@@ -170,29 +180,52 @@ NodeId id(const Array& a, const char* op, const Loc& loc) {
 }
 
 Array make(Node n, const Loc& loc) {
+  check_array_size(n.shape, n.dtype, op_name(n.op), loc);
   detail::check_devices(n, loc);
   n.loc = loc;
   return Array::from_node(graph().add(std::move(n)));
 }
 
-Array constant(const Scalar& v, DType t, const Loc& loc) {
+std::string describe(const Scalar& v) {
+  switch (v.kind) {
+    case Scalar::Kind::boolean: return v.i ? "true" : "false";
+    case Scalar::Kind::integer:
+      return v.above_int64 ? std::to_string(static_cast<std::uint64_t>(v.i)) : std::to_string(v.i);
+    case Scalar::Kind::floating: {
+      std::ostringstream os;
+      os << v.f;  // shortest form that tells 1e+20 from 1e-20, unlike std::to_string
+      return os.str();
+    }
+  }
+  return "?";
+}
+
+Array constant(const Scalar& v, DType t, const char* op, const Loc& loc) {
   Node n;
   n.op = Op::Constant;
   n.dtype = t;
+  if (is_integer(t) && v.kind == Scalar::Kind::integer) {
+    const bool fits = !v.above_int64 && (t == DType::i64 || (v.i >= INT32_MIN && v.i <= INT32_MAX));
+    if (!fits) {
+      user_error(op, "scalar " + describe(v) + " does not fit the dtype " + dtype_name(t) +
+                         " it takes here (an integer that does not fit is an error, not a wrap)", loc);
+    }
+  }
   switch (t) {
     case DType::bool_:
       n.i0 = v.kind == Scalar::Kind::floating ? (v.f != 0.0) : (v.i != 0);
       break;
-    case DType::i32:
+    case DType::i32:  // a float converts straight to i32 (saturating, as astype), not through i64
+      n.i0 = v.kind == Scalar::Kind::floating ? sem::convert<std::int32_t>(v.f) : v.i;
+      break;
     case DType::i64:
       n.i0 = v.kind == Scalar::Kind::floating ? sem::convert<std::int64_t>(v.f) : v.i;
-      if (t == DType::i32) n.i0 = sem::convert<std::int32_t>(n.i0);
       break;
     case DType::f32:
-      n.f0 = static_cast<float>(v.kind == Scalar::Kind::floating ? v.f : static_cast<double>(v.i));
+      n.f0 = static_cast<float>(v.f);
       break;
     case DType::f64:
-      n.f0 = v.kind == Scalar::Kind::floating ? v.f : static_cast<double>(v.i);
+      n.f0 = v.f;
       break;
   }
   return make(std::move(n), loc);
@@ -257,21 +290,30 @@ Shape broadcast_shapes(const std::vector<const Shape*>& shapes, const std::vecto
 }
 
 std::int64_t checked_numel(const std::vector<std::int64_t>& dims, const char* op, const Loc& loc) {
+  // One pass (every traced node comes here): a zero extent makes the count 0
+  // even where the other extents alone would overflow.
   std::int64_t n = 1;
-  bool overflow = false;
+  bool zero = false, overflow = false;
   for (auto d : dims) {
     if (d < 0) user_error(op, "negative extent in shape " + Shape(dims).str(), loc);
+    if (d == 0) zero = true;
+    else if (!overflow) overflow = __builtin_mul_overflow(n, d, &n);
   }
-  for (auto d : dims) {
-    if (d == 0) return 0;
-  }
-  for (auto d : dims) {
-    if (__builtin_mul_overflow(n, d, &n)) overflow = true;
-  }
+  if (zero) return 0;
   if (overflow) {
     user_error(op, "shape " + Shape(dims).str() + " has more elements than fit in int64", loc);
   }
   return n;
+}
+
+void check_array_size(const Shape& shape, DType t, const char* op, const Loc& loc) {
+  const std::int64_t n = checked_numel(shape.dims(), op, loc);
+  if (static_cast<std::uint64_t>(n) > kMaxArrayBytes / itemsize(t)) {
+    user_error(op, "an array " + describe(t, shape) + " would need " + std::to_string(n) + " x " +
+                       std::to_string(itemsize(t)) +
+                       " bytes, more than any system has (arrays are limited to 2^62 bytes, views "
+                       "included)", loc);
+  }
 }
 
 int normalize_axis(int axis, int ndim, const char* op, const Shape& shape, DType t, const Loc& loc) {

@@ -1,7 +1,10 @@
 // Creating arrays: fills (a broadcast constant), index generators, copies of
 // caller data, zero-copy borrows and counter-based random numbers.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
+#include <new>
 #include <string>
 
 #include "backends/cpu/host_memory.hpp"
@@ -28,13 +31,11 @@ Array leaf(std::shared_ptr<Storage> s, DType t, Shape shape, std::vector<std::in
 
 namespace {
 // `op` is the name the caller used (ones and zeros are fills too).
-Array fill(const char* op, Shape shape, Scalar value, DType dtype, const Loc& loc) {
-  trace::checked_numel(shape.dims(), op, loc);
-  if (dtype == DType::i32 && value.kind == Scalar::Kind::integer &&
-      (value.i < INT32_MIN || value.i > INT32_MAX)) {
-    user_error(op, "value " + std::to_string(value.i) + " does not fit i32", loc);
-  }
-  return trace::broadcast(trace::constant(value, dtype, loc), shape, loc);
+Array fill(const char* op, Shape shape, Scalar value, DType dtype, const Loc& loc) try {
+  trace::check_array_size(shape, dtype, op, loc);
+  return trace::broadcast(trace::constant(value, dtype, op, loc), shape, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory(op, loc);
 }
 }  // namespace
 
@@ -44,14 +45,19 @@ Array full(Shape shape, Scalar value, DType dtype, Loc loc) {
 Array zeros(Shape shape, DType dtype, Loc loc) { return fill("zeros", std::move(shape), 0, dtype, loc); }
 Array ones(Shape shape, DType dtype, Loc loc) { return fill("ones", std::move(shape), 1, dtype, loc); }
 
-Array arange(double start, double stop, double step, DType dtype, Loc loc) {
+Array arange(double start, double stop, double step, DType dtype, Loc loc) try {
   if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop)) {
     user_error("arange", "start, stop and step must be finite and step non-zero", loc);
   }
   if (dtype == DType::bool_) user_error("arange", "does not make bool arrays", loc);
   double len = std::ceil((stop - start) / step);
-  if (len > 9.2e18) user_error("arange", "too many elements", loc);
+  if (!(len < 0x1p63)) {  // also catches (stop - start) overflowing to inf
+    user_error("arange", "[" + trace::describe(Scalar(start)) + ", " + trace::describe(Scalar(stop)) +
+                             ") in steps of " + trace::describe(Scalar(step)) +
+                             " has more elements than fit in int64", loc);
+  }
   auto n = static_cast<std::int64_t>(len > 0 ? len : 0);
+  trace::check_array_size(Shape{n}, dtype, "arange", loc);
   Node node;
   node.op = Op::Iota;
   node.dtype = dtype;
@@ -59,11 +65,14 @@ Array arange(double start, double stop, double step, DType dtype, Loc loc) {
   node.f0 = start;
   node.f1 = step;
   return trace::make(std::move(node), loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("arange", loc);
 }
 
-Array arange(std::int64_t n, DType dtype, Loc loc) {
+Array arange(std::int64_t n, DType dtype, Loc loc) try {
   if (n < 0) user_error("arange", "negative length " + std::to_string(n), loc);
   if (dtype == DType::bool_) user_error("arange", "does not make bool arrays", loc);
+  trace::check_array_size(Shape{n}, dtype, "arange", loc);
   Node node;
   node.op = Op::Iota;
   node.dtype = dtype;
@@ -71,11 +80,18 @@ Array arange(std::int64_t n, DType dtype, Loc loc) {
   node.f0 = 0;
   node.f1 = 1;
   return trace::make(std::move(node), loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("arange", loc);
 }
 
-Array linspace(double start, double stop, std::int64_t num, DType dtype, Loc loc) {
+Array linspace(double start, double stop, std::int64_t num, DType dtype, Loc loc) try {
   if (num < 0) user_error("linspace", "negative number of samples " + std::to_string(num), loc);
   if (dtype == DType::bool_) user_error("linspace", "does not make bool arrays", loc);
+  if (!std::isfinite(start) || !std::isfinite(stop)) {
+    user_error("linspace", "start and stop must be finite, got " + trace::describe(Scalar(start)) +
+                               " and " + trace::describe(Scalar(stop)), loc);
+  }
+  trace::check_array_size(Shape{num}, dtype, "linspace", loc);
   Node node;
   node.op = Op::Linspace;
   node.dtype = dtype;
@@ -83,28 +99,32 @@ Array linspace(double start, double stop, std::int64_t num, DType dtype, Loc loc
   node.f0 = start;
   node.f1 = stop;
   return trace::make(std::move(node), loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("linspace", loc);
 }
 
-Array eye(std::int64_t n, std::optional<std::int64_t> m, std::int64_t k, DType dtype, Loc loc) {
+Array eye(std::int64_t n, std::optional<std::int64_t> m, std::int64_t k, DType dtype, Loc loc) try {
   std::int64_t cols = m.value_or(n);
-  trace::checked_numel({n, cols}, "eye", loc);
+  trace::check_array_size(Shape{n, cols}, dtype, "eye", loc);
   Node node;
   node.op = Op::Eye;
   node.dtype = dtype;
   node.shape = Shape{n, cols};
   node.i0 = k;
   return trace::make(std::move(node), loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("eye", loc);
 }
 
 template <class T>
-Array from_vector(const std::vector<T>& data, Shape shape, Loc loc) {
+Array from_vector(const std::vector<T>& data, Shape shape, Loc loc) try {
   std::int64_t n = trace::checked_numel(shape.dims(), "from_vector", loc);
   if (static_cast<std::int64_t>(data.size()) != n) {
     user_error("from_vector", std::to_string(data.size()) + " values do not fill shape " +
                                   shape.str() + " (" + std::to_string(n) + " elements)", loc);
   }
   constexpr DType t = dtype_of<T>;
-  auto s = cpu::host_alloc(static_cast<std::size_t>(n) * sizeof(T));
+  auto s = cpu::host_alloc(n, sizeof(T));
   if constexpr (std::is_same_v<T, bool>) {
     auto* dst = static_cast<bool*>(s->data);
     for (std::int64_t i = 0; i < n; ++i) dst[i] = data[static_cast<std::size_t>(i)];
@@ -113,10 +133,12 @@ Array from_vector(const std::vector<T>& data, Shape shape, Loc loc) {
   }
   auto strides = contiguous_strides(shape);
   return leaf(std::move(s), t, std::move(shape), std::move(strides), loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("from_vector", loc);
 }
 
 template <class T>
-Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides, Loc loc) {
+Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides, Loc loc) try {
   std::int64_t n = trace::checked_numel(shape.dims(), "borrow", loc);
   if (!ptr && n > 0) user_error("borrow", "null pointer for " + shape.str(), loc);
   if (strides.empty()) strides = contiguous_strides(shape);
@@ -124,12 +146,32 @@ Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides, Loc loc) {
     user_error("borrow", std::to_string(strides.size()) + " strides given for shape " + shape.str(),
                loc);
   }
-  // The extent of memory the view touches, for the storage's byte count.
+  trace::check_array_size(shape, dtype_of<std::remove_const_t<T>>, "borrow", loc);
+  // The extent of memory the view touches, for the storage's byte count. A
+  // span that overflows, or reaches past the address space, cannot describe
+  // real memory: the strides are wrong.
   std::int64_t lo = 0, hi = 0;
+  auto bad_strides = [&](const std::string& why) {
+    std::string list;
+    for (std::size_t i = 0; i < strides.size(); ++i) list += (i ? ", " : "") + std::to_string(strides[i]);
+    user_error("borrow", "strides (" + list + ") for shape " + shape.str() + " " + why, loc);
+  };
   if (n > 0) {
     for (int i = 0; i < shape.ndim(); ++i) {
-      std::int64_t span = strides[static_cast<std::size_t>(i)] * (shape[i] - 1);
-      (span < 0 ? lo : hi) += span;
+      std::int64_t span = 0;
+      if (__builtin_mul_overflow(strides[static_cast<std::size_t>(i)], shape[i] - 1, &span) ||
+          __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi)) {
+        bad_strides("reach further than any memory (the span overflows int64)");
+      }
+    }
+    std::int64_t elems = 0;
+    if (__builtin_sub_overflow(hi, lo, &elems) || elems >= static_cast<std::int64_t>(trace::kMaxArrayBytes / sizeof(T))) {
+      bad_strides("span more than 2^62 bytes");
+    }
+    const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
+    if (addr < static_cast<std::uintptr_t>(-lo) * sizeof(T) ||
+        UINTPTR_MAX - addr < static_cast<std::uintptr_t>(hi) * sizeof(T)) {
+      bad_strides("reach outside the address space from " + std::to_string(addr));
     }
   }
   // Negative strides walk below ptr: the storage starts at the lowest address.
@@ -137,6 +179,8 @@ Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides, Loc loc) {
                             static_cast<std::size_t>(n > 0 ? hi - lo + 1 : 0) * sizeof(T));
   return leaf(std::move(s), dtype_of<std::remove_const_t<T>>, std::move(shape), std::move(strides),
               loc, -lo);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("borrow", loc);
 }
 
 #define AJ_INSTANTIATE(T)                                                              \
@@ -156,12 +200,12 @@ namespace {
 std::uint64_t g_seed = 0x5eed;
 std::uint64_t g_counter = 0;
 
-Array rand_node(Op op, Shape shape, double a, double b, DType dtype, const char* name, const Loc& loc) {
-  trace::checked_numel(shape.dims(), name, loc);
+Array rand_node(Op op, Shape shape, double a, double b, DType dtype, const char* name, const Loc& loc) try {
   if (!is_float(dtype)) {
     user_error(name, std::string("makes floating point arrays, not ") + dtype_name(dtype) +
                          " (use astype after)", loc);
   }
+  trace::check_array_size(shape, dtype, name, loc);
   Node n;
   n.op = op;
   n.dtype = dtype;
@@ -171,6 +215,18 @@ Array rand_node(Op op, Shape shape, double a, double b, DType dtype, const char*
   n.f0 = a;
   n.f1 = b;
   return trace::make(std::move(n), loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory(name, loc);
+}
+
+// Parameters must be finite in the dtype made: an infinite one (or a range
+// wider than the largest double) gives inf - inf = NaN values.
+void check_finite(const char* op, const char* what, double v, DType dtype, const Loc& loc) {
+  const double max = dtype == DType::f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+  if (!(std::fabs(v) <= max)) {
+    user_error(op, std::string(what) + " must be finite in " + dtype_name(dtype) + ", got " +
+                       trace::describe(Scalar(v)), loc);
+  }
 }
 }  // namespace
 
@@ -180,11 +236,16 @@ void seed(std::uint64_t s) {
 }
 
 Array uniform(Shape shape, double lo, double hi, DType dtype, Loc loc) {
+  check_finite("random::uniform", "lo", lo, dtype, loc);
+  check_finite("random::uniform", "hi", hi, dtype, loc);
+  check_finite("random::uniform", "hi - lo", hi - lo, DType::f64, loc);
   if (!(lo <= hi)) user_error("random::uniform", "needs lo <= hi", loc);
   return rand_node(Op::RandUniform, std::move(shape), lo, hi, dtype, "random::uniform", loc);
 }
 
 Array normal(Shape shape, double mean, double stddev, DType dtype, Loc loc) {
+  check_finite("random::normal", "mean", mean, dtype, loc);
+  check_finite("random::normal", "stddev", stddev, dtype, loc);
   if (!(stddev >= 0)) user_error("random::normal", "needs stddev >= 0", loc);
   return rand_node(Op::RandNormal, std::move(shape), mean, stddev, dtype, "random::normal", loc);
 }

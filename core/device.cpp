@@ -83,7 +83,7 @@ void check_devices(Node& n, const Loc& loc) {
 
 }  // namespace detail
 
-Array Array::to(Device d, Loc loc) const {
+Array Array::to(Device d, Loc loc) const try {
   const NodeId id = trace::id(*this, "to", loc);
   if (d.kind == Device::Kind::cuda && d.index < 0) {
     user_error("to", "negative CUDA device index " + std::to_string(d.index), loc);
@@ -113,6 +113,8 @@ Array Array::to(Device d, Loc loc) const {
   leaf.storage = std::move(s);
   leaf.loc = loc;
   return Array::from_node(graph().add(std::move(leaf)));
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("to", loc);
 }
 
 }  // namespace aj

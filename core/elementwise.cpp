@@ -1,7 +1,7 @@
 // Elementwise ops: dtype resolution (NumPy promotion, weak scalars),
 // broadcasting, and the checks that make bad calls fail at trace time.
 #include <initializer_list>
-#include <limits>
+#include <new>
 #include <span>
 #include <string>
 
@@ -25,13 +25,7 @@ DType default_dtype(const Scalar& s) {
 }
 
 std::string describe(const Operand& o) {
-  if (!o.is_scalar) return describe(*o.array);
-  switch (o.scalar.kind) {
-    case Scalar::Kind::boolean: return std::string("scalar ") + (o.scalar.i ? "true" : "false");
-    case Scalar::Kind::integer: return "scalar " + std::to_string(o.scalar.i);
-    case Scalar::Kind::floating: return "scalar " + std::to_string(o.scalar.f);
-  }
-  return "scalar";
+  return o.is_scalar ? "scalar " + describe(o.scalar) : describe(*o.array);
 }
 
 std::string describe_all(std::span<const Operand* const> ops) {
@@ -66,21 +60,8 @@ DType result_dtype(std::span<const Operand* const> ops) {
   return t;
 }
 
-// Check the scalar fits the dtype it becomes (NumPy 2 raises on overflow too).
-void check_scalar_fits(const char* op, const Operand& o, DType t) {
-  if (!o.is_scalar || o.scalar.kind != Scalar::Kind::integer || t != DType::i32) return;
-  if (o.scalar.i < std::numeric_limits<std::int32_t>::min() ||
-      o.scalar.i > std::numeric_limits<std::int32_t>::max()) {
-    user_error(op, "scalar " + std::to_string(o.scalar.i) + " does not fit the operand dtype i32",
-               o.loc);
-  }
-}
-
 Array as_array(const char* op, const Operand& o, DType t) {
-  if (o.is_scalar) {
-    check_scalar_fits(op, o, t);
-    return trace::constant(o.scalar, t, o.loc);
-  }
+  if (o.is_scalar) return trace::constant(o.scalar, t, op, o.loc);  // checks that it fits
   trace::id(*o.array, op, o.loc);
   return trace::cast(*o.array, t, o.loc);
 }
@@ -129,7 +110,9 @@ Array make_elementwise(Op op, DType out, std::initializer_list<Array> ins, const
 
 // Broadcast the operands' shapes as the user wrote them, before any cast:
 // an error names each operand with its own dtype (i32[3, 4] and f64[5]).
-void check_broadcast(const char* op, std::span<const Operand* const> ops, const Loc& loc) {
+// Then the result must fit in memory in the widest dtype the op makes
+// (its casts and broadcasts are no larger), checked here under the op's name.
+void check_shapes(const char* op, std::span<const Operand* const> ops, DType widest, const Loc& loc) {
   const Shape* first = nullptr;  // fast path: all array operands of one shape cannot fail
   bool same = true;
   for (auto* o : ops) {
@@ -138,7 +121,10 @@ void check_broadcast(const char* op, std::span<const Operand* const> ops, const 
     if (first && *first != s) same = false;
     first = &s;
   }
-  if (same) return;
+  if (same) {
+    if (first) trace::check_array_size(*first, widest, op, loc);
+    return;
+  }
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
   for (auto* o : ops) {
@@ -148,8 +134,10 @@ void check_broadcast(const char* op, std::span<const Operand* const> ops, const 
   }
   std::vector<const Shape*> ptrs;
   for (const Shape& s : shapes) ptrs.push_back(&s);
-  trace::broadcast_shapes(ptrs, dtypes, op, loc);
+  trace::check_array_size(trace::broadcast_shapes(ptrs, dtypes, op, loc), widest, op, loc);
 }
+
+DType widest(DType a, DType b) { return itemsize(a) >= itemsize(b) ? a : b; }
 
 void check_any_array(const char* op, std::span<const Operand* const> ops) {
   for (auto* o : ops) {
@@ -157,7 +145,7 @@ void check_any_array(const char* op, std::span<const Operand* const> ops) {
   }
 }
 
-Array binary(Op op, const Operand& a, const Operand& b) {
+Array binary(Op op, const Operand& a, const Operand& b) try {
   const char* name = op_name(op);
   const Loc& loc = a.is_scalar ? b.loc : a.loc;
   const Operand* ops[] = {&a, &b};  // no allocation per traced op
@@ -176,12 +164,14 @@ Array binary(Op op, const Operand& a, const Operand& b) {
     user_error(name, "does not accept bool operands (" + describe_all(ops) +
                          "); use && / || for logic or astype() to a number type", loc);
   }
-  check_broadcast(name, ops, loc);
   DType out = is_compare(op) ? DType::bool_ : t;
+  check_shapes(name, ops, widest(t, out), loc);
   return make_elementwise(op, out, {as_array(name, a, t), as_array(name, b, t)}, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory(op_name(op), a.is_scalar ? b.loc : a.loc);
 }
 
-Array unary(Op op, const Operand& a) {
+Array unary(Op op, const Operand& a) try {
   const char* name = op_name(op);
   const Operand* ops[] = {&a};
   check_any_array(name, ops);
@@ -196,7 +186,10 @@ Array unary(Op op, const Operand& a) {
                a.loc);
   }
   if (op_has(op, opflag::FloatOnly) && !is_float(t)) t = DType::f64;  // NumPy: ints give f64
+  check_shapes(name, ops, t, a.loc);
   return make_elementwise(op, t, {as_array(name, a, t)}, a.loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory(op_name(op), a.loc);
 }
 
 }  // namespace
@@ -210,19 +203,21 @@ Array maximum(const Operand& a, const Operand& b) { return binary(Op::Max, a, b)
 Array minimum(const Operand& a, const Operand& b) { return binary(Op::Min, a, b); }
 Array pow(const Operand& a, const Operand& b) { return binary(Op::Pow, a, b); }
 
-Array true_divide(const Operand& a, const Operand& b) {
-  std::vector<const Operand*> ops{&a, &b};
+Array true_divide(const Operand& a, const Operand& b) try {
+  const Operand* ops[] = {&a, &b};
+  const Loc& loc = a.is_scalar ? b.loc : a.loc;
   check_any_array("true_divide", ops);
   DType t = result_dtype(ops);
-  if (is_float(t)) return binary(Op::Div, a, b);
   if (t == DType::bool_) {
-    user_error("true_divide", "does not accept bool operands (" + describe_all(ops) + ")",
-               a.is_scalar ? b.loc : a.loc);
+    user_error("true_divide", "does not accept bool operands (" + describe_all(ops) + ")", loc);
   }
-  const Loc& loc = a.is_scalar ? b.loc : a.loc;
+  check_shapes("true_divide", ops, is_float(t) ? t : DType::f64, loc);  // named so, before any cast
+  if (is_float(t)) return binary(Op::Div, a, b);
   Array x = as_array("true_divide", a, DType::f64);
   Array y = as_array("true_divide", b, DType::f64);
   return binary(Op::Div, Operand(x, loc), Operand(y, loc));
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("true_divide", a.is_scalar ? b.loc : a.loc);
 }
 
 Array floor_divide(const Operand& a, const Operand& b) {
@@ -266,7 +261,7 @@ Array floor(const Operand& a) { return unary(Op::Floor, a); }
 Array ceil(const Operand& a) { return unary(Op::Ceil, a); }
 Array round(const Operand& a) { return unary(Op::Round, a); }
 
-Array where(const Operand& cond, const Operand& a, const Operand& b) {
+Array where(const Operand& cond, const Operand& a, const Operand& b) try {
   const Loc& loc = cond.loc;
   std::vector<const Operand*> all{&cond, &a, &b};
   check_any_array("where", all);
@@ -276,13 +271,15 @@ Array where(const Operand& cond, const Operand& a, const Operand& b) {
     user_error("where", "condition must be bool, got " + describe(cond) +
                             " (compare first, e.g. x > 0)", loc);
   }
-  check_broadcast("where", all, loc);
   std::vector<const Operand*> vals{&a, &b};
   DType t = result_dtype(vals);
+  check_shapes("where", all, t, loc);
   return make_elementwise(Op::Where, t,
                           {as_array("where", cond, DType::bool_), as_array("where", a, t),
                            as_array("where", b, t)},
                           loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("where", cond.loc);
 }
 
 Array clip(const Operand& x, const Operand& lo, const Operand& hi) {

@@ -1,5 +1,5 @@
 // Which execution path eval() takes. The reference interpreter is the oracle;
-// the optimized path (graph/pipeline) is what users get. Tests switch between
+// the optimized path (opt/pipeline + exec/execute) is what users get. Tests switch between
 // them to compare results (tests/test_differential.cpp).
 #pragma once
 

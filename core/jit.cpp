@@ -18,8 +18,8 @@ void set_cache_dir(const std::string& dir) { set_host_cache_dir(dir); }
 void clear_memory_cache() { clear_host_kernels(); }
 std::string target_description() { return host_target(); }
 
-std::string kernel_ir(const Array& a, bool assembly) {
-  const NodeId id = trace::id(a, "jit::kernel_ir", Loc::current());
+std::string kernel_ir(const Array& a, bool assembly, Loc loc) {
+  const NodeId id = trace::id(a, "jit::kernel_ir", loc);
   if (graph()[id].evaluated()) return "";
   std::string out;
   for (const Kernel& k : opt::plan_kernels({id})) out += host_kernel_text(k, assembly);

@@ -1,5 +1,6 @@
 // Reductions: axis checks, result dtypes (NumPy's), keepdims as a reshape.
 #include <algorithm>
+#include <new>
 #include <string>
 
 #include "core/trace.hpp"
@@ -66,17 +67,19 @@ std::int64_t reduced_count(const Shape& s, const std::vector<std::int64_t>& axes
   return c;
 }
 
-// max/min/argmax/argmin have no identity: reducing an empty extent into a
-// non-empty result is an error (as NumPy), caught here at trace time.
+// max/min/argmax/argmin have no identity: reducing an empty extent is an
+// error (as NumPy), caught here at trace time. Also when the result is empty
+// too (max over axis 0 of a [0, 0] array): the rule does not depend on the
+// other axes.
 void check_nonempty(const Array& a, const std::vector<std::int64_t>& axes, const char* op,
                     const Loc& loc) {
-  if (reduced_count(a.shape(), axes) == 0 && reduced_shape(a.shape(), axes, false).numel() != 0) {
+  if (reduced_count(a.shape(), axes) == 0) {
     user_error(op, "reduction over an empty axis of " + describe(a) +
                        " has no identity (use a sum, or check the size first)", loc);
   }
 }
 
-Array reduce(Op op, const Array& a, const Axes& axes_in, bool keepdims, const Loc& loc) {
+Array reduce(Op op, const Array& a, const Axes& axes_in, bool keepdims, const Loc& loc) try {
   const char* name = op_name(op);
   trace::id(a, name, loc);
   auto axes = resolve_axes(a, axes_in, name, loc);
@@ -87,6 +90,7 @@ Array reduce(Op op, const Array& a, const Axes& axes_in, bool keepdims, const Lo
     case Op::Sum:
     case Op::Prod:
       if (t == DType::bool_ || t == DType::i32) out = DType::i64;  // NumPy on 64-bit Linux
+      trace::check_array_size(a.shape(), out, name, loc);  // the widened copy it reads
       x = trace::cast(a, out, loc);
       break;
     case Op::ReduceMax:
@@ -103,9 +107,11 @@ Array reduce(Op op, const Array& a, const Axes& axes_in, bool keepdims, const Lo
     AJ_CASES_OUTSIDE(Reduce) internal_error(std::string("reduce() called with ") + name);
   }
   return keep(reduce_node(op, x, axes, out, loc), a.shape(), axes, keepdims, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory(op_name(op), loc);
 }
 
-Array arg_reduce(Op op, const Array& a, std::optional<int> axis, bool keepdims, const Loc& loc) {
+Array arg_reduce(Op op, const Array& a, std::optional<int> axis, bool keepdims, const Loc& loc) try {
   const char* name = op_name(op);
   trace::id(a, name, loc);
   if (!axis) {
@@ -131,6 +137,8 @@ Array arg_reduce(Op op, const Array& a, std::optional<int> axis, bool keepdims, 
   n.ints = axes;
   n.inputs = {a.node_id()};
   return keep(trace::make(std::move(n), loc), a.shape(), axes, keepdims, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory(op_name(op), loc);
 }
 
 }  // namespace
@@ -156,15 +164,18 @@ Array any(const Array& a, Axes axes, bool keepdims, Loc loc) {
 
 // mean = sum / count in the float type (ints and bool average in f64). The
 // mean of an empty axis is 0/0 = NaN, as NumPy.
-Array mean(const Array& a, Axes axes_in, bool keepdims, Loc loc) {
+Array mean(const Array& a, Axes axes_in, bool keepdims, Loc loc) try {
   trace::id(a, "mean", loc);
   auto axes = resolve_axes(a, axes_in, "mean", loc);
   DType t = is_float(a.dtype()) ? a.dtype() : DType::f64;
+  trace::check_array_size(a.shape(), t, "mean", loc);
   Array x = trace::cast(a, t, loc);
   Array s = reduce_node(Op::Sum, x, axes, t, loc);
   auto count = static_cast<double>(reduced_count(a.shape(), axes));
   Array m = divide(Operand(s, loc), Operand(count, loc));
   return keep(m, a.shape(), axes, keepdims, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("mean", loc);
 }
 
 Array argmax(const Array& a, std::optional<int> axis, bool keepdims, Loc loc) {

@@ -1,5 +1,6 @@
 // Shape ops (views where possible), concatenation and matmul.
 #include <algorithm>
+#include <new>
 #include <numeric>
 #include <string>
 
@@ -23,7 +24,7 @@ Array view_node(Op op, const Array& a, Shape shape, std::vector<std::int64_t> in
 
 }  // namespace
 
-Array reshape(const Array& a, Shape shape, Loc loc) {
+Array reshape(const Array& a, Shape shape, Loc loc) try {
   trace::id(a, "reshape", loc);
   std::vector<std::int64_t> dims = shape.dims();
   int infer = -1;
@@ -54,9 +55,11 @@ Array reshape(const Array& a, Shape shape, Loc loc) {
   }
   if (out == a.shape()) return a;
   return view_node(Op::Reshape, a, out, {}, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("reshape", loc);
 }
 
-Array transpose(const Array& a, std::vector<int> perm, Loc loc) {
+Array transpose(const Array& a, std::vector<int> perm, Loc loc) try {
   trace::id(a, "transpose", loc);
   const int nd = a.ndim();
   if (perm.empty()) {
@@ -85,11 +88,13 @@ Array transpose(const Array& a, std::vector<int> perm, Loc loc) {
   for (int i = 0; i < nd; ++i) identity &= ints[static_cast<std::size_t>(i)] == i;
   if (identity) return a;
   return view_node(Op::Transpose, a, Shape(dims), ints, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("transpose", loc);
 }
 
-Array broadcast_to(const Array& a, Shape shape, Loc loc) {
+Array broadcast_to(const Array& a, Shape shape, Loc loc) try {
   trace::id(a, "broadcast_to", loc);
-  trace::checked_numel(shape.dims(), "broadcast_to", loc);
+  trace::check_array_size(shape, a.dtype(), "broadcast_to", loc);
   const Shape& s = a.shape();
   bool ok = s.ndim() <= shape.ndim();
   for (int i = 0; ok && i < s.ndim(); ++i) {
@@ -100,18 +105,22 @@ Array broadcast_to(const Array& a, Shape shape, Loc loc) {
     user_error("broadcast_to", "cannot broadcast " + describe(a) + " to " + shape.str(), loc);
   }
   return trace::broadcast(a, shape, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("broadcast_to", loc);
 }
 
-Array expand_dims(const Array& a, int axis, Loc loc) {
+Array expand_dims(const Array& a, int axis, Loc loc) try {
   trace::id(a, "expand_dims", loc);
   const int nd = a.ndim() + 1;
   int ax = trace::normalize_axis(axis, nd, "expand_dims", a.shape(), a.dtype(), loc);
   std::vector<std::int64_t> dims = a.shape().dims();
   dims.insert(dims.begin() + ax, 1);
   return reshape(a, Shape(dims), loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("expand_dims", loc);
 }
 
-Array squeeze(const Array& a, Axes axes, Loc loc) {
+Array squeeze(const Array& a, Axes axes, Loc loc) try {
   trace::id(a, "squeeze", loc);
   const Shape& s = a.shape();
   std::vector<bool> drop(static_cast<std::size_t>(s.ndim()), false);
@@ -120,6 +129,9 @@ Array squeeze(const Array& a, Axes axes, Loc loc) {
   } else {
     for (int ax : axes.list()) {
       int q = trace::normalize_axis(ax, s.ndim(), "squeeze", s, a.dtype(), loc);
+      if (drop[static_cast<std::size_t>(q)]) {
+        user_error("squeeze", "repeated axis " + std::to_string(ax) + " for " + describe(a), loc);
+      }
       if (s[q] != 1) {
         user_error("squeeze", "axis " + std::to_string(ax) + " of " + describe(a) +
                                   " has extent " + std::to_string(s[q]) + ", not 1", loc);
@@ -132,9 +144,11 @@ Array squeeze(const Array& a, Axes axes, Loc loc) {
     if (!drop[static_cast<std::size_t>(i)]) dims.push_back(s[i]);
   }
   return reshape(a, Shape(dims), loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("squeeze", loc);
 }
 
-Array slice(const Array& a, std::vector<Slice> slices, Loc loc) {
+Array slice(const Array& a, std::vector<Slice> slices, Loc loc) try {
   trace::id(a, "slice", loc);
   const Shape& s = a.shape();
   if (static_cast<int>(slices.size()) > s.ndim()) {
@@ -152,6 +166,14 @@ Array slice(const Array& a, std::vector<Slice> slices, Loc loc) {
                               std::to_string(n) + ")", loc);
     };
     std::int64_t start, stop, len;
+    // |step| as unsigned: -INT64_MIN does not fit int64. The distance walked
+    // is at most n + 1, so ceil(distance / |step|) cannot overflow.
+    const std::uint64_t abs_step = sl.step > 0 ? static_cast<std::uint64_t>(sl.step)
+                                               : 0 - static_cast<std::uint64_t>(sl.step);
+    auto count = [&](std::int64_t distance) {
+      return distance > 0 ? static_cast<std::int64_t>(1 + static_cast<std::uint64_t>(distance - 1) / abs_step)
+                          : std::int64_t{0};
+    };
     if (sl.step > 0) {
       start = sl.start.value_or(0);
       stop = sl.stop.value_or(n);
@@ -159,7 +181,7 @@ Array slice(const Array& a, std::vector<Slice> slices, Loc loc) {
       if (stop < -n || stop > n) range_error("stop", stop);
       if (start < 0) start += n;
       if (stop < 0) stop += n;
-      len = stop > start ? (stop - start + sl.step - 1) / sl.step : 0;
+      len = count(stop - start);
     } else {
       start = sl.start.value_or(n - 1);
       if (sl.start && (start < -n || start >= n)) range_error("start", start);
@@ -171,28 +193,35 @@ Array slice(const Array& a, std::vector<Slice> slices, Loc loc) {
       } else {
         stop = -1;  // one before the first element
       }
-      len = start > stop ? (start - stop + (-sl.step) - 1) / (-sl.step) : 0;
+      len = count(start - stop);
     }
     if (len == 0) start = 0;
+    // With at most one element the step is never taken: store 1, so that no
+    // later stride arithmetic multiplies by a huge step.
+    const std::int64_t step = len <= 1 ? 1 : sl.step;
     dims.push_back(len);
     ints.push_back(start);
-    ints.push_back(sl.step);
-    identity &= start == 0 && sl.step == 1 && len == n;
+    ints.push_back(step);
+    identity &= start == 0 && step == 1 && len == n;
   }
   if (identity) return a;
   return view_node(Op::Slice, a, Shape(dims), ints, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("slice", loc);
 }
 
 Array slice(const Array& a, int axis, std::optional<std::int64_t> start,
-            std::optional<std::int64_t> stop, std::int64_t step, Loc loc) {
+            std::optional<std::int64_t> stop, std::int64_t step, Loc loc) try {
   trace::id(a, "slice", loc);
   int ax = trace::normalize_axis(axis, a.ndim(), "slice", a.shape(), a.dtype(), loc);
   std::vector<Slice> slices(static_cast<std::size_t>(ax + 1));
   slices[static_cast<std::size_t>(ax)] = Slice(start, stop, step);
   return slice(a, std::move(slices), loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("slice", loc);
 }
 
-Array concatenate(const std::vector<Array>& arrays, int axis, Loc loc) {
+Array concatenate(const std::vector<Array>& arrays, int axis, Loc loc) try {
   if (arrays.empty()) user_error("concatenate", "needs at least one array", loc);
   for (auto& a : arrays) trace::id(a, "concatenate", loc);
   const Array& first = arrays[0];
@@ -219,7 +248,7 @@ Array concatenate(const std::vector<Array>& arrays, int axis, Loc loc) {
       user_error("concatenate", "result extent overflows int64", loc);
     }
   }
-  trace::checked_numel(dims, "concatenate", loc);
+  trace::check_array_size(Shape(dims), t, "concatenate", loc);
   if (arrays.size() == 1) return first;
   std::vector<Array> ins;
   Node n;
@@ -232,9 +261,11 @@ Array concatenate(const std::vector<Array>& arrays, int axis, Loc loc) {
     n.inputs.push_back(ins.back().node_id());
   }
   return trace::make(std::move(n), loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("concatenate", loc);
 }
 
-Array stack(const std::vector<Array>& arrays, int axis, Loc loc) {
+Array stack(const std::vector<Array>& arrays, int axis, Loc loc) try {
   if (arrays.empty()) user_error("stack", "needs at least one array", loc);
   for (auto& a : arrays) trace::id(a, "stack", loc);
   for (std::size_t k = 1; k < arrays.size(); ++k) {
@@ -249,9 +280,11 @@ Array stack(const std::vector<Array>& arrays, int axis, Loc loc) {
   std::vector<Array> expanded;
   for (auto& a : arrays) expanded.push_back(expand_dims(a, ax, loc));
   return concatenate(expanded, ax, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("stack", loc);
 }
 
-Array matmul(const Array& a_in, const Array& b_in, Loc loc) {
+Array matmul(const Array& a_in, const Array& b_in, Loc loc) try {
   trace::id(a_in, "matmul", loc);
   trace::id(b_in, "matmul", loc);
   if (a_in.ndim() == 0 || b_in.ndim() == 0) {
@@ -294,10 +327,12 @@ Array matmul(const Array& a_in, const Array& b_in, Loc loc) {
     d.push_back(c);
     return Shape(d);
   };
-  Array ac = trace::broadcast(trace::cast(a, t, loc), with(n, k), loc);
-  Array bc = trace::broadcast(trace::cast(b, t, loc), with(k, m), loc);
-  Shape out = with(n, m);
-  trace::checked_numel(out.dims(), "matmul", loc);
+  // The broadcast operands and the result, checked under matmul's name
+  // before any of them is made.
+  const Shape out = with(n, m), a_shape = with(n, k), b_shape = with(k, m);
+  for (const Shape* s : {&a_shape, &b_shape, &out}) trace::check_array_size(*s, t, "matmul", loc);
+  Array ac = trace::broadcast(trace::cast(a, t, loc), a_shape, loc);
+  Array bc = trace::broadcast(trace::cast(b, t, loc), b_shape, loc);
   Node node;
   node.op = Op::MatMul;
   node.dtype = t;
@@ -311,6 +346,8 @@ Array matmul(const Array& a_in, const Array& b_in, Loc loc) {
     r = reshape(r, Shape(d), loc);
   }
   return r;
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("matmul", loc);
 }
 
 }  // namespace aj

@@ -76,4 +76,12 @@ void internal_error(const std::string& msg) {
 
 void runtime_error(const std::string& msg) { throw Error(Error::Kind::runtime, msg); }
 
+void detail::out_of_memory(const char* op, const Loc& loc) {
+  // Unwinding has already given back what the op took: every array made
+  // before it is unchanged and usable (the graph holds nothing half-made).
+  throw Error(Error::Kind::runtime, std::string("aj::") + op +
+                                        ": out of memory (the system refused an allocation); arrays "
+                                        "made before are unchanged (at " + loc_str(loc) + ")");
+}
+
 }  // namespace aj

@@ -1,16 +1,18 @@
 #include "jit/disk_cache.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace aj::jit {
@@ -56,12 +58,35 @@ std::string DiskCache::path_for(std::string_view key) const {
   return dir_ + "/" + name;
 }
 
+namespace {
+// The whole of the regular file at `path`. Anything else placed there (a
+// FIFO would block the first evaluation forever, a device could be endless)
+// is refused without reading: O_NONBLOCK makes even the open of a FIFO
+// return at once, and fstat tells what was opened.
+DiskRead read_regular_file(const std::string& path, std::string* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return DiskRead::missing;  // absent or unreadable: compile and try to store
+  struct stat st {};
+  DiskRead r = DiskRead::corrupt;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    out->clear();
+    char buf[1 << 16];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+      if (n > 0) out->append(buf, static_cast<std::size_t>(n));
+    }
+    if (n == 0) r = DiskRead::hit;
+  }
+  ::close(fd);
+  return r;
+}
+}  // namespace
+
 DiskRead DiskCache::read(std::string_view key, std::string* payload) const {
-  std::ifstream f(path_for(key), std::ios::binary);
-  if (!f) return DiskRead::missing;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string all = ss.str();
+  std::string all;
+  if (DiskRead r = read_regular_file(path_for(key), &all); r != DiskRead::hit) return r;
+  // The entry names its key: a file copied from another key's entry (even
+  // with its checksum made to match) is another kernel, never this one.
   std::string_view s = all;
   std::uint64_t klen = 0, plen = 0, sum = 0;
   if (s.substr(0, kMagicLen) != std::string_view(kMagic, kMagicLen)) return DiskRead::corrupt;

@@ -5,8 +5,12 @@
 // u64 checksum (FNV-1a 64 of the payload), the payload. An entry is used only
 // if all of it is there and matches: a truncated, corrupt or stale file (an
 // other key that hashed to the same file name, an other LLVM or CPU: both are
-// in the key) reads as a miss and is overwritten by the next store. Writes go
-// to a temporary file renamed into place, so readers never see half a file.
+// in the key) reads as a miss and is overwritten by the next store. So does
+// anything at the entry's path that is not a regular file (a FIFO, a device,
+// a directory): it is refused without blocking and without being read. The
+// key is compared in full, so an entry copied under another key's file name
+// is refused too. Writes go to a temporary file renamed into place, so
+// readers never see half a file.
 #pragma once
 
 #include <cstdint>

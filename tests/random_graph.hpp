@@ -1153,7 +1153,7 @@ inline void RandomGraph::step_reduce() {
     const bool red = std::find(ax.begin(), ax.end(), a) != ax.end();
     (red ? N : out_n) *= d[static_cast<std::size_t>(a)];
   }
-  const bool no_identity = N == 0 && out_n != 0;
+  const bool no_identity = N == 0;  // an error even when the result is empty too (as NumPy)
   const bool needs_exact = op == "all" || op == "any" || op == "argmax" || op == "argmin";
   if (needs_exact && !x.b.exact()) op = "max";
   if ((op == "max" || op == "min" || op == "argmax" || op == "argmin") && no_identity) op = "sum";
@@ -1165,9 +1165,7 @@ inline void RandomGraph::step_reduce() {
     std::string an = "flat";
     if (r > 0 && form != 0) {
       axis = ax.empty() ? 0 : ax[0];
-      std::int64_t rest = 1;
-      for (int q = 0; q < r; ++q) rest *= q == *axis ? 1 : d[static_cast<std::size_t>(q)];
-      if (d[static_cast<std::size_t>(*axis)] == 0 && rest != 0) return;  // no identity
+      if (d[static_cast<std::size_t>(*axis)] == 0) return;  // no identity, even for an empty result
       an = std::to_string(*axis);
     } else if (numel(d) == 0) {
       return;  // flattened argmax of nothing

@@ -276,6 +276,15 @@ std::shared_ptr<Storage> host_alloc(std::size_t bytes) {
   return s;
 }
 
+std::shared_ptr<Storage> host_alloc(std::int64_t count, std::size_t item) {
+  std::size_t bytes = 0;
+  if (count < 0 || __builtin_mul_overflow(static_cast<std::size_t>(count), item, &bytes)) {
+    runtime_error("aj: cannot allocate " + std::to_string(count) + " elements of " + std::to_string(item) +
+                  " bytes: the byte size does not fit in size_t");
+  }
+  return host_alloc(bytes);
+}
+
 std::shared_ptr<Storage> host_borrow(void* ptr, std::size_t bytes) {
   auto s = std::make_shared<Storage>();
   s->data = ptr;

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "base/storage.hpp"
@@ -33,6 +34,11 @@ inline constexpr std::size_t kAlignment = 64;
 // block of the same size class. Throws aj::Error (runtime) when the system has
 // no memory left even after the cache was released; nothing leaks then.
 std::shared_ptr<Storage> host_alloc(std::size_t bytes);
+// A buffer for `count` elements of `item` bytes. The product is checked here
+// (tracing already keeps every array under 2^62 bytes; this is the second
+// line): a negative count or one whose byte size would wrap is an aj::Error
+// (runtime), never a short buffer.
+std::shared_ptr<Storage> host_alloc(std::int64_t count, std::size_t item);
 // Caller memory, never freed or written by arrayjit.
 std::shared_ptr<Storage> host_borrow(void* ptr, std::size_t bytes);
 

@@ -1,7 +1,7 @@
 // Runs one Kernel (graph/kernel.hpp) on the host by interpreting its
 // instructions over blocks of iteration points. Correct, not fast: it is the
 // executor until the LLVM JIT compiles the same IR, and it computes every
-// scalar with the reference semantics (backends/reference/scalar_ops.hpp), so
+// scalar with the reference semantics (base/semantics.hpp), so
 // results are bit-identical to the reference interpreter (reductions
 // accumulate in the same row-major order).
 #pragma once

@@ -1,5 +1,5 @@
 // The reference interpreter: evaluates graph nodes one at a time, the obvious
-// way, with the scalar semantics of scalar_ops.hpp. It is the oracle every
+// way, with the scalar semantics of base/semantics.hpp. It is the oracle every
 // other execution path is tested against, so it favours clarity over speed:
 // every non-view node gets a fresh contiguous buffer.
 #pragma once

@@ -8,6 +8,7 @@
 #include <concepts>
 #include <cstdint>
 #include <iosfwd>
+#include <new>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -56,6 +57,9 @@ struct Scalar {
   Kind kind = Kind::integer;
   std::int64_t i = 0;
   double f = 0.0;
+  // An unsigned integer above INT64_MAX: `i` holds its bits (read it back as
+  // uint64_t); it fits no integer dtype, only the floating ones.
+  bool above_int64 = false;
 
   Scalar() = default;
   template <class T>
@@ -65,6 +69,9 @@ struct Scalar {
       kind = Kind::boolean, i = v, f = v;
     } else if constexpr (std::is_integral_v<T>) {
       kind = Kind::integer, i = static_cast<std::int64_t>(v), f = static_cast<double>(v);
+      if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
+        above_int64 = v > static_cast<T>(INT64_MAX);
+      }
     } else {
       kind = Kind::floating, f = static_cast<double>(v), i = 0;
     }
@@ -97,15 +104,16 @@ class Array {
   ~Array();
 
   bool valid() const { return id_ != kNoNode; }
-  DType dtype() const;
-  const Shape& shape() const;
-  int ndim() const;
-  std::int64_t size() const;
-  Device device() const;
+  // On an empty handle these throw a user error naming the caller's line.
+  DType dtype(Loc loc = Loc::current()) const;
+  const Shape& shape(Loc loc = Loc::current()) const;
+  int ndim(Loc loc = Loc::current()) const;
+  std::int64_t size(Loc loc = Loc::current()) const;
+  Device device(Loc loc = Loc::current()) const;
 
   // Evaluate now (and everything this array needs). Returns *this.
   const Array& eval(Loc loc = Loc::current()) const;
-  bool is_evaluated() const;
+  bool is_evaluated(Loc loc = Loc::current()) const;
 
   // Copy the values out (evaluating first). T may differ from dtype(); values
   // are converted with astype's rules.
@@ -143,21 +151,25 @@ class Array {
 template <class T>
 std::vector<T> Array::to_vector(Loc loc) const {
   if (!valid()) user_error("to_vector", "empty Array handle (default-constructed or moved-from)", loc);
-  if constexpr (std::is_same_v<T, bool>) {
-    std::vector<std::uint8_t> tmp(static_cast<std::size_t>(size()));
-    copy_out(tmp.data(), DType::bool_, loc);
-    return std::vector<bool>(tmp.begin(), tmp.end());
-  } else {
-    using S = std::conditional_t<std::is_floating_point_v<T>,
-                                 std::conditional_t<sizeof(T) == 4, float, double>,
-                                 std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>>;
-    std::vector<S> out(static_cast<std::size_t>(size()));
-    copy_out(out.data(), dtype_of<S>, loc);
-    if constexpr (std::is_same_v<S, T>) {
-      return out;
+  try {  // the vectors below may be more than the system has
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<std::uint8_t> tmp(static_cast<std::size_t>(size()));
+      copy_out(tmp.data(), DType::bool_, loc);
+      return std::vector<bool>(tmp.begin(), tmp.end());
     } else {
-      return std::vector<T>(out.begin(), out.end());
+      using S = std::conditional_t<std::is_floating_point_v<T>,
+                                   std::conditional_t<sizeof(T) == 4, float, double>,
+                                   std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>>;
+      std::vector<S> out(static_cast<std::size_t>(size()));
+      copy_out(out.data(), dtype_of<S>, loc);
+      if constexpr (std::is_same_v<S, T>) {
+        return out;
+      } else {
+        return std::vector<T>(out.begin(), out.end());
+      }
     }
+  } catch (const std::bad_alloc&) {
+    detail::out_of_memory("to_vector", loc);
   }
 }
 
@@ -293,9 +305,9 @@ Array matmul(const Array& a, const Array& b, Loc loc = Loc::current());
 void eval(const std::vector<Array>& arrays, Loc loc = Loc::current());
 
 // Graphviz text of the unevaluated graph reaching `a`.
-std::string to_dot(const Array& a);
+std::string to_dot(const Array& a, Loc loc = Loc::current());
 // Deterministic text of the graph reaching the arrays ("%3 = add f32[4] %1, %2").
-std::string dump(const std::vector<Array>& arrays);
+std::string dump(const std::vector<Array>& arrays, Loc loc = Loc::current());
 
 std::ostream& operator<<(std::ostream& os, const Array& a);
 std::ostream& operator<<(std::ostream& os, DType t);

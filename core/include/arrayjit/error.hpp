@@ -31,4 +31,10 @@ std::string loc_str(const Loc& loc);
 [[noreturn]] void internal_error(const std::string& msg);
 [[noreturn]] void runtime_error(const std::string& msg);
 
+namespace detail {
+// What public ops do with std::bad_alloc from tracing, compiling or copying
+// out: a runtime error "aj::<op>: out of memory ... (at file.cpp:12)".
+[[noreturn]] void out_of_memory(const char* op, const Loc& loc);
+}  // namespace detail
+
 }  // namespace aj

@@ -12,8 +12,8 @@ namespace aj {
 // each, the buffer slots (bytes used beside the lower bound) and which outputs
 // reuse which inputs in place. Node numbers (%3) are those of aj::dump.
 // Nothing is computed. Setting AJ_LOG=plan prints the same on every eval.
-std::string explain(const Array& a);
-std::string explain(const std::vector<Array>& arrays);
+std::string explain(const Array& a, Loc loc = Loc::current());
+std::string explain(const std::vector<Array>& arrays, Loc loc = Loc::current());
 
 // The debug channels, comma-separated, as the environment variables AJ_LOG
 // and AJ_DUMP list them (both name the same channels): "plan" (the plan of

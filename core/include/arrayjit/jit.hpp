@@ -35,6 +35,6 @@ std::string target_description();
 
 // The optimized LLVM IR of every kernel in the plan that evaluating `a` would
 // run (nothing is computed). `assembly` gives the machine code instead.
-std::string kernel_ir(const Array& a, bool assembly = false);
+std::string kernel_ir(const Array& a, bool assembly = false, Loc loc = Loc::current());
 
 }  // namespace aj::jit
