@@ -18,6 +18,7 @@
 #include "backends/cuda/cuda_bridge.hpp"
 #include "backends/cpu/kernel_interpreter.hpp"
 #include "backends/reference/interpreter.hpp"
+#include "core/eval_into.hpp"
 #include "core/stats_internal.hpp"
 #include "graph/dump.hpp"
 #include "graph/explain.hpp"
@@ -154,9 +155,9 @@ void run_kernel_step(const Plan& p, std::size_t k) {
   for (std::size_t j = 0; j < st.outputs.size(); ++j) {
     const Node& n = g[st.outputs[j]];
     const std::size_t bytes = static_cast<std::size_t>(n.numel()) * itemsize(n.dtype);
-    std::shared_ptr<Storage> s;
+    std::shared_ptr<Storage> s = detail::take_destination(st.outputs[j], bytes);  // Array::eval_into
     for (const Donation& d : p.buffers.donations) {
-      if (d.step == static_cast<int>(k) && d.output == static_cast<int>(j) &&
+      if (!s && d.step == static_cast<int>(k) && d.output == static_cast<int>(j) &&
           donation_applies(d.from, bytes)) {
         s = g[d.from].storage;
         ++detail::stats_mut().inplace_reuses;
