@@ -4,6 +4,7 @@
 // alternate with its peer's in the same runs (this machine is shared), and
 // the median of 9 runs of this thread's CPU time is printed.
 #include <arrayjit/arrayjit.hpp>
+#include <arrayjit/jit.hpp>
 
 #include <cstdio>
 #include <cstring>
@@ -60,7 +61,9 @@ int main() {
       "memcpy");
 
   // y = x * 2 + 1 into caller memory: the kernel writes dst, against
-  // evaluating into arrayjit's buffer and copying that out.
+  // evaluating into arrayjit's buffer and copying that out. One thread: the
+  // times are this thread's CPU time.
+  aj::jit::set_num_threads(1);
   auto into = [&] { (x * 2 + 1).eval_into(dst.data()); };
   auto eval_copy = [&] { (x * 2 + 1).eval().copy_to(dst.data()); };
   row("eval_into(x * 2 + 1)", interleaved_ms(into, eval_copy), "eval() + copy_to");
