@@ -128,8 +128,9 @@ class Array {
   // elements; no arrayjit buffer, no copy). Afterwards this array borrows dst
   // (as aj::borrow): the caller keeps it alive and unchanged while arrays use
   // it. When the result is not made by a host kernel (already evaluated, a
-  // view, matmul/concatenate, a GPU) the values are copied there instead.
-  // dst must not overlap memory the evaluation reads.
+  // view, matmul/concatenate) the values are copied there instead; a GPU
+  // array is copied there and keeps its device buffer. dst must not overlap
+  // memory the evaluation reads.
   const Array& eval_into(void* dst, Loc loc = Loc::current()) const;
 
   Array astype(DType t, Loc loc = Loc::current()) const;
