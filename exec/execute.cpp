@@ -13,6 +13,7 @@ namespace aj::exec {
 namespace {
 
 thread_local std::optional<Device> t_scope;
+DestinationHook g_destination = nullptr;
 
 using Span = std::pair<const char*, const char*>;
 
@@ -49,8 +50,9 @@ void run_kernel_step(const opt::Plan& p, std::size_t k, Backend& target) {
     const Node& n = g[st.outputs[j]];
     const std::size_t bytes = static_cast<std::size_t>(n.numel()) * itemsize(n.dtype);
     std::shared_ptr<Storage> s;
+    if (g_destination && target.device().kind == Device::Kind::cpu) s = g_destination(st.outputs[j], bytes);
     for (const Donation& d : p.buffers.donations) {
-      if (d.step == static_cast<int>(k) && d.output == static_cast<int>(j) &&
+      if (!s && d.step == static_cast<int>(k) && d.output == static_cast<int>(j) &&
           donation_applies(d.from, bytes, target.device())) {
         s = g[d.from].storage;
         ++detail::stats_mut().inplace_reuses;
@@ -251,6 +253,8 @@ void execute(const opt::Plan& p, Backend& target) {
     if (check) check->after_step(k, reads);
   }
 }
+
+void set_destination_hook(DestinationHook hook) { g_destination = hook; }
 
 std::optional<Device> scope_device() { return t_scope; }
 void set_scope_device(std::optional<Device> d) { t_scope = d; }

@@ -35,6 +35,12 @@ void execute(const opt::Plan& p, Backend& target);
 // The LibraryCall of library node `n` whose inputs have these layouts.
 LibraryCall library_call(const Node& n, const std::vector<Layout>& inputs);
 
+// Caller memory a kernel output is written into instead of a new buffer
+// (Array::eval_into): core registers the hook; it returns null for every
+// node but the one asked for. Host plans only.
+using DestinationHook = std::shared_ptr<Storage> (*)(NodeId node, std::size_t bytes);
+void set_destination_hook(DestinationHook hook);
+
 // The DeviceScope of this thread (aj::cuda::DeviceScope sets it).
 std::optional<Device> scope_device();
 void set_scope_device(std::optional<Device> d);

@@ -20,6 +20,7 @@
 namespace aj {
 
 class Array;
+struct ArrayData;
 
 // Axes of a reduction: one axis, a list, or (default) all of them.
 // Negative axes count from the end.
@@ -122,6 +123,24 @@ class Array {
   template <class T>
   T item(Loc loc = Loc::current()) const;
 
+  // ---- out without copies (docs/semantics.md, "Memory shared with callers") ----
+  // The evaluated elements where they lie (evaluating first), with their
+  // layout. Read-only; valid while the returned ArrayData (which holds a
+  // handle) lives. A GPU array gives its device pointer.
+  ArrayData data(Loc loc = Loc::current()) const;
+  // The values into caller memory of this dtype (evaluating first), strides in
+  // elements (empty = row-major). A contiguous source and destination is one
+  // memcpy. GPU arrays are copied to the host first.
+  void copy_to(void* dst, std::vector<std::int64_t> strides = {}, Loc loc = Loc::current()) const;
+  // Evaluate with the kernel writing straight into `dst` (row-major, dtype()
+  // elements; no arrayjit buffer, no copy). Afterwards this array borrows dst
+  // (as aj::borrow): the caller keeps it alive and unchanged while arrays use
+  // it. When the result is not made by a host kernel (already evaluated, a
+  // view, matmul/concatenate) the values are copied there instead; a GPU
+  // array is copied there and keeps its device buffer. dst must not overlap
+  // memory the evaluation reads.
+  const Array& eval_into(void* dst, Loc loc = Loc::current()) const;
+
   Array astype(DType t, Loc loc = Loc::current()) const;
   // A copy on device `d` (this array when it is there already). Host <-> GPU
   // copies are ordered on the device's current stream (arrayjit/cuda.hpp).
@@ -146,6 +165,27 @@ class Array {
  private:
   void copy_out(void* dst, DType as, const Loc& loc) const;
   std::uint32_t id_ = kNoNode;
+};
+
+// What Array::data() gives: a read-only window on evaluated elements.
+struct ArrayData {
+  const void* ptr = nullptr;          // element [0, 0, ...] (the offset applied)
+  DType dtype = DType::f32;
+  Shape shape;
+  std::vector<std::int64_t> strides;  // elements, one per axis (may be 0 or negative)
+  Device device;
+  Array owner;                        // keeps the buffer alive (and out of in-place reuse)
+
+  bool row_major() const;     // C-contiguous (size-1 axes may have any stride)
+  bool column_major() const;  // Fortran-contiguous
+  template <class T>
+  const T* as() const {
+    if (dtype_of<T> != dtype) {
+      throw Error(Error::Kind::user, std::string("aj: ArrayData::as: the data is ") + dtype_name(dtype) +
+                                         ", not " + dtype_name(dtype_of<T>));
+    }
+    return static_cast<const T*>(ptr);
+  }
 };
 
 template <class T>

@@ -1,0 +1,165 @@
+// DLPack 1.x and legacy, export and import, zero-copy (arrayjit/dlpack.h).
+// An export holds an Array handle: the buffer stays pinned (never freed, never
+// reused in place) until the consumer calls the deleter. An import borrows the
+// producer's memory and calls its deleter when the last array using it dies.
+#include <memory>
+#include <string>
+
+#include "arrayjit/c_handle.hpp"
+#include "arrayjit/cuda.hpp"
+#include "arrayjit/dlpack.hpp"
+#include "core/c_boundary.hpp"
+#include "core/foreign_storage.hpp"
+#include "core/trace.hpp"
+
+namespace aj {
+
+namespace {
+
+DLDataType dl_dtype(DType t) {
+  switch (t) {
+    case DType::bool_: return {kDLBool, 8, 1};
+    case DType::i32: return {kDLInt, 32, 1};
+    case DType::i64: return {kDLInt, 64, 1};
+    case DType::f32: return {kDLFloat, 32, 1};
+    case DType::f64: return {kDLFloat, 64, 1};
+  }
+  return {};
+}
+
+DType aj_dtype(DLDataType t, const char* op, const Loc& loc) {
+  for (DType d : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+    DLDataType want = dl_dtype(d);
+    if (t.code == want.code && t.bits == want.bits && t.lanes == 1) return d;
+  }
+  user_error(op, "DLPack dtype (code " + std::to_string(t.code) + ", " + std::to_string(t.bits) + " bits, " +
+                     std::to_string(t.lanes) + " lanes) is not one of arrayjit's: bool, int32, int64, "
+                     "float32, float64", loc);
+}
+
+// What an export's manager_ctx points at: the handle pinning the buffer and
+// the tensor's shape and strides arrays, freed by the deleter.
+template <class Managed>
+struct Export {
+  Managed managed{};
+  Array array;
+  std::vector<std::int64_t> shape, strides;
+};
+
+template <class Managed>
+Managed* export_tensor(const Array& a, void* stream, const char* op, const Loc& loc) {
+  trace::id(a, op, loc);
+  ArrayData d = a.data(loc);
+  if (d.device.kind == Device::Kind::cuda && stream != reinterpret_cast<void*>(-1)) {
+    // The consumer reads on its stream: the values must be there first. Until
+    // an event hand-off lands, arrayjit's stream for the device is drained
+    // (that stream only, never the whole device).
+    cuda::current_stream(d.device.index).synchronize();
+  }
+  auto e = std::make_unique<Export<Managed>>();
+  e->array = d.owner;
+  e->shape = d.shape.dims();
+  e->strides = d.strides;
+  DLTensor& t = e->managed.dl_tensor;
+  t.data = const_cast<void*>(d.ptr);
+  t.device = {d.device.kind == Device::Kind::cuda ? kDLCUDA : kDLCPU, d.device.index};
+  t.ndim = d.shape.ndim();
+  t.dtype = dl_dtype(d.dtype);
+  t.shape = e->shape.data();
+  t.strides = e->strides.data();
+  t.byte_offset = 0;
+  e->managed.manager_ctx = e.get();
+  e->managed.deleter = [](Managed* self) { delete static_cast<Export<Managed>*>(self->manager_ctx); };
+  if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
+    e->managed.version = {DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
+    e->managed.flags = DLPACK_FLAG_BITMASK_READ_ONLY;  // arrayjit's buffers may be shared: never write them
+  }
+  return &e.release()->managed;
+}
+
+template <class Managed>
+Array import_tensor(Managed* m, const char* op, const Loc& loc) {
+  if (!m) user_error(op, "null DLPack tensor", loc);
+  if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
+    if (m->version.major != DLPACK_MAJOR_VERSION) {
+      user_error(op, "DLPack major version " + std::to_string(m->version.major) + " (arrayjit reads 1.x)", loc);
+    }
+  }
+  const DLTensor& t = m->dl_tensor;
+  switch (t.device.device_type) {
+    case kDLCPU:
+    case kDLCUDAHost:
+      break;
+    case kDLCUDA:
+    case kDLCUDAManaged:
+      user_error(op, "importing CUDA device memory is not supported yet (copy it to the host first)", loc);
+    default:
+      user_error(op, "DLPack device type " + std::to_string(t.device.device_type) +
+                         " is not supported (CPU, CUDA-host)", loc);
+  }
+  const DType dtype = aj_dtype(t.dtype, op, loc);
+  if (t.ndim < 0 || (t.ndim > 0 && !t.shape)) user_error(op, "bad ndim or null shape", loc);
+  Shape shape(std::vector<std::int64_t>(t.shape, t.shape + t.ndim));
+  std::vector<std::int64_t> strides =
+      t.strides ? std::vector<std::int64_t>(t.strides, t.strides + t.ndim) : contiguous_strides(shape);
+  const std::uint64_t item = itemsize(dtype);
+  if (t.byte_offset % item != 0) {
+    user_error(op, "byte_offset " + std::to_string(t.byte_offset) + " is not a multiple of the item size " +
+                       std::to_string(item), loc);
+  }
+  void* data = static_cast<char*>(t.data) + t.byte_offset;
+  return c_api::import_borrowed(data, dtype, std::move(shape), std::move(strides),
+                                [m] { if (m->deleter) m->deleter(m); }, op, loc);
+}
+
+}  // namespace
+
+DLManagedTensorVersioned* to_dlpack_versioned(const Array& a, void* stream, Loc loc) {
+  return export_tensor<DLManagedTensorVersioned>(a, stream, "to_dlpack_versioned", loc);
+}
+DLManagedTensor* to_dlpack(const Array& a, void* stream, Loc loc) {
+  return export_tensor<DLManagedTensor>(a, stream, "to_dlpack", loc);
+}
+Array from_dlpack(DLManagedTensorVersioned* t, Loc loc) { return import_tensor(t, "from_dlpack", loc); }
+Array from_dlpack(DLManagedTensor* t, Loc loc) { return import_tensor(t, "from_dlpack", loc); }
+
+}  // namespace aj
+
+using aj::c_api::c_call;
+using aj::c_api::c_error;
+
+extern "C" {
+
+aj_status aj_to_dlpack_versioned(const aj_array* a, void* stream, DLManagedTensorVersioned** out) {
+  return c_call("aj_to_dlpack_versioned", [&] {
+    if (!a || !out) c_error("null argument");
+    *out = aj::to_dlpack_versioned(aj::from_c(a), stream);
+  });
+}
+
+aj_status aj_to_dlpack(const aj_array* a, void* stream, DLManagedTensor** out) {
+  return c_call("aj_to_dlpack", [&] {
+    if (!a || !out) c_error("null argument");
+    *out = aj::to_dlpack(aj::from_c(a), stream);
+  });
+}
+
+aj_status aj_from_dlpack_versioned(DLManagedTensorVersioned* t, aj_array** out) {
+  return c_call("aj_from_dlpack_versioned", [&] {
+    if (!out) c_error("null output");
+    auto handle = std::make_unique<aj_array>();  // first: nothing may throw once the import is armed
+    handle->array = aj::from_dlpack(t);
+    *out = handle.release();
+  });
+}
+
+aj_status aj_from_dlpack(DLManagedTensor* t, aj_array** out) {
+  return c_call("aj_from_dlpack", [&] {
+    if (!out) c_error("null output");
+    auto handle = std::make_unique<aj_array>();
+    handle->array = aj::from_dlpack(t);
+    *out = handle.release();
+  });
+}
+
+}  // extern "C"

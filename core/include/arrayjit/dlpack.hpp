@@ -1,0 +1,20 @@
+// DLPack for C++ callers: the same calls as arrayjit/dlpack.h's aj_*_dlpack*,
+// on aj::Array, throwing aj::Error. Zero-copy both ways; see dlpack.h for the
+// ownership rules (the consumer calls an export's deleter once; arrayjit calls
+// an import's deleter once, when the last array using it dies).
+#pragma once
+
+#include "arrayjit/array.hpp"
+#include "arrayjit/dlpack.h"
+
+namespace aj {
+
+// `stream`: the consumer's CUstream for a CUDA array (see dlpack.h); ignored on the host.
+DLManagedTensorVersioned* to_dlpack_versioned(const Array& a, void* stream = nullptr,
+                                              Loc loc = Loc::current());
+DLManagedTensor* to_dlpack(const Array& a, void* stream = nullptr, Loc loc = Loc::current());
+
+Array from_dlpack(DLManagedTensorVersioned* t, Loc loc = Loc::current());
+Array from_dlpack(DLManagedTensor* t, Loc loc = Loc::current());
+
+}  // namespace aj
