@@ -7,6 +7,20 @@ namespace aj {
 
 Layout contiguous_layout(const Shape& s) { return {contiguous_strides(s), 0}; }
 
+KScalar scalar_value(const ScalarSource& src, const KScalar& like) {
+  if (src.node == kNoNode || src.field == ScalarSource::fixed) return like;
+  const Node& n = graph()[src.node];
+  KScalar k = like;
+  switch (src.field) {
+    case ScalarSource::constant: k.i = n.i0; k.f = n.f0; break;
+    case ScalarSource::f0: k.f = n.f0; break;
+    case ScalarSource::f1: k.f = n.f1; break;
+    case ScalarSource::i0: k.i = n.i0; break;
+    case ScalarSource::fixed: break;
+  }
+  return k;
+}
+
 Shape reduced_shape(const Shape& s, const std::vector<std::int64_t>& axes) {
   std::vector<std::int64_t> dims;
   for (int d = 0; d < s.ndim(); ++d) {
@@ -182,8 +196,9 @@ class Lowerer {
     return static_cast<int>(r_.kernel.instrs.size() - 1);
   }
 
-  int scalar(DType t, std::int64_t i, double f) {
+  int scalar(DType t, std::int64_t i, double f, ScalarSource src = {}) {
     r_.kernel.scalars.push_back({t, i, f});
+    r_.scalar_sources.push_back(src);
     return static_cast<int>(r_.kernel.scalars.size() - 1);
   }
 
@@ -307,16 +322,16 @@ class Lowerer {
     switch (op_category(n.op)) {
       case OpCategory::Leaf:
         if (n.op != Op::Constant) internal_error("lower: an input leaf without storage");
-        return emit({KOp::Const, Op::Constant, n.dtype, ph, -1, -1, -1, scalar(n.dtype, n.i0, n.f0)});
+        return emit({KOp::Const, Op::Constant, n.dtype, ph, -1, -1, -1, scalar(n.dtype, n.i0, n.f0, {id, ScalarSource::constant})});
       case OpCategory::Generator: {
         r_.computed.push_back(id);
         std::int64_t off;
         auto st = strides_over_space(contiguous_layout(n.shape), m, &off);
         int k = stream(id, DType::i64, std::move(st), off, true);
         const std::int64_t extra = n.op == Op::Eye ? n.shape[1] : n.numel();
-        int s0 = scalar(DType::f64, 0, n.f0);
-        scalar(DType::f64, 0, n.f1);
-        scalar(DType::i64, n.i0, 0);
+        int s0 = scalar(DType::f64, 0, n.f0, {id, ScalarSource::f0});
+        scalar(DType::f64, 0, n.f1, {id, ScalarSource::f1});
+        scalar(DType::i64, n.i0, 0, {id, ScalarSource::i0});
         scalar(DType::i64, extra, 0);
         return emit({KOp::Index, n.op, n.dtype, ph, s0, -1, -1, k});
       }

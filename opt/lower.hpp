@@ -39,6 +39,19 @@ struct LowerContext {
   std::function<Layout(NodeId)> layout;
 };
 
+// Where a kernel scalar's value comes from, so a plan reused for another
+// graph of the same structure takes that graph's values (opt/plan_cache.hpp):
+// a Constant's value, or one of a generator's payload fields.
+struct ScalarSource {
+  enum Field : std::uint8_t { constant, f0, f1, i0, fixed };  // fixed: from the shape, or none
+  NodeId node = kNoNode;
+  Field field = fixed;
+  bool operator==(const ScalarSource&) const = default;
+};
+
+// The value of `src` in the current graph, as a kernel scalar of `like`'s dtype.
+KScalar scalar_value(const ScalarSource& src, const KScalar& like);
+
 struct Lowered {
   bool ok = true;
   bool conflict = false;             // roots cannot share this kernel
@@ -49,6 +62,7 @@ struct Lowered {
   std::vector<NodeId> computed;      // non-view nodes computed inside, once per index map
   std::vector<NodeId> touched;       // every unevaluated node walked, views included
   std::vector<NodeId> deps;          // materialized, unevaluated nodes read
+  std::vector<ScalarSource> scalar_sources;  // per kernel scalar
 };
 
 // `space`: the iteration space; `reduce_axes`: empty for elementwise kernels.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/log.hpp"
+#include "base/stats.hpp"
 #include "graph/dump.hpp"
 #include "opt/explain.hpp"
 #include "opt/passes/assign_buffers.hpp"
@@ -101,7 +102,11 @@ Plan plan(const std::vector<NodeId>& roots, bool use_cache) {
     return std::string();
   });
   const plan_cache::Key* key = nullptr;
-  if (use_cache && cached_plan(roots, &key, &p)) return p;
+  if (use_cache && cached_plan(roots, &key, &p)) {
+    ++detail::stats_mut().plan_cache_hits;
+    return p;
+  }
+  ++detail::stats_mut().plans_built;
   run_pass("fuse", roots, [&](bool on) {  // off: one kernel per op
     p.schedule = fuse(roots, on);
     return std::to_string(p.schedule.steps.size()) + " steps, " +

@@ -74,6 +74,7 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
     map_all(st.outputs);
     map_all(st.computed);
     map_all(st.touched);
+    for (ScalarSource& src : st.scalar_sources) src.node = map(src.node);
   }
   out->layouts.clear();
   out->layouts.reserve(in.layouts.size());
@@ -122,6 +123,15 @@ bool same(const Kernel& a, const Kernel& b) {
     if (x.dtype != y.dtype || x.i != y.i || bits(x.f) != bits(y.f)) return false;
   }
   return true;
+}
+
+// A reused plan's kernels take the scalar values of the graph it now runs.
+void refresh_scalars(Schedule* s) {
+  for (Step& st : s->steps) {
+    for (std::size_t i = 0; i < st.scalar_sources.size(); ++i) {
+      st.kernel.scalars[i] = scalar_value(st.scalar_sources[i], st.kernel.scalars[i]);
+    }
+  }
 }
 
 }  // namespace
@@ -174,10 +184,15 @@ const Key& make_key(const std::vector<NodeId>& roots) {
     w.push_back(kNode);
     w.push_back(static_cast<std::uint64_t>(n.op) << 8 | static_cast<std::uint64_t>(n.dtype));
     put_shape(n.shape);
-    w.push_back(static_cast<std::uint64_t>(n.i0));
+    // A constant's value and a generator's payload reach the plan only as
+    // kernel scalars, which a hit takes from this graph (refresh_scalars):
+    // they are not part of the key, so a changed learning rate hits. What
+    // simplify did with a value (x * 1 is x) shows in the structure.
+    const bool scalars_only = n.op == Op::Constant || is_generator(n.op);
+    w.push_back(scalars_only ? 0 : static_cast<std::uint64_t>(n.i0));
     w.push_back(static_cast<std::uint64_t>(n.i1));
-    w.push_back(bits(n.f0));
-    w.push_back(bits(n.f1));
+    w.push_back(scalars_only ? 0 : bits(n.f0));
+    w.push_back(scalars_only ? 0 : bits(n.f1));
     w.push_back(n.ints.size());
     for (auto v : n.ints) w.push_back(static_cast<std::uint64_t>(v));
     w.push_back(n.inputs.size());
@@ -249,6 +264,7 @@ bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers) {
         return pos < key.nodes.size() ? key.nodes[pos] : kNoNode;
       });
       if (!ok) internal_error("plan_cache: a stored plan names a position its key does not have");
+      refresh_scalars(schedule);
       ++c.counters.hits;
       return true;
     }
@@ -287,7 +303,7 @@ bool same_plan(const Schedule& a, const BufferPlan& ab, const Schedule& b, const
     const Step &x = a.steps[k], &y = b.steps[k];
     if (x.kind != y.kind || x.node != y.node || x.inputs != y.inputs || x.outputs != y.outputs ||
         x.computed != y.computed || x.touched != y.touched || x.space != y.space || x.axes != y.axes ||
-        x.copy != y.copy ||
+        x.copy != y.copy || x.scalar_sources != y.scalar_sources ||
         !same(x.kernel, y.kernel)) {
       return false;
     }

@@ -6,16 +6,21 @@
 //  - A plan is reused only for a graph that fuse and assign_buffers cannot
 //    tell apart from the one it was made for, node ids aside. The key is the
 //    canonical walk (inputs first, from the roots in order) of the graph after
-//    simplify: per unevaluated node its op, dtype, shape, full payload (all
-//    scalar values, so a fill simplify made, or a scalar a kernel carries, is
-//    part of it), inputs by walk position, whether a user handle holds it and
+//    simplify: per unevaluated node its op, dtype, shape, payload (but not the
+//    values that reach kernels only as run-time scalars: a constant's value,
+//    a generator's start, step or random key), inputs by walk position,
+//    whether a user handle holds it and
 //    its exact reader count (donation and liveness depend on both); per
 //    evaluated leaf its dtype, shape, strides, offset, device, storage bytes,
 //    borrowed flag, handle flag and reader count; and the roots by position.
 //    simplify itself still runs on every call (it rewrites the user's nodes),
 //    so the key describes exactly the graph the passes would see.
 //  - On a hit the stored plan's walk positions are mapped to this graph's node
-//    ids; the run-time donation check (donation_applies) still runs for every
+//    ids and every kernel scalar is read again from the node it came from
+//    (Step::scalar_sources), so a learning rate that changes every call hits.
+//    Value-dependent rewrites (x * 1 is x, integer x + 0 is x, a constant
+//    where) are made by simplify before the key is taken: a value of another
+//    class gives another structure, so another plan; the run-time donation check (donation_applies) still runs for every
 //    donation, so a storage shared since (use_count > 1) is never written.
 //  - When verification is on (tests, debug builds) a hit also plans from
 //    scratch and throws an internal error unless the two plans are identical.

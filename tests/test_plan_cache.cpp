@@ -206,13 +206,59 @@ TEST_CASE("a scalar that simplify folded is part of the key: x * 1 then x * 2") 
     CHECK(d.hits() == 1);
     CHECK(y.to_vector<double>() == v);
   }
-  {  // a scalar simplify does not fold still changes the key: a miss, right values
+  {  // a scalar simplify does not fold is a kernel argument: a hit, right values
     Delta d;
     Array y = x * 3.0;
     y.eval();
-    CHECK(d.hits() == 0);
+    CHECK(d.hits() == 1);
     CHECK(y.to_vector<double>() == std::vector<double>{4.5, -6, 0.75});
   }
+  {  // an integer x + 0 is x (simplify), x + 5 is not: the class changed, a new plan
+    Array i = aj::from_vector<std::int64_t>({4, -7, 9});
+    Array a = i + 0;
+    a.eval();
+    Delta d;
+    Array b = i + 5;
+    b.eval();
+    CHECK(d.hits() == 0);
+    CHECK(b.to_vector<std::int64_t>() == std::vector<std::int64_t>{9, -2, 14});
+  }
+}
+
+TEST_CASE("a learning-rate schedule never replans or recompiles: scalars are kernel arguments") {
+  pc::clear();
+  const std::size_t n = 1000;
+  std::vector<float> p0(n), g0(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    p0[i] = std::sin(0.37f * static_cast<float>(i));
+    g0[i] = std::cos(0.11f * static_cast<float>(i)) * 0.5f;
+  }
+  Array p = aj::from_vector(p0), m = aj::zeros({static_cast<std::int64_t>(n)}),
+        v = aj::zeros({static_cast<std::int64_t>(n)});
+  const Array g = aj::from_vector(g0);
+  std::vector<double> hp(p0.begin(), p0.end()), hm(n, 0.0), hv(n, 0.0);
+  const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  aj::Stats warm;
+  for (int t = 1; t <= 30; ++t) {
+    const double lr = 0.01 * std::pow(0.95, t);  // a schedule: a new value every step
+    const double c1 = 1 - std::pow(b1, t), c2 = 1 - std::pow(b2, t);  // bias correction
+    m = b1 * m + (1 - b1) * g;
+    v = b2 * v + (1 - b2) * g * g;
+    p = p - lr * (m / c1) / (aj::sqrt(v / c2) + eps);
+    aj::eval({p, m, v});
+    for (std::size_t i = 0; i < n; ++i) {
+      hm[i] = static_cast<float>(b1 * hm[i] + (1 - b1) * g0[i]);
+      hv[i] = static_cast<float>(b2 * hv[i] + (1 - b2) * g0[i] * g0[i]);
+      hp[i] = static_cast<float>(hp[i] - lr * (hm[i] / c1) / (std::sqrt(hv[i] / c2) + eps));
+    }
+    if (t == 3) warm = aj::stats();
+  }
+  const aj::Stats s = aj::stats();
+  CHECK(s.plans_built == warm.plans_built);         // 0 plans built after warm-up
+  CHECK(s.kernels_compiled == warm.kernels_compiled);  // 0 kernels compiled
+  CHECK(s.plan_cache_hits - warm.plan_cache_hits == 27);
+  const std::vector<float> got = p.to_vector<float>();
+  for (std::size_t i = 0; i < n; ++i) REQUIRE(got[i] == doctest::Approx(hp[i]).epsilon(1e-5));
 }
 
 TEST_CASE("the plan cache can be switched off and cleared") {

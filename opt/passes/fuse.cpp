@@ -145,6 +145,7 @@ class Partitioner {
     st.outputs = lw.outputs;
     st.computed = lw.computed;
     st.touched = lw.touched;
+    st.scalar_sources = lw.scalar_sources;
     st.space = sig.space;
     st.axes = sig.axes;
     for (NodeId o : lw.outputs) {

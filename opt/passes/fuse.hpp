@@ -48,6 +48,7 @@ struct Step {
   Shape space;
   std::vector<std::int64_t> axes;
   bool copy = false;  // a copy kernel for a reshape of strided data (node: outputs[0])
+  std::vector<ScalarSource> scalar_sources;  // per kernel scalar (plan cache refresh)
 };
 
 struct Schedule {

@@ -21,6 +21,10 @@ struct Stats {
   std::uint64_t peak_live_bytes = 0;    // high-water mark of live_bytes since reset
   std::uint64_t live_nodes = 0;         // graph nodes alive now
   std::uint64_t nodes_created = 0;      // nodes traced since reset
+  // Plans: made by the optimizer's passes, or reused from the plan cache
+  // (a loop tracing the same structure, scalar values aside, reuses one).
+  std::uint64_t plans_built = 0;
+  std::uint64_t plan_cache_hits = 0;
   // Host JIT (jit/llvm): kernel structures compiled, found compiled in memory,
   // loaded from the disk cache, and disk entries rejected (corrupt/stale).
   std::uint64_t kernels_compiled = 0;
