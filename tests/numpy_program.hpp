@@ -283,9 +283,15 @@ class NumpyProgram {
       case 0: add(aj::zeros(aj::Shape(d), t), "zeros shape=" + list(d) + " dtype=" + ts); break;
       case 1: add(aj::ones(aj::Shape(d), t), "ones shape=" + list(d) + " dtype=" + ts); break;
       case 2: {
-        const double v = aj::is_float(t) ? float_value(t, uni(0, 1)) : static_cast<double>(uni(-5, 5));
-        if (aj::is_float(t)) add(aj::full(aj::Shape(d), v, t), "full shape=" + list(d) + " value=f:" + hex(v) + " dtype=" + ts);
-        else add(aj::full(aj::Shape(d), static_cast<std::int64_t>(v), t), "full shape=" + list(d) + " value=i:" + std::to_string(static_cast<std::int64_t>(v)) + " dtype=" + ts);
+        // A value of the dtype's own category, which the fill holds exactly.
+        const std::string head = "full shape=" + list(d) + " dtype=" + ts + " value=";
+        if (aj::is_float(t)) {
+          const double v = float_value(t, uni(0, 1));
+          add(aj::full(aj::Shape(d), v, t), head + "f:" + hex(v));
+        } else {
+          const std::int64_t v = uni(-5, 5);
+          add(aj::full(aj::Shape(d), v, t), head + "i:" + std::to_string(v));
+        }
         break;
       }
       case 3: {
