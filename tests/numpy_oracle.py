@@ -1,0 +1,445 @@
+#!/usr/bin/python3
+"""NumPy as an outside oracle for arrayjit (driven by tests/test_numpy_oracle.cpp).
+
+    numpy_oracle.py PROGRAMS REPORT
+
+PROGRAMS holds random programs in the line form tests/numpy_program.hpp
+writes, each step with arrayjit's value. Every step is recomputed here with
+NumPy from arrayjit's values of its operands and compared: dtype and shape
+exactly; values exactly (NaN matches NaN, signed zeros must agree), except
+transcendental functions and float pow (within ULPS units in the last place:
+SLEEF's and NumPy's own errors together) and float reductions and matmul
+(within n * eps of the sum of absolute values, the freedom docs/semantics.md
+gives an optimized backend).
+
+NumPy 1.24 has no NEP 50 (its Python scalars and 0-d arrays promote by value),
+so this script applies NumPy 2's promotion itself: arrays by np.result_type of
+their dtypes, scalars weak by category. Where arrayjit deliberately differs
+from NumPy, the expected value follows docs/semantics.md and each element
+where that changes NumPy's own answer is counted under the difference's id;
+every id must be listed in the "Differences from NumPy" section there.
+
+REPORT gets: counts ("programs", "ops", "elements", "op NAME N", "deliberate
+ID N") and one "fail ..." line per disagreement (the first few in full).
+"""
+import os
+import re
+import sys
+import warnings
+
+import numpy as np
+
+np.seterr(all="ignore")  # NumPy's warnings (x / 0, mean of nothing) are arrayjit's defined results
+warnings.filterwarnings("ignore")
+
+ULPS = 8
+DTYPES = {"bool": np.bool_, "i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64}
+NAMES = {np.dtype(v): k for k, v in DTYPES.items()}
+TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid"}
+FLOAT_ONLY = TRANSCENDENTAL | {"sqrt", "rsqrt"}
+
+
+class Scalar:
+    """A weak C++ scalar operand: kind 'b', 'i' or 'f'."""
+
+    def __init__(self, kind, value):
+        self.kind, self.value = kind, value
+
+
+class Expect:
+    """Expected value of one step: exact, within `ulps`, or within `tol` (per element)."""
+
+    def __init__(self, value, ulps=0, tol=None):
+        self.value, self.ulps, self.tol = np.asarray(value), ulps, tol
+
+
+def category(dt):
+    return 0 if dt == np.bool_ else 1 if np.issubdtype(dt, np.integer) else 2
+
+
+def result_dtype(operands):
+    """arrayjit's (NumPy 2's) promotion: arrays by dtype, scalars weak."""
+    arrays = [o.dtype for o in operands if not isinstance(o, Scalar)]
+    scalars = [o for o in operands if isinstance(o, Scalar)]
+    if not arrays:  # the first scalar sets the type, the rest are weak against it
+        arrays = [np.dtype([np.bool_, np.int64, np.float64]["bif".index(scalars[0].kind)])]
+    t = np.result_type(*arrays)
+    for o in scalars:
+        c = "bif".index(o.kind)
+        if c > category(t):
+            t = np.dtype([np.bool_, np.int64, np.float64][c])
+    return np.dtype(t)
+
+
+def as_t(o, t):
+    if isinstance(o, Scalar):
+        return np.array(o.value, dtype=t)
+    return o.astype(t)
+
+
+def is_float(dt):
+    return category(dt) == 2
+
+
+def same(e, g):
+    """Elementwise: equal, NaN to NaN, signed zeros alike."""
+    if is_float(e.dtype):
+        return (np.isnan(e) & np.isnan(g)) | ((e == g) & (np.signbit(e) == np.signbit(g)))
+    return e == g
+
+
+def ulp_distance(e, g):
+    it = np.int32 if e.dtype == np.float32 else np.int64
+    lo = np.iinfo(it).min
+
+    def ordered(x):
+        i = x.view(it).astype(np.int64)
+        return np.where(i < 0, np.int64(lo) - i, i)
+
+    a, b = ordered(e), ordered(g)
+    same_sign = (a >= 0) == (b >= 0)
+    d = np.where(same_sign, np.abs(a - np.where(same_sign, b, a)).astype(np.float64),
+                 np.abs(a).astype(np.float64) + np.abs(b).astype(np.float64))
+    d = np.where(np.isnan(e) | np.isnan(g), np.inf, d)
+    return np.where(np.isnan(e) & np.isnan(g), 0.0, d)
+
+
+def count_changed(deliberate, key, numpy_value, value):
+    n = int(np.count_nonzero(~same(np.asarray(numpy_value), np.asarray(value))))
+    if n:
+        deliberate[key] = deliberate.get(key, 0) + n
+
+
+# ---- elementwise ---------------------------------------------------------------------
+
+COMPARE = {"equal": np.equal, "not_equal": np.not_equal, "less": np.less,
+           "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal}
+ARITH = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "mod": np.remainder,
+         "logical_and": np.logical_and, "logical_or": np.logical_or}
+
+
+def max_min(op, A, B, deliberate):
+    """IEEE 754-2019 maximum/minimum: NaN propagates, max(-0, +0) = +0, min = -0.
+    NumPy's maximum returns its second operand on ties, so the sign of zero differs."""
+    raw = np.asarray((np.maximum if op == "maximum" else np.minimum)(A, B))
+    if not is_float(raw.dtype):
+        return raw
+    A, B = np.broadcast_arrays(A, B)
+    zeros = (A == 0) & (B == 0)
+    want_neg = (np.signbit(A) & np.signbit(B)) if op == "maximum" else (np.signbit(A) | np.signbit(B))
+    fixed = np.where(zeros, np.where(want_neg, -0.0, 0.0).astype(raw.dtype), raw)
+    count_changed(deliberate, "maximum-signed-zero", raw, fixed)
+    return fixed
+
+
+def int_pow(A, B, deliberate):
+    """Integer pow, wrapping; a negative exponent gives 1 / a^|b| truncated (NumPy raises)."""
+    A, B = np.broadcast_arrays(A, B)
+    neg = B < 0
+    r = np.power(A, np.where(neg, 0, B).astype(B.dtype))
+    if neg.any():
+        one = np.ones_like(A)
+        odd = (B % 2) != 0
+        r = np.where(neg, np.where(A == 1, one, np.where(A == -1, np.where(odd, -one, one), 0 * one)), r)
+        deliberate["int-pow-negative-exponent"] = deliberate.get("int-pow-negative-exponent", 0) + int(neg.sum())
+    return np.asarray(r).astype(A.dtype)  # 0-d operands would promote by value in NumPy 1.24
+
+
+def binary(op, a, b, deliberate):
+    t = result_dtype([a, b])
+    A, B = as_t(a, t), as_t(b, t)
+    if op in COMPARE:
+        return Expect(COMPARE[op](A, B))
+    if op in ARITH:
+        return Expect(ARITH[op](A, B))
+    if op in ("maximum", "minimum"):
+        return Expect(max_min(op, A, B, deliberate))
+    if op == "divide":
+        return Expect(np.true_divide(A, B) if is_float(t) else np.floor_divide(A, B))
+    if op == "true_divide":
+        if not is_float(t):
+            A, B = A.astype(np.float64), B.astype(np.float64)
+        return Expect(np.true_divide(A, B))
+    if op == "floor_divide":
+        if not is_float(t):
+            return Expect(np.floor_divide(A, B))
+        want = np.floor(np.true_divide(A, B))
+        count_changed(deliberate, "float-floor-divide", np.floor_divide(A, B), want)
+        return Expect(want)
+    if op == "pow":
+        if is_float(t):
+            return Expect(np.power(A, B), ulps=ULPS)
+        return Expect(int_pow(A, B, deliberate))
+    raise ValueError("unknown binary op " + op)
+
+
+def unary(op, a, deliberate):
+    A = a.astype(np.float64) if op in FLOAT_ONLY and not is_float(a.dtype) else a
+    t = A.dtype.type
+    if op == "negative":
+        return Expect(np.negative(A))
+    if op == "abs":
+        return Expect(np.abs(A))
+    if op == "sign":
+        raw = np.sign(A)
+        if not is_float(A.dtype):
+            return Expect(raw)
+        want = np.where(A == 0, A, raw)  # sign(+-0) is x itself
+        count_changed(deliberate, "sign-of-zero", raw, want)
+        return Expect(want)
+    if op in ("floor", "ceil", "round"):
+        if is_float(A.dtype):
+            return Expect({"floor": np.floor, "ceil": np.ceil, "round": np.round}[op](A))
+        if op != "round":  # NumPy 1.24 gives f64 for floor/ceil of integers
+            deliberate["int-floor-ceil-dtype"] = deliberate.get("int-floor-ceil-dtype", 0) + A.size
+        return Expect(A)
+    if op == "logical_not":
+        return Expect(np.logical_not(A))
+    if op == "sqrt":
+        return Expect(np.sqrt(A))
+    if op == "rsqrt":
+        return Expect(t(1) / np.sqrt(A))
+    if op == "sigmoid":
+        return Expect(t(1) / (t(1) + np.exp(-A)), ulps=ULPS)
+    fn = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin,
+          "cos": np.cos, "tan": np.tan, "tanh": np.tanh}[op]
+    return Expect(fn(A), ulps=ULPS)
+
+
+def astype(a, to, deliberate):
+    to = np.dtype(DTYPES[to])
+    if not (is_float(a.dtype) and category(to) == 1):
+        return Expect(a.astype(to))
+    # Float to integer truncates and saturates, NaN -> 0 (NumPy: undefined, x86 gives INT_MIN).
+    x = a.astype(np.float64)
+    info = np.iinfo(to)
+    hi, lo = x >= -float(info.min), x < float(info.min)
+    mid = ~(hi | lo | np.isnan(x))
+    want = np.zeros(x.shape, dtype=to)
+    want[mid] = np.trunc(x[mid]).astype(to)
+    want[hi], want[lo] = info.max, info.min
+    count_changed(deliberate, "float-to-int-saturation", a.astype(to), want)
+    return Expect(want)
+
+
+# ---- reductions --------------------------------------------------------------------
+
+def eps(dt):
+    return float(np.finfo(dt).eps) if is_float(dt) else 0.0
+
+
+def reduced_count(shape, axis):
+    if axis is None:
+        return int(np.prod(shape, dtype=np.int64))
+    return int(np.prod([shape[i] for i in axis], dtype=np.int64))
+
+
+def reduce(op, a, axis, keep, deliberate):
+    n = reduced_count(a.shape, axis)
+    mag = np.abs(a.astype(np.float64)) if a.size else a.astype(np.float64)
+    if op in ("sum", "prod"):
+        if not is_float(a.dtype):
+            fn = np.sum if op == "sum" else np.prod
+            return Expect(fn(a, axis=axis, dtype=np.int64, keepdims=keep))
+        fn = np.sum if op == "sum" else np.prod
+        tol = n * eps(a.dtype) * fn(mag, axis=axis, keepdims=keep)
+        return Expect(fn(a, axis=axis, keepdims=keep), tol=tol)
+    if op == "mean":
+        t = a.dtype if is_float(a.dtype) else np.dtype(np.float64)
+        A = a.astype(t)
+        tol = (n + 1) * eps(t) * np.mean(mag, axis=axis, keepdims=keep)
+        return Expect(np.mean(A, axis=axis, keepdims=keep, dtype=t), tol=tol)
+    if op in ("all", "any"):
+        return Expect((np.all if op == "all" else np.any)(a, axis=axis, keepdims=keep))
+    raw = (np.max if op == "max" else np.min)(a, axis=axis, keepdims=keep)
+    if not is_float(a.dtype):
+        return Expect(raw)
+    # NaN propagates; among zeros, max prefers +0 and min -0 (NumPy: whichever came last).
+    pos0 = np.any((a == 0) & ~np.signbit(a), axis=axis, keepdims=keep)
+    neg0 = np.any((a == 0) & np.signbit(a), axis=axis, keepdims=keep)
+    zero = (np.where(pos0, 0.0, -0.0) if op == "max" else np.where(neg0, -0.0, 0.0)).astype(a.dtype)
+    want = np.where(raw == 0, zero, raw)
+    count_changed(deliberate, "maximum-signed-zero", raw, want)
+    return Expect(want)
+
+
+def matmul(a, b):
+    t = result_dtype([a, b])
+    A, B = a.astype(t), b.astype(t)
+    if not is_float(t):
+        return Expect(np.matmul(A, B))
+    k = a.shape[-1]
+    tol = k * eps(t) * np.matmul(np.abs(A.astype(np.float64)), np.abs(B.astype(np.float64)))
+    return Expect(np.matmul(A, B), tol=tol)
+
+
+# ---- programs ---------------------------------------------------------------------
+
+def parse_values(dt, toks, shape):
+    if dt == "bool":
+        v = np.array([t == "1" for t in toks], dtype=np.bool_)
+    elif dt in ("f32", "f64"):
+        v = np.array([float.fromhex(t) for t in toks], dtype=np.float64).astype(DTYPES[dt])
+    else:
+        v = np.array([int(t) for t in toks], dtype=np.int64).astype(DTYPES[dt])
+    return v.reshape(shape)
+
+
+def ints(s):
+    return [int(x) for x in s.split(",")] if s else []
+
+
+def scalar_of(tok):
+    kind, v = tok.split(":", 1)
+    return Scalar(kind, float.fromhex(v) if kind == "f" else int(v))
+
+
+def expect(op, args, attrs, env, deliberate):
+    ops = [env[t] if t.startswith("v") else scalar_of(t) for t in args]
+    dt = lambda: DTYPES[attrs["dtype"]]  # noqa: E731
+    if op in COMPARE or op in ARITH or op in ("maximum", "minimum", "divide", "true_divide",
+                                               "floor_divide", "pow"):
+        return binary(op, ops[0], ops[1], deliberate)
+    if op == "where":
+        t = result_dtype(ops[1:])
+        return Expect(np.where(ops[0], as_t(ops[1], t), as_t(ops[2], t)))
+    if op == "clip":  # maximum, then minimum, each with its own promotion
+        m = binary("maximum", ops[0], ops[1], deliberate).value
+        return binary("minimum", m, ops[2], deliberate)
+    if op == "astype":
+        return astype(ops[0], attrs["to"], deliberate)
+    if op in ("sum", "prod", "mean", "max", "min", "all", "any"):
+        axes = attrs["axes"]
+        axis = None if axes == "all" else tuple(i % ops[0].ndim for i in ints(axes))
+        return reduce(op, ops[0], axis, attrs["keep"] == "1", deliberate)
+    if op in ("argmax", "argmin"):
+        axis = None if attrs["axis"] == "none" else int(attrs["axis"])
+        fn = np.argmax if op == "argmax" else np.argmin
+        return Expect(fn(ops[0], axis=axis, keepdims=attrs["keep"] == "1").astype(np.int64))
+    if op == "reshape":
+        return Expect(np.reshape(ops[0], ints(attrs["shape"])))
+    if op == "transpose":
+        p = attrs["perm"]
+        return Expect(np.transpose(ops[0]) if p in ("rev", "none") else np.transpose(ops[0], ints(p)))
+    if op == "broadcast_to":
+        return Expect(np.broadcast_to(ops[0], ints(attrs["shape"])))
+    if op == "expand_dims":
+        return Expect(np.expand_dims(ops[0], int(attrs["axis"])))
+    if op == "squeeze":
+        a = attrs["axes"]
+        return Expect(np.squeeze(ops[0], axis=None if a == "all" else tuple(ints(a))))
+    if op == "slice":
+        def bound(s):
+            return None if s == "_" else int(s)
+        sl = tuple(slice(bound(p[0]), bound(p[1]), int(p[2]))
+                   for p in (x.split(":") for x in attrs["s"].split(",")))
+        return Expect(ops[0][sl])
+    if op == "concatenate":
+        return Expect(np.concatenate(ops, axis=int(attrs["axis"])))
+    if op == "stack":
+        return Expect(np.stack(ops, axis=int(attrs["axis"])))
+    if op == "matmul":
+        return matmul(ops[0], ops[1])
+    if op in ("zeros", "ones"):
+        return Expect((np.zeros if op == "zeros" else np.ones)(ints(attrs["shape"]), dtype=dt()))
+    if op == "full":
+        return Expect(np.full(ints(attrs["shape"]), scalar_of(attrs["value"]).value, dtype=dt()))
+    if op == "arange":
+        # start + i * step, rounded once; NumPy steps by (start + step) - start.
+        start, stop, step = (float.fromhex(attrs[k][2:]) for k in ("start", "stop", "step"))
+        raw = np.arange(start, stop, step, dtype=dt())
+        want = (start + np.arange(raw.size, dtype=np.float64) * step).astype(dt())
+        count_changed(deliberate, "arange-step", raw, want)
+        return Expect(want)
+    if op == "arange_n":
+        return Expect(np.arange(int(attrs["n"]), dtype=dt()))
+    if op == "linspace":
+        start, stop = (float.fromhex(attrs[k][2:]) for k in ("start", "stop"))
+        return Expect(np.linspace(start, stop, int(attrs["num"]), dtype=dt()))
+    if op == "eye":
+        return Expect(np.eye(int(attrs["n"]), int(attrs["m"]), int(attrs["k"]), dtype=dt()))
+    if op in FLOAT_ONLY or op in ("negative", "abs", "sign", "floor", "ceil", "round", "logical_not"):
+        return unary(op, ops[0], deliberate)
+    raise ValueError("unknown op " + op)
+
+
+def check(e, got, dt, shape):
+    """None if arrayjit's value `got` (dtype name dt, shape) agrees with Expect e."""
+    want = e.value
+    if NAMES.get(want.dtype) != dt:
+        return "dtype %s, NumPy %s" % (dt, NAMES.get(want.dtype, want.dtype))
+    if tuple(shape) != want.shape:
+        return "shape %s, NumPy %s" % (list(shape), list(want.shape))
+    ok = same(want, got)
+    if e.ulps and not ok.all():
+        ok |= ulp_distance(want, got) <= e.ulps
+    if e.tol is not None and not ok.all():
+        finite = np.isfinite(want) & np.isfinite(got)
+        ok |= finite & (np.abs(want.astype(np.float64) - got.astype(np.float64)) <= np.broadcast_to(e.tol, want.shape))
+    if ok.all():
+        return None
+    i = np.flatnonzero(~ok.ravel())
+    return "%d of %d elements differ, first at flat index %d: arrayjit %r, NumPy %r" % (
+        len(i), ok.size, i[0], got.ravel()[i[0]].item(), want.ravel()[i[0]].item())
+
+
+def documented_ids(path):
+    try:
+        text = open(path).read()
+    except OSError:
+        return set()
+    section = text.split("## Differences from NumPy", 1)
+    return set(re.findall(r"`([a-z0-9-]+)`", section[1])) if len(section) == 2 else set()
+
+
+def main():
+    programs_path, report_path = sys.argv[1], sys.argv[2]
+    docs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "semantics.md")
+    counts = {"programs": 0, "ops": 0, "elements": 0}
+    per_op, deliberate, fails = {}, {}, []
+    prog, env = None, {}
+    with open(programs_path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("prog "):
+                prog, env = line[5:], {}
+                continue
+            if line == "end":
+                counts["programs"] += 1
+                continue
+            head, _, vals = line.partition(" =")
+            toks = head.split(" ")
+            name, dt, dims, op = toks[0], toks[1], ints(toks[2][1:-1]), toks[3]
+            got = parse_values(dt, vals.split(), dims)
+            env[name] = got
+            if op == "input":
+                continue
+            args = [t for t in toks[4:] if "=" not in t]
+            attrs = dict(t.split("=", 1) for t in toks[4:] if "=" in t)
+            counts["ops"] += 1
+            counts["elements"] += got.size
+            per_op[op] = per_op.get(op, 0) + 1
+            try:
+                msg = check(expect(op, args, attrs, env, deliberate), got, dt, dims)
+            except Exception as ex:  # a NumPy error where arrayjit gave a value
+                msg = "NumPy raised %s: %s" % (type(ex).__name__, ex)
+            if msg:
+                fails.append("fail %s %s: %s\n  %s" % (prog, name, msg, head))
+    listed = documented_ids(docs)
+    for key in sorted(deliberate):
+        if key not in listed:
+            fails.append("fail deliberate difference `%s` is not listed under \"Differences from NumPy\" in %s"
+                         % (key, docs))
+    with open(report_path, "w") as out:
+        for k, v in counts.items():
+            out.write("%s %d\n" % (k, v))
+        for k in sorted(per_op):
+            out.write("op %s %d\n" % (k, per_op[k]))
+        for k in sorted(deliberate):
+            out.write("deliberate %s %d\n" % (k, deliberate[k]))
+        for line in fails:
+            out.write(line + "\n")
+
+
+if __name__ == "__main__":
+    main()
