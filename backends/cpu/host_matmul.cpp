@@ -33,9 +33,13 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 // Below this many multiply-adds a loop runs on the calling thread (as the JIT's
 // kernels: waking a worker costs more than it saves).
 constexpr std::int64_t kParallelWork = std::int64_t{1} << 18;
-// The fewest rows (columns) of C in one block of a product split over threads:
-// below this the BLAS's micro-kernel tiles run mostly empty.
+// The least a block of a product split over threads holds: 16 rows (columns)
+// of C, below which the BLAS's micro-kernel tiles run mostly empty, and 2^23
+// multiply-adds (about 0.1 ms on one Zen 3 core), since each block's gemm
+// packs all of the other operand again (a 256^2 product cut in 8 was 15-20%
+// slower on one thread than whole; in 2, about 3%).
 constexpr std::int64_t kMinBlock = 16;
+constexpr double kMinBlockWork = double(std::int64_t{1} << 23);
 
 // The problem with extent-1 batch axes dropped: batch axes outermost first,
 // each with its element stride in A, B and C.
@@ -291,7 +295,8 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads) {
   std::int64_t parts = 1;
   if (parallel && batches < 4 * threads) {
     const std::int64_t want = (4 * threads + batches - 1) / batches;
-    parts = std::max<std::int64_t>(1, std::min(want, extent / kMinBlock));
+    const auto by_work = static_cast<std::int64_t>(work / static_cast<double>(batches) / kMinBlockWork);
+    parts = std::max<std::int64_t>(1, std::min({want, extent / kMinBlock, by_work}));
   }
   struct Ctx {
     const Problem* p;
@@ -324,7 +329,7 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads) {
   single_threaded_blas();
   const std::int64_t units = batches * parts;
   if (parallel && units > 1) {
-    parallel_chunks(run, &ctx, units, units, threads);
+    parallel_chunks(run, &ctx, units, std::min<std::int64_t>(units, 8 * threads), threads);
   } else {
     run(&ctx, 0, units);
   }
