@@ -167,7 +167,9 @@ void run_case(int n, int threads, int rounds, int calls, const Blas& openblas, c
   for (auto& c : cs) {
     const double med = median(c.rounds), best = *std::min_element(c.rounds.begin(), c.rounds.end());
     std::printf("  %s %.3f ms (best %.3f", c.name.c_str(), med, best);
-    if (threads == 1) std::printf(", cpu %.3f", median(c.cpu_rounds));
+    if (threads == 1) {
+      std::printf(", cpu %.3f best %.3f", median(c.cpu_rounds), *std::min_element(c.cpu_rounds.begin(), c.cpu_rounds.end()));
+    }
     std::printf(", %.1f GFLOP/s)", 2.0 * n * n * static_cast<double>(n) / cost(c) * 1e-6);
   }
   std::printf("  | ours / fastest peer %.3f\n", cost(cs[0]) / best_peer);
