@@ -9,7 +9,8 @@
 // same loaded copy), BLIS (libblis.so.4, dlopen'ed with RTLD_DEEPBIND: it
 // exports the same cblas_* names, so it cannot be linked beside OpenBLAS) and
 // Eigen (compiled into this file with -O3 -march=native, OpenMP threads).
-// --old adds today's path: aj::matmul evaluated by the reference interpreter.
+// --old adds today's path: aj::matmul evaluated by the reference interpreter
+// (and i32/i64, which only it and we compute, up to 1024^2).
 //
 // Each case runs R rounds; a round times every contestant in turn (the order
 // rotates), each the median of several calls. Printed per contestant: the
@@ -142,7 +143,10 @@ void run_case(int n, int threads, int rounds, int calls, const Blas& openblas, c
       c.prepare();
       c.run();  // warm: threads up, pages touched
       std::vector<double> t, cpu;
-      for (int i = 0; i < calls; ++i) {
+      const auto start = Clock::now();
+      // At most `calls`, and no more once half a second has gone (BLIS on 2
+      // threads of a busy machine took 200 ms for a 256^2 product).
+      for (int i = 0; i < calls && (i == 0 || Clock::now() - start < std::chrono::milliseconds(500)); ++i) {
         const auto t0 = Clock::now();
         const double c0 = thread_cpu_ms();
         c.run();
@@ -163,10 +167,42 @@ void run_case(int n, int threads, int rounds, int calls, const Blas& openblas, c
   for (auto& c : cs) {
     const double med = median(c.rounds), best = *std::min_element(c.rounds.begin(), c.rounds.end());
     std::printf("  %s %.3f ms (best %.3f", c.name.c_str(), med, best);
-    if (threads == 1) std::printf(", cpu %.3f", median(c.cpu_rounds));
+    if (threads == 1) {
+      std::printf(", cpu %.3f best %.3f", median(c.cpu_rounds), *std::min_element(c.cpu_rounds.begin(), c.cpu_rounds.end()));
+    }
     std::printf(", %.1f GFLOP/s)", 2.0 * n * n * static_cast<double>(n) / cost(c) * 1e-6);
   }
   std::printf("  | ours / fastest peer %.3f\n", cost(cs[0]) / best_peer);
+  std::fflush(stdout);
+}
+
+// Integers have no peer that wraps as we do; printed for the record against
+// today's path (the reference interpreter's triple loop), 1 thread, CPU time.
+template <class T> void int_case(int n, int calls) {
+  std::mt19937_64 rng(static_cast<unsigned>(n));
+  const std::size_t nn = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  std::vector<T> A(nn), B(nn), C(nn);
+  for (auto& x : A) x = static_cast<T>(rng());
+  for (auto& x : B) x = static_cast<T>(rng());
+  const aj::DType t = sizeof(T) == 4 ? aj::DType::i32 : aj::DType::i64;
+  aj::Array xa = aj::from_vector(A, aj::Shape{n, n}), xb = aj::from_vector(B, aj::Shape{n, n});
+  aj::jit::set_num_threads(1);
+  auto cpu_median = [&](const std::function<void()>& f) {
+    f();
+    std::vector<double> v;
+    for (int i = 0; i < calls; ++i) {
+      const double c0 = thread_cpu_ms();
+      f();
+      v.push_back(thread_cpu_ms() - c0);
+    }
+    return median(v);
+  };
+  const double ours = cpu_median([&] {
+    aj::cpu::matmul(t, {n, n}, n, {A.data(), 0, {n, 1}}, {B.data(), 0, {n, 1}}, C.data(), 1);
+  });
+  const double old = cpu_median([&] { aj::matmul(xa, xb).eval(); });
+  std::printf("%s %4d^2, 1 thread :  arrayjit cpu %.3f ms  aj::matmul (old) cpu %.3f ms  | ours / old %.3f\n",
+              sizeof(T) == 4 ? "i32" : "i64", n, ours, old, ours / old);
   std::fflush(stdout);
 }
 
@@ -206,6 +242,13 @@ int main(int argc, char** argv) {
       const int rounds = quick ? 3 : 7;
       run_case<float>(n, threads, rounds, calls, openblas, blis, old && threads == 1);
       run_case<double>(n, threads, rounds, calls, openblas, blis, old && threads == 1);
+    }
+  }
+  if (old) {
+    for (int n : sizes) {
+      if (n > 1024) continue;  // the old triple loop takes minutes
+      int_case<std::int32_t>(n, n <= 256 ? 5 : 1);
+      int_case<std::int64_t>(n, n <= 256 ? 5 : 1);
     }
   }
 }

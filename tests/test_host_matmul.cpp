@@ -172,16 +172,18 @@ template <class T> void random_cases(int count, unsigned seed) {
   }
 }
 
-// Shapes that reach each path: products large enough to be split over
-// threads, the batch-parallel float path, batch axes folded into M, blocks of
-// K and N larger than the kernel's tiles.
+// Shapes that reach each path: products large enough to be split over threads
+// (by rows, by columns: a float block needs 2^23 multiply-adds), batches shared
+// out whole, batch axes folded into M, K and N larger than the integer
+// kernel's tiles.
 template <class T> void large_cases(unsigned seed) {
   std::mt19937_64 rng(seed);
   struct Case { std::vector<I64> batch; I64 M, N, K; };
-  const Case cases[] = {{{}, 70, 300, 200}, {{2}, 300, 20, 64}, {{8}, 40, 40, 40}, {{3, 2}, 33, 65, 130}, {{3}, 1, 513, 257}, {{}, 129, 1, 300}};
+  const Case cases[] = {{{}, 70, 300, 200}, {{2}, 300, 20, 64}, {{}, 260, 70, 1000}, {{}, 30, 600, 1000}, {{8}, 40, 40, 40}, {{3, 2}, 33, 65, 130}, {{3}, 1, 513, 257}, {{}, 129, 1, 300}};
   for (const Case& c : cases) {
     for (int threads : {1, 2}) {
-      for (int rep = 0; rep < 3; ++rep) {  // random layouts each time
+      const int reps = c.M * c.N * c.K > 10000000 ? 1 : 3;  // the naive loop is slow
+      for (int rep = 0; rep < reps; ++rep) {  // random layouts each time
         const std::string err = check_case<T>(c.batch, c.M, c.N, c.K, threads, rng);
         CHECK_MESSAGE(err.empty(), aj::dtype_name(aj::dtype_of<T>), ": ", err);
       }

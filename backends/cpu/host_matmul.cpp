@@ -33,9 +33,13 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
 // Below this many multiply-adds a loop runs on the calling thread (as the JIT's
 // kernels: waking a worker costs more than it saves).
 constexpr std::int64_t kParallelWork = std::int64_t{1} << 18;
-// The fewest rows (columns) of C in one block of a product split over threads:
-// below this the BLAS's micro-kernel tiles run mostly empty.
+// The least a block of a product split over threads holds: 16 rows (columns)
+// of C, below which the BLAS's micro-kernel tiles run mostly empty, and 2^23
+// multiply-adds (about 0.1 ms on one Zen 3 core), since each block's gemm
+// packs all of the other operand again (a 256^2 product cut in 8 was 15-20%
+// slower on one thread than whole; in 2, about 3%; 1024^2 in 8, about 3%).
 constexpr std::int64_t kMinBlock = 16;
+constexpr double kMinBlockWork = double(std::int64_t{1} << 23);
 
 // The problem with extent-1 batch axes dropped: batch axes outermost first,
 // each with its element stride in A, B and C.
@@ -147,6 +151,24 @@ std::unique_ptr<U[]> pack(const U* src, const std::vector<std::int64_t>& batch, 
 
 // ---- integers, bool, and floats too large for the BLAS's int dimensions -----
 
+// The inner loop of the kernel below, c[0, 256) (op)= x * b[0, 256), for a
+// whole block of columns: functions of their own so __restrict holds, of a
+// fixed length so GCC vectorizes them at -O2, and cloned for AVX2 (the
+// library is built for baseline x86-64; the clone is picked at load time).
+constexpr std::int64_t kColBlock = 256;
+__attribute__((target_clones("avx2", "default"))) void block_madd(std::uint32_t* __restrict c,
+                                                                  const std::uint32_t* __restrict b, std::uint32_t x) {
+  for (std::int64_t n = 0; n < kColBlock; ++n) c[n] += x * b[n];
+}
+__attribute__((target_clones("avx2", "default"))) void block_madd(std::uint64_t* __restrict c,
+                                                                  const std::uint64_t* __restrict b, std::uint64_t x) {
+  for (std::int64_t n = 0; n < kColBlock; ++n) c[n] += x * b[n];
+}
+__attribute__((target_clones("avx2", "default"))) void block_madd(std::uint8_t* __restrict c,
+                                                                  const std::uint8_t* __restrict b, std::uint8_t) {
+  for (std::int64_t n = 0; n < kColBlock; ++n) c[n] |= b[n];  // x is true here
+}
+
 // C rows [m0, m1) of one batch. B has unit stride along N. Blocked so a
 // KB x NB block of B stays in L2 while every row of the range passes over it;
 // the inner loop is a contiguous multiply-add the compiler vectorizes.
@@ -156,7 +178,7 @@ std::unique_ptr<U[]> pack(const U* src, const std::vector<std::int64_t>& batch, 
 template <class U>
 void rows_kernel(const U* A, std::int64_t a_rs, std::int64_t a_cs, const U* B, std::int64_t b_rs, U* C,
                  std::int64_t m0, std::int64_t m1, std::int64_t N, std::int64_t K) {
-  constexpr std::int64_t KB = 128, NB = 256;
+  constexpr std::int64_t KB = 128, NB = kColBlock;
   constexpr bool is_bool = std::is_same_v<U, std::uint8_t>;
   constexpr bool is_int = !std::is_floating_point_v<U>;
   for (std::int64_t m = m0; m < m1; ++m) std::fill(C + m * N, C + (m + 1) * N, U{0});
@@ -172,6 +194,12 @@ void rows_kernel(const U* A, std::int64_t a_rs, std::int64_t a_cs, const U* B, s
             if (x == 0) continue;  // (floats must not skip: 0 * inf is NaN)
           }
           const U* __restrict brow = B + k * b_rs + n0;
+          if constexpr (is_int) {
+            if (nn == NB) {
+              block_madd(crow, brow, x);
+              continue;
+            }
+          }
           if constexpr (is_bool) {
             for (std::int64_t n = 0; n < nn; ++n) crow[n] |= brow[n];
           } else {
@@ -289,9 +317,10 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads) {
   const bool by_rows = p.M >= p.N;
   const std::int64_t extent = by_rows ? p.M : p.N;
   std::int64_t parts = 1;
-  if (parallel && batches < 4 * threads) {
-    const std::int64_t want = (4 * threads + batches - 1) / batches;
-    parts = std::max<std::int64_t>(1, std::min(want, extent / kMinBlock));
+  if (parallel && batches < 2 * threads) {
+    const std::int64_t want = (2 * threads + batches - 1) / batches;  // 2 blocks a thread: a late one takes fewer
+    const auto by_work = static_cast<std::int64_t>(work / static_cast<double>(batches) / kMinBlockWork);
+    parts = std::max<std::int64_t>(1, std::min({want, extent / kMinBlock, by_work}));
   }
   struct Ctx {
     const Problem* p;
@@ -324,7 +353,7 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads) {
   single_threaded_blas();
   const std::int64_t units = batches * parts;
   if (parallel && units > 1) {
-    parallel_chunks(run, &ctx, units, units, threads);
+    parallel_chunks(run, &ctx, units, std::min<std::int64_t>(units, 8 * threads), threads);
   } else {
     run(&ctx, 0, units);
   }

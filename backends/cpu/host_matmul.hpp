@@ -20,11 +20,15 @@
 // [batch * M, K] @ [K, N] call), the rest loop.
 //
 // i32/i64 wrap on overflow (docs/semantics.md), bool is OR of ANDs (NumPy);
-// both run a blocked loop of our own, split over rows and batches, and give
-// exactly the reference interpreter's results.
+// both run a blocked loop of our own and give exactly the reference
+// interpreter's results.
 //
 // `threads`: the threads to use, 0 = all cores (pass aj::jit::num_threads()).
-// The BLAS's own pool is resized only when this changes between calls.
+// They are the host pool's (thread_pool.hpp), for every dtype: a product is
+// cut into blocks of rows (or columns) that the pool shares out over all
+// batches, each block a single-threaded BLAS call. OpenBLAS is kept at one
+// thread (openblas_set_num_threads(1), a process-wide setting, made only when
+// it is not already 1).
 #pragma once
 
 #include <cstdint>
