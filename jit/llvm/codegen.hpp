@@ -36,7 +36,7 @@ namespace aj::jit {
 // [8192, 4096] (Zen 3): 256 outputs x 1 row ran 2-4x slower than the
 // 4096 x 8 chosen.
 // Last-axis reductions: outputs reduced side by side (codegen.cpp) when the
-// work per element (ops, a transcendental or division counting 8) is at
+// work per element (ops, a math function counting 8) is at
 // most kInnerRowsWork.
 inline constexpr int kInnerRows = 4;
 inline constexpr int kInnerRowsWork = 6;
