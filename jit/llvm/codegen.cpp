@@ -17,10 +17,12 @@ namespace {
 
 using llvm::Value;
 
-bool is_transcendental(Op op) {
+// Math functions: many instructions once vectorized (or a SLEEF call, across
+// which every vector register is lost).
+bool is_math_function(Op op) {
   switch (op) {
     case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos: case Op::Tan:
-    case Op::Tanh: case Op::Sigmoid: case Op::Pow: case Op::Sqrt: case Op::Rsqrt: case Op::Div:
+    case Op::Tanh: case Op::Sigmoid: case Op::Pow:
       return true;
     default:
       return false;
@@ -205,7 +207,7 @@ class KernelCodegen {
     int work = 0;
     for (const KInstr& in : k_.instrs) {
       if (in.phase != 0) continue;
-      if (in.kind == KOp::Unary || in.kind == KOp::Binary || in.kind == KOp::Where) work += is_transcendental(in.op) ? 8 : 1;
+      if (in.kind == KOp::Unary || in.kind == KOp::Binary || in.kind == KOp::Where) work += is_math_function(in.op) ? 8 : 1;
     }
     return work <= kInnerRowsWork ? kInnerRows : 1;
   }

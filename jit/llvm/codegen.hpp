@@ -6,8 +6,9 @@
 //    segment whose streams are specialized on the stride kind (0: hoisted
 //    broadcast, 1: unit stride, other: run-time stride);
 //  - reducing the last axis: per kInnerRows outer points, nested loops over
-//    the reduced axes with a scalar accumulator each; Sum/Prod of floats may reassociate there
-//    (vector accumulators + horizontal combine; docs/semantics.md);
+//    the reduced axes with a scalar accumulator each; Sum/Prod of floats
+//    may reassociate there (vector accumulators + horizontal combine;
+//    docs/semantics.md);
 //  - reducing other axes: a block of outputs along the last axis with an
 //    accumulator array (kOuterAccBytes), rows read contiguously, kOuterRows
 //    of them per pass, vectorized across outputs, each output summed in
@@ -30,17 +31,17 @@ class Module;
 
 namespace aj::jit {
 
+// Last-axis reductions: outputs reduced side by side (codegen.cpp) when the
+// work per element (ops, a math function counting 8) is at most
+// kInnerRowsWork.
+inline constexpr int kInnerRows = 4;
+inline constexpr int kInnerRowsWork = 6;
+
 // Outer-axis reductions: the accumulator block (L1-sized; rows stream
 // through it, so the longer a row piece the better the prefetchers do) and
 // the rows taken per pass over it. Measured on sum(x, 0) of f32
 // [8192, 4096] (Zen 3): 256 outputs x 1 row ran 2-4x slower than the
 // 4096 x 8 chosen.
-// Last-axis reductions: outputs reduced side by side (codegen.cpp) when the
-// work per element (ops, a transcendental or division counting 8) is at
-// most kInnerRowsWork.
-inline constexpr int kInnerRows = 4;
-inline constexpr int kInnerRowsWork = 6;
-
 inline constexpr std::int64_t kOuterAccBytes = 16384;
 inline constexpr int kOuterRows = 8;
 
