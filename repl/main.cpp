@@ -1,0 +1,139 @@
+// arrayjit-repl: an interactive C++ session with arrayjit loaded, built on
+// clang's incremental interpreter (LLVM 19). On a terminal it edits lines and
+// keeps a history (libedit); from a pipe it reads a script line by line.
+//
+//   arrayjit-repl [--echo] [--fail-on-error] [CLANG_FLAGS...]
+//
+// Exit status: 0 on %quit and at end of input (1 with --fail-on-error when
+// an input failed; 2 when the interpreter could not start).
+#include <arrayjit/arrayjit.hpp>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "repl/scan.hpp"
+#include "repl/session.hpp"
+
+#if AJ_REPL_HAVE_LIBEDIT
+#include <editline/readline.h>
+#endif
+
+namespace {
+
+constexpr const char* kPrompt = "aj> ";
+constexpr const char* kMore = "..> ";
+
+const char* kUsage = R"(usage: arrayjit-repl [--echo] [--fail-on-error] [CLANG_FLAGS...]
+  --echo            print each input line after the prompt before its output
+                    (a transcript when a script is piped in)
+  --fail-on-error   exit with status 1 at the end when an input failed
+  CLANG_FLAGS       passed to the interpreter, e.g. -I DIR, -DNAME, -O1
+Type %help in the session for its commands.
+)";
+
+// One physical line, with or without line editing. False at end of input.
+class LineReader {
+ public:
+  explicit LineReader(bool edit) : edit_(edit) {
+#if AJ_REPL_HAVE_LIBEDIT
+    if (edit_) {
+      if (const char* home = std::getenv("HOME")) history_ = std::string(home) + "/.arrayjit_repl_history";
+      using_history();
+      if (!history_.empty()) read_history(history_.c_str());
+      rl_bind_key('\t', rl_insert);  // a tab is indentation, not file-name completion
+    }
+#else
+    edit_ = false;
+#endif
+  }
+
+  bool read(const char* prompt, std::string& line) {
+#if AJ_REPL_HAVE_LIBEDIT
+    if (edit_) {
+      char* l = readline(prompt);
+      if (!l) return false;
+      line = l;
+      std::free(l);
+      if (!line.empty()) add_history(line.c_str());
+      return true;
+    }
+#endif
+    (void)prompt;
+    return static_cast<bool>(std::getline(std::cin, line));
+  }
+
+  void save() {
+#if AJ_REPL_HAVE_LIBEDIT
+    if (edit_ && !history_.empty()) write_history(history_.c_str());
+#endif
+  }
+
+ private:
+  bool edit_;
+  std::string history_;
+};
+
+// Leaves without running static destructors: arrays made by interpreted code
+// registered theirs with atexit, and their code is gone with the interpreter.
+[[noreturn]] void leave(int status) {
+  std::cout << std::flush;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(status);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  aj::repl::Options opts;
+  bool echo = false, fail_on_error = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--echo") {
+      echo = true;
+    } else if (a == "--fail-on-error") {
+      fail_on_error = true;
+    } else if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      return 0;
+    } else {
+      opts.clang_args.push_back(a);
+    }
+  }
+  const bool tty = ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
+  std::string error;
+  auto session = aj::repl::Session::create(opts, error);
+  if (!session) {
+    std::fprintf(stderr, "arrayjit-repl: the interpreter did not start: %s\n", error.c_str());
+    leave(2);
+  }
+  if (tty) {
+    std::printf("arrayjit %s REPL (clang %s, C++20). %%help for help, %%quit to leave.\n", aj::version(),
+                aj::llvm_version());
+  }
+  LineReader reader(tty);
+  std::string input, line;
+  int lineno = 0, first = 0;
+  bool quit = false;
+  while (reader.read(input.empty() ? kPrompt : kMore, line)) {
+    ++lineno;
+    if (echo) std::printf("%s%s\n", input.empty() ? kPrompt : kMore, line.c_str());
+    if (input.empty()) first = lineno;
+    input += input.empty() ? line : "\n" + line;
+    if (!aj::repl::scan(input).complete) continue;
+    std::string text;
+    text.swap(input);
+    if (!session->run(text, first)) {
+      quit = true;
+      break;
+    }
+  }
+  if (!input.empty()) session->run(input, first);  // an unfinished last input: let clang say what is missing
+  if (tty && !quit) std::printf("\n");  // end the prompt line Ctrl-D left
+  reader.save();
+  leave(fail_on_error && session->failures() > 0 ? 1 : 0);
+}

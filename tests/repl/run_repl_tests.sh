@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Tests of arrayjit-repl (ctest "repl"): first a script piped into it, then a
+# session in a real terminal (tmux: send keys, read the pane). Both check
+# printing, an error that does not end the session, the % commands and a
+# status-0 exit on %quit and on end of input. Exit 77 (skip) when the REPL
+# was not built or tmux is missing.
+#
+#   tests/repl/run_repl_tests.sh build/arrayjit-repl
+set -u
+REPL=${1:-}
+if [[ -z $REPL || ! -x $REPL ]]; then
+  echo "SKIP: arrayjit-repl not built (needs clang 19's libraries: clang-19 libclang-19-dev libclang-cpp19-dev)"
+  exit 77
+fi
+REPL=$(cd "$(dirname "$REPL")" && pwd)/$(basename "$REPL")
+work=$(mktemp -d)
+export HOME=$work  # the history file goes here
+cd "$work" || exit 1
+socket=ajrepl-test-$$-0  # one tmux server per session: start() moves to the next
+cleanup() {
+  command -v tmux >/dev/null && tmux -L "$socket" kill-server 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+failed=0
+pass() { echo "ok   $1"; }
+fail() {
+  echo "FAIL $1"
+  [[ -n ${2:-} ]] && sed 's/^/     | /' "$2"
+  failed=1
+}
+# has FILE NAME ERE: FILE contains a match of the extended regex.
+has() { if grep -Eq -- "$3" "$1"; then pass "$2"; else fail "$2 (no /$3/)" "$1"; fi; }
+hasnt() { if grep -Eq -- "$3" "$1"; then fail "$2 (found /$3/)" "$1"; else pass "$2"; fi; }
+
+# --- 1. a script on standard input ---------------------------------------------------------
+cat >script.cpp <<'EOF'
+auto a = arange(4) * 3;
+a
+std::cout << a << std::endl;
+auto b = a + ones({5});
+a + 1
+int n = 40;
+n + 2
+0.1 + 0.2
+2.0 * 3
+std::string("str") + "ing"
+a.shape()
+void nothing() {}
+nothing()
+undefined_name + 1
+for (int i = 0; i < 2; ++i) {
+  a = a + 1;
+}
+a
+%explain a * 2 + 1
+%time sum(a)
+%stats
+%dot a
+%help
+%nonsense
+%quit
+std::cout << "after quit" << std::endl;
+EOF
+"$REPL" <script.cpp >out.txt 2>err.txt
+status=$?
+cat out.txt err.txt >all.txt
+[[ $status == 0 ]] && pass "pipe: %quit exits with status 0" || fail "pipe: %quit exit status $status" all.txt
+# A bare Array prints exactly as operator<< prints it.
+if [[ $(sed -n 1p out.txt) == "$(sed -n 2p out.txt)" ]] && grep -Eq '0, +3, +6, +9' out.txt; then
+  pass "pipe: a bare Array prints as operator<< does"
+else
+  fail "pipe: a bare Array prints as operator<< does" out.txt
+fi
+has err.txt "pipe: aj::Error is printed" '^aj::Error: aj::add: .*broadcast.*\(at <input>:4\)'
+has err.txt "pipe: with the line typed" 'at line 4: auto b = a \+ ones\(\{5\}\);'
+has out.txt "pipe: the session goes on with a intact" '1, +4, +7, +10'
+has out.txt "pipe: an int prints plainly" '^42$'
+has out.txt "pipe: a double prints as Python's repr" '^0\.30000000000000004$'
+has out.txt "pipe: an integral double keeps its .0" '^6\.0$'
+has out.txt "pipe: a string prints plainly" '^string$'
+has out.txt "pipe: a Shape prints" '^\[4\]$'
+has err.txt "pipe: a compile error names the line" "<input>:14:1: error: use of undeclared identifier 'undefined_name'"
+has out.txt "pipe: a loop over lines ran" '2, +5, +8, +11'
+has out.txt "pipe: %explain prints the plan" 'kernel'
+has out.txt "pipe: %time prints the times" '^CPU time: .*Wall time: '
+has out.txt "pipe: %time prints the value" '^array\(26'
+has out.txt "pipe: %stats prints aj::stats()" 'evals [0-9]+, kernels'
+has out.txt "pipe: %dot reports the files" '^wrote a\.dot'
+[[ -s a.dot ]] && grep -q digraph a.dot && pass "pipe: %dot wrote a.dot" || fail "pipe: %dot wrote a.dot" all.txt
+if command -v dot >/dev/null; then
+  [[ -s a.svg && -s a.png ]] && pass "pipe: %dot rendered a.svg and a.png" || fail "pipe: %dot rendered a.svg and a.png" all.txt
+else
+  echo "skip pipe: %dot rendering (Graphviz's dot is not installed)"
+fi
+has out.txt "pipe: %help lists the commands" '%explain EXPR'
+has err.txt "pipe: an unknown command is reported" 'unknown command %nonsense'
+hasnt out.txt "pipe: nothing runs after %quit" 'after quit'
+
+printf 'auto x = ones({2});\nx + 1\n' | "$REPL" >eof.txt 2>&1
+status=$?
+[[ $status == 0 ]] && pass "pipe: end of input exits with status 0" || fail "pipe: end of input exit status $status" eof.txt
+has eof.txt "pipe: output before end of input" '2\., +2\.'
+printf 'throw 1;\n' | "$REPL" --fail-on-error >fail.txt 2>&1
+status=$?
+[[ $status == 1 ]] && pass "pipe: --fail-on-error exits with status 1" || fail "pipe: --fail-on-error status $status" fail.txt
+has fail.txt "pipe: a non-std exception is reported" '^exception: int'
+
+# --- 2. a session in a terminal ---------------------------------------------------------------
+if ! command -v tmux >/dev/null; then
+  echo "SKIP terminal tests: tmux is not installed"
+  ((failed)) && exit 1 || exit 0
+fi
+pane() { tmux -L "$socket" capture-pane -p -J -S -500 -t repl 2>/dev/null; }
+# wait_for ERE [SECONDS]: until the pane shows a match (startup on a busy machine is slow).
+wait_for() {
+  local deadline=$((SECONDS + ${2:-90}))
+  while ((SECONDS < deadline)); do
+    pane | grep -Eq -- "$1" && return 0
+    sleep 0.2
+  done
+  return 1
+}
+# type_line TEXT: the keys, then Enter. (A ';' ending an argument would end
+# tmux's command: a space follows it.)
+type_line() {
+  local text=$1
+  [[ $text == *\; ]] && text+=" "
+  tmux -L "$socket" send-keys -t repl -l -- "$text" && tmux -L "$socket" send-keys -t repl Enter
+}
+expect() {  # expect NAME ERE
+  if wait_for "$2"; then pass "tty: $1"; else pane >pane.txt; fail "tty: $1 (no /$2/)" pane.txt; fi
+}
+start() {  # a fresh session; the exit status lands in $work/status
+  rm -f status
+  tmux -L "$socket" kill-server 2>/dev/null
+  socket=${socket%-*}-$((${socket##*-} + 1))
+  tmux -L "$socket" -f /dev/null new-session -d -s repl -x 200 -y 50 \
+    "cd '$work' && '$REPL'; echo \$? >'$work/status'; sleep 600"
+}
+exit_status() {  # waits for the session's exit status
+  local deadline=$((SECONDS + 60))
+  while ((SECONDS < deadline)) && [[ ! -s status ]]; do sleep 0.2; done
+  cat status 2>/dev/null
+}
+
+start
+expect "a banner and a prompt" '^arrayjit .* REPL'
+type_line 'auto a = arange(4) * 3;'
+type_line 'a'
+expect "a bare Array prints" '0, +3, +6, +9'
+type_line 'auto b = a + ones({5});'
+expect "aj::Error with the line typed" 'at line 3: auto b = a \+ ones'
+type_line 'a + 1'
+expect "the session goes on with a intact" '1, +4, +7, +10'
+type_line 'int n = 1;'
+type_line 'n = n + 1'
+expect "an assignment prints its value" '^2$'
+tmux -L "$socket" send-keys -t repl Up Enter  # history: n = n + 1 again
+expect "Up recalls the last line" '^3$'
+tmux -L "$socket" send-keys -t repl -l 'n * 77'
+tmux -L "$socket" send-keys -t repl BSpace Enter  # line editing: n * 7
+expect "Backspace edits the line" '^21$'
+type_line 'for (int i = 0; i < 2; ++i) {'
+expect "an open bracket asks for more" '^\.\.> '
+type_line '  n = n + 10; }'
+type_line 'n'
+expect "the loop ran" '^23$'
+type_line '%explain a * 2'
+expect "%explain" 'kernel'
+type_line '%time sum(a)'
+expect "%time" 'Wall time: '
+type_line '%stats'
+expect "%stats" 'evals [0-9]+, kernels'
+type_line '%dot a'
+expect "%dot" 'wrote a\.dot'
+type_line '%help'
+expect "%help" '%quit +leave'
+type_line '%quit'
+[[ $(exit_status) == 0 ]] && pass "tty: %quit exits with status 0" || { pane >pane.txt; fail "tty: %quit exit status '$(cat status 2>/dev/null)'" pane.txt; }
+[[ -s .arrayjit_repl_history ]] && grep -q '%quit' .arrayjit_repl_history &&
+  pass "tty: the history is saved" || fail "tty: the history is saved"
+
+start
+expect "a second session starts" '^aj> '
+tmux -L "$socket" send-keys -t repl Up
+expect "the saved history is read" '^aj> %quit'
+tmux -L "$socket" send-keys -t repl C-u C-d
+[[ $(exit_status) == 0 ]] && pass "tty: Ctrl-D exits with status 0" || { pane >pane.txt; fail "tty: Ctrl-D exit status '$(cat status 2>/dev/null)'" pane.txt; }
+
+((failed)) && exit 1
+exit 0
