@@ -2,7 +2,7 @@
 // clang's incremental interpreter (LLVM 19). On a terminal it edits lines and
 // keeps a history (libedit); from a pipe it reads a script line by line.
 //
-//   arrayjit-repl [--echo] [--fail-on-error] [CLANG_FLAGS...]
+//   arrayjit-repl [--echo] [--fail-on-error] [--no-pch] [--verbose] [CLANG_FLAGS...]
 //
 // Exit status: 0 on %quit and at end of input (1 with --fail-on-error when
 // an input failed; 2 when the interpreter could not start).
@@ -27,11 +27,13 @@ namespace {
 constexpr const char* kPrompt = "aj> ";
 constexpr const char* kMore = "..> ";
 
-const char* kUsage = R"(usage: arrayjit-repl [--echo] [--fail-on-error] [CLANG_FLAGS...]
+const char* kUsage = R"(usage: arrayjit-repl [--echo] [--fail-on-error] [--no-pch] [--verbose] [CLANG_FLAGS...]
   --echo            print each input line after the prompt before its output
                     (a transcript when a script is piped in)
   --fail-on-error   exit with status 1 at the end when an input failed
-  CLANG_FLAGS       passed to the interpreter, e.g. -I DIR, -DNAME, -O1
+  --no-pch          parse the prelude (arrayjit.hpp ...) instead of loading it precompiled
+  --verbose         say on stderr how the prelude was loaded
+  CLANG_FLAGS       passed to the interpreter, e.g. -I DIR, -DNAME
 Type %help in the session for its commands.
 )";
 
@@ -97,6 +99,10 @@ int main(int argc, char** argv) {
       echo = true;
     } else if (a == "--fail-on-error") {
       fail_on_error = true;
+    } else if (a == "--no-pch") {
+      opts.pch = false;
+    } else if (a == "--verbose") {
+      opts.verbose = true;
     } else if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       return 0;

@@ -1,7 +1,133 @@
-// The interpreted C++ run at start: arrayjit, `using namespace aj;` and the
-// ajrepl:: helpers the REPL's generated code calls (value printing, %time, %dot).
-#pragma once
+// The C++ the interpreter holds before the first prompt: arrayjit, `using
+// namespace aj;`, and the helpers the REPL's generated code calls (ajrepl::show
+// prints a bare expression's value, time_it runs %time, write_text %dot).
+// Interpreted code, not compiled into the REPL: the build precompiles it
+// (prelude.pch, with its inline functions compiled into the executable), and
+// the REPL parses its text instead where that header cannot be used.
+#include <arrayjit/arrayjit.hpp>
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <time.h>
+#include <vector>
+using namespace aj;
 
-namespace aj::repl {
-extern const char* const kPrelude;
+namespace ajrepl {
+
+// `show((EXPR, ajrepl::nothing))` prints EXPR's value, or nothing when EXPR
+// is void: the comma below only applies to a value (a void operand takes the
+// built-in comma, whose result is `nothing`).
+struct Nothing {};
+inline constexpr Nothing nothing{};
+template <class T>
+struct Held { T&& value; };
+template <class T>
+Held<T> operator,(T&& v, Nothing) { return {static_cast<T&&>(v)}; }
+
+// Floats as Python writes them: the shortest text that reads back the same,
+// with ".0" on integral values so that a float never looks like an int.
+template <class F>
+void put_float(std::ostream& os, F v) {
+  char buf[64];
+  auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  std::string_view s(buf, static_cast<std::size_t>(end - buf));
+  os << s;
+  if (s.find_first_not_of("-0123456789") == std::string_view::npos) os << ".0";
 }
+
+template <class T>
+void put(std::ostream& os, const T& v);
+
+template <class T>
+void put_list(std::ostream& os, const std::vector<T>& v) {
+  os << '[';
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) os << ", ";
+    put(os, static_cast<const T&>(v[i]));
+  }
+  os << ']';
+}
+
+template <class T>
+void put(std::ostream& os, const T& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    os << (v ? "true" : "false");
+  } else if constexpr (std::is_floating_point_v<T>) {
+    put_float(os, v);
+  } else if constexpr (std::is_same_v<T, signed char> || std::is_same_v<T, unsigned char>) {
+    os << static_cast<int>(v);  // int8_t / uint8_t are numbers here, not characters
+  } else if constexpr (requires { put_list(os, v); }) {
+    put_list(os, v);
+  } else if constexpr (requires { os << v; }) {
+    os << v;
+  } else {
+    std::string_view f = __PRETTY_FUNCTION__;  // "... [T = type]"
+    auto at = f.find("T = ");
+    os << '<' << f.substr(at + 4, f.rfind(']') - at - 4) << " object>";
+  }
+}
+
+template <class T>
+void show(Held<T> h) {
+  put(std::cout, static_cast<const std::remove_reference_t<T>&>(h.value));
+  std::cout << '\n';
+}
+inline void show(Nothing) {}
+
+// %time: runs f once, evaluating an Array result so that the lazy work is
+// inside the timing, then prints the times and the value.
+inline double clock_s(clockid_t id) {
+  timespec t;
+  clock_gettime(id, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+inline void put_seconds(double s) {
+  const char* unit = "s";
+  if (s < 1e-6) s *= 1e9, unit = "ns";
+  else if (s < 1e-3) s *= 1e6, unit = "\u00b5s";
+  else if (s < 1) s *= 1e3, unit = "ms";
+  std::printf("%.3g %s", s, unit);
+}
+struct Timer {
+  double wall = clock_s(CLOCK_MONOTONIC), cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+  void report() const {
+    double w = clock_s(CLOCK_MONOTONIC) - wall, c = clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu;
+    std::cout << std::flush;
+    std::printf("CPU time: ");
+    put_seconds(c);
+    std::printf(", Wall time: ");
+    put_seconds(w);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+};
+template <class T>
+void force(const T& v) {
+  if constexpr (std::is_same_v<T, aj::Array>) v.eval();
+}
+template <class F>
+void time_it(F f) {
+  Timer t;
+  if constexpr (std::is_void_v<decltype(f())>) {
+    f();
+    t.report();
+  } else {
+    decltype(auto) v = f();
+    force(v);
+    t.report();
+    put(std::cout, v);
+    std::cout << '\n';
+  }
+}
+
+// %dot: the graph's text goes to a file the REPL then hands to Graphviz.
+inline void write_text(const char* path, const std::string& text) {
+  std::FILE* f = std::fopen(path, "w");
+  if (!f) throw std::runtime_error(std::string("cannot write ") + path);
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
+
+}  // namespace ajrepl

@@ -24,7 +24,7 @@
 #include <regex>
 #include <typeinfo>
 
-#include "repl/prelude.hpp"
+#include "repl/prelude_text.hpp"
 #include "repl/scan.hpp"
 
 extern char** environ;
@@ -167,8 +167,26 @@ std::string line_directive(int line) { return "#line " + std::to_string(line) + 
 std::unique_ptr<Session> Session::create(const Options& opts, std::string& error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  std::vector<std::string> args = {"-std=c++20", "-O0", "-resource-dir", AJ_REPL_CLANG_RESOURCE_DIR,
-                                   "-I" + include_dir()};
+  // The PCH was built from the headers in the source tree: the interpreter
+  // must include those (a second path to the same header would define it twice).
+  if (opts.pch && llvm::sys::fs::exists(AJ_REPL_PCH)) {
+    auto s = start(opts, {"-include-pch", AJ_REPL_PCH, "-I" AJ_REPL_SOURCE_INCLUDE_DIR}, nullptr, error);
+    if (s) {
+      if (opts.verbose) std::fprintf(stderr, "arrayjit-repl: prelude precompiled (%s)\n", AJ_REPL_PCH);
+      return s;
+    }
+    if (opts.verbose)
+      std::fprintf(stderr, "arrayjit-repl: the precompiled prelude did not load (%s); parsing it\n", error.c_str());
+  }
+  auto s = start(opts, {"-I" + include_dir()}, kPrelude, error);
+  if (s && opts.verbose) std::fprintf(stderr, "arrayjit-repl: prelude parsed (headers in %s)\n", include_dir().c_str());
+  return s;
+}
+
+std::unique_ptr<Session> Session::start(const Options& opts, const std::vector<std::string>& flags,
+                                        const char* prelude, std::string& error) {
+  std::vector<std::string> args = {"-std=c++20", "-O0", "-g0", "-resource-dir", AJ_REPL_CLANG_RESOURCE_DIR};
+  args.insert(args.end(), flags.begin(), flags.end());
   args.insert(args.end(), opts.clang_args.begin(), opts.clang_args.end());
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
@@ -181,8 +199,10 @@ std::unique_ptr<Session> Session::create(const Options& opts, std::string& error
   }
   auto diags = std::make_unique<Diagnostics>();
   Diagnostics* d = diags.get();
+  d->quiet = prelude == nullptr;  // a PCH that does not load is not the user's error
   (*ci)->getDiagnostics().setClient(diags.release(), /*ShouldOwnClient=*/true);
   auto interp = clang::Interpreter::create(std::move(*ci));
+  d->quiet = false;
   if (!interp) {
     error = llvm::toString(interp.takeError());
     return nullptr;
@@ -190,7 +210,7 @@ std::unique_ptr<Session> Session::create(const Options& opts, std::string& error
   std::unique_ptr<Session> s(new Session);
   s->interp_ = std::move(*interp);
   s->diags_ = d;
-  if (s->execute(kPrelude, 0, false) != Outcome::ok) {
+  if (prelude && s->execute(prelude, 0, false) != Outcome::ok) {
     error = "the prelude (#include <arrayjit/arrayjit.hpp> from " + include_dir() + ") did not compile";
     return nullptr;
   }

@@ -27,14 +27,16 @@ namespace aj::repl {
 class Diagnostics;
 
 struct Options {
-  std::vector<std::string> clang_args;  // extra flags for the interpreter (-I, -D, -O1 ...)
-  bool color = false;                   // colored diagnostics
+  std::vector<std::string> clang_args;  // extra flags for the interpreter (-I, -D ...)
+  bool pch = true;                      // start from the precompiled prelude where it loads
+  bool verbose = false;                 // say on stderr how the prelude was loaded
 };
 
 class Session {
  public:
-  // Builds the interpreter and runs the prelude; on failure returns null and
-  // says why in `error`.
+  // Builds the interpreter with the prelude (repl/prelude.hpp) loaded: its
+  // precompiled form where that loads, else its text parsed. On failure
+  // returns null and says why in `error`.
   static std::unique_ptr<Session> create(const Options& opts, std::string& error);
   ~Session();
 
@@ -48,6 +50,9 @@ class Session {
 
  private:
   Session() = default;
+  // An interpreter with `flags` added; runs `prelude` when it is not null.
+  static std::unique_ptr<Session> start(const Options& opts, const std::vector<std::string>& flags,
+                                        const char* prelude, std::string& error);
   enum class Outcome { ok, compile_error, exception };
   clang::PartialTranslationUnit* parse(const std::string& code, bool quiet);
   Outcome run_ptu(clang::PartialTranslationUnit& ptu, int line);

@@ -102,6 +102,16 @@ printf 'auto x = ones({2});\nx + 1\n' | "$REPL" >eof.txt 2>&1
 status=$?
 [[ $status == 0 ]] && pass "pipe: end of input exits with status 0" || fail "pipe: end of input exit status $status" eof.txt
 has eof.txt "pipe: output before end of input" '2\., +2\.'
+# The precompiled prelude loads, and parsing the prelude instead gives the same session.
+"$REPL" --verbose </dev/null >pch.txt 2>&1
+has pch.txt "pipe: the precompiled prelude loads" 'prelude precompiled'
+"$REPL" --no-pch --verbose <script.cpp >nopch.txt 2>nopch_err.txt
+has nopch_err.txt "pipe: --no-pch parses the prelude" 'prelude parsed'
+if diff <(grep -Ev 'time:|^evals' out.txt) <(grep -Ev 'time:|^evals' nopch.txt) >diff.txt; then
+  pass "pipe: --no-pch prints the same"
+else
+  fail "pipe: --no-pch prints the same" diff.txt
+fi
 printf 'throw 1;\n' | "$REPL" --fail-on-error >fail.txt 2>&1
 status=$?
 [[ $status == 1 ]] && pass "pipe: --fail-on-error exits with status 1" || fail "pipe: --fail-on-error status $status" fail.txt
