@@ -7,6 +7,7 @@
 // Exit status: 0 on %quit and at end of input (1 with --fail-on-error when
 // an input failed; 2 when the interpreter could not start).
 #include <arrayjit/arrayjit.hpp>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -37,7 +38,13 @@ const char* kUsage = R"(usage: arrayjit-repl [--echo] [--fail-on-error] [--no-pc
 Type %help in the session for its commands.
 )";
 
-// One physical line, with or without line editing. False at end of input.
+// Ctrl-C on a terminal drops the line being typed instead of ending the
+// session (a computation already running is not interrupted: it finishes).
+volatile sig_atomic_t g_interrupted = 0;
+void on_interrupt(int) { g_interrupted = 1; }
+
+// One physical line, with or without line editing.
+enum class Read { line, interrupted, end };
 class LineReader {
  public:
   explicit LineReader(bool edit) : edit_(edit) {
@@ -53,19 +60,24 @@ class LineReader {
 #endif
   }
 
-  bool read(const char* prompt, std::string& line) {
+  Read read(const char* prompt, std::string& line) {
+    g_interrupted = 0;
 #if AJ_REPL_HAVE_LIBEDIT
     if (edit_) {
       char* l = readline(prompt);
-      if (!l) return false;
+      if (g_interrupted) {
+        std::free(l);
+        return Read::interrupted;
+      }
+      if (!l) return Read::end;
       line = l;
       std::free(l);
       if (!line.empty()) add_history(line.c_str());
-      return true;
+      return Read::line;
     }
 #endif
     (void)prompt;
-    return static_cast<bool>(std::getline(std::cin, line));
+    return std::getline(std::cin, line) ? Read::line : Read::end;
   }
 
   void save() {
@@ -121,11 +133,22 @@ int main(int argc, char** argv) {
     std::printf("arrayjit %s REPL (clang %s, C++20). %%help for help, %%quit to leave.\n", aj::version(),
                 aj::llvm_version());
   }
+  if (tty) {
+    struct sigaction sa = {};
+    sa.sa_handler = on_interrupt;  // no SA_RESTART: the terminal read returns
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+  }
   LineReader reader(tty);
   std::string input, line;
   int lineno = 0, first = 0;
   bool quit = false;
-  while (reader.read(input.empty() ? kPrompt : kMore, line)) {
+  for (Read r; (r = reader.read(input.empty() ? kPrompt : kMore, line)) != Read::end;) {
+    if (r == Read::interrupted) {
+      std::printf("^C\n");
+      input.clear();
+      continue;
+    }
     ++lineno;
     if (echo) std::printf("%s%s\n", input.empty() ? kPrompt : kMore, line.c_str());
     if (input.empty()) first = lineno;

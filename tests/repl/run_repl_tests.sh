@@ -177,6 +177,15 @@ expect "an open bracket asks for more" '^\.\.> '
 type_line '  n = n + 10; }'
 type_line 'n'
 expect "the loop ran" '^23$'
+tmux -L "$socket" send-keys -t repl -l 'this is not C++'
+tmux -L "$socket" send-keys -t repl C-c  # drops the line, keeps the session
+type_line '6 * 7'
+expect "Ctrl-C drops the line typed" '^42$'
+if pane | grep -q 'not C++.*error\|undeclared identifier .this'; then
+  pane >pane.txt; fail "tty: the dropped line did not run" pane.txt
+else
+  pass "tty: the dropped line did not run"
+fi
 type_line '%explain a * 2'
 expect "%explain" 'kernel'
 type_line '%time sum(a)'
