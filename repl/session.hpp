@@ -12,6 +12,9 @@
 // stays as it was.
 #pragma once
 
+#include <llvm/ADT/STLFunctionalExtras.h>
+#include <llvm/Support/Error.h>
+
 #include <map>
 #include <memory>
 #include <string>
@@ -55,8 +58,12 @@ class Session {
                                         const char* prelude, std::string& error);
   enum class Outcome { ok, compile_error, exception };
   clang::PartialTranslationUnit* parse(const std::string& code, bool quiet);
+  Outcome guarded(int line, llvm::function_ref<llvm::Error()> f);
   Outcome run_ptu(clang::PartialTranslationUnit& ptu, int line);
+  void undo();
   Outcome execute(const std::string& code, int line, bool quiet);
+  std::string new_wrapper(const std::string& body, int line, std::string& fn);
+  Outcome call(clang::PartialTranslationUnit& ptu, const std::string& fn, int line);
   Outcome call_wrapped(const std::string& body, int line, bool quiet);
   Outcome run_statements(const std::string& body, int line);
   void run_code(const std::string& text, int line);
