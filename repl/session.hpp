@@ -3,8 +3,8 @@
 //
 // Every input is compiled by clang's incremental interpreter and run at once:
 // declarations at the top level, statements and printed expressions inside a
-// function made for them (clang 19 crashes on a lambda in a top-level
-// statement).
+// function made for them, which the REPL then calls (clang 19 crashes on a
+// lambda in a top-level statement).
 // A `#line N "<input>"` in front of it makes aj::Error's "(at file:line)" and
 // clang's diagnostics name the line the user typed. A C++ exception thrown by
 // the input unwinds into the REPL, which prints it and undoes that input, so
