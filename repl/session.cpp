@@ -2,6 +2,7 @@
 
 #include <arrayjit/arrayjit.hpp>
 #include <clang/AST/Decl.h>
+#include <clang/AST/DeclCXX.h>
 #include <clang/AST/Stmt.h>
 #include <clang/Basic/DiagnosticSema.h>
 #include <clang/Frontend/CompilerInstance.h>
@@ -230,11 +231,12 @@ clang::PartialTranslationUnit* Session::parse(const std::string& code, bool quie
   return &*ptu;
 }
 
-Session::Outcome Session::run_ptu(clang::PartialTranslationUnit& ptu, int line) {
-  if (!ptu.TheModule) return Outcome::ok;
+// Runs `f` (which runs interpreted code); an llvm::Error or a C++ exception
+// from it is reported with the line it names.
+Session::Outcome Session::guarded(int line, llvm::function_ref<llvm::Error()> f) {
   std::string kind, what;
   try {
-    llvm::Error err = interp_->Execute(ptu);
+    llvm::Error err = f();
     if (!err) return Outcome::ok;
     kind = "error", what = llvm::toString(std::move(err));  // e.g. a symbol declared but never defined
   } catch (const aj::Error& e) {
@@ -245,12 +247,22 @@ Session::Outcome Session::run_ptu(clang::PartialTranslationUnit& ptu, int line) 
     const std::type_info* t = abi::__cxa_current_exception_type();
     kind = "exception", what = (t ? demangle(t->name()) : "of unknown type") + " (not a std::exception)";
   }
-  // The exception object is gone by now (its destructor may live in the
-  // code being undone).
   report_exception(kind, what, line);
+  return Outcome::exception;
+}
+
+// Runs the input's initializers and top-level statements; one that fails is
+// undone (after its exception object is gone: its destructor may live there).
+Session::Outcome Session::run_ptu(clang::PartialTranslationUnit& ptu, int line) {
+  if (!ptu.TheModule) return Outcome::ok;
+  Outcome o = guarded(line, [&] { return interp_->Execute(ptu); });
+  if (o != Outcome::ok) undo();
+  return o;
+}
+
+void Session::undo() {
   if (llvm::Error err = interp_->Undo())
     std::fprintf(stderr, "(could not undo the failed input: %s)\n", llvm::toString(std::move(err)).c_str());
-  return Outcome::exception;
 }
 
 Session::Outcome Session::execute(const std::string& code, int line, bool quiet) {
@@ -258,11 +270,34 @@ Session::Outcome Session::execute(const std::string& code, int line, bool quiet)
   return ptu ? run_ptu(*ptu, line) : Outcome::compile_error;
 }
 
-// `void ajrepl_inN() { body }`, then `ajrepl_inN();`.
+std::string Session::new_wrapper(const std::string& body, int line, std::string& fn) {
+  fn = "ajrepl_in" + std::to_string(++wrappers_);
+  return "extern \"C\" void " + fn + "() {\n" + line_directive(line) + body + "\n}";
+}
+
+// Defines the wrapper `ptu` holds and calls it from here. Looking its address
+// up links it first: a symbol it lacks is reported and the wrapper undone.
+Session::Outcome Session::call(clang::PartialTranslationUnit& ptu, const std::string& fn, int line) {
+  Outcome o = run_ptu(ptu, line);
+  if (o != Outcome::ok) return o;
+  auto addr = interp_->getSymbolAddress(fn);
+  if (!addr) {
+    o = guarded(line, [&] { return addr.takeError(); });
+    undo();
+    return o;
+  }
+  auto* f = addr->toPtr<void (*)()>();
+  return guarded(line, [&] {
+    f();
+    return llvm::Error::success();
+  });
+}
+
+// `extern "C" void ajrepl_inN() { body }`, called.
 Session::Outcome Session::call_wrapped(const std::string& body, int line, bool quiet) {
-  std::string fn = "ajrepl_in" + std::to_string(++wrappers_);
-  Outcome o = execute("void " + fn + "() {\n" + line_directive(line) + body + "\n}", line, quiet);
-  return o == Outcome::ok ? execute(fn + "();", line, false) : o;
+  std::string fn;
+  clang::PartialTranslationUnit* ptu = parse(new_wrapper(body, line, fn), quiet);
+  return ptu ? call(*ptu, fn, line) : Outcome::compile_error;
 }
 
 // Statements run inside a function; an input that declares something at its
@@ -271,22 +306,19 @@ Session::Outcome Session::call_wrapped(const std::string& body, int line, bool q
 // template, #include) runs at the top level, where its names stay.
 Session::Outcome Session::run_statements(const std::string& body, int line) {
   if (body.find_first_not_of(" \t\r\n") != std::string::npos && trim(body)[0] != '#') {
-    std::string fn = "ajrepl_in" + std::to_string(++wrappers_);
-    clang::PartialTranslationUnit* ptu =
-        parse("void " + fn + "() {\n" + line_directive(line) + body + "\n}", /*quiet=*/true);
+    std::string fn;
+    clang::PartialTranslationUnit* ptu = parse(new_wrapper(body, line, fn), /*quiet=*/true);
     bool declares = false;
     if (ptu) {
       for (clang::Decl* d : ptu->TUPart->decls()) {
-        auto* f = llvm::dyn_cast<clang::FunctionDecl>(d);
+        auto* spec = llvm::dyn_cast<clang::LinkageSpecDecl>(d);  // the extern "C" around it
+        auto* f = spec ? llvm::dyn_cast_or_null<clang::FunctionDecl>(*spec->decls_begin()) : nullptr;
         if (!f || f->getName() != fn || !f->getBody()) continue;
         for (clang::Stmt* st : f->getBody()->children()) declares |= llvm::isa<clang::DeclStmt>(st);
       }
     }
-    if (ptu && !declares) {
-      Outcome o = run_ptu(*ptu, line);
-      return o == Outcome::ok ? execute(fn + "();", line, false) : o;
-    }
-    if (ptu) llvm::cantFail(interp_->Undo());  // parsed, never run
+    if (ptu && !declares) return call(*ptu, fn, line);
+    if (ptu) undo();  // parsed, never run
   }
   return execute(line_directive(line) + body + "\n", line, false);
 }

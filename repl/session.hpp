@@ -3,14 +3,17 @@
 //
 // Every input is compiled by clang's incremental interpreter and run at once:
 // declarations at the top level, statements and printed expressions inside a
-// function made for them (clang 19 crashes on a lambda in a top-level
-// statement).
+// function made for them, which the REPL then calls (clang 19 crashes on a
+// lambda in a top-level statement).
 // A `#line N "<input>"` in front of it makes aj::Error's "(at file:line)" and
 // clang's diagnostics name the line the user typed. A C++ exception thrown by
 // the input unwinds into the REPL, which prints it and undoes that input, so
 // a failed `auto b = ...;` leaves no half-made `b` and every earlier variable
 // stays as it was.
 #pragma once
+
+#include <llvm/ADT/STLFunctionalExtras.h>
+#include <llvm/Support/Error.h>
 
 #include <map>
 #include <memory>
@@ -55,8 +58,12 @@ class Session {
                                         const char* prelude, std::string& error);
   enum class Outcome { ok, compile_error, exception };
   clang::PartialTranslationUnit* parse(const std::string& code, bool quiet);
+  Outcome guarded(int line, llvm::function_ref<llvm::Error()> f);
   Outcome run_ptu(clang::PartialTranslationUnit& ptu, int line);
+  void undo();
   Outcome execute(const std::string& code, int line, bool quiet);
+  std::string new_wrapper(const std::string& body, int line, std::string& fn);
+  Outcome call(clang::PartialTranslationUnit& ptu, const std::string& fn, int line);
   Outcome call_wrapped(const std::string& body, int line, bool quiet);
   Outcome run_statements(const std::string& body, int line);
   void run_code(const std::string& text, int line);

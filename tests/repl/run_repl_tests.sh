@@ -60,6 +60,10 @@ a
 %dot a
 %help
 %nonsense
+[]{ return 5; }() + 100
+int declared_only();
+declared_only()
+a * 0
 %quit
 std::cout << "after quit" << std::endl;
 EOF
@@ -96,6 +100,9 @@ else
 fi
 has out.txt "pipe: %help lists the commands" '%explain EXPR'
 has err.txt "pipe: an unknown command is reported" 'unknown command %nonsense'
+has out.txt "pipe: a lambda in a statement runs" '^105$'
+has err.txt "pipe: a symbol never defined is reported" 'Symbols not found.*declared_only'
+has out.txt "pipe: and the session goes on" '0, +0, +0, +0'
 hasnt out.txt "pipe: nothing runs after %quit" 'after quit'
 
 printf 'auto x = ones({2});\nx + 1\n' | "$REPL" >eof.txt 2>&1
