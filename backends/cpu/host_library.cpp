@@ -1,10 +1,10 @@
 #include "backends/cpu/host_library.hpp"
 
-#include <Eigen/Core>
 #include <memory>
 #include <string>
 
-#include "backends/cpu/host_memory.hpp"
+#include "backends/cpu/host_launch.hpp"
+#include "backends/cpu/host_matmul.hpp"
 #include "base/semantics.hpp"
 #include "graph/graph.hpp"
 
@@ -88,49 +88,11 @@ void arg_reduce(const LibraryCall& c, const std::vector<const void*>& in, void* 
   });
 }
 
-// A contiguous copy of a strided operand (matmul reads packed matrices).
-std::shared_ptr<Storage> packed(const LibraryOperand& op, const void* data) {
-  auto s = host_alloc(static_cast<std::size_t>(numel(op.shape)) * itemsize(op.dtype));
-  visit_dtype(op.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T* src = static_cast<const T*>(data);
-    T* dst = static_cast<T*>(s->data);
-    Walk w(op.shape, {op.strides}, {op.offset});
-    for (std::int64_t i = 0, n = numel(op.shape); i < n; ++i, w.next()) dst[i] = src[w.offset(0)];
-  });
-  return s;
-}
-
 void matmul(const LibraryCall& c, const std::vector<const void*>& in, void* out) {
-  const std::size_t nd = c.shape.size();
-  const std::int64_t rows = c.shape[nd - 2], cols = c.shape[nd - 1], inner = c.inputs[0].shape[nd - 1];
-  const auto as = packed(c.inputs[0], in[0]), bs = packed(c.inputs[1], in[1]);
-  const std::int64_t batches = rows * cols == 0 ? 0 : numel(c.shape) / (rows * cols);
-  visit_dtype(c.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T* A = static_cast<const T*>(as->data);
-    const T* B = static_cast<const T*>(bs->data);
-    T* C = static_cast<T*>(out);
-    for (std::int64_t bi = 0; bi < batches; ++bi) {
-      const T* Ab = A + bi * rows * inner;
-      const T* Bb = B + bi * inner * cols;
-      T* Cb = C + bi * rows * cols;
-      if constexpr (std::is_floating_point_v<T>) {
-        using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-        Eigen::Map<M>(Cb, rows, cols).noalias() = Eigen::Map<const M>(Ab, rows, inner) * Eigen::Map<const M>(Bb, inner, cols);
-      } else {
-        for (std::int64_t r = 0; r < rows; ++r) {
-          for (std::int64_t col = 0; col < cols; ++col) {
-            T acc = 0;
-            for (std::int64_t k = 0; k < inner; ++k) {
-              acc = binary(Op::Add, acc, binary(Op::Mul, Ab[r * inner + k], Bb[k * cols + col]));
-            }
-            Cb[r * cols + col] = acc;
-          }
-        }
-      }
-    }
-  });
+  const auto& a = c.inputs[0];
+  const auto& b = c.inputs[1];
+  cpu::matmul(c.dtype, c.shape, a.shape.back(), {in[0], a.offset, a.strides}, {in[1], b.offset, b.strides}, out,
+              num_threads());
 }
 
 }  // namespace
