@@ -206,3 +206,13 @@ TEST_CASE("numpy differences: `arange-step` (start + i * step; NumPy steps by (s
     CHECK(a[3] == -1.0 + 3 * 0.1);  // -0.7; NumPy: -0.7000000000000001
   });
 }
+
+TEST_CASE("numpy differences: `reduction-overflow-order` (a prod that overflows in one order only)") {
+  std::vector<float> v(16, 1.5f);
+  v[0] = 1e30f, v[1] = 1e30f, v[9] = 0.0f;  // in order: inf * ... * 0 = NaN
+  aj::jit::set_enabled(false);
+  CHECK(std::isnan(aj::prod(aj::from_vector<float>(v)).item<float>()));  // as NumPy
+  aj::jit::set_enabled(true);
+  const float jit = aj::prod(aj::from_vector<float>(v)).item<float>();
+  CHECK((std::isnan(jit) || jit == 0.0f));  // either order's answer, nothing else
+}
