@@ -10,6 +10,10 @@
 #include "exec/execute.hpp"
 #include "opt/explain.hpp"
 
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+
 namespace aj::detail {
 
 exec::Backend& backend_for(Device d) {
@@ -17,6 +21,24 @@ exec::Backend& backend_for(Device d) {
 }
 
 bool any_device_storage() { return cuda::any_device_alloc() || exec::scope_device().has_value(); }
+
+std::vector<std::string> write_dot_files(const std::string& text, const std::string& path) {
+  {
+    std::ofstream f(path);
+    if (!(f << text)) return {};
+  }
+  std::vector<std::string> files{path};
+  static const bool have_dot = std::system("command -v dot >/dev/null 2>&1") == 0;
+  if (!have_dot) return files;
+  const std::string stem = path.size() > 4 && path.compare(path.size() - 4, 4, ".dot") == 0
+                               ? path.substr(0, path.size() - 4) : path;
+  for (const char* fmt : {"svg", "png"}) {
+    const std::string out = stem + "." + fmt;
+    const std::string cmd = std::string("dot -T") + fmt + " '" + path + "' -o '" + out + "' 2>/dev/null";
+    if (std::system(cmd.c_str()) == 0) files.push_back(out);
+  }
+  return files;
+}
 
 void evaluate(const std::vector<NodeId>& roots) {
   if (executor() == Executor::reference) {
@@ -29,6 +51,10 @@ void evaluate(const std::vector<NodeId>& roots) {
   }
   const opt::Plan p = opt::plan(roots);
   if (log_any() && log_enabled("plan")) log("plan", describe_plan(p.schedule, p.buffers));
+  if (const char* dir = std::getenv("AJ_DUMP_DOT"); dir && *dir) {
+    static std::atomic<int> n{0};
+    write_dot_files(plan_dot(p.schedule, p.buffers), std::string(dir) + "/plan-" + std::to_string(n++) + ".dot");
+  }
   exec::execute(p, backend_for(exec::plan_device(p)));
 }
 

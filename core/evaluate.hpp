@@ -3,6 +3,7 @@
 // (exec::plan_device) and run the plan on that device's backend.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "exec/backend.hpp"
@@ -18,5 +19,10 @@ exec::Backend& backend_for(Device d);
 // True once any device buffer exists or a DeviceScope is active on this
 // thread: before that, device checks cost nothing.
 bool any_device_storage();
+
+// Writes `text` to `path` and, where Graphviz's dot is installed, the .svg
+// and .png beside it (path without its .dot, plus the extension); returns the
+// files written (none when `path` cannot be written).
+std::vector<std::string> write_dot_files(const std::string& text, const std::string& path);
 
 }  // namespace aj::detail

@@ -4,6 +4,8 @@
 #include "base/log.hpp"
 #include "core/trace.hpp"
 #include "graph/dump.hpp"
+#include "core/evaluate.hpp"
+#include "opt/explain.hpp"
 #include "opt/pipeline.hpp"
 
 namespace aj {
@@ -29,5 +31,24 @@ std::string dump(const std::vector<Array>& arrays, Loc loc) {
 }
 
 std::string to_dot(const Array& a, Loc loc) { return dot_nodes({trace::id(a, "to_dot", loc)}); }
+
+std::string to_dot(const std::vector<Array>& arrays, DotOptions options, Loc loc) {
+  std::vector<NodeId> ids, roots;
+  for (const Array& a : arrays) {
+    ids.push_back(trace::id(a, "to_dot", loc));
+    if (!graph()[ids.back()].evaluated()) roots.push_back(ids.back());
+  }
+  if (!options.plan || roots.empty()) return dot_nodes(ids);
+  const opt::Plan p = opt::plan(roots, /*use_cache=*/false);
+  return plan_dot(p.schedule, p.buffers);
+}
+
+std::vector<std::string> write_dot(const std::vector<Array>& arrays, const std::string& path, DotOptions options,
+                                   Loc loc) {
+  const std::string text = to_dot(arrays, options, loc);
+  std::vector<std::string> files = detail::write_dot_files(text, path);
+  if (files.empty()) user_error("write_dot", "cannot write " + path, loc);
+  return files;
+}
 
 }  // namespace aj

@@ -104,4 +104,84 @@ std::string describe_plan(const Schedule& s, const BufferPlan& b) {
   return os.str();
 }
 
+namespace {
+
+// Text safe inside a Graphviz "..." label.
+std::string dot_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string plan_dot(const Schedule& s, const BufferPlan& b) {
+  Graph& g = graph();
+  Names name(s.roots);
+  std::unordered_map<NodeId, const BufferValue*> value;
+  for (const BufferValue& v : b.values) value[v.node] = &v;
+  std::ostringstream os;
+  os << "digraph arrayjit_plan {\n  rankdir=BT;\n  compound=true;\n"
+     << "  node [shape=box, fontname=monospace, fontsize=10];\n";
+  // One box per node: what it is, its dtype and shape, where it was traced,
+  // and the buffer slot its value lives in.
+  auto box = [&](NodeId id, const std::string& extra_style) {
+    const Node& n = g[id];
+    std::string label = name(id) + " " + (n.evaluated() ? "input" : op_name(n.op)) + " " +
+                        describe(n.dtype, n.shape) + "\\n" + dot_escape(loc_str(n.loc));
+    if (auto it = value.find(id); it != value.end()) {
+      const BufferValue& v = *it->second;
+      label += "\\n" + std::to_string(v.bytes) + " bytes" +
+               (v.slot >= 0 ? ", slot " + std::to_string(v.slot) : std::string(", donated buffer"));
+    }
+    os << "    n" << id << " [label=\"" << label << "\"" << extra_style << "];\n";
+  };
+  std::unordered_map<NodeId, bool> drawn;
+  int kernel_no = 0;
+  for (std::size_t k = 0; k < s.steps.size(); ++k) {
+    const Step& st = s.steps[k];
+    if (st.kind == Step::Kind::kernel) {
+      os << "  subgraph cluster_" << k << " {\n    label=\"step " << k << ": kernel k" << kernel_no++
+         << (st.copy ? " (copy)" : "") << " over " << dump_list(st.kernel.shape)
+         << (st.kernel.is_reduction() ? " reducing " + dump_list(st.kernel.reduce_axes) : std::string()) << "\";\n"
+         << "    style=rounded; color=blue;\n";
+      for (NodeId c : st.computed) {
+        if (drawn[c]) continue;
+        drawn[c] = true;
+        box(c, "");
+      }
+      for (NodeId o : st.outputs) {
+        if (drawn[o]) continue;
+        drawn[o] = true;
+        box(o, ", penwidth=2");
+      }
+      os << "  }\n";
+    } else {
+      drawn[st.node] = true;
+      os << "  subgraph cluster_" << k << " {\n    label=\"step " << k << ": "
+         << (st.kind == Step::Kind::view ? "view (no copy)" : "library step") << "\";\n    style=dashed;\n";
+      box(st.node, st.kind == Step::Kind::view ? ", style=dashed" : ", shape=component");
+      os << "  }\n";
+    }
+  }
+  // Everything else the plan reaches: arrays that exist already, views
+  // folded into kernels' index arithmetic, constants.
+  for (NodeId id : reachable_order(s.roots)) {
+    if (drawn[id]) continue;
+    drawn[id] = true;
+    box(id, g[id].evaluated() ? ", shape=ellipse, style=filled, fillcolor=lightgrey" : ", style=dotted");
+  }
+  for (NodeId id : reachable_order(s.roots)) {
+    for (NodeId in : g[id].inputs) os << "  n" << in << " -> n" << id << ";\n";
+  }
+  for (const Donation& d : b.donations) {
+    os << "  n" << d.from << " -> n" << d.to << " [style=dashed, color=red, label=\"in place\"];\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
 }  // namespace aj

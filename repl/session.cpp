@@ -40,7 +40,7 @@ const char* const kHelp = R"(arrayjit REPL: C++20, with <arrayjit/arrayjit.hpp> 
     a = a + 1; }                        (as does a line ending in '\')
 
   %explain EXPR   the optimizer's plan for an array: kernels, fused ops, buffers
-  %dot EXPR       write the array's graph to NAME.dot (NAME is EXPR when it is a
+  %dot EXPR       write the array's plan picture to NAME.dot (NAME is EXPR when it is a
                   variable, else "graph"), and NAME.svg / NAME.png when Graphviz's
                   dot is installed
   %time EXPR      run EXPR once (evaluating an Array result) and print the CPU and
@@ -423,7 +423,10 @@ bool Session::command(const std::string& text, int line) {
 void Session::dot(const std::string& expr, int line) {
   std::string base = is_identifier(expr) ? expr : "graph";
   std::string file = base + ".dot";
-  Outcome o = call_wrapped("ajrepl::write_text(\"" + file + "\", aj::to_dot(" + expr + "));", line, false);
+  // The optimized plan (kernels as clusters, buffers, in-place edges, source
+  // lines); the traced graph when the array is evaluated already.
+  Outcome o = call_wrapped("ajrepl::write_text(\"" + file + "\", aj::to_dot(std::vector<aj::Array>{" + expr + "}));",
+                           line, false);
   if (o != Outcome::ok) {
     ++failures_;
     return;
