@@ -1,4 +1,4 @@
-// verify: the IR's rules (graph/graph.hpp, graph/passes/assign_buffers.hpp)
+// verify: the IR's rules (graph/graph.hpp, opt/passes/assign_buffers.hpp)
 // checked, so a pass that breaks one fails at once, next to its cause, instead
 // of as a wrong number much later.
 //

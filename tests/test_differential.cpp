@@ -31,7 +31,7 @@
 // seed is re-run with fewer steps to find the shortest failing prefix.
 //
 // A second mode re-runs each program with new input values so that its
-// evaluations reuse cached plans (graph/plan_cache.hpp); see that test case.
+// evaluations reuse cached plans (opt/plan_cache.hpp); see that test case.
 //
 // Environment: AJ_TEST_LONG=1 runs 10,000 graphs instead of 300 (the plan
 // cache mode a third of that, four runs each);
@@ -415,7 +415,7 @@ TEST_CASE("random graphs: the optimizer agrees with the reference interpreter") 
   CHECK_MESSAGE(failures == 0, failures << " of " << n << " graphs differ; first: " << first);
 }
 
-// The plan cache (graph/plan_cache.hpp) under the same oracle: each program
+// The plan cache (opt/plan_cache.hpp) under the same oracle: each program
 // runs four times with new input values (new nodes, new buffers), the third
 // time also holding every handle it drops (other reference counts: plans that
 // donated must not be reused). Runs 2 and 4 repeat run 1's reference counts,

@@ -1,4 +1,4 @@
-// The plan cache (graph/plan_cache.hpp): a repeated call reuses its plan, and
+// The plan cache (opt/plan_cache.hpp): a repeated call reuses its plan, and
 // a plan is never reused where anything it depended on differs — a handle's
 // lifetime (donation), reader counts, shapes, dtypes, strides, or a scalar
 // that simplify used. Every result is also checked by value. (The random-graph

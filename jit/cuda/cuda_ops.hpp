@@ -1,5 +1,5 @@
 // CUDA C expressions of the scalar ops, mirroring backends/reference/
-// scalar_ops.hpp (with the helpers of cuda_prelude.hpp).
+// base/semantics.hpp (with the helpers of cuda_prelude.hpp).
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 // The CUDA C prelude every generated kernel starts with: the scalar semantics
-// of backends/reference/scalar_ops.hpp, written once more for the device.
+// of base/semantics.hpp, written once more for the device (until it is
+// generated from that header at build time).
 // Each helper names the reference function it mirrors; keep them in step.
 // Compiled with --fmad=false and IEEE division/sqrt, so + - * / sqrt and the
 // casts give the same bits as the host.

@@ -13,7 +13,7 @@
 //    accumulator array (kOuterAccBytes), rows read contiguously, kOuterRows
 //    of them per pass, vectorized across outputs, each output summed in
 //    row-major order (bit-exact).
-// Scalar semantics are backends/reference/scalar_ops.hpp's, without undefined
+// Scalar semantics are base/semantics.hpp's, without undefined
 // behaviour (guarded integer division, saturating float->int casts).
 #pragma once
 

@@ -1,5 +1,5 @@
 // One scalar operation of Kernel IR as LLVM IR, with the semantics of
-// backends/reference/scalar_ops.hpp. Used by codegen.cpp inside its loops;
+// base/semantics.hpp. Used by codegen.cpp inside its loops;
 // everything emitted here is scalar, the loop vectorizer widens it (math
 // functions through the SLEEF mappings of math_library.cpp).
 #pragma once
