@@ -28,13 +28,13 @@ bool lists(const std::string& list, const char* channel) {
 
 // Says once per process which names in a channel list are not channels.
 void check_names(const std::string& list, const char* from) {
+  static bool said = false;  // once per process: this runs at every log check
+  if (said) return;
   std::stringstream ss(list);
   for (std::string name; std::getline(ss, name, ',');) {
     bool known = name.empty();
     for (const char* c : kChannels) known |= name == c;
     if (known) continue;
-    static bool said = false;
-    if (said) return;
     said = true;
     std::cerr << "[aj] " << from << ": unknown log channel '" << name << "'; valid: plan, passes, graph, "
               << "buffers, ir, asm, cuda, all\n";

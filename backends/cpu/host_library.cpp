@@ -7,42 +7,13 @@
 #include "backends/cpu/host_matmul.hpp"
 #include "base/semantics.hpp"
 #include "graph/graph.hpp"
+#include "graph/strided_walk.hpp"
 
 namespace aj::cpu {
 
 namespace {
 
 using namespace aj::sem;
-
-// Row-major walk over `shape`, one running element offset per operand.
-class Walk {
- public:
-  Walk(const std::vector<std::int64_t>& shape, std::vector<std::vector<std::int64_t>> strides,
-       std::vector<std::int64_t> offsets)
-      : shape_(shape), strides_(std::move(strides)), off_(std::move(offsets)), idx_(shape.size(), 0) {}
-  std::int64_t offset(std::size_t k) const { return off_[k]; }
-  std::int64_t index(std::size_t axis) const { return idx_[axis]; }
-  void next() {
-    for (std::size_t d = shape_.size(); d-- > 0;) {
-      for (std::size_t k = 0; k < off_.size(); ++k) off_[k] += strides_[k][d];
-      if (++idx_[d] < shape_[d]) return;
-      for (std::size_t k = 0; k < off_.size(); ++k) off_[k] -= strides_[k][d] * shape_[d];
-      idx_[d] = 0;
-    }
-  }
-
- private:
-  const std::vector<std::int64_t>& shape_;
-  std::vector<std::vector<std::int64_t>> strides_;
-  std::vector<std::int64_t> off_;
-  std::vector<std::int64_t> idx_;
-};
-
-std::int64_t numel(const std::vector<std::int64_t>& shape) {
-  std::int64_t n = 1;
-  for (auto e : shape) n *= e;
-  return n;
-}
 
 void concat(const LibraryCall& c, const std::vector<const void*>& in, void* out) {
   const auto axis = static_cast<std::size_t>(c.axis);
@@ -54,8 +25,9 @@ void concat(const LibraryCall& c, const std::vector<const void*>& in, void* out)
     for (std::size_t k = 0; k < c.inputs.size(); ++k) {
       const LibraryOperand& op = c.inputs[k];
       const T* src = static_cast<const T*>(in[k]);
-      Walk w(op.shape, {op.strides, out_strides}, {op.offset, base * out_strides[axis]});
-      for (std::int64_t i = numel(op.shape); i > 0; --i, w.next()) o[w.offset(1)] = src[w.offset(0)];
+      const Shape shape(op.shape);
+      StridedWalk w(shape, {&op.strides, &out_strides}, {op.offset, base * out_strides[axis]});
+      for (std::int64_t i = shape.numel(); i > 0; --i, w.next()) o[w.offset(1)] = src[w.offset(0)];
       base += op.shape[axis];
     }
   });
@@ -71,18 +43,20 @@ void arg_reduce(const LibraryCall& c, const std::vector<const void*>& in, void* 
     if (d != axis) out_strides[d] = cs[j++];
   }
   auto* o = static_cast<std::int64_t*>(out);
-  const std::int64_t total_out = numel(c.shape);
+  const std::int64_t total_out = Shape(c.shape).numel();
+  const Shape shape(src.shape);
   visit_dtype(src.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* x = static_cast<const T*>(in[0]);
     std::unique_ptr<T[]> best(new T[static_cast<std::size_t>(total_out)]());
-    Walk w(src.shape, {src.strides, out_strides}, {src.offset, 0});
-    for (std::int64_t i = numel(src.shape); i > 0; --i, w.next()) {
+    StridedWalk w(shape, {&src.strides, &out_strides}, {src.offset, 0});
+    for (std::int64_t i = shape.numel(); i > 0; --i, w.next()) {
       const T v = x[w.offset(0)];
       const auto r = static_cast<std::size_t>(w.offset(1));
-      if (w.index(axis) == 0 || arg_better(c.op, v, best[r])) {
+      const std::int64_t at = w.index()[axis];
+      if (at == 0 || arg_better(c.op, v, best[r])) {
         best[r] = v;
-        o[r] = w.index(axis);
+        o[r] = at;
       }
     }
   });

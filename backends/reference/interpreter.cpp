@@ -8,6 +8,7 @@
 
 #include "backends/cpu/host_memory.hpp"
 #include "base/semantics.hpp"
+#include "graph/strided_walk.hpp"
 #include "base/stats.hpp"
 
 namespace aj::ref {
@@ -28,32 +29,6 @@ struct View {
 View view_of(const Node& n) {
   return {static_cast<char*>(n.storage->data), n.strides, n.offset, n.dtype};
 }
-
-// Walks a shape in row-major order, keeping one running offset per operand.
-class StridedWalk {
- public:
-  StridedWalk(const Shape& shape, std::vector<const std::vector<std::int64_t>*> strides,
-              std::vector<std::int64_t> offsets)
-      : shape_(shape), strides_(std::move(strides)), off_(std::move(offsets)),
-        idx_(static_cast<std::size_t>(shape.ndim()), 0) {}
-  std::int64_t offset(std::size_t k) const { return off_[k]; }
-  const std::vector<std::int64_t>& index() const { return idx_; }
-  void next() {
-    for (int d = shape_.ndim() - 1; d >= 0; --d) {
-      auto du = static_cast<std::size_t>(d);
-      for (std::size_t k = 0; k < off_.size(); ++k) off_[k] += (*strides_[k])[du];
-      if (++idx_[du] < shape_[d]) return;
-      for (std::size_t k = 0; k < off_.size(); ++k) off_[k] -= (*strides_[k])[du] * shape_[d];
-      idx_[du] = 0;
-    }
-  }
-
- private:
-  const Shape& shape_;
-  std::vector<const std::vector<std::int64_t>*> strides_;
-  std::vector<std::int64_t> off_;
-  std::vector<std::int64_t> idx_;
-};
 
 std::shared_ptr<Storage> alloc_for(const Node& n) {
   return cpu::host_alloc(static_cast<std::size_t>(n.numel()) * itemsize(n.dtype));
