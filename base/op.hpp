@@ -1,18 +1,24 @@
 // Op enum, names, arity and categories, all generated from base/ops.def.
+//
+// Also read by NVRTC through the CUDA prelude (AJ_SEM_CUDA, see
+// base/semantics.hpp): there only the enum and the case macros exist.
 #pragma once
-
-#include <cstdint>
-
 
 #include "base/ops.def"
 
+#if !defined(AJ_SEM_CUDA)
+#include <cstdint>
+#endif
+
 namespace aj {
 
-enum class Op : std::uint8_t {
+enum class Op : unsigned char {
 #define AJ_OP_ENUM(e, name, arity, cat, flags) e,
   AJ_OPS(AJ_OP_ENUM)
 #undef AJ_OP_ENUM
 };
+
+#if !defined(AJ_SEM_CUDA)
 
 enum class OpCategory : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, View, Other };
 
@@ -29,7 +35,8 @@ enum : std::uint32_t {
 }
 
 struct OpInfo {
-  const char* name;
+  const char* id;    // the enumerator, "Exp" (generated CUDA C names ops so)
+  const char* name;  // "exp"
   int arity;
   OpCategory category;
   std::uint32_t flags;
@@ -37,7 +44,7 @@ struct OpInfo {
 
 inline constexpr OpInfo kOpInfo[] = {
 #define AJ_OP_INFO(e, name, arity, cat, flags) \
-  {name, arity, OpCategory::cat, [] { using namespace opflag; return std::uint32_t(flags); }()},
+  {#e, name, arity, OpCategory::cat, [] { using namespace opflag; return std::uint32_t(flags); }()},
     AJ_OPS(AJ_OP_INFO)
 #undef AJ_OP_INFO
 };
@@ -57,6 +64,7 @@ constexpr bool is_reduction(Op op) { return op_category(op) == OpCategory::Reduc
 constexpr bool is_view(Op op) { return op_category(op) == OpCategory::View; }
 constexpr bool is_generator(Op op) { return op_category(op) == OpCategory::Generator; }
 constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
+#endif  // !AJ_SEM_CUDA
 
 }  // namespace aj
 

@@ -1,84 +1,212 @@
-// The semantics of every scalar operation, written once: constant folding
-// (opt/passes/simplify), the reference interpreter, the kernel interpreter and
-// the host JIT's runtime helpers call these; the LLVM and CUDA emitters are
-// tested against them op by op. docs/semantics.md states the same rules in
-// prose. No `default:` in an op switch: a new op in base/ops.def is a
-// compile error (-Werror=switch) until every switch here handles it.
+// The semantics of every scalar operation, written once. Three compilers read
+// this file, so every backend computes with the same source:
+//  - host C++: constant folding (opt/passes/simplify), the reference
+//    interpreter, the kernel interpreter and the host JIT's runtime helpers;
+//  - clang-19 (AJ_SEM_BITCODE), at build time: jit/llvm/semantics_bitcode.cpp
+//    instantiates these functions as LLVM bitcode that the host JIT links into
+//    every kernel and inlines (jit/llvm/scalar_codegen.hpp);
+//  - NVRTC (AJ_SEM_CUDA): the CUDA prelude is this file preprocessed at build
+//    time (jit/cuda/cuda_prelude.cu), and generated CUDA C calls these
+//    functions with constant ops (the switches fold away).
+// So: every function AJ_HD, no standard library under AJ_SEM_CUDA, math
+// through `math::` below. docs/semantics.md states the same rules in prose.
+//
+// No `default:` in an op switch: a new op in base/ops.def is a compile error
+// (-Werror=switch) until every switch here handles it. A new op needs its
+// case here and nothing in the emitters (README "Where things go").
+//
+// Half types (aj::f16, aj::bf16; arrayjit/half.hpp) compute in f32 and round
+// once per op; reductions accumulate in acc_t<T> (f32 for them).
 #pragma once
 
+#if defined(AJ_SEM_CUDA)
+#define AJ_HD __device__ __forceinline__
+#else
+#ifndef AJ_HD
+#define AJ_HD inline
+#endif
 #include <cmath>
-#include <cstdint>
-#include <limits>
-#include <type_traits>
+#include <string>
 
 #include "arrayjit/dtype.hpp"
 #include "arrayjit/error.hpp"
-#include <string>
+#endif
 
+#include "arrayjit/half.hpp"
 #include "base/op.hpp"
+
+// What an impossible case does: host code reports an internal error; the
+// bitcode and the device code never reach one (their ops are constants).
+#if defined(AJ_SEM_CUDA) || defined(AJ_SEM_BITCODE)
+#define AJ_SEM_FAIL(message) __builtin_unreachable()
+#else
+#define AJ_SEM_FAIL(message) ::aj::internal_error(message)
+#endif
+
+// The math functions ops need from a library: X(name, arity, SLEEF accuracy).
+// Host C++ calls std::name, NVRTC CUDA's name / namef, and the host JIT's
+// bitcode a hook aj_math_<name>_<f32|f64> whose body code generation writes
+// per kernel: a call of SLEEF's `accuracy` variant (u10: 1.0 ulp, u35: 3.5),
+// which the loop vectorizer widens (jit/llvm/scalar_codegen.cpp,
+// jit/llvm/runtime_symbols.cpp). A new transcendental op adds its line here.
+#define AJ_MATH_FUNCS(X) \
+  X(exp, 1, u10) X(log, 1, u35) X(log1p, 1, u10) X(expm1, 1, u10) X(sin, 1, u35) \
+  X(cos, 1, u35) X(tan, 1, u35) X(tanh, 1, u35) X(pow, 2, u10)
+
+#if defined(AJ_SEM_BITCODE)
+#define AJ_MATH_HOOK_1(n) extern "C" float aj_math_##n##_f32(float); extern "C" double aj_math_##n##_f64(double);
+#define AJ_MATH_HOOK_2(n) \
+  extern "C" float aj_math_##n##_f32(float, float); extern "C" double aj_math_##n##_f64(double, double);
+#define AJ_MATH_HOOK(n, arity, acc) AJ_MATH_HOOK_##arity(n)
+AJ_MATH_FUNCS(AJ_MATH_HOOK)
+#undef AJ_MATH_HOOK
+#endif
 
 namespace aj::sem {
 
-template <class T> constexpr bool is_fp = std::is_floating_point_v<T>;
+// ---- types and math for the three compilers ---------------------------------------------
 
-// Calls f(T{}) with the C++ type of dtype t: the one dispatch from a run-time
-// dtype to typed code, shared by the interpreters and simplify.
+template <class A, class B> inline constexpr bool same = false;
+template <class A> inline constexpr bool same<A, A> = true;
+template <class T> inline constexpr bool is_fp = same<T, float> || same<T, double>;
+template <class T> inline constexpr bool is_half_type = false;
+template <class F> inline constexpr bool is_half_type<half_t<F>> = true;
+template <class T> inline constexpr bool is_int = same<T, int> || same<T, long> || same<T, long long>;
+
+template <class T> struct unsigned_of;
+template <> struct unsigned_of<int> { using type = unsigned; };
+template <> struct unsigned_of<long> { using type = unsigned long; };
+template <> struct unsigned_of<long long> { using type = unsigned long long; };
+
+// What a reduction of T accumulates in: halves in f32, the rest in T.
+template <class T> struct acc_of { using type = T; };
+template <class F> struct acc_of<half_t<F>> { using type = float; };
+template <class T> using acc_t = typename acc_of<T>::type;
+
+template <class T> AJ_HD T int_max() { return static_cast<T>(static_cast<typename unsigned_of<T>::type>(-1) >> 1); }
+template <class T> AJ_HD T int_min() { return static_cast<T>(-int_max<T>() - 1); }
+template <class T> AJ_HD T infinity() {
+  if constexpr (same<T, float>) return half_detail::f32_of(0x7f800000u);
+  else return half_detail::f64_of(0x7ff0000000000000ull);
+}
+
+namespace math {
+#if defined(AJ_SEM_CUDA)
+#define AJ_MATH_EXACT(n, cf, cd) AJ_HD float n(float x) { return ::cf(x); } AJ_HD double n(double x) { return ::cd(x); }
+#define AJ_MATH_EXACT2(n, cf, cd) \
+  AJ_HD float n(float x, float y) { return ::cf(x, y); } AJ_HD double n(double x, double y) { return ::cd(x, y); }
+AJ_HD bool isnan(float x) { return ::isnan(x); }
+AJ_HD bool isnan(double x) { return ::isnan(x); }
+AJ_HD bool signbit(float x) { return ::signbit(x); }
+AJ_HD bool signbit(double x) { return ::signbit(x); }
+#define AJ_MATH_LIB_1(n) AJ_MATH_EXACT(n, n##f, n)
+#define AJ_MATH_LIB_2(n) AJ_MATH_EXACT2(n, n##f, n)
+#elif defined(AJ_SEM_BITCODE)
+#define AJ_MATH_EXACT(n, cf, cd) \
+  AJ_HD float n(float x) { return __builtin_##cf(x); } AJ_HD double n(double x) { return __builtin_##cd(x); }
+#define AJ_MATH_EXACT2(n, cf, cd) \
+  AJ_HD float n(float x, float y) { return __builtin_##cf(x, y); } \
+  AJ_HD double n(double x, double y) { return __builtin_##cd(x, y); }
+AJ_HD bool isnan(float x) { return __builtin_isnan(x); }
+AJ_HD bool isnan(double x) { return __builtin_isnan(x); }
+AJ_HD bool signbit(float x) { return __builtin_signbit(x); }
+AJ_HD bool signbit(double x) { return __builtin_signbit(x); }
+#define AJ_MATH_LIB_1(n) \
+  AJ_HD float n(float x) { return aj_math_##n##_f32(x); } AJ_HD double n(double x) { return aj_math_##n##_f64(x); }
+#define AJ_MATH_LIB_2(n) \
+  AJ_HD float n(float x, float y) { return aj_math_##n##_f32(x, y); } \
+  AJ_HD double n(double x, double y) { return aj_math_##n##_f64(x, y); }
+#else
+#define AJ_MATH_EXACT(n, cf, cd) AJ_HD float n(float x) { return std::n(x); } AJ_HD double n(double x) { return std::n(x); }
+#define AJ_MATH_EXACT2(n, cf, cd) \
+  AJ_HD float n(float x, float y) { return std::n(x, y); } AJ_HD double n(double x, double y) { return std::n(x, y); }
+AJ_HD bool isnan(float x) { return std::isnan(x); }
+AJ_HD bool isnan(double x) { return std::isnan(x); }
+AJ_HD bool signbit(float x) { return std::signbit(x); }
+AJ_HD bool signbit(double x) { return std::signbit(x); }
+#define AJ_MATH_LIB_1(n) AJ_MATH_EXACT(n, n##f, n)
+#define AJ_MATH_LIB_2(n) AJ_MATH_EXACT2(n, n##f, n)
+#endif
+// Correctly rounded everywhere (IEEE operations or exact results).
+AJ_MATH_EXACT(fabs, fabsf, fabs)
+AJ_MATH_EXACT(floor, floorf, floor)
+AJ_MATH_EXACT(ceil, ceilf, ceil)
+AJ_MATH_EXACT(nearbyint, rintf, rint)  // the default rounding mode: half to even
+AJ_MATH_EXACT(sqrt, sqrtf, sqrt)
+AJ_MATH_EXACT2(fmod, fmodf, fmod)
+AJ_MATH_EXACT2(copysign, copysignf, copysign)
+AJ_MATH_EXACT2(nextafter, nextafterf, nextafter)
+// Library functions (within 4 ulp of each other across backends).
+#define AJ_MATH_LIB(n, arity, acc) AJ_MATH_LIB_##arity(n)
+AJ_MATH_FUNCS(AJ_MATH_LIB)
+#undef AJ_MATH_LIB
+#undef AJ_MATH_LIB_1
+#undef AJ_MATH_LIB_2
+#undef AJ_MATH_EXACT
+#undef AJ_MATH_EXACT2
+}  // namespace math
+
+#if !defined(AJ_SEM_CUDA)
+// Calls f(T{}) with the C++ type of dtype t (arrayjit/dtypes.def): the one
+// dispatch from a run-time dtype to typed code.
 template <class F>
 decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::bool_: return f(bool{});
-    case DType::i32: return f(std::int32_t{});
-    case DType::i64: return f(std::int64_t{});
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
+#define AJ_VISIT_CASE(e, name, bytes, cpp, cuda, cat, rank, fmt) \
+  case DType::e: return f(cpp{});
+    AJ_DTYPES(AJ_VISIT_CASE)
+#undef AJ_VISIT_CASE
   }
-  internal_error("visit_dtype: bad dtype");
+  AJ_SEM_FAIL("visit_dtype: bad dtype");
 }
+#endif
 
-// ---- conversion (astype): floats to integers truncate toward zero and
-// saturate; NaN becomes 0. Anything to bool is "!= 0" (NaN is true).
+// ---- conversion (astype) ------------------------------------------------------------------
+// Floats to integers truncate toward zero and saturate; NaN becomes 0.
+// Anything to bool is "!= 0" (NaN is true). Integers wrap (two's complement).
+// Halves widen exactly and round once to nearest even (arrayjit/half.hpp).
 template <class To, class From>
-To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
+AJ_HD To convert(From v) {
+  if constexpr (is_half_type<From>) {
+    return convert<To>(static_cast<float>(v));  // exact: then f32's rules
+  } else if constexpr (is_half_type<To>) {
+    if constexpr (same<From, bool>) return To(v ? 1.0f : 0.0f);
+    else if constexpr (is_fp<From>) return To(v);
+    else return To(static_cast<long long>(v));
+  } else if constexpr (same<To, bool>) {
     return v != From(0);
-  } else if constexpr (is_fp<From> && std::is_integral_v<To>) {
-    if (std::isnan(v)) return 0;
-    // Compare in long double? No: limits of i64 are exactly representable as
-    // double powers of two (2^63), so compare against them directly.
-    constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
-    constexpr double hi_excl = -lo;  // 2^31 or 2^63
-    if (static_cast<double>(v) < lo) return std::numeric_limits<To>::min();
-    if (static_cast<double>(v) >= hi_excl) return std::numeric_limits<To>::max();
-    return static_cast<To>(v);
-  } else if constexpr (std::is_integral_v<From> && std::is_integral_v<To> &&
-                       !std::is_same_v<From, bool>) {
-    // Two's complement wrap (well defined since C++20).
+  } else if constexpr (is_fp<From> && is_int<To>) {
+    if (math::isnan(v)) return 0;
+    // The limits of i32 and i64 are powers of two, exact in double.
+    const double lo = static_cast<double>(int_min<To>());
+    if (static_cast<double>(v) < lo) return int_min<To>();
+    if (static_cast<double>(v) >= -lo) return int_max<To>();
     return static_cast<To>(v);
   } else {
     return static_cast<To>(v);
   }
 }
 
-// ---- integer arithmetic: wraps on overflow (computed unsigned).
-template <class T> T wrap_add(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+// ---- integer arithmetic: wraps on overflow (computed unsigned) ------------------------------
+template <class T> AJ_HD T wrap_add(T a, T b) {
+  using U = typename unsigned_of<T>::type;
   return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
 }
-template <class T> T wrap_sub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+template <class T> AJ_HD T wrap_sub(T a, T b) {
+  using U = typename unsigned_of<T>::type;
   return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
 }
-template <class T> T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
+template <class T> AJ_HD T wrap_mul(T a, T b) {
+  using U = typename unsigned_of<T>::type;
   return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
 }
-template <class T> T wrap_neg(T a) {
-  using U = std::make_unsigned_t<T>;
+template <class T> AJ_HD T wrap_neg(T a) {
+  using U = typename unsigned_of<T>::type;
   return static_cast<T>(U(0) - static_cast<U>(a));
 }
 
 // Floor division (NumPy's //). x / 0 = 0; MIN / -1 = MIN (wraps).
-template <class T> T int_floordiv(T a, T b) {
+template <class T> AJ_HD T int_floordiv(T a, T b) {
   if (b == 0) return 0;
   if (b == -1) return wrap_neg(a);
   T q = a / b;
@@ -86,22 +214,22 @@ template <class T> T int_floordiv(T a, T b) {
   return q;
 }
 // Modulo with the sign of the divisor (NumPy's %). x % 0 = 0.
-template <class T> T int_mod(T a, T b) {
+template <class T> AJ_HD T int_mod(T a, T b) {
   if (b == 0 || b == -1) return 0;
   T r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
 }
 // Float modulo with the sign of the divisor (NumPy): fmod, then shifted.
-template <class T> T float_mod(T a, T b) {
-  T r = std::fmod(a, b);
+template <class T> AJ_HD T float_mod(T a, T b) {
+  T r = math::fmod(a, b);
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  if (r == 0) r = std::copysign(T(0), b);
+  if (r == 0) r = math::copysign(T(0), b);
   return r;
 }
 // Integer power by squaring, wrapping. Negative exponents: 1/a^|b| truncated,
 // i.e. 1 for a == 1, +-1 for a == -1, otherwise 0 (0 ** negative is 0).
-template <class T> T int_pow(T a, T b) {
+template <class T> AJ_HD T int_pow(T a, T b) {
   if (b < 0) {
     if (a == 1) return 1;
     if (a == -1) return (b % 2 == 0) ? 1 : -1;
@@ -117,27 +245,30 @@ template <class T> T int_pow(T a, T b) {
 }
 
 // IEEE 754-2019 maximum/minimum: NaN propagates, -0 < +0.
-template <class T> T fmax_nan(T a, T b) {
+template <class T> AJ_HD T fmax_nan(T a, T b) {
   if constexpr (is_fp<T>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
-    if (a == b) return std::signbit(a) ? b : a;  // max(-0, +0) = +0
+    if (math::isnan(a)) return a;
+    if (math::isnan(b)) return b;
+    if (a == b) return math::signbit(a) ? b : a;  // max(-0, +0) = +0
   }
   return a > b ? a : b;
 }
-template <class T> T fmin_nan(T a, T b) {
+template <class T> AJ_HD T fmin_nan(T a, T b) {
   if constexpr (is_fp<T>) {
-    if (std::isnan(a)) return a;
-    if (std::isnan(b)) return b;
-    if (a == b) return std::signbit(a) ? a : b;  // min(-0, +0) = -0
+    if (math::isnan(a)) return a;
+    if (math::isnan(b)) return b;
+    if (a == b) return math::signbit(a) ? a : b;  // min(-0, +0) = -0
   }
   return a < b ? a : b;
 }
 
-template <class T> T unary(Op op, T x) {
+// ---- elementwise ops -------------------------------------------------------------------------
+template <class T> AJ_HD T unary(Op op, T x) {
   // Cast is computed by convert(); tracing rejects arithmetic on bool and
   // casts integers to floats for the float-only ops (FloatOnly in ops.def).
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (is_half_type<T>) {
+    return T(unary<float>(op, static_cast<float>(x)));
+  } else if constexpr (same<T, bool>) {
     switch (op) {
       case Op::Not: return !x;
       case Op::Neg: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round:
@@ -146,7 +277,7 @@ template <class T> T unary(Op op, T x) {
       case Op::Cast: return x;  // tracing never asks
       AJ_CASES_OUTSIDE(Unary) break;
     }
-  } else if constexpr (std::is_integral_v<T>) {
+  } else if constexpr (is_int<T>) {
     switch (op) {
       case Op::Neg: return wrap_neg(x);
       case Op::Abs: return x < 0 ? wrap_neg(x) : x;  // abs(MIN) = MIN
@@ -163,32 +294,34 @@ template <class T> T unary(Op op, T x) {
   } else {
     switch (op) {
       case Op::Neg: return -x;
-      case Op::Abs: return std::fabs(x);
+      case Op::Abs: return math::fabs(x);
       case Op::Sign: return x > 0 ? T(1) : x < 0 ? T(-1) : x;  // +-0 and NaN unchanged
-      case Op::Floor: return std::floor(x);
-      case Op::Ceil: return std::ceil(x);
-      case Op::Round: return std::nearbyint(x);  // default rounding mode: half to even
-      case Op::Exp: return std::exp(x);
-      case Op::Log: return std::log(x);
-      case Op::Log1p: return std::log1p(x);
-      case Op::Expm1: return std::expm1(x);
-      case Op::Sin: return std::sin(x);
-      case Op::Cos: return std::cos(x);
-      case Op::Tan: return std::tan(x);
-      case Op::Tanh: return std::tanh(x);
-      case Op::Sigmoid: return T(1) / (T(1) + std::exp(-x));
-      case Op::Sqrt: return std::sqrt(x);
-      case Op::Rsqrt: return T(1) / std::sqrt(x);
+      case Op::Floor: return math::floor(x);
+      case Op::Ceil: return math::ceil(x);
+      case Op::Round: return math::nearbyint(x);  // half to even
+      case Op::Exp: return math::exp(x);
+      case Op::Log: return math::log(x);
+      case Op::Log1p: return math::log1p(x);
+      case Op::Expm1: return math::expm1(x);
+      case Op::Sin: return math::sin(x);
+      case Op::Cos: return math::cos(x);
+      case Op::Tan: return math::tan(x);
+      case Op::Tanh: return math::tanh(x);
+      case Op::Sigmoid: return T(1) / (T(1) + math::exp(-x));
+      case Op::Sqrt: return math::sqrt(x);
+      case Op::Rsqrt: return T(1) / math::sqrt(x);
       case Op::Not:
       case Op::Cast: return x;
       AJ_CASES_OUTSIDE(Unary) break;
     }
   }
-  internal_error(std::string("sem::unary: ") + op_name(op) + " is not a unary op of this dtype");
+  AJ_SEM_FAIL(std::string("sem::unary: ") + op_name(op) + " is not a unary op of this dtype");
 }
 
-template <class T> T binary(Op op, T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
+template <class T> AJ_HD T binary(Op op, T a, T b) {
+  if constexpr (is_half_type<T>) {
+    return T(binary<float>(op, static_cast<float>(a), static_cast<float>(b)));
+  } else if constexpr (same<T, bool>) {
     switch (op) {
       case Op::And: return a && b;
       case Op::Or: return a || b;
@@ -199,7 +332,7 @@ template <class T> T binary(Op op, T a, T b) {
       return a;  // tracing rejects arithmetic on bool
       AJ_CASES_OUTSIDE(Binary) break;
     }
-  } else if constexpr (std::is_integral_v<T>) {
+  } else if constexpr (is_int<T>) {
     switch (op) {
       case Op::Add: return wrap_add(a, b);
       case Op::Sub: return wrap_sub(a, b);
@@ -223,131 +356,159 @@ template <class T> T binary(Op op, T a, T b) {
       case Op::Mod: return float_mod(a, b);
       case Op::Max: return fmax_nan(a, b);
       case Op::Min: return fmin_nan(a, b);
-      case Op::Pow: return std::pow(a, b);
+      case Op::Pow: return math::pow(a, b);
       case Op::And: case Op::Or:
       case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
         return a;
       AJ_CASES_OUTSIDE(Binary) break;
     }
   }
-  internal_error(std::string("sem::binary: ") + op_name(op) + " is not an arithmetic op of this dtype");
+  AJ_SEM_FAIL(std::string("sem::binary: ") + op_name(op) + " is not an arithmetic op of this dtype");
 }
 
-template <class T> bool compare(Op op, T a, T b) {
-  switch (op) {
-    case Op::Eq: return a == b;
-    case Op::Ne: return a != b;
-    case Op::Lt: return a < b;
-    case Op::Le: return a <= b;
-    case Op::Gt: return a > b;
-    case Op::Ge: return a >= b;
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Max: case Op::Min:
-    case Op::Pow: case Op::And: case Op::Or:
-    AJ_CASES_OUTSIDE(Binary) break;
+template <class T> AJ_HD bool compare(Op op, T a, T b) {
+  if constexpr (is_half_type<T>) {
+    return compare<float>(op, static_cast<float>(a), static_cast<float>(b));
+  } else {
+    switch (op) {
+      case Op::Eq: return a == b;
+      case Op::Ne: return a != b;
+      case Op::Lt: return a < b;
+      case Op::Le: return a <= b;
+      case Op::Gt: return a > b;
+      case Op::Ge: return a >= b;
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Max: case Op::Min:
+      case Op::Pow: case Op::And: case Op::Or:
+      AJ_CASES_OUTSIDE(Binary) break;
+    }
   }
-  internal_error(std::string("sem::compare: not a comparison: ") + op_name(op));
+  AJ_SEM_FAIL(std::string("sem::compare: not a comparison: ") + op_name(op));
 }
 
-// Reduction identities and combiners. Max/min of floats propagate NaN.
-template <class T> T reduce_identity(Op op) {
-  switch (op) {
-    case Op::Sum: return T(0);
-    case Op::Prod: return T(1);
-    case Op::ReduceMax:
-      if constexpr (is_fp<T>) return -std::numeric_limits<T>::infinity();
-      else return std::numeric_limits<T>::lowest();
-    case Op::ReduceMin:
-      if constexpr (is_fp<T>) return std::numeric_limits<T>::infinity();
-      else return std::numeric_limits<T>::max();
-    case Op::All: return T(1);
-    case Op::Any: return T(0);
-    case Op::ArgMax: case Op::ArgMin:  // library steps: no identity
-    AJ_CASES_OUTSIDE(Reduce) break;
+// ---- reductions -------------------------------------------------------------------------------
+// Identities and combiners. Max/min of floats propagate NaN. A reduction of T
+// runs in acc_t<T> and converts once at the end (halves accumulate in f32).
+template <class T> AJ_HD T reduce_identity(Op op) {
+  if constexpr (is_half_type<T>) {
+    return T(reduce_identity<float>(op));
+  } else {
+    switch (op) {
+      case Op::Sum: return T(0);
+      case Op::Prod: return T(1);
+      case Op::ReduceMax:
+        if constexpr (is_fp<T>) return -infinity<T>();
+        else if constexpr (is_int<T>) return int_min<T>();
+        else return T(0);
+      case Op::ReduceMin:
+        if constexpr (is_fp<T>) return infinity<T>();
+        else if constexpr (is_int<T>) return int_max<T>();
+        else return T(1);
+      case Op::All: return T(1);
+      case Op::Any: return T(0);
+      case Op::ArgMax: case Op::ArgMin:  // library steps: no identity
+      AJ_CASES_OUTSIDE(Reduce) break;
+    }
   }
-  internal_error(std::string("sem::reduce_identity: ") + op_name(op));
+  AJ_SEM_FAIL(std::string("sem::reduce_identity: ") + op_name(op));
 }
-template <class T> T reduce_combine(Op op, T acc, T x) {
+template <class T> AJ_HD T reduce_combine(Op op, T acc, T x) {
   switch (op) {
     case Op::Sum: return binary(Op::Add, acc, x);
     case Op::Prod: return binary(Op::Mul, acc, x);
     case Op::ReduceMax: return binary(Op::Max, acc, x);
     case Op::ReduceMin: return binary(Op::Min, acc, x);
-    case Op::All: return static_cast<T>(acc && x);
-    case Op::Any: return static_cast<T>(acc || x);
+    case Op::All: return convert<T>(convert<bool>(acc) && convert<bool>(x));
+    case Op::Any: return convert<T>(convert<bool>(acc) || convert<bool>(x));
     case Op::ArgMax: case Op::ArgMin:  // library steps (arg_better)
     AJ_CASES_OUTSIDE(Reduce) break;
   }
-  internal_error(std::string("sem::reduce_combine: ") + op_name(op));
+  AJ_SEM_FAIL(std::string("sem::reduce_combine: ") + op_name(op));
 }
 // Does x replace the current best for argmax/argmin? The first NaN wins and
 // stays; ties keep the first index.
-template <class T> bool arg_better(Op op, T x, T best) {
-  if constexpr (is_fp<T>) {
-    if (std::isnan(best)) return false;
-    if (std::isnan(x)) return true;
+template <class T> AJ_HD bool arg_better(Op op, T x, T best) {
+  if constexpr (is_half_type<T>) {
+    return arg_better<float>(op, static_cast<float>(x), static_cast<float>(best));
+  } else {
+    if constexpr (is_fp<T>) {
+      if (math::isnan(best)) return false;
+      if (math::isnan(x)) return true;
+    }
+    return op == Op::ArgMax ? x > best : x < best;
   }
-  return op == Op::ArgMax ? x > best : x < best;
 }
 
+// ---- generators -------------------------------------------------------------------------------
 // Counter-based random numbers: a value depends only on (key, index).
-inline std::uint64_t splitmix64(std::uint64_t x) {
+AJ_HD unsigned long long splitmix64(unsigned long long x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
 // Uniform double in [0, 1) with 53 random bits.
-inline double uniform01(std::uint64_t key, std::uint64_t index, std::uint64_t stream = 0) {
-  std::uint64_t h = splitmix64(key ^ splitmix64(index * 2 + stream));
+AJ_HD double uniform01(unsigned long long key, unsigned long long index, unsigned long long stream = 0) {
+  const unsigned long long h = splitmix64(key ^ splitmix64(index * 2 + stream));
   return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
 // Standard normal by Box-Muller on two uniforms of the same index.
-inline double normal01(std::uint64_t key, std::uint64_t index) {
-  double u1 = 1.0 - uniform01(key, index, 0);  // (0, 1]: log is finite
-  double u2 = uniform01(key, index, 1);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+AJ_HD double normal01(unsigned long long key, unsigned long long index) {
+  const double u1 = 1.0 - uniform01(key, index, 0);  // (0, 1]: log is finite
+  const double u2 = uniform01(key, index, 1);
+  return math::sqrt(-2.0 * math::log(u1)) * math::cos(6.283185307179586 * u2);
+}
+// The largest T below x (x > lowest finite): nextafter toward -inf.
+template <class T> AJ_HD T step_down(T x) {
+  if constexpr (is_half_type<T>) {
+    const unsigned short b = x.bits;
+    if ((b & 0x7fff) == 0) return T::from_bits(0x8001);  // +-0: the negative smallest subnormal
+    return T::from_bits(static_cast<unsigned short>((b & 0x8000) ? b + 1 : b - 1));
+  } else {
+    return math::nextafter(x, -infinity<T>());
+  }
 }
 
 // A generator's value at flat index i: iota (start f0, step f1), linspace
 // (f0 to f1 in `extra` points), eye (diagonal i0 of a matrix of `extra`
 // columns), uniform in [f0, f1) and normal (mean f0, stddev f1) random
-// numbers of key i0. The one definition: the reference interpreter, the
-// kernel interpreter and the host JIT (through runtime helpers) call it;
-// Kernel IR passes the payload as four scalars (graph/kernel.hpp, KOp::Index).
+// numbers of key i0. The one definition: both interpreters, the host JIT
+// (runtime helpers) and generated CUDA C call it; Kernel IR passes the
+// payload as four scalars (graph/kernel.hpp, KOp::Index).
 template <class T>
-T generate_value(Op op, double f0, double f1, std::int64_t i0, std::int64_t extra, std::int64_t i) {
+AJ_HD T generate_value(Op op, double f0, double f1, long long i0, long long extra, long long i) {
   switch (op) {
     case Op::Iota: {
-      const bool integral = std::floor(f0) == f0 && std::floor(f1) == f1 && std::fabs(f0) < 9e15 &&
-                            std::fabs(f1) < 9e15;
-      if (!std::is_floating_point_v<T> && integral) {
-        return convert<T>(static_cast<std::int64_t>(f0) + i * static_cast<std::int64_t>(f1));
+      const bool integral = math::floor(f0) == f0 && math::floor(f1) == f1 && math::fabs(f0) < 9e15 &&
+                            math::fabs(f1) < 9e15;
+      if constexpr (!is_fp<T> && !is_half_type<T>) {
+        if (integral) return convert<T>(static_cast<long long>(f0) + i * static_cast<long long>(f1));
       }
       return convert<T>(f0 + static_cast<double>(i) * f1);
     }
     case Op::Linspace: {
-      const std::int64_t total = extra;
+      const long long total = extra;
       const double step = total > 1 ? (f1 - f0) / static_cast<double>(total - 1) : 0.0;
       return convert<T>((i == total - 1 && total > 1) ? f1 : f0 + static_cast<double>(i) * step);
     }
     case Op::Eye: {
-      const std::int64_t cols = extra;
-      return static_cast<T>((i % cols) - (i / cols) == i0);
+      const long long cols = extra;
+      return convert<T>((i % cols) - (i / cols) == i0);
     }
     case Op::RandUniform:
     case Op::RandNormal:
-      if constexpr (std::is_floating_point_v<T>) {
-        const auto key = static_cast<std::uint64_t>(i0);
-        const auto ui = static_cast<std::uint64_t>(i);
-        if (op == Op::RandNormal) return static_cast<T>(f0 + f1 * normal01(key, ui));
-        T v = static_cast<T>(f0 + (f1 - f0) * uniform01(key, ui));
-        if (v >= static_cast<T>(f1) && f1 > f0) v = std::nextafter(static_cast<T>(f1), static_cast<T>(f0));
+      if constexpr (is_fp<T> || is_half_type<T>) {
+        const auto key = static_cast<unsigned long long>(i0);
+        const auto ui = static_cast<unsigned long long>(i);
+        if (op == Op::RandNormal) return convert<T>(f0 + f1 * normal01(key, ui));
+        T v = convert<T>(f0 + (f1 - f0) * uniform01(key, ui));
+        const T hi = convert<T>(f1);
+        if (f1 > f0 && compare(Op::Ge, v, hi)) v = step_down(hi);  // [f0, f1): never f1 itself
         return v;
       }
-      internal_error("generate: random numbers of a non-float type");
+      AJ_SEM_FAIL("generate: random numbers of a non-float type");
     AJ_CASES_OUTSIDE(Generator) break;
   }
-  internal_error(std::string("generate: not a generator: ") + op_name(op));
+  AJ_SEM_FAIL(std::string("generate: not a generator: ") + op_name(op));
 }
 
 }  // namespace aj::sem

@@ -103,22 +103,20 @@ void convert_out(const Node& n, To* dst) {
   std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
   const char* base = static_cast<const char*>(n.storage->data);
   std::int64_t off = n.offset;
-  for (std::int64_t k = 0; k < total; ++k) {
-    switch (n.dtype) {
-      case DType::bool_: dst[k] = sem::convert<To>(reinterpret_cast<const bool*>(base)[off]); break;
-      case DType::i32: dst[k] = sem::convert<To>(reinterpret_cast<const std::int32_t*>(base)[off]); break;
-      case DType::i64: dst[k] = sem::convert<To>(reinterpret_cast<const std::int64_t*>(base)[off]); break;
-      case DType::f32: dst[k] = sem::convert<To>(reinterpret_cast<const float*>(base)[off]); break;
-      case DType::f64: dst[k] = sem::convert<To>(reinterpret_cast<const double*>(base)[off]); break;
+  sem::visit_dtype(n.dtype, [&](auto tag) {
+    using From = decltype(tag);
+    const From* src = reinterpret_cast<const From*>(base);
+    for (std::int64_t k = 0; k < total; ++k) {
+      dst[k] = sem::convert<To>(src[off]);
+      for (int d = nd - 1; d >= 0; --d) {
+        auto du = static_cast<std::size_t>(d);
+        off += n.strides[du];
+        if (++idx[du] < s[d]) break;
+        off -= n.strides[du] * s[d];
+        idx[du] = 0;
+      }
     }
-    for (int d = nd - 1; d >= 0; --d) {
-      auto du = static_cast<std::size_t>(d);
-      off += n.strides[du];
-      if (++idx[du] < s[d]) break;
-      off -= n.strides[du] * s[d];
-      idx[du] = 0;
-    }
-  }
+  });
 }
 }  // namespace
 
@@ -134,13 +132,7 @@ void Array::copy_out(void* dst, DType as, const Loc& loc) const try {
     host.storage = detail::backend_for(stored.storage->device).to_host(*stored.storage);
   }
   const Node& n = host.storage ? host : stored;
-  switch (as) {
-    case DType::bool_: convert_out(n, static_cast<bool*>(dst)); break;
-    case DType::i32: convert_out(n, static_cast<std::int32_t*>(dst)); break;
-    case DType::i64: convert_out(n, static_cast<std::int64_t*>(dst)); break;
-    case DType::f32: convert_out(n, static_cast<float*>(dst)); break;
-    case DType::f64: convert_out(n, static_cast<double*>(dst)); break;
-  }
+  sem::visit_dtype(as, [&](auto tag) { convert_out(n, static_cast<decltype(tag)*>(dst)); });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("to_vector", loc);
 }
@@ -211,23 +203,17 @@ Array constant(const Scalar& v, DType t, const char* op, const Loc& loc) {
                          " it takes here (an integer that does not fit is an error, not a wrap)", loc);
     }
   }
-  switch (t) {
-    case DType::bool_:
+  sem::visit_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
       n.i0 = v.kind == Scalar::Kind::floating ? (v.f != 0.0) : (v.i != 0);
-      break;
-    case DType::i32:  // a float converts straight to i32 (saturating, as astype), not through i64
-      n.i0 = v.kind == Scalar::Kind::floating ? sem::convert<std::int32_t>(v.f) : v.i;
-      break;
-    case DType::i64:
-      n.i0 = v.kind == Scalar::Kind::floating ? sem::convert<std::int64_t>(v.f) : v.i;
-      break;
-    case DType::f32:
-      n.f0 = static_cast<float>(v.f);
-      break;
-    case DType::f64:
-      n.f0 = v.f;
-      break;
-  }
+    } else if constexpr (sem::is_int<T>) {
+      // A float converts straight to i32 (saturating, as astype), not through i64.
+      n.i0 = v.kind == Scalar::Kind::floating ? sem::convert<T>(v.f) : v.i;
+    } else {
+      n.f0 = static_cast<double>(T(v.f));  // the value rounded to T (f32, f16, bf16)
+    }
+  });
   return make(std::move(n), loc);
 }
 

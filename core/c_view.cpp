@@ -35,16 +35,9 @@ void set_last_error(const std::string& what) { t_last_error = what; }
 
 void c_error(const std::string& msg) { throw Error(Error::Kind::user, msg); }
 
-const char* buffer_format(DType t) {
-  switch (t) {
-    case DType::bool_: return "?";
-    case DType::i32: return "i";
-    case DType::i64: return "q";
-    case DType::f32: return "f";
-    case DType::f64: return "d";
-  }
-  return "";
-}
+const char* buffer_format(DType t) { return dtype_info(t).format; }
+static_assert(AJ_BF16 == static_cast<int>(DType::bf16) && AJ_BF16 + 1 == kNumDTypes,
+              "aj_dtype (arrayjit.h) lists aj::DType's values");
 
 Array import_borrowed(void* data, DType dtype, Shape shape, std::vector<std::int64_t> strides,
                       std::function<void()> give_back, const char* fn, const Loc& loc) {
@@ -97,7 +90,7 @@ aj_status aj_array_retain(const aj_array* a, aj_array** out) {
 aj_status aj_arange(int64_t n, aj_dtype dtype, aj_array** out) {
   return c_call("aj_arange", [&] {
     if (!out) c_error("null output");
-    if (dtype < AJ_BOOL || dtype > AJ_F64) c_error("unknown dtype " + std::to_string(dtype));
+    if (dtype < 0 || dtype >= aj::kNumDTypes) c_error("unknown dtype " + std::to_string(dtype));
     *out = aj::to_c(aj::arange(n, static_cast<aj::DType>(dtype)));
   });
 }
@@ -165,7 +158,7 @@ aj_status aj_array_from_view(const aj_view* view, aj_release_fn release, void* c
   return c_call("aj_array_from_view", [&] {
     const char* fn = "aj_array_from_view";
     if (!view || !out) c_error("null argument");
-    if (view->dtype < AJ_BOOL || view->dtype > AJ_F64) c_error("unknown dtype " + std::to_string(view->dtype));
+    if (view->dtype < 0 || view->dtype >= aj::kNumDTypes) c_error("unknown dtype " + std::to_string(view->dtype));
     const auto t = static_cast<aj::DType>(view->dtype);
     const auto item = static_cast<std::int64_t>(aj::itemsize(t));
     if (view->itemsize != item) {

@@ -23,18 +23,20 @@ DLDataType dl_dtype(DType t) {
     case DType::i64: return {kDLInt, 64, 1};
     case DType::f32: return {kDLFloat, 32, 1};
     case DType::f64: return {kDLFloat, 64, 1};
+    case DType::f16: return {kDLFloat, 16, 1};
+    case DType::bf16: return {kDLBfloat, 16, 1};
   }
   return {};
 }
 
 DType aj_dtype(DLDataType t, const char* op, const Loc& loc) {
-  for (DType d : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+  for (DType d : kAllDTypes) {
     DLDataType want = dl_dtype(d);
     if (t.code == want.code && t.bits == want.bits && t.lanes == 1) return d;
   }
   user_error(op, "DLPack dtype (code " + std::to_string(t.code) + ", " + std::to_string(t.bits) + " bits, " +
                      std::to_string(t.lanes) + " lanes) is not one of arrayjit's: bool, int32, int64, "
-                     "float32, float64", loc);
+                     "float32, float64, float16, bfloat16", loc);
 }
 
 // What an export's manager_ctx points at: the handle pinning the buffer and

@@ -194,14 +194,15 @@ Array unary(Op op, const Operand& a) try {
 
 }  // namespace
 
-Array add(const Operand& a, const Operand& b) { return binary(Op::Add, a, b); }
-Array subtract(const Operand& a, const Operand& b) { return binary(Op::Sub, a, b); }
-Array multiply(const Operand& a, const Operand& b) { return binary(Op::Mul, a, b); }
-Array divide(const Operand& a, const Operand& b) { return binary(Op::Div, a, b); }
-Array mod(const Operand& a, const Operand& b) { return binary(Op::Mod, a, b); }
-Array maximum(const Operand& a, const Operand& b) { return binary(Op::Max, a, b); }
-Array minimum(const Operand& a, const Operand& b) { return binary(Op::Min, a, b); }
-Array pow(const Operand& a, const Operand& b) { return binary(Op::Pow, a, b); }
+// The functions of arrayjit/array.hpp's lists: each is its op.
+#define AJ_DEFINE_UNARY(function, op) \
+  Array function(const Operand& a) { return unary(Op::op, a); }
+#define AJ_DEFINE_BINARY(function, op) \
+  Array function(const Operand& a, const Operand& b) { return binary(Op::op, a, b); }
+AJ_UNARY_FUNCTIONS(AJ_DEFINE_UNARY)
+AJ_BINARY_FUNCTIONS(AJ_DEFINE_BINARY)
+#undef AJ_DEFINE_UNARY
+#undef AJ_DEFINE_BINARY
 
 Array true_divide(const Operand& a, const Operand& b) try {
   const Operand* ops[] = {&a, &b};
@@ -242,24 +243,6 @@ Array operator&&(const Operand& a, const Operand& b) { return binary(Op::And, a,
 Array operator||(const Operand& a, const Operand& b) { return binary(Op::Or, a, b); }
 Array operator!(const Operand& a) { return unary(Op::Not, a); }
 
-Array negative(const Operand& a) { return unary(Op::Neg, a); }
-Array logical_not(const Operand& a) { return unary(Op::Not, a); }
-Array exp(const Operand& a) { return unary(Op::Exp, a); }
-Array log(const Operand& a) { return unary(Op::Log, a); }
-Array log1p(const Operand& a) { return unary(Op::Log1p, a); }
-Array expm1(const Operand& a) { return unary(Op::Expm1, a); }
-Array sin(const Operand& a) { return unary(Op::Sin, a); }
-Array cos(const Operand& a) { return unary(Op::Cos, a); }
-Array tan(const Operand& a) { return unary(Op::Tan, a); }
-Array tanh(const Operand& a) { return unary(Op::Tanh, a); }
-Array sigmoid(const Operand& a) { return unary(Op::Sigmoid, a); }
-Array sqrt(const Operand& a) { return unary(Op::Sqrt, a); }
-Array rsqrt(const Operand& a) { return unary(Op::Rsqrt, a); }
-Array abs(const Operand& a) { return unary(Op::Abs, a); }
-Array sign(const Operand& a) { return unary(Op::Sign, a); }
-Array floor(const Operand& a) { return unary(Op::Floor, a); }
-Array ceil(const Operand& a) { return unary(Op::Ceil, a); }
-Array round(const Operand& a) { return unary(Op::Round, a); }
 
 Array where(const Operand& cond, const Operand& a, const Operand& b) try {
   const Loc& loc = cond.loc;

@@ -14,12 +14,15 @@
 // shows it.
 //
 // Floats: each value is its shortest text that round-trips in its own type (an f32
-// prints as NumPy prints a float32), cut to `precision` digits after the point
+// prints as NumPy prints a float32, an f16 as a float16), cut to `precision` digits after the point
 // when longer (the exact value rounded half-to-even). Scientific notation is used
 // when a non-zero finite value is >= 1e8, or, unless `suppress`, when one is < 1e-4
 // or the largest is over 1000 times the smallest; all values then show as many
 // digits as the longest needs, read further from the exact value. Decimal points
 // (or exponents) align; nan and inf are right-aligned to the same width.
+// bf16 prints as NumPy prints ml_dtypes' bfloat16, which is no NumPy float type:
+// each value as C++ streams the float (6 significant digits: 0.100098, 2, -inf,
+// nan), separated, not aligned.
 // Integers right-align; bools print " True"/"False" (just "True" at rank 0).
 // Arrays of more than `threshold` elements show `edgeitems` items at each end of
 // every longer axis, with "..." between, and only the items shown decide the
@@ -30,11 +33,13 @@
 #include <cmath>
 #include <mutex>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "arrayjit/arrayjit.hpp"
+#include "base/semantics.hpp"
 
 namespace aj {
 
@@ -65,14 +70,31 @@ struct Digits {
   int exp10;
 };
 
+// The shortest scientific text of an f16 value x (exact in double) that reads
+// back as the same f16: the fewest digits whose correctly rounded text
+// round-trips, as std::to_chars finds for float and double.
+std::to_chars_result shortest_f16(char* buf, char* end, double x) {
+  const std::uint16_t bits = f16(x).bits;
+  for (int digits = 0; digits < 16; ++digits) {
+    auto r = std::to_chars(buf, end, x, std::chars_format::scientific, digits);
+    double back = 0;
+    std::from_chars(buf, r.ptr, back);
+    if (f16(back).bits == bits) return r;
+  }
+  return std::to_chars(buf, end, x, std::chars_format::scientific);
+}
+
 // The shortest digits that round-trip in the value's own type (precision < 0),
 // or the exact value rounded half-to-even to 1 + precision significant digits.
-Digits scientific_digits(double x, bool is_f32, int precision) {
+Digits scientific_digits(double x, DType t, int precision) {
+  const bool is_f32 = t == DType::f32;
   std::vector<char> text(static_cast<std::size_t>(std::max(precision, 0)) + 32);
   char* buf = text.data();
   char* end = buf + text.size();
   std::to_chars_result r;
-  if (is_f32) {
+  if (t == DType::f16 && precision < 0) {
+    r = shortest_f16(buf, end, x);
+  } else if (is_f32) {
     float f = static_cast<float>(x);
     r = precision < 0 ? std::to_chars(buf, end, f, std::chars_format::scientific)
                       : std::to_chars(buf, end, f, std::chars_format::scientific, precision);
@@ -102,8 +124,9 @@ struct Positional {
 // digits if they need no more than `precision` after the point, else the exact
 // value rounded there; trailing zeros after the point dropped. Whole digits are
 // always exact: NumPy prints f32 74521808 so, not as its shortest 74521810.
-Positional positional(double x, bool is_f32, int precision) {
-  const Digits d = scientific_digits(x, is_f32, -1);
+Positional positional(double x, DType t, int precision) {
+  const bool is_f32 = t == DType::f32;
+  const Digits d = scientific_digits(x, t, -1);
   const int len = static_cast<int>(d.digits.size());
   const int frac_digits = len - 1 - d.exp10;
   Positional p;
@@ -144,11 +167,11 @@ struct Scientific {
   int exp10;
 };
 
-Scientific scientific(double x, bool is_f32, int precision, int min_digits, bool trim) {
-  Digits d = scientific_digits(x, is_f32, -1);
+Scientific scientific(double x, DType t, int precision, int min_digits, bool trim) {
+  Digits d = scientific_digits(x, t, -1);
   const int after = static_cast<int>(d.digits.size()) - 1;
-  if (after > precision) d = scientific_digits(x, is_f32, precision);
-  else if (after < min_digits) d = scientific_digits(x, is_f32, min_digits);
+  if (after > precision) d = scientific_digits(x, t, precision);
+  else if (after < min_digits) d = scientific_digits(x, t, min_digits);
   Scientific s;
   s.lead = std::string(d.negative ? "-" : "") + d.digits[0];
   s.frac = d.digits.substr(1);
@@ -170,8 +193,8 @@ std::string exponent_digits(int exp10) {
 // the digits and the padding; every value is then written to the same width.
 class FloatFormat {
  public:
-  FloatFormat(const std::vector<double>& shown, bool is_f32, const PrintOptions& o)
-      : is_f32_(is_f32), precision_(o.precision) {
+  FloatFormat(const std::vector<double>& shown, DType t, const PrintOptions& o)
+      : t_(t), precision_(o.precision) {
     std::vector<double> finite;
     for (double v : shown)
       if (std::isfinite(v)) finite.push_back(v);
@@ -179,7 +202,7 @@ class FloatFormat {
     if (exp_) {
       int frac = 0;
       for (double v : finite) {
-        Scientific s = scientific(v, is_f32_, precision_, 0, true);
+        Scientific s = scientific(v, t_, precision_, 0, true);
         pad_left_ = std::max(pad_left_, static_cast<int>(s.lead.size()));
         frac = std::max(frac, static_cast<int>(s.frac.size()));
         exp_digits_ = std::max(exp_digits_, static_cast<int>(exponent_digits(s.exp10).size()));
@@ -188,7 +211,7 @@ class FloatFormat {
       pad_right_ = exp_digits_ + 2 + frac;
     } else {
       for (double v : finite) {
-        Positional p = positional(v, is_f32_, precision_);
+        Positional p = positional(v, t_, precision_);
         pad_left_ = std::max(pad_left_, static_cast<int>(p.whole.size()));
         pad_right_ = std::max(pad_right_, static_cast<int>(p.frac.size()));
       }
@@ -206,13 +229,13 @@ class FloatFormat {
       return pad(pad_left_ + pad_right_ + 1 - static_cast<int>(t.size())) + t;
     }
     if (exp_) {
-      Scientific s = scientific(v, is_f32_, precision_, min_digits_, false);
+      Scientific s = scientific(v, t_, precision_, min_digits_, false);
       std::string e = exponent_digits(s.exp10);
       e.insert(0, static_cast<std::size_t>(exp_digits_) - e.size(), '0');  // as the longest
       return pad(pad_left_ - static_cast<int>(s.lead.size())) + s.lead + "." + s.frac + "e" +
              (s.exp10 < 0 ? "-" : "+") + e;
     }
-    Positional p = positional(v, is_f32_, precision_);
+    Positional p = positional(v, t_, precision_);
     return pad(pad_left_ - static_cast<int>(p.whole.size())) + p.whole + "." + p.frac +
            pad(pad_right_ - static_cast<int>(p.frac.size()));
   }
@@ -230,14 +253,22 @@ class FloatFormat {
       min_abs = std::min(min_abs, std::abs(v));
     }
     if (max_abs == 0) return;
-    // NumPy divides in the array's type: an f32 ratio may overflow to inf.
-    const double ratio = is_f32_ ? static_cast<double>(static_cast<float>(max_abs) /
-                                                       static_cast<float>(min_abs))
-                                 : max_abs / min_abs;
+    // NumPy divides in the array's type: an f32 (or f16) ratio may overflow
+    // to inf, and rounds.
+    const double ratio = sem::visit_dtype(t_, [&](auto tag) -> double {
+      using T = decltype(tag);
+      if constexpr (sem::is_half_type<T>) {
+        return static_cast<double>(T(static_cast<float>(max_abs) / static_cast<float>(min_abs)));
+      } else if constexpr (sem::is_fp<T>) {
+        return static_cast<double>(static_cast<T>(max_abs) / static_cast<T>(min_abs));
+      } else {
+        return max_abs / min_abs;
+      }
+    });
     exp_ = max_abs >= 1e8 || (!suppress && (min_abs < 1e-4 || ratio > 1e3));
   }
 
-  bool is_f32_;
+  DType t_;
   int precision_;
   int min_digits_ = 0;
   bool exp_ = false;
@@ -406,9 +437,19 @@ std::string format_values(const Array& a, const std::string& separator, std::siz
   if (a.size() == 0) return "[]";
   const DType t = a.dtype();
   const Layout layout(a.shape(), o, a.size() > o.threshold, separator);
+  if (t == DType::bf16) {
+    const std::vector<double> v = layout.read<double>(a, loc);  // widens exactly
+    auto cell = [&](std::int64_t i) {
+      const float f = static_cast<float>(v[static_cast<std::size_t>(i)]);
+      std::ostringstream os;
+      os << (std::isnan(f) ? std::fabs(f) : f);  // ml_dtypes prints nan, never -nan
+      return os.str();
+    };
+    return layout.text(cell, prefix, linewidth);
+  }
   if (is_float(t)) {
-    const std::vector<double> v = layout.read<double>(a, loc);  // f32 widens exactly
-    const FloatFormat format(v, t == DType::f32, o);
+    const std::vector<double> v = layout.read<double>(a, loc);  // f32, f16 widen exactly
+    const FloatFormat format(v, t, o);
     auto cell = [&](std::int64_t i) { return format(v[static_cast<std::size_t>(i)]); };
     return layout.text(cell, prefix, linewidth);
   }

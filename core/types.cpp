@@ -7,36 +7,19 @@
 
 namespace aj {
 
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::bool_: return "bool";
-    case DType::i32: return "i32";
-    case DType::i64: return "i64";
-    case DType::f32: return "f32";
-    case DType::f64: return "f64";
-  }
-  return "?";
-}
-
-std::size_t itemsize(DType t) {
-  switch (t) {
-    case DType::bool_: return 1;
-    case DType::i32: return 4;
-    case DType::i64: return 8;
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-  }
-  return 0;
-}
-
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
-  if (a == DType::bool_) return b;
-  if (b == DType::bool_) return a;
-  if (is_integer(a) && is_integer(b)) return DType::i64;  // i32 with i64
-  if (is_float(a) && is_float(b)) return DType::f64;      // f32 with f64
-  // An integer meets a float: NumPy gives f64 (an i32 or i64 does not fit f32 exactly).
-  return DType::f64;
+  const DTypeInfo &x = dtype_info(a), &y = dtype_info(b);
+  if (x.category == DTypeCategory::Bool) return b;
+  if (y.category == DTypeCategory::Bool) return a;
+  // An integer meets a float: f64, as NumPy (an i32 or i64 fits no narrower float).
+  if (x.category != y.category) return DType::f64;
+  if (x.rank != y.rank) return x.rank > y.rank ? a : b;
+  // Two formats of one rank (f16, bf16): the category's type of the next rank.
+  for (DType t : kAllDTypes) {
+    if (dtype_info(t).category == x.category && dtype_info(t).rank == x.rank + 1) return t;
+  }
+  internal_error(std::string("promote_types: nothing above ") + dtype_name(a) + " and " + dtype_name(b));
 }
 
 std::int64_t Shape::numel() const {

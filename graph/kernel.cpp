@@ -24,8 +24,7 @@ std::uint64_t stream_shape_hash(std::uint64_t h, const KStream& s, const std::ve
   std::int64_t acc = 1;
   bool contiguous = true;
   for (std::size_t d = shape.size(); d-- > 0;) {
-    std::uint64_t kind = s.strides[d] == 0 ? 0 : s.strides[d] == 1 ? 1 : 2;
-    h = mix(h, kind);
+    h = mix(h, static_cast<std::uint64_t>(stride_kind(s.strides[d])));
     if (s.strides[d] != 0) {
       if (s.strides[d] != acc) contiguous = false;
       acc *= shape[d];
@@ -56,6 +55,55 @@ std::int64_t Kernel::outer_points() const {
     }
   }
   return n;
+}
+
+void widen_halves(Kernel& k) {
+  bool any = false;
+  for (const KInstr& in : k.instrs) any |= is_half(in.dtype);
+  if (!any) return;
+  std::vector<KInstr> out;
+  std::vector<std::int32_t> now(k.instrs.size(), -1);  // old value -> new value of the same dtype
+  std::vector<std::int32_t> up;                         // new value -> its f32 cast (-1: none yet)
+  auto push = [&](const KInstr& in) {
+    out.push_back(in);
+    up.push_back(-1);
+    return static_cast<std::int32_t>(out.size() - 1);
+  };
+  // f32 of new value v (a cast in v's phase, made once).
+  auto wide = [&](std::int32_t v) {
+    const auto u = static_cast<std::size_t>(v);
+    if (v < 0 || !is_half(out[u].dtype)) return v;
+    if (up[u] < 0) {
+      const std::int32_t c = push({KOp::Unary, Op::Cast, DType::f32, out[u].phase, v, -1, -1, -1});
+      up[u] = c;
+    }
+    return up[u];
+  };
+  for (std::size_t j = 0; j < k.instrs.size(); ++j) {
+    KInstr in = k.instrs[j];
+    const bool operands = in.kind == KOp::Unary || in.kind == KOp::Binary || in.kind == KOp::Where ||
+                          in.kind == KOp::Reduce;
+    if (operands) {
+      for (std::int32_t* o : {&in.a, &in.b, &in.c}) {
+        if (*o >= 0) *o = now[static_cast<std::size_t>(*o)];
+      }
+    }
+    const bool arithmetic = (in.kind == KOp::Unary && in.op != Op::Cast) || in.kind == KOp::Binary ||
+                            in.kind == KOp::Reduce;
+    const bool half = is_half(in.dtype) || (in.a >= 0 && operands && is_half(out[static_cast<std::size_t>(in.a)].dtype));
+    if (!arithmetic || !half) {
+      now[j] = push(in);
+      continue;
+    }
+    in.a = wide(in.a);
+    in.b = wide(in.b);
+    const DType result = in.dtype;
+    if (is_half(result)) in.dtype = DType::f32;
+    const std::int32_t v = push(in);
+    now[j] = is_half(result) ? push({KOp::Unary, Op::Cast, result, in.phase, v, -1, -1, -1}) : v;
+  }
+  for (KOutput& o : k.outputs) o.value = now[static_cast<std::size_t>(o.value)];
+  k.instrs = std::move(out);
 }
 
 std::uint64_t structural_hash(const Kernel& k) {

@@ -18,6 +18,10 @@
 //    point, phase-1 outputs once per outer point. Within one point all loads
 //    happen before any store, so an output may share memory with an input that
 //    is read at exactly the index the output writes (in-place donation).
+//  - Half dtypes (f16, bf16) appear only where values are loaded, stored,
+//    made (Const, Index), cast or selected (Where): every other instruction
+//    computes in f32 (widen_halves, run at the end of lowering), so emitters
+//    convert at those places and never do half arithmetic.
 //  - Scalars (`scalars`) and extents (`shape`) are run-time arguments and are
 //    not part of `structural_hash`: a changing learning rate or a growing size
 //    reuses the same compiled kernel. Reduction order over the reduce axes is
@@ -86,6 +90,16 @@ struct Kernel {
   std::int64_t outer_points() const;  // product of the kept (not reduced) extents
   std::int64_t inner_points() const;  // product of the reduced extents
 };
+
+// What code generation specializes a stride on: 0 (broadcast), 1 (unit
+// stride) or 2 (any other value, read at run time).
+constexpr int stride_kind(std::int64_t stride) { return stride == 0 ? 0 : stride == 1 ? 1 : 2; }
+
+// Rewrites arithmetic on half dtypes to f32: operands cast up, results of a
+// half dtype cast back (one rounding per op, as base/semantics.hpp), half
+// reductions accumulated in f32 and cast in phase 1. Kernels without half
+// dtypes are left as they are.
+void widen_halves(Kernel& k);
 
 // Hash of the kernel's structure: ops, dtypes, rank, reduce axes, which axes
 // of each stream broadcast and whether it is contiguous. Not extents, not

@@ -38,7 +38,7 @@ std::string jit_structure_key(const Kernel& k, const std::vector<int>& alias) {
   auto stream = [&](const KStream& st) {
     small(static_cast<int>(st.dtype));
     small(st.index_only);
-    for (auto v : st.strides) small(v == 0 ? 0 : v == 1 ? 1 : 2);
+    for (auto v : st.strides) small(stride_kind(v));
   };
   small(static_cast<int>(k.shape.size()));
   small(static_cast<int>(k.reduce_axes.size()));

@@ -397,7 +397,9 @@ class Lowerer {
 
 Lowered lower(const std::vector<NodeId>& roots, const Shape& space,
               const std::vector<std::int64_t>& reduce_axes, const LowerContext& ctx) {
-  return Lowerer(space, reduce_axes, ctx, roots).run();
+  Lowered r = Lowerer(space, reduce_axes, ctx, roots).run();
+  widen_halves(r.kernel);  // half arithmetic in f32 (graph/kernel.hpp)
+  return r;
 }
 
 }  // namespace aj

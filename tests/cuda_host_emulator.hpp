@@ -57,6 +57,18 @@ template <class T> T __shfl_down_sync(unsigned, T v, int d) {
 }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline double __longlong_as_double(long long i) { double f; std::memcpy(&f, &i, 8); return f; }
+inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
+inline long long __double_as_longlong(double f) { long long i; std::memcpy(&i, &f, 8); return i; }
+inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
+// cuda_fp16.h / cuda_bf16.h: the storage types and their bit casts.
+#define AJ_HALF_STORAGE 1
+struct __half { unsigned short x; };
+struct __nv_bfloat16 { unsigned short x; };
+inline unsigned short __half_as_ushort(__half h) { return h.x; }
+inline __half __ushort_as_half(unsigned short b) { return __half{b}; }
+inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.x; }
+inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short b) { return __nv_bfloat16{b}; }
 extern "C" void aj_emu_launch(void (*f)(const void*), const void* blob, unsigned grid, unsigned block) {
   gridDim.x = grid;
   blockDim.x = block;

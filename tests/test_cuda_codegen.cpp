@@ -151,7 +151,7 @@ TEST_CASE("cuda codegen: library kernels take sizes, strides and addresses as pa
   CHECK(a.grid == 2 * 1 * 2);  // batches x row tiles x column tiles
   CHECK(src.source.find("__shared__ float sa[16][64 + 1]") != std::string::npos);
   CHECK(src.source.find("__launch_bounds__(256) aj_k(const P p)") != std::string::npos);
-  CHECK(render_library({LibraryOp::matmul, DType::i32, 1}).source.find("aj_wadd(acc[i][j], aj_wmul(a[i], b[j]))") !=
+  CHECK(render_library({LibraryOp::matmul, DType::i32, 1}).source.find("aj::sem::binary(aj::Op::Add, acc[i][j], aj::sem::binary(aj::Op::Mul, a[i], b[j]))") !=
         std::string::npos);  // integers wrap
   // argmax: a short axis takes a thread per result, a longer one a warp, a
   // long axis with one result a split into parts and a finishing pass.

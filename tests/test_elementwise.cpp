@@ -21,6 +21,7 @@
 #include <random>
 #include <type_traits>
 #include <vector>
+#include "base/op.hpp"
 #include "tests/random_data.hpp"
 
 namespace {
@@ -935,6 +936,26 @@ TEST_CASE("chains of ops over all dtypes agree with a plain loop") {
     }
   }
   check_values(e, {3, 4}, want);
+}
+
+// A new elementwise op in base/ops.def needs its API line in arrayjit/array.hpp
+// (AJ_UNARY_FUNCTIONS / AJ_BINARY_FUNCTIONS): this fails until it has one.
+// Cast is astype; comparisons and logic are operators.
+TEST_CASE("every unary and arithmetic binary op of the op table has its API function") {
+  std::vector<aj::Op> listed;
+#define AJ_LISTED(function, op) listed.push_back(aj::Op::op);
+  AJ_UNARY_FUNCTIONS(AJ_LISTED)
+  AJ_BINARY_FUNCTIONS(AJ_LISTED)
+#undef AJ_LISTED
+  for (int o = 0; o < aj::kNumOps; ++o) {
+    const auto op = static_cast<aj::Op>(o);
+    const bool unary = aj::op_category(op) == aj::OpCategory::Unary && op != aj::Op::Cast;
+    const bool binary = aj::op_category(op) == aj::OpCategory::Binary && !aj::is_compare(op) &&
+                        !aj::op_has(op, aj::opflag::Logical);
+    if (!unary && !binary) continue;
+    CAPTURE(std::string(aj::op_name(op)));
+    CHECK(std::count(listed.begin(), listed.end(), op) == 1);
+  }
 }
 
 }  // TEST_SUITE

@@ -32,7 +32,7 @@ using aj::KInstr;
 using aj::KOp;
 using aj::Op;
 
-constexpr DType kDTypes[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
+constexpr DType kDTypes[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64, DType::f16, DType::bf16};
 
 // Values of every dtype as doubles / int64s, converted when stored.
 std::vector<double> float_values() {
@@ -69,6 +69,8 @@ struct Buf {
       case DType::i64: reinterpret_cast<std::int64_t*>(p)[i] = k; break;
       case DType::f32: reinterpret_cast<float*>(p)[i] = static_cast<float>(f); break;
       case DType::f64: reinterpret_cast<double*>(p)[i] = f; break;
+      case DType::f16: reinterpret_cast<aj::f16*>(p)[i] = aj::f16(f); break;
+      case DType::bf16: reinterpret_cast<aj::bf16*>(p)[i] = aj::bf16(f); break;
     }
   }
   double get(std::size_t i) const {
@@ -79,6 +81,8 @@ struct Buf {
       case DType::i64: return static_cast<double>(reinterpret_cast<const std::int64_t*>(p)[i]);
       case DType::f32: return reinterpret_cast<const float*>(p)[i];
       case DType::f64: return reinterpret_cast<const double*>(p)[i];
+      case DType::f16: return static_cast<double>(reinterpret_cast<const aj::f16*>(p)[i]);
+      case DType::bf16: return static_cast<double>(reinterpret_cast<const aj::bf16*>(p)[i]);
     }
     return 0;
   }
@@ -95,6 +99,7 @@ struct Buf {
       std::memcpy(&b, reinterpret_cast<const float*>(p) + i, 4);
       return b;
     }
+    if (aj::is_half(t)) return reinterpret_cast<const std::uint16_t*>(p)[i];
     return static_cast<std::int64_t>(get(i));
   }
 };
@@ -114,6 +119,13 @@ Buf fill(DType t, std::size_t n, unsigned shift) {
 double ulps(double a, double b, DType t) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : 1e300;
   if (a == b) return 0;
+  if (aj::is_half(t)) {  // in the half's own ulps (a few f32 ulps of a math function may move it one)
+    auto pattern = [&](double v) {
+      const int b16 = t == DType::f16 ? aj::f16(v).bits : aj::bf16(v).bits;
+      return b16 & 0x8000 ? -(b16 & 0x7fff) : b16;
+    };
+    return std::fabs(static_cast<double>(pattern(a) - pattern(b)));
+  }
   if (std::isinf(a) || std::isinf(b)) return 1e300;
   const double eps = t == DType::f32 ? std::numeric_limits<float>::denorm_min() : std::numeric_limits<double>::denorm_min();
   double x = a, y = b;
@@ -142,7 +154,9 @@ bool is_math(Op op) {
 }
 
 // Run k through the interpreter and the JIT on the same inputs; compare.
-void check_kernel(const aj::Kernel& k, std::vector<Buf>& ins, std::size_t n, bool math) {
+// Half arithmetic is widened first, as lowering does (graph/kernel.hpp).
+void check_kernel(aj::Kernel k, std::vector<Buf>& ins, std::size_t n, bool math) {
+  aj::widen_halves(k);
   std::vector<const void*> in_ptrs;
   for (auto& b : ins) in_ptrs.push_back(b.data());
   const DType ot = k.outputs[0].stream.dtype;
@@ -292,8 +306,8 @@ TEST_CASE("reductions of every kind agree in both layouts, empty axes and rank 0
         for (std::size_t i = 0; i < got.size(); ++i) {
           if (std::isnan(want[i])) {
             CHECK(std::isnan(got[i]));
-          } else if (aj::is_float(t) && which < 2) {  // sums may reassociate
-            CHECK(std::fabs(got[i] - want[i]) <= 1e-4 * (1 + std::fabs(want[i])));
+          } else if (aj::is_float(t) && which < 2) {  // sums may reassociate (then round to a half)
+            CHECK(std::fabs(got[i] - want[i]) <= (aj::is_half(t) ? 1e-2 : 1e-4) * (1 + std::fabs(want[i])));
           } else {
             CHECK(got[i] == want[i]);
           }

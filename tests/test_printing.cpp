@@ -66,6 +66,8 @@ aj::Array build(const PrintCase& c) {
     case DType::i64: return build<std::int64_t>(c.ints, shape);
     case DType::f32: return build<float>(c.reals, shape);
     case DType::f64: return build<double>(c.reals, shape);
+    case DType::f16: return build<aj::f16>(c.reals, shape);
+    case DType::bf16: return build<aj::bf16>(c.reals, shape);
   }
   return {};
 }

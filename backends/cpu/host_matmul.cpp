@@ -359,6 +359,38 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads) {
   }
 }
 
+// f16/bf16: each operand's span widened to f32 in one pass (its strides and
+// offset kept, so views stay views), the f32 product (accumulated in f32),
+// then one rounding per element of C. The half -> f32 conversion is exact.
+template <class H>
+std::unique_ptr<float[]> widened(const StridedOperand& x, const std::vector<std::int64_t>& shape,
+                                 StridedOperand* out) {
+  std::int64_t lo = 0, hi = 0;  // the span touched, in elements from the offset
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const std::int64_t span = x.strides[d] * (shape[d] - 1);
+    (span < 0 ? lo : hi) += span;
+  }
+  std::unique_ptr<float[]> buf(new float[static_cast<std::size_t>(hi - lo + 1)]);
+  const H* src = static_cast<const H*>(x.data) + x.offset + lo;
+  for (std::int64_t i = 0; i <= hi - lo; ++i) buf[static_cast<std::size_t>(i)] = static_cast<float>(src[i]);
+  *out = {buf.get(), -lo, x.strides};
+  return buf;
+}
+
+template <class H>
+void half_matmul(const std::vector<std::int64_t>& out_shape, std::int64_t K, const StridedOperand& a,
+                 const StridedOperand& b, H* c, std::int64_t numel, int threads) {
+  std::vector<std::int64_t> a_shape = out_shape, b_shape = out_shape;
+  a_shape.back() = K;
+  b_shape[b_shape.size() - 2] = K;
+  StridedOperand wa, wb;
+  auto abuf = widened<H>(a, a_shape, &wa);
+  auto bbuf = widened<H>(b, b_shape, &wb);
+  std::unique_ptr<float[]> cf(new float[static_cast<std::size_t>(numel)]);
+  matmul(DType::f32, out_shape, K, wa, wb, cf.get(), threads);
+  for (std::int64_t i = 0; i < numel; ++i) c[i] = H(cf[static_cast<std::size_t>(i)]);
+}
+
 }  // namespace
 
 void matmul(DType t, const std::vector<std::int64_t>& out_shape, std::int64_t K, const StridedOperand& a,
@@ -386,6 +418,8 @@ void matmul(DType t, const std::vector<std::int64_t>& out_shape, std::int64_t K,
     case DType::i64: return go(static_cast<std::uint64_t*>(nullptr));
     case DType::f32: return go(static_cast<float*>(nullptr));
     case DType::f64: return go(static_cast<double*>(nullptr));
+    case DType::f16: return half_matmul(out_shape, K, a, b, static_cast<f16*>(c), numel, threads);
+    case DType::bf16: return half_matmul(out_shape, K, a, b, static_cast<bf16*>(c), numel, threads);
   }
 }
 

@@ -17,7 +17,7 @@ using namespace aj::sem;  // the scalar semantics
 template <class T>
 T scalar_as(const KScalar& s) {
   if constexpr (std::is_same_v<T, bool>) return is_float(s.dtype) ? s.f != 0.0 : s.i != 0;
-  else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(s.f);
+  else if constexpr (is_fp<T> || is_half_type<T>) return T(s.f);
   else return static_cast<T>(s.i);
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "backends/cpu/host_memory.hpp"
 #include "base/semantics.hpp"
@@ -153,13 +154,23 @@ void run_reduce(NodeId id) {
           seen[o] = true;
         }
       }
-    } else {
+    } else if constexpr (std::is_same_v<acc_t<T>, T>) {
       T* out = static_cast<T*>(s->data);
       for (std::int64_t o = 0; o < total_out; ++o) out[o] = reduce_identity<T>(op);
       for (std::int64_t k = 0; k < total_in; ++k, w.next()) {
         T& acc = out[w.offset(1)];
         acc = reduce_combine(op, acc, v.ptr<T>()[w.offset(0)]);
       }
+    } else {
+      // Halves: accumulate in acc_t<T> (f32), round once at the end.
+      using A = acc_t<T>;
+      std::vector<A> acc(static_cast<std::size_t>(total_out), reduce_identity<A>(op));
+      for (std::int64_t k = 0; k < total_in; ++k, w.next()) {
+        A& a = acc[static_cast<std::size_t>(w.offset(1))];
+        a = reduce_combine(op, a, convert<A>(v.ptr<T>()[w.offset(0)]));
+      }
+      T* out = static_cast<T*>(s->data);
+      for (std::int64_t o = 0; o < total_out; ++o) out[o] = convert<T>(acc[static_cast<std::size_t>(o)]);
     }
   });
   finish(id, std::move(s));
@@ -244,7 +255,18 @@ void run_matmul(NodeId id) {
       const T* Ab = A + bi * rows * inner;
       const T* Bb = B + bi * inner * cols;
       T* Cb = C + bi * rows * cols;
-      if constexpr (std::is_floating_point_v<T>) {
+      if constexpr (is_half_type<T>) {
+        // Products and sums in f32 in k order, one rounding at the end.
+        for (std::int64_t r = 0; r < rows; ++r) {
+          for (std::int64_t c = 0; c < cols; ++c) {
+            float acc = 0;
+            for (std::int64_t k = 0; k < inner; ++k) {
+              acc += static_cast<float>(Ab[r * inner + k]) * static_cast<float>(Bb[k * cols + c]);
+            }
+            Cb[r * cols + c] = T(acc);
+          }
+        }
+      } else if constexpr (std::is_floating_point_v<T>) {
         using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
         Eigen::Map<const M> ma(Ab, rows, inner);
         Eigen::Map<const M> mb(Bb, inner, cols);

@@ -1,5 +1,6 @@
-// CUDA C expressions of the scalar ops, mirroring backends/reference/
-// base/semantics.hpp (with the helpers of cuda_prelude.hpp).
+// CUDA C expressions of the scalar ops: calls of base/semantics.hpp's own
+// functions, which the prelude holds (cuda_prelude.hpp), with constant ops.
+// Nothing here depends on which op it is: a new op in ops.def needs no code.
 #pragma once
 
 #include <string>
@@ -9,7 +10,12 @@
 
 namespace aj::cuda {
 
-const char* ctype(DType t);  // "bool", "int", "i64", "float", "double"
+// What memory of dtype t holds in CUDA C: "bool", "int", "i64", "float",
+// "double", "__half", "__nv_bfloat16" (arrayjit/dtypes.def).
+const char* ctype(DType t);
+// What a value of dtype t is computed as: ctype, but aj::f16 / aj::bf16 for
+// the half dtypes (whose arithmetic runs in f32 after a cast).
+std::string value_type(DType t);
 
 // One elementwise op on operands x (and y): sem::unary / binary / compare /
 // convert. `t` is the operand dtype (for Cast the source dtype), `to` the result's.
@@ -17,5 +23,7 @@ std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::s
 // sem::reduce_combine and reduce_identity.
 std::string combine_expr(Op op, DType t, const std::string& acc, const std::string& x);
 std::string identity_expr(Op op, DType t);
+// sem::convert<to>(x).
+std::string convert_expr(DType to, const std::string& x);
 
 }  // namespace aj::cuda

@@ -1,6 +1,7 @@
 // NVRTC compilation with a memory and a disk cache (see nvrtc_compile.hpp).
 #include "jit/cuda/nvrtc_compile.hpp"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,6 +86,33 @@ struct Program {
   }
 };
 
+// Where cuda_fp16.h and cuda_bf16.h are, which kernels of half dtypes include
+// (cuda_prelude.hpp: kHalfHeaders): NVRTC has no built-in copy. The toolkit's
+// include directory beside the NVRTC that was loaded, or CUDA_PATH's,
+// CUDA_HOME's, /usr/local/cuda's; "" when none has them (such kernels then
+// fail to compile, saying so).
+const std::string& half_include_dir(const NvrtcApi& nv) {
+  static const std::string dir = [&] {
+    std::vector<std::string> dirs;
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(nv.nvrtcCompileProgram), &info) && info.dli_fname) {
+      std::error_code ec;
+      const auto lib = std::filesystem::canonical(info.dli_fname, ec);
+      if (!ec) dirs.push_back((lib.parent_path().parent_path() / "include").string());
+    }
+    for (const char* var : {"CUDA_PATH", "CUDA_HOME"}) {
+      if (const char* v = std::getenv(var); v && *v) dirs.push_back(std::string(v) + "/include");
+    }
+    dirs.push_back("/usr/local/cuda/include");
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      if (std::filesystem::exists(d + "/cuda_fp16.h", ec) && std::filesystem::exists(d + "/cuda_bf16.h", ec)) return d;
+    }
+    return std::string();
+  }();
+  return dir;
+}
+
 Image run_nvrtc(const KernelSource& src, int arch, bool ptx_only) {
   const NvrtcApi& nv = require_nvrtc();
   auto [target, cubin] = pick_arch(nv, arch);
@@ -97,8 +125,9 @@ Image run_nvrtc(const KernelSource& src, int arch, bool ptx_only) {
   const std::string name = "aj_" + hex(src.hash) + ".cu";
   AJ_NVRTC(nvrtcCreateProgram, &prog.p, src.source.c_str(), name.c_str(), 0, nullptr, nullptr);
   const std::string arch_opt = std::string(cubin ? "-arch=sm_" : "-arch=compute_") + std::to_string(target);
-  const char* opts[] = {"-std=c++17", "--fmad=false", arch_opt.c_str()};
-  const nvrtcResult r = nv.nvrtcCompileProgram(prog.p, 3, opts);
+  const std::string include = "--include-path=" + half_include_dir(nv);
+  const char* opts[] = {"-std=c++17", "--fmad=false", arch_opt.c_str(), include.c_str()};
+  const nvrtcResult r = nv.nvrtcCompileProgram(prog.p, half_include_dir(nv).empty() ? 3 : 4, opts);
   std::size_t log_size = 0;
   nv.nvrtcGetProgramLogSize(prog.p, &log_size);
   std::string log(log_size, '\0');

@@ -18,19 +18,13 @@ namespace {
 using llvm::Value;
 
 // Math functions: many instructions once vectorized (or a SLEEF call, across
-// which every vector register is lost).
+// which every vector register is lost). A heuristic's list, not semantics: an
+// op missing here only costs speed (inner_rows).
 bool is_math_function(Op op) {
-  switch (op) {
-    case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos: case Op::Tan:
-    case Op::Tanh: case Op::Sigmoid: case Op::Pow:
-      return true;
-    default:
-      return false;
-  }
+  constexpr Op kMath[] = {Op::Exp, Op::Log, Op::Log1p, Op::Expm1, Op::Sin, Op::Cos, Op::Tan,
+                          Op::Tanh, Op::Sigmoid, Op::Pow};
+  return std::find(std::begin(kMath), std::end(kMath), op) != std::end(kMath);
 }
-
-// Stride kinds, as structural_hash and jit_structure_key classify them.
-int stride_kind(std::int64_t s) { return s == 0 ? 0 : s == 1 ? 1 : 2; }
 
 class KernelCodegen {
  public:
@@ -474,6 +468,7 @@ std::unique_ptr<llvm::Module> generate_module(const Kernel& k, const std::vector
                                               const std::string& fn_name, llvm::LLVMContext& ctx) {
   auto m = std::make_unique<llvm::Module>("aj_kernel", ctx);
   KernelCodegen(k, alias, *m).emit(fn_name);
+  ScalarCodegen::finish_module(*m);  // base/semantics.hpp's functions the kernel calls
   return m;
 }
 

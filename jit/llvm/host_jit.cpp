@@ -206,7 +206,7 @@ class HostJit {
     const bool avx512 = features_.find("+avx512f") != std::string::npos;
     mappings_ = vector_math_mappings(avx2, avx512);
     for (const VectorMapping& m : mappings_) {
-      const bool binary = m.scalar.rfind("Sleef_pow", 0) == 0;
+      const bool binary = m.arity == 2;
       prefixes_.push_back("_ZGV_LLVM_N" + std::to_string(m.lanes) + (binary ? "vv" : "v"));
     }
     target_ = std::string("LLVM ") + LLVM_VERSION_STRING + ", cpu " + cpu_ + ", " + features_;

@@ -23,6 +23,7 @@ const std::vector<RuntimeSymbol>& runtime_symbols();
 struct VectorMapping {
   std::string scalar, vector;
   unsigned lanes;
+  unsigned arity;  // 1 or 2 (pow)
 };
 std::vector<VectorMapping> vector_math_mappings(bool avx2, bool avx512f);
 

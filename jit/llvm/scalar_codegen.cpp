@@ -4,25 +4,47 @@
 #include <limits>
 #include <string>
 
+#include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/TargetParser/Host.h>
 
 #include "arrayjit/error.hpp"
+#include "base/semantics.hpp"
 #include "jit/llvm/runtime_symbols.hpp"
+
+// base/semantics.hpp as LLVM bitcode (jit/llvm/semantics_bitcode.cpp, compiled
+// by clang-19 and embedded at build time: CMakeLists.txt).
+extern "C" const unsigned char aj_semantics_bitcode[];
+extern "C" const unsigned long aj_semantics_bitcode_size;
 
 namespace aj::jit {
 
 using llvm::Value;
 
+namespace {
+
+// This CPU converts between f16 and f32 in one instruction (F16C); the
+// kernels are compiled for the CPU they run on (host_jit.cpp).
+bool host_has_f16c() {
+  static const bool f16c = [] {
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    auto it = features.find("f16c");
+    return it != features.end() && it->second;
+  }();
+  return f16c;
+}
+
+constexpr const char* kSemPrefix = "aj_sem_";
+constexpr const char* kMathPrefix = "aj_math_";
+
+}  // namespace
+
 llvm::Type* ScalarCodegen::type(DType t) const {
   auto& c = m_.getContext();
-  switch (t) {
-    case DType::bool_: return llvm::Type::getInt1Ty(c);
-    case DType::i32: return llvm::Type::getInt32Ty(c);
-    case DType::i64: return llvm::Type::getInt64Ty(c);
-    case DType::f32: return llvm::Type::getFloatTy(c);
-    case DType::f64: return llvm::Type::getDoubleTy(c);
-  }
-  internal_error("jit: bad dtype");
+  if (t == DType::bool_) return llvm::Type::getInt1Ty(c);
+  if (is_float(t) && !is_half(t)) return itemsize(t) == 4 ? llvm::Type::getFloatTy(c) : llvm::Type::getDoubleTy(c);
+  return llvm::Type::getIntNTy(c, static_cast<unsigned>(8 * itemsize(t)));  // integers; halves as their bits
 }
 
 llvm::Type* ScalarCodegen::mem_type(DType t) const {
@@ -53,8 +75,18 @@ Value* ScalarCodegen::pure_call(const std::string& name, llvm::Type* ret,
   return call;
 }
 
-// SLEEF's scalar functions (the variants sleef_variant names); math_library.cpp
-// maps them to SLEEF's vector functions for the loop vectorizer.
+// aj_sem_<kind>_<dtype>(op, args...): semantics.hpp's function of that kind
+// (semantics_bitcode.cpp), the op a constant.
+Value* ScalarCodegen::sem_call(const char* kind, DType t, Op op, llvm::ArrayRef<Value*> args) {
+  std::vector<Value*> all{b_.getInt32(static_cast<std::uint32_t>(op))};
+  all.insert(all.end(), args.begin(), args.end());
+  llvm::Type* ret = std::string(kind) == "compare" ? b_.getInt1Ty() : type(t);
+  return pure_call(std::string(kSemPrefix) + kind + "_" + dtype_info(t).id, ret, all);
+}
+
+// The body of a math hook: SLEEF's scalar function (the variant sleef_variant
+// names), which runtime_symbols.cpp maps to SLEEF's vector functions for the
+// loop vectorizer.
 //
 // SLEEF 3.5 is wrong at three range edges (tests/test_jit_math_edges.cpp finds
 // them against libm): f64 exp and pow return +inf once the exponent passes
@@ -68,7 +100,7 @@ Value* ScalarCodegen::pure_call(const std::string& name, llvm::Type* ret,
 //            = pow(|x|, y/2)^2, sign restored   (other y: 2.5 ulp; may round to +inf
 //                                                within 2 ulp of DBL_MAX)
 //   log1p(x) = log1p(x * 2^-64) + 64 ln 2       (x > 1e306 / 1e37: 1 + x == x there)
-Value* ScalarCodegen::math(const char* name, Value* x, Value* y) {
+Value* ScalarCodegen::math(const std::string& name, Value* x, Value* y) {
   llvm::Type* t = x->getType();
   const bool f32 = t->isFloatTy();
   const std::string n = name;
@@ -159,188 +191,48 @@ Value* ScalarCodegen::exp_f32(Value* x) {
 Value* ScalarCodegen::generate(Op op, DType t, Value* scalars, Value* i) {
   auto& c = m_.getContext();
   llvm::Type* ret = t == DType::bool_ ? llvm::Type::getInt32Ty(c) : type(t);
-  std::string fn = std::string("aj_jit_generate_") + dtype_name(t);
+  std::string fn = std::string("aj_jit_generate_") + dtype_info(t).id;
   Value* v = pure_call(fn, ret, {b_.getInt32(static_cast<std::uint32_t>(op)), scalars, i}, true);
   return t == DType::bool_ ? b_.CreateICmpNE(v, b_.getInt32(0)) : v;
 }
 
+// sem::convert. f16 <-> f32 is one instruction with F16C (the same rounding
+// and NaN rules: tests/test_dtypes_half.cpp); everything else is the
+// bitcode's aj_sem_convert_<to>(from, payload), the value passed as 64 bits.
 Value* ScalarCodegen::convert(Value* x, DType from, DType to) {
   if (from == to) return x;
-  llvm::Type* tt = type(to);
-  if (to == DType::bool_) return truth(x, from);
-  if (from == DType::bool_) return is_float(to) ? b_.CreateUIToFP(x, tt) : b_.CreateZExt(x, tt);
-  if (is_float(from) && is_float(to)) {
-    return to == DType::f64 ? b_.CreateFPExt(x, tt) : b_.CreateFPTrunc(x, tt);
+  if (host_has_f16c() && from == DType::f16 && (to == DType::f32 || to == DType::f64)) {
+    Value* f = b_.CreateFPExt(b_.CreateBitCast(x, b_.getHalfTy()), b_.getFloatTy());
+    return to == DType::f32 ? f : b_.CreateFPExt(f, b_.getDoubleTy());
   }
-  if (is_float(from)) {
-    // Truncate toward zero, saturate, NaN -> 0: exactly fptosi.sat.
-    return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {tt, x->getType()}, {x});
+  if (host_has_f16c() && from == DType::f32 && to == DType::f16) {
+    return b_.CreateBitCast(b_.CreateFPTrunc(x, b_.getHalfTy()), b_.getInt16Ty());
   }
-  if (is_float(to)) return b_.CreateSIToFP(x, tt);
-  return b_.CreateSExtOrTrunc(x, tt);  // two's complement wrap
+  Value* bits = x;
+  if (x->getType()->isFloatingPointTy()) {
+    bits = b_.CreateBitCast(x, b_.getIntNTy(x->getType()->getPrimitiveSizeInBits()));
+  }
+  Value* payload = is_integer(from) ? b_.CreateSExtOrTrunc(bits, b_.getInt64Ty()) : b_.CreateZExtOrTrunc(bits, b_.getInt64Ty());
+  std::vector<Value*> args{b_.getInt32(static_cast<std::uint32_t>(from)), payload};
+  return pure_call(std::string(kSemPrefix) + "convert_" + dtype_info(to).id, type(to), args);
 }
 
+// sem::reduce_identity, evaluated here and emitted as a constant.
 llvm::Constant* ScalarCodegen::identity(Op op, DType t) const {
   llvm::Type* ty = type(t);
-  auto num = [&](double f, std::int64_t i) -> llvm::Constant* {
-    if (is_float(t)) return llvm::ConstantFP::get(ty, f);
-    return llvm::ConstantInt::get(ty, static_cast<std::uint64_t>(i), true);
-  };
-  const double inf = std::numeric_limits<double>::infinity();
-  const std::int64_t imax = t == DType::i32 ? std::numeric_limits<std::int32_t>::max()
-                                            : std::numeric_limits<std::int64_t>::max();
-  const std::int64_t imin = t == DType::i32 ? std::numeric_limits<std::int32_t>::min()
-                                            : std::numeric_limits<std::int64_t>::min();
-  switch (op) {
-    case Op::Sum: return num(0, 0);
-    case Op::Prod: return num(1, 1);
-    case Op::ReduceMax: return t == DType::bool_ ? num(0, 0) : num(-inf, imin);
-    case Op::ReduceMin: return t == DType::bool_ ? num(1, 1) : num(inf, imax);
-    case Op::All: return num(1, 1);
-    case Op::Any: return num(0, 0);
-    case Op::ArgMax: case Op::ArgMin:  // library steps
-    AJ_CASES_OUTSIDE(Reduce) break;
-  }
-  internal_error(std::string("jit: no reduction identity for ") + op_name(op));
+  return sem::visit_dtype(t, [&](auto tag) -> llvm::Constant* {
+    using T = decltype(tag);
+    const T v = sem::reduce_identity<T>(op);
+    if constexpr (sem::is_half_type<T>) return llvm::ConstantInt::get(ty, v.bits);
+    else if constexpr (sem::is_fp<T>) return llvm::ConstantFP::get(ty, static_cast<double>(v));
+    else return llvm::ConstantInt::get(ty, static_cast<std::uint64_t>(static_cast<std::int64_t>(v)), true);
+  });
 }
 
-// IEEE 754-2019 maximum/minimum as the reference writes it: the first NaN
-// operand is returned, max(-0, +0) = +0, min(-0, +0) = -0.
-Value* ScalarCodegen::fmax_nan(Value* a, Value* b, bool is_max) {
-  llvm::Type* it = b_.getIntNTy(a->getType()->getPrimitiveSizeInBits());
-  Value* a_nan = b_.CreateFCmpUNO(a, a);
-  Value* b_nan = b_.CreateFCmpUNO(b, b);
-  Value* eq = b_.CreateFCmpOEQ(a, b);
-  Value* a_neg = b_.CreateICmpSLT(b_.CreateBitCast(a, it), llvm::ConstantInt::get(it, 0));
-  Value* better = is_max ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);
-  Value* r = b_.CreateSelect(better, a, b);
-  // Equal: for max keep a unless a is -0 (then b); for min keep a if a is -0.
-  Value* on_eq = is_max ? b_.CreateSelect(a_neg, b, a) : b_.CreateSelect(a_neg, a, b);
-  r = b_.CreateSelect(eq, on_eq, r);
-  r = b_.CreateSelect(b_nan, b, r);
-  return b_.CreateSelect(a_nan, a, r);
-}
-
-Value* ScalarCodegen::unary_float(Op op, Value* x) {
-  llvm::Type* t = x->getType();
-  auto one = llvm::ConstantFP::get(t, 1.0);
-  auto zero = llvm::ConstantFP::get(t, 0.0);
-  switch (op) {
-    case Op::Neg: return b_.CreateFNeg(x);
-    case Op::Abs: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    case Op::Sign: {
-      Value* r = b_.CreateSelect(b_.CreateFCmpOLT(x, zero), llvm::ConstantFP::get(t, -1.0), x);
-      return b_.CreateSelect(b_.CreateFCmpOGT(x, zero), one, r);
-    }
-    case Op::Floor: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
-    case Op::Ceil: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
-    // nearbyint in the default rounding mode: half to even.
-    case Op::Round: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
-    case Op::Exp: return t->isFloatTy() ? exp_f32(x) : math("exp", x);
-    case Op::Log: return math("log", x);
-    case Op::Log1p: return math("log1p", x);
-    case Op::Expm1: return math("expm1", x);
-    case Op::Sin: return math("sin", x);
-    case Op::Cos: return math("cos", x);
-    case Op::Tan: return math("tan", x);
-    case Op::Tanh: return math("tanh", x);
-    case Op::Sigmoid: return b_.CreateFDiv(one, b_.CreateFAdd(one, math("exp", b_.CreateFNeg(x))));
-    case Op::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
-    case Op::Rsqrt: return b_.CreateFDiv(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
-    case Op::Not: case Op::Cast: return x;  // as sem::unary (Cast is convert())
-    AJ_CASES_OUTSIDE(Unary) break;
-  }
-  internal_error(std::string("jit: not a unary float op: ") + op_name(op));
-}
-
-Value* ScalarCodegen::binary_int(Op op, DType t, Value* a, Value* b) {
-  llvm::Type* ty = a->getType();
-  auto k = [&](std::int64_t v) { return llvm::ConstantInt::get(ty, static_cast<std::uint64_t>(v), true); };
-  switch (op) {
-    case Op::Add: return b_.CreateAdd(a, b);  // no nsw: wraps
-    case Op::Sub: return b_.CreateSub(a, b);
-    case Op::Mul: return b_.CreateMul(a, b);
-    case Op::Div:
-    case Op::Mod: {
-      // x / 0 = 0, x % 0 = 0, MIN / -1 = MIN (wraps), x % -1 = 0; the
-      // hardware division only ever sees a safe divisor.
-      Value* zero = b_.CreateICmpEQ(b, k(0));
-      Value* neg1 = b_.CreateICmpEQ(b, k(-1));
-      Value* safe = b_.CreateSelect(b_.CreateOr(zero, neg1), k(1), b);
-      Value* q = b_.CreateSDiv(a, safe);
-      Value* r = b_.CreateSRem(a, safe);
-      Value* inexact = b_.CreateICmpNE(r, k(0));
-      if (op == Op::Div) {
-        Value* signs_differ = b_.CreateICmpSLT(b_.CreateXor(a, b), k(0));
-        q = b_.CreateSub(q, b_.CreateZExt(b_.CreateAnd(inexact, signs_differ), ty));
-        q = b_.CreateSelect(neg1, b_.CreateSub(k(0), a), q);
-        return b_.CreateSelect(zero, k(0), q);
-      }
-      Value* signs_differ = b_.CreateICmpSLT(b_.CreateXor(r, b), k(0));
-      r = b_.CreateSelect(b_.CreateAnd(inexact, signs_differ), b_.CreateAdd(r, b), r);
-      return b_.CreateSelect(b_.CreateOr(zero, neg1), k(0), r);
-    }
-    case Op::Max: return b_.CreateSelect(b_.CreateICmpSGT(a, b), a, b);
-    case Op::Min: return b_.CreateSelect(b_.CreateICmpSLT(a, b), a, b);
-    case Op::Pow: return pure_call(std::string("aj_jit_ipow_") + dtype_name(t), ty, {a, b});
-    case Op::And: case Op::Or:
-    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
-      return a;  // as sem::binary (compare() does the comparisons)
-    AJ_CASES_OUTSIDE(Binary) break;
-  }
-  internal_error(std::string("jit: not an integer binary op: ") + op_name(op));
-}
-
-Value* ScalarCodegen::binary_float(Op op, Value* a, Value* b) {
-  llvm::Type* t = a->getType();
-  auto zero = llvm::ConstantFP::get(t, 0.0);
-  switch (op) {
-    case Op::Add: return b_.CreateFAdd(a, b);
-    case Op::Sub: return b_.CreateFSub(a, b);
-    case Op::Mul: return b_.CreateFMul(a, b);
-    case Op::Div: return b_.CreateFDiv(a, b);
-    case Op::Mod: {
-      // fmod, then shifted to the sign of the divisor; a zero takes b's sign.
-      Value* r = b_.CreateFRem(a, b);
-      Value* differ = b_.CreateXor(b_.CreateFCmpOLT(r, zero), b_.CreateFCmpOLT(b, zero));
-      Value* shift = b_.CreateAnd(b_.CreateFCmpUNE(r, zero), differ);
-      r = b_.CreateSelect(shift, b_.CreateFAdd(r, b), r);
-      Value* signed_zero = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, zero, b);
-      return b_.CreateSelect(b_.CreateFCmpOEQ(r, zero), signed_zero, r);
-    }
-    case Op::Max: return fmax_nan(a, b, true);
-    case Op::Min: return fmax_nan(a, b, false);
-    case Op::Pow: return math("pow", a, b);
-    case Op::And: case Op::Or:
-    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
-      return a;  // as sem::binary
-    AJ_CASES_OUTSIDE(Binary) break;
-  }
-  internal_error(std::string("jit: not a float binary op: ") + op_name(op));
-}
-
-Value* ScalarCodegen::compare(Op op, DType t, Value* a, Value* b) {
-  using P = llvm::CmpInst::Predicate;
-  const bool f = is_float(t), u = t == DType::bool_;
-  P p;
-  switch (op) {
-    case Op::Eq: p = f ? P::FCMP_OEQ : P::ICMP_EQ; break;
-    case Op::Ne: p = f ? P::FCMP_UNE : P::ICMP_NE; break;  // NaN != x is true
-    case Op::Lt: p = f ? P::FCMP_OLT : u ? P::ICMP_ULT : P::ICMP_SLT; break;
-    case Op::Le: p = f ? P::FCMP_OLE : u ? P::ICMP_ULE : P::ICMP_SLE; break;
-    case Op::Gt: p = f ? P::FCMP_OGT : u ? P::ICMP_UGT : P::ICMP_SGT; break;
-    case Op::Ge: p = f ? P::FCMP_OGE : u ? P::ICMP_UGE : P::ICMP_SGE; break;
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Max: case Op::Min:
-    case Op::Pow: case Op::And: case Op::Or:
-    AJ_CASES_OUTSIDE(Binary) internal_error(std::string("jit: not a comparison: ") + op_name(op));
-  }
-  return f ? b_.CreateFCmp(p, a, b) : b_.CreateICmp(p, a, b);
-}
-
-// The one switch over ops: every op is listed, so a new op in ops.def is a
-// compiler warning here until code generation handles (or rejects) it.
-Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c, bool reassoc) {
-  const bool fp = is_float(t), boolean = t == DType::bool_;
+// Reduction combiners in the forms the loop vectorizer knows as reductions;
+// any other combiner (and these of other dtypes) is sem::reduce_combine.
+Value* ScalarCodegen::combine(Op op, DType t, Value* a, Value* b, bool reassoc) {
+  const bool fp = is_float(t) && !is_half(t), integer = is_integer(t), boolean = t == DType::bool_;
   auto flagged = [&](Value* v) {
     if (reassoc && llvm::isa<llvm::Instruction>(v)) {
       llvm::FastMathFlags fmf;
@@ -349,72 +241,97 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
     }
     return v;
   };
-  auto both = [&](bool and_) {  // static_cast<T>(acc && x) / (acc || x)
-    Value* r = and_ ? b_.CreateAnd(truth(a, t), truth(b, t)) : b_.CreateOr(truth(a, t), truth(b, t));
+  if (op == Op::Sum && (fp || integer)) return fp ? flagged(b_.CreateFAdd(a, b)) : b_.CreateAdd(a, b);
+  if (op == Op::Prod && (fp || integer)) return fp ? flagged(b_.CreateFMul(a, b)) : b_.CreateMul(a, b);
+  // llvm.maximum is sem::fmax_nan up to which NaN comes out.
+  if (op == Op::ReduceMax && (fp || integer)) {
+    return b_.CreateBinaryIntrinsic(fp ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax, a, b);
+  }
+  if (op == Op::ReduceMin && (fp || integer)) {
+    return b_.CreateBinaryIntrinsic(fp ? llvm::Intrinsic::minimum : llvm::Intrinsic::smin, a, b);
+  }
+  if ((op == Op::All || op == Op::Any || op == Op::ReduceMax || op == Op::ReduceMin) && boolean) {
+    return op == Op::All || op == Op::ReduceMin ? b_.CreateAnd(a, b) : b_.CreateOr(a, b);
+  }
+  if ((op == Op::All || op == Op::Any) && (fp || integer)) {  // static_cast<T>(acc && x)
+    Value* r = op == Op::All ? b_.CreateAnd(truth(a, t), truth(b, t)) : b_.CreateOr(truth(a, t), truth(b, t));
     return convert(r, DType::bool_, t);
+  }
+  return sem_call("combine", t, op, {a, b});
+}
+
+// Every category is handled; within a category every op goes through
+// semantics.hpp, so a new op in ops.def needs nothing here.
+Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c, bool reassoc) {
+  auto no_half = [&] {
+    if (is_half(t) || is_half(in.dtype)) {
+      internal_error(std::string("jit: ") + op_name(in.op) + " on " + dtype_name(t) +
+                     ": half arithmetic must be widened to f32 first (graph/kernel.hpp)");
+    }
   };
-  switch (in.op) {
-    case Op::Neg: case Op::Not: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil:
-    case Op::Round: case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin:
-    case Op::Cos: case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
-      if (boolean) return in.op == Op::Not ? b_.CreateNot(a) : a;
-      if (fp) return unary_float(in.op, a);
-      switch (in.op) {
-        case Op::Neg: return b_.CreateSub(llvm::ConstantInt::get(a->getType(), 0), a);
-        case Op::Abs:
-          return b_.CreateSelect(b_.CreateICmpSLT(a, llvm::ConstantInt::get(a->getType(), 0)),
-                                 b_.CreateSub(llvm::ConstantInt::get(a->getType(), 0), a), a);
-        case Op::Sign: {
-          Value* zero = llvm::ConstantInt::get(a->getType(), 0);
-          return b_.CreateSub(b_.CreateZExt(b_.CreateICmpSGT(a, zero), a->getType()),
-                              b_.CreateZExt(b_.CreateICmpSLT(a, zero), a->getType()));
-        }
-        case Op::Floor: case Op::Ceil: case Op::Round: return a;  // integers are whole already
-        case Op::Not: case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin:
-        case Op::Cos: case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
-        case Op::Cast:
-          return a;  // as sem::unary: tracing gives these no integers
-        AJ_CASES_OUTSIDE(Unary) break;
-      }
+  switch (op_category(in.op)) {
+    case OpCategory::Unary:
+      if (in.op == Op::Cast) return convert(a, t, in.dtype);
+      no_half();
+      return sem_call("unary", t, in.op, {a});
+    case OpCategory::Binary:
+      no_half();
+      return sem_call(is_compare(in.op) ? "compare" : "binary", t, in.op, {a, b});
+    case OpCategory::Ternary:
+      if (in.op == Op::Where) return b_.CreateSelect(a, b, c);  // moves bits, halves too
       break;
-    case Op::Cast: return convert(a, t, in.dtype);
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Max:
-    case Op::Min: case Op::Pow: case Op::And: case Op::Or:
-      if (boolean) {
-        if (in.op == Op::And || in.op == Op::Min) return b_.CreateAnd(a, b);
-        if (in.op == Op::Or || in.op == Op::Max) return b_.CreateOr(a, b);
-        return a;
-      }
-      return fp ? binary_float(in.op, a, b) : binary_int(in.op, t, a, b);
-    case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
-      return compare(in.op, t, a, b);
-    case Op::Where: return b_.CreateSelect(a, b, c);
-    // Reduction combiners: a is the accumulator, b the new value.
-    case Op::Sum:
-      if (boolean) return a;
-      return fp ? flagged(b_.CreateFAdd(a, b)) : b_.CreateAdd(a, b);
-    case Op::Prod:
-      if (boolean) return a;
-      return fp ? flagged(b_.CreateFMul(a, b)) : b_.CreateMul(a, b);
-    case Op::ReduceMax:
-      if (boolean) return b_.CreateOr(a, b);
-      // llvm.maximum is fmax_nan up to which NaN comes out; the vectorizer
-      // knows it as a reduction.
-      return fp ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, b)
-                : b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, a, b);
-    case Op::ReduceMin:
-      if (boolean) return b_.CreateAnd(a, b);
-      return fp ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, b)
-                : b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, a, b);
-    case Op::All: return boolean ? b_.CreateAnd(a, b) : both(true);
-    case Op::Any: return boolean ? b_.CreateOr(a, b) : both(false);
-    case Op::ArgMax: case Op::ArgMin:  // fuse() leaves these to library steps
-    case Op::Input: case Op::Constant: case Op::Iota: case Op::Linspace: case Op::Eye:
-    case Op::RandUniform: case Op::RandNormal: case Op::Reshape: case Op::Transpose:
-    case Op::Broadcast: case Op::Slice: case Op::Concat: case Op::MatMul:
-      break;
+    case OpCategory::Reduce: return combine(in.op, t, a, b, reassoc);
+    case OpCategory::Leaf:
+    case OpCategory::Generator:
+    case OpCategory::View:
+    case OpCategory::Other: break;
   }
   internal_error(std::string("jit: op '") + op_name(in.op) + "' cannot appear in a kernel instruction");
+}
+
+void ScalarCodegen::finish_module(llvm::Module& m) {
+  llvm::LLVMContext& ctx = m.getContext();
+  // Link the semantics functions the kernel calls (lazily read: only those
+  // and what they call are materialized).
+  const llvm::StringRef data(reinterpret_cast<const char*>(aj_semantics_bitcode), aj_semantics_bitcode_size);
+  auto lazy = llvm::getLazyBitcodeModule(llvm::MemoryBufferRef(data, "aj_semantics"), ctx);
+  if (!lazy) {
+    std::string msg;
+    llvm::handleAllErrors(lazy.takeError(), [&](const llvm::ErrorInfoBase& e) { msg = e.message(); });
+    internal_error("jit: the embedded semantics bitcode does not load: " + msg);
+  }
+  if (m.getDataLayout().isDefault()) m.setDataLayout((*lazy)->getDataLayout());
+  if (m.getTargetTriple().empty()) m.setTargetTriple((*lazy)->getTargetTriple());
+  if (llvm::Linker::linkModules(m, std::move(*lazy), llvm::Linker::Flags::LinkOnlyNeeded)) {
+    internal_error("jit: linking the semantics bitcode into a kernel failed");
+  }
+  // Everything linked in exists to be inlined into the kernel.
+  std::vector<llvm::Function*> hooks;
+  for (llvm::Function& f : m) {
+    const llvm::StringRef name = f.getName();
+    if (f.isDeclaration()) {
+      if (name.starts_with(kMathPrefix)) hooks.push_back(&f);
+      continue;
+    }
+    if (name.starts_with(kSemPrefix) || f.hasLinkOnceODRLinkage() || f.hasLinkOnceLinkage()) {
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+      f.addFnAttr(llvm::Attribute::AlwaysInline);
+      for (const char* a : {"target-cpu", "target-features", "tune-cpu"}) f.removeFnAttr(a);
+    }
+  }
+  // The math hooks' bodies: aj_math_<name>_<f32|f64>.
+  for (llvm::Function* f : hooks) {
+    const std::string n = f->getName().drop_front(std::string(kMathPrefix).size()).drop_back(4).str();
+    f->setLinkage(llvm::GlobalValue::InternalLinkage);
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", f));
+    ScalarCodegen sc(b, m);
+    Value* x = f->getArg(0);
+    Value* r = n == "exp" && x->getType()->isFloatTy() ? sc.exp_f32(x)
+                                                       : sc.math(n, x, f->arg_size() > 1 ? f->getArg(1) : nullptr);
+    b.CreateRet(r);
+  }
 }
 
 }  // namespace aj::jit

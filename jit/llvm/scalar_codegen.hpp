@@ -1,7 +1,24 @@
-// One scalar operation of Kernel IR as LLVM IR, with the semantics of
-// base/semantics.hpp. Used by codegen.cpp inside its loops;
-// everything emitted here is scalar, the loop vectorizer widens it (math
-// functions through the SLEEF mappings of math_library.cpp).
+// One scalar operation of Kernel IR as LLVM IR. Used by codegen.cpp inside
+// its loops; everything emitted here is scalar, the loop vectorizer widens it.
+//
+// The semantics are base/semantics.hpp's own code: clang-19 compiles that
+// header to bitcode at build time (jit/llvm/semantics_bitcode.cpp), and an
+// elementwise op, cast or comparison is a call of its function there
+// (aj_sem_unary_f32(op, x), ...) with the op a constant. finish_module links
+// the functions a kernel calls into its module, where O3 inlines them, folds
+// the op's switch away and vectorizes the rest. So a new op needs no code
+// here.
+//
+// Written by hand, because it is faster and tested op by op against
+// semantics.hpp (tests/test_jit_host.cpp, test_jit_math_edges.cpp):
+//  - the math library: semantics.hpp's math::exp(x) is a hook the bitcode
+//    declares (aj_math_exp_f32); its body here is SLEEF's scalar function,
+//    which the vectorizer maps to SLEEF's vector functions
+//    (jit/llvm/runtime_symbols.cpp), with fixes at SLEEF's range edges, or
+//    an inline polynomial (f32 exp);
+//  - reduction combiners, in the forms the vectorizer recognizes as
+//    reductions (reassociating float sums, llvm.maximum, smax);
+//  - f16 <-> f32 conversions where the CPU has F16C (one instruction).
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -15,28 +32,30 @@ class ScalarCodegen {
  public:
   ScalarCodegen(llvm::IRBuilder<>& b, llvm::Module& m) : b_(b), m_(m) {}
 
-  // Register type (bool is i1) and memory type (bool is i8).
+  // Register type (bool is i1, halves their 16 bits) and memory type (bool is i8).
   llvm::Type* type(DType t) const;
   llvm::Type* mem_type(DType t) const;
 
   // Unary, Binary, Where and (for kind Reduce) the combiner acc (+) x.
   // `operand` is the dtype of the first operand (differs from in.dtype for
   // compares and casts). `reassoc` lets a float Sum/Prod combine reassociate.
+  // Half dtypes appear only in casts and where (graph/kernel.hpp).
   llvm::Value* op(const KInstr& in, DType operand, llvm::Value* a, llvm::Value* b,
                   llvm::Value* c, bool reassoc);
   llvm::Value* convert(llvm::Value* x, DType from, DType to);
   llvm::Constant* identity(Op reduce_op, DType t) const;
-  // A generator value at flat index `i` (runtime helper, see math_library.cpp).
+  // A generator value at flat index `i` (a runtime helper: runtime_symbols.cpp).
   llvm::Value* generate(Op op, DType t, llvm::Value* scalars, llvm::Value* i);
 
+  // After a kernel is emitted into `m`: links in the semantics functions it
+  // calls and writes the bodies of the math hooks they call.
+  static void finish_module(llvm::Module& m);
+
  private:
-  llvm::Value* unary_float(Op op, llvm::Value* x);
-  llvm::Value* binary_int(Op op, DType t, llvm::Value* a, llvm::Value* b);
-  llvm::Value* binary_float(Op op, llvm::Value* a, llvm::Value* b);
-  llvm::Value* compare(Op op, DType t, llvm::Value* a, llvm::Value* b);
-  llvm::Value* fmax_nan(llvm::Value* a, llvm::Value* b, bool is_max);
+  llvm::Value* sem_call(const char* kind, DType t, Op op, llvm::ArrayRef<llvm::Value*> args);
+  llvm::Value* combine(Op op, DType t, llvm::Value* acc, llvm::Value* x, bool reassoc);
   llvm::Value* exp_f32(llvm::Value* x);
-  llvm::Value* math(const char* name, llvm::Value* x, llvm::Value* y = nullptr);
+  llvm::Value* math(const std::string& name, llvm::Value* x, llvm::Value* y = nullptr);
   llvm::Value* pure_call(const std::string& name, llvm::Type* ret, llvm::ArrayRef<llvm::Value*> args,
                          bool reads_memory = false);
   llvm::Value* truth(llvm::Value* x, DType t);  // x != 0 as i1 (NaN is true)

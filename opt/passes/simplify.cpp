@@ -21,14 +21,15 @@ struct Fill {
 template <class T>
 T get(const Fill& v) {
   if constexpr (std::is_same_v<T, bool>) return is_float(v.t) ? v.f != 0.0 : v.i != 0;
-  else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(v.f);
+  else if constexpr (is_fp<T> || is_half_type<T>) return T(v.f);  // a half fill rounds here
   else return static_cast<T>(v.i);
 }
 
 template <class T>
 Fill put(DType t, T x) {
-  if (is_float(t)) return {t, 0, static_cast<double>(x)};
-  return {t, static_cast<std::int64_t>(x), 0.0};
+  if constexpr (is_half_type<T>) return {t, 0, static_cast<double>(x)};
+  else if (is_float(t)) return {t, 0, static_cast<double>(x)};
+  else return {t, static_cast<std::int64_t>(x), 0.0};
 }
 
 std::optional<Fill> fill_of(NodeId id) {
@@ -81,12 +82,14 @@ bool is_value(const std::optional<Fill>& v, double x) {
   return v->i == static_cast<std::int64_t>(x);
 }
 
-// i32 -> i64 -> T equals i32 -> T when the middle type holds every value.
+// i32 -> i64 -> T equals i32 -> T when the middle type holds every value:
+// `to` is what promotion gives (within a category, a wider type of the
+// dtype table), and an integer goes only to a float of more bytes (i32 ->
+// f64; no float holds every i64).
 bool lossless(DType from, DType to) {
   if (from == to || from == DType::bool_) return true;
-  if (from == DType::i32) return to == DType::i64 || to == DType::f64;
-  if (from == DType::f32) return to == DType::f64;
-  return false;
+  if (is_integer(from) && is_float(to)) return itemsize(to) > itemsize(from);
+  return promote_types(from, to) == to;
 }
 
 template <class T>
@@ -100,8 +103,8 @@ std::optional<T> fold_reduce(Op op, T v, std::int64_t c) {
     case Op::Any: return reduce_combine(op, acc, v);  // idempotent combiners
     case Op::Sum:
     case Op::Prod:
-      if constexpr (std::is_same_v<T, bool>) {
-        return std::nullopt;
+      if constexpr (std::is_same_v<T, bool> || is_half_type<T>) {
+        return std::nullopt;  // (halves: a sum accumulates in f32, not folded)
       } else if constexpr (std::is_integral_v<T>) {
         if (op == Op::Sum) return wrap_mul(v, static_cast<T>(c));  // modular arithmetic
         T r = 1, b = v;

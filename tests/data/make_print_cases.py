@@ -13,8 +13,9 @@ import sys
 
 import numpy as np
 
-NP_DTYPE = {"bool": np.bool_, "i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64}
-CPP_DTYPE = {"bool": "bool_", "i32": "i32", "i64": "i64", "f32": "f32", "f64": "f64"}
+NP_DTYPE = {"bool": np.bool_, "i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64,
+            "f16": np.float16}
+CPP_DTYPE = {"bool": "bool_", "i32": "i32", "i64": "i64", "f32": "f32", "f64": "f64", "f16": "f16"}
 DEFAULTS = dict(precision=8, threshold=1000, edgeitems=3, linewidth=75, suppress=False)
 
 rng = np.random.RandomState(17)
@@ -112,6 +113,18 @@ case("linewidth 40 bool", "bool", [i % 2 == 0 for i in range(12)], linewidth=40)
 case("threshold 10 edgeitems 2", "i32", list(range(20)), (4, 5), threshold=10, edgeitems=2)
 case("edgeitems 1 rank 3", "f64", np.arange(60) / 3, (3, 4, 5), threshold=5, edgeitems=1)
 case("threshold 0 summarizes a short row", "i64", list(range(10)), threshold=0)
+# f16: shortest float16 digits (np.float16's repr), its range and its rounding
+case("f16 scalar 0.1 is its own shortest repr", "f16", 0.1)
+case("f16 shortest float16 digits", "f16", [0.1, 0.2, 0.3, 1 / 3, 2 / 3])
+case("f16 largest, smallest normal and subnormal", "f16", [65504.0, 6.1035e-05, 6e-08, -1.0])
+case("f16 whole numbers round to even above 2048", "f16", [2049.0, 2051.0, 4097.0, 1.5])
+case("f16 nan inf -inf", "f16", [math.nan, math.inf, -math.inf, 0.5])
+case("f16 ratio over 1000 divides in float16", "f16", [1000.5, 1.0, 0.25])
+case("f16 rank 2 random", "f16", rng.normal(size=(3, 4)).astype(np.float16))
+case("f16 random magnitudes scientific", "f16", rng.lognormal(0, 4, size=8).astype(np.float16))
+case("f16 negative zero and tiny", "f16", [-0.0, 1e-5, 3.0])
+case("f16 precision 3", "f16", rng.normal(size=6).astype(np.float16), precision=3)
+case("f16 summarized", "f16", np.arange(2000) / 16, (40, 50))
 
 
 def c_string(s):

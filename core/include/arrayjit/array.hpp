@@ -197,9 +197,13 @@ std::vector<T> Array::to_vector(Loc loc) const {
       copy_out(tmp.data(), DType::bool_, loc);
       return std::vector<bool>(tmp.begin(), tmp.end());
     } else {
-      using S = std::conditional_t<std::is_floating_point_v<T>,
-                                   std::conditional_t<sizeof(T) == 4, float, double>,
-                                   std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>>;
+      // A dtype's own type (arrayjit/dtypes.def), or the nearest of another
+      // arithmetic type of this size (long long on a platform where that is
+      // not int64_t, say).
+      using S = std::conditional_t<
+          requires { dtype_of_t<T>::value; }, T,
+          std::conditional_t<std::is_floating_point_v<T>, std::conditional_t<sizeof(T) == 4, float, double>,
+                             std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>>>;
       std::vector<S> out(static_cast<std::size_t>(size()));
       copy_out(out.data(), dtype_of<S>, loc);
       if constexpr (std::is_same_v<S, T>) {
@@ -269,37 +273,34 @@ Array operator&&(const Operand& a, const Operand& b);  // bool only
 Array operator||(const Operand& a, const Operand& b);  // bool only
 Array operator!(const Operand& a);                     // bool only
 
-Array add(const Operand& a, const Operand& b);
-Array subtract(const Operand& a, const Operand& b);
-Array multiply(const Operand& a, const Operand& b);
-Array divide(const Operand& a, const Operand& b);       // as operator/
+// The functions that are an op of base/ops.def and nothing more:
+// X(function, Op enumerator). Each declares `Array function(const Operand&...)`
+// here; core/elementwise.cpp defines it from the same list (dtype rules,
+// broadcasting and checks are the op's category's). A new elementwise op adds
+// its line here; tests/test_elementwise.cpp fails while an op has none.
+#define AJ_UNARY_FUNCTIONS(X)                                                                \
+  X(negative, Neg) X(logical_not, Not) X(exp, Exp) X(log, Log) X(log1p, Log1p) X(expm1, Expm1) \
+  X(sin, Sin) X(cos, Cos) X(tan, Tan) X(tanh, Tanh) X(sigmoid, Sigmoid) X(sqrt, Sqrt)          \
+  X(rsqrt, Rsqrt) X(abs, Abs) X(sign, Sign) X(floor, Floor) X(ceil, Ceil)                      \
+  X(round, Round) /* half to even, as NumPy */
+#define AJ_BINARY_FUNCTIONS(X)                                                               \
+  X(add, Add) X(subtract, Sub) X(multiply, Mul)                                              \
+  X(divide, Div) /* as operator/: floor division on integers */                              \
+  X(mod, Mod)                                                                                \
+  X(maximum, Max) /* NaN propagates, max(-0,+0)=+0 */                                        \
+  X(minimum, Min) /* NaN propagates, min(-0,+0)=-0 */                                        \
+  X(pow, Pow)
+#define AJ_DECLARE_UNARY(function, op) Array function(const Operand& a);
+#define AJ_DECLARE_BINARY(function, op) Array function(const Operand& a, const Operand& b);
+AJ_UNARY_FUNCTIONS(AJ_DECLARE_UNARY)
+AJ_BINARY_FUNCTIONS(AJ_DECLARE_BINARY)
+#undef AJ_DECLARE_UNARY
+#undef AJ_DECLARE_BINARY
+
 Array true_divide(const Operand& a, const Operand& b);  // always floating point
 Array floor_divide(const Operand& a, const Operand& b); // floor(a / b), same dtype
-Array mod(const Operand& a, const Operand& b);
-Array maximum(const Operand& a, const Operand& b);  // NaN propagates, max(-0,+0)=+0
-Array minimum(const Operand& a, const Operand& b);  // NaN propagates, min(-0,+0)=-0
-Array pow(const Operand& a, const Operand& b);
 Array where(const Operand& cond, const Operand& a, const Operand& b);
 Array clip(const Operand& x, const Operand& lo, const Operand& hi);
-
-Array negative(const Operand& a);
-Array logical_not(const Operand& a);
-Array exp(const Operand& a);
-Array log(const Operand& a);
-Array log1p(const Operand& a);
-Array expm1(const Operand& a);
-Array sin(const Operand& a);
-Array cos(const Operand& a);
-Array tan(const Operand& a);
-Array tanh(const Operand& a);
-Array sigmoid(const Operand& a);
-Array sqrt(const Operand& a);
-Array rsqrt(const Operand& a);
-Array abs(const Operand& a);
-Array sign(const Operand& a);
-Array floor(const Operand& a);
-Array ceil(const Operand& a);
-Array round(const Operand& a);  // half to even, as NumPy
 
 // ---- reductions ----------------------------------------------------------------
 

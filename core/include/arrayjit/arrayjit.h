@@ -38,7 +38,8 @@ AJ_C_API const char* aj_last_error(void);
 
 /* ---- arrays ---------------------------------------------------------------- */
 
-typedef enum aj_dtype { AJ_BOOL = 0, AJ_I32 = 1, AJ_I64 = 2, AJ_F32 = 3, AJ_F64 = 4 } aj_dtype;
+/* aj::DType's values (arrayjit/dtypes.def). F16: IEEE binary16; BF16: bfloat16. */
+typedef enum aj_dtype { AJ_BOOL = 0, AJ_I32 = 1, AJ_I64 = 2, AJ_F32 = 3, AJ_F64 = 4, AJ_F16 = 5, AJ_BF16 = 6 } aj_dtype;
 
 /* Device types use DLPack's codes. */
 typedef enum aj_device_type {
@@ -76,7 +77,7 @@ typedef struct aj_view {
   const int64_t* shape;   /* ndim extents */
   const int64_t* strides; /* ndim strides in BYTES (as Py_buffer) */
   int32_t dtype;          /* aj_dtype */
-  const char* format;     /* PEP 3118 struct format: "?", "i", "q", "f", "d" */
+  const char* format;     /* PEP 3118 struct format: "?", "i", "q", "f", "d", "e" (f16); "" for bf16 (none exists) */
   int64_t itemsize;       /* bytes per element */
   int32_t device_type;    /* aj_device_type */
   int32_t device_id;

@@ -1,4 +1,5 @@
 // DType, Shape, Device: the small value types every other header uses.
+// The dtypes and their facts come from arrayjit/dtypes.def.
 #pragma once
 
 #include <cstddef>
@@ -7,28 +8,61 @@
 #include <string>
 #include <vector>
 
+#include "arrayjit/dtypes.def"
+#include "arrayjit/half.hpp"
+
 namespace aj {
 
-// Element types. Promotion follows NumPy for array-array pairs
-// (bool < i32 < i64, f32 < f64; an integer meeting f32 gives f64, as NumPy),
-// and treats C++ scalars as "weak" (see docs/semantics.md).
-enum class DType : std::uint8_t { bool_, i32, i64, f32, f64 };
+// Element types, one per row of arrayjit/dtypes.def. Promotion follows NumPy
+// for array-array pairs (promote_types) and treats C++ scalars as "weak"
+// (see docs/semantics.md).
+enum class DType : std::uint8_t {
+#define AJ_DTYPE_ENUM(e, name, bytes, cpp, cuda, cat, rank, fmt) e,
+  AJ_DTYPES(AJ_DTYPE_ENUM)
+#undef AJ_DTYPE_ENUM
+};
 
-inline constexpr int kNumDTypes = 5;
+enum class DTypeCategory : std::uint8_t { Bool, Int, Float };
 
-const char* dtype_name(DType t);  // "bool", "i32", ...
-std::size_t itemsize(DType t);    // bytes per element (bool is one byte)
-constexpr bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
-constexpr bool is_integer(DType t) { return t == DType::i32 || t == DType::i64; }
-// NumPy's promotion of two array dtypes.
+struct DTypeInfo {
+  const char* id;        // the enumerator, "bool_" (names generated code uses)
+  const char* name;      // "bool", "i32", ...
+  std::size_t itemsize;  // bytes per element (bool is one byte)
+  DTypeCategory category;
+  int rank;              // promotion order within the category
+  const char* cuda_type; // what generated CUDA C stores
+  const char* format;    // PEP 3118 buffer format ("" where there is none)
+};
+
+inline constexpr DTypeInfo kDTypeInfo[] = {
+#define AJ_DTYPE_INFO(e, name, bytes, cpp, cuda, cat, rank, fmt) {#e, name, bytes, DTypeCategory::cat, rank, cuda, fmt},
+    AJ_DTYPES(AJ_DTYPE_INFO)
+#undef AJ_DTYPE_INFO
+};
+inline constexpr int kNumDTypes = sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]);
+inline constexpr DType kAllDTypes[] = {
+#define AJ_DTYPE_LIST(e, name, bytes, cpp, cuda, cat, rank, fmt) DType::e,
+    AJ_DTYPES(AJ_DTYPE_LIST)
+#undef AJ_DTYPE_LIST
+};
+
+constexpr const DTypeInfo& dtype_info(DType t) { return kDTypeInfo[static_cast<int>(t)]; }
+constexpr const char* dtype_name(DType t) { return dtype_info(t).name; }
+constexpr std::size_t itemsize(DType t) { return dtype_info(t).itemsize; }
+constexpr bool is_float(DType t) { return dtype_info(t).category == DTypeCategory::Float; }
+constexpr bool is_integer(DType t) { return dtype_info(t).category == DTypeCategory::Int; }
+// f16 and bf16: stored as 16 bits, computed in f32.
+constexpr bool is_half(DType t) { return is_float(t) && dtype_info(t).itemsize == 2; }
+// NumPy's promotion of two array dtypes: within a category the higher rank
+// (f16 with bf16: f32); bool with anything: the other; an integer with a
+// float: f64 (NumPy's choice for i32 and i64, which no narrower float holds).
 DType promote_types(DType a, DType b);
 
 template <class T> struct dtype_of_t;
-template <> struct dtype_of_t<bool> { static constexpr DType value = DType::bool_; };
-template <> struct dtype_of_t<std::int32_t> { static constexpr DType value = DType::i32; };
-template <> struct dtype_of_t<std::int64_t> { static constexpr DType value = DType::i64; };
-template <> struct dtype_of_t<float> { static constexpr DType value = DType::f32; };
-template <> struct dtype_of_t<double> { static constexpr DType value = DType::f64; };
+#define AJ_DTYPE_OF(e, name, bytes, cpp, cuda, cat, rank, fmt) \
+  template <> struct dtype_of_t<cpp> { static constexpr DType value = DType::e; };
+AJ_DTYPES(AJ_DTYPE_OF)
+#undef AJ_DTYPE_OF
 template <class T> inline constexpr DType dtype_of = dtype_of_t<T>::value;
 
 // Row-major extents. Element counts are checked for int64 overflow where

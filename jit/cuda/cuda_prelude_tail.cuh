@@ -1,0 +1,24 @@
+
+// ---- jit/cuda/cuda_prelude_tail.cuh: what the kernel skeletons need beside aj::sem ----
+typedef long long i64;
+typedef unsigned long long u64;
+
+// Warp shuffles of every accumulator type (bool travels as int).
+template <class T> __device__ __forceinline__ T aj_shfl_down(T v, int d) { return __shfl_down_sync(0xffffffffu, v, d); }
+__device__ __forceinline__ bool aj_shfl_down(bool v, int d) { return __shfl_down_sync(0xffffffffu, (int)v, d) != 0; }
+
+// A 16-byte (or narrower) vector of N elements for wide loads and stores.
+template <class T, int N> struct alignas(sizeof(T) * N) aj_vec { T v[N]; };
+
+// Half dtypes: stored as CUDA's __half / __nv_bfloat16, computed as aj::f16 /
+// aj::bf16 (their bits; arithmetic happens in f32 after a cast). A kernel
+// with half streams defines AJ_HALF_STORAGE and includes cuda_fp16.h and
+// cuda_bf16.h before this prelude (cuda_source.cpp: kHalfHeaders).
+#ifdef AJ_HALF_STORAGE
+__device__ __forceinline__ aj::f16 aj_ld(__half h) { return aj::f16::from_bits(__half_as_ushort(h)); }
+__device__ __forceinline__ aj::bf16 aj_ld(__nv_bfloat16 h) { return aj::bf16::from_bits(__bfloat16_as_ushort(h)); }
+__device__ __forceinline__ void aj_st(__half* p, aj::f16 v) { *p = __ushort_as_half(v.bits); }
+__device__ __forceinline__ void aj_st(__nv_bfloat16* p, aj::bf16 v) { *p = __ushort_as_bfloat16(v.bits); }
+#endif
+template <class T> __device__ __forceinline__ T aj_ld(T v) { return v; }
+template <class T> __device__ __forceinline__ void aj_st(T* p, T v) { *p = v; }
