@@ -95,6 +95,14 @@ struct Kernel {
 // stride) or 2 (any other value, read at run time).
 constexpr int stride_kind(std::int64_t stride) { return stride == 0 ? 0 : stride == 1 ? 1 : 2; }
 
+// The same loop nest with fewer axes: extent-1 axes dropped, neighbouring
+// axes merged where every stream walks them as one and both are reduced or
+// both not; a reduction keeps a (trivial) reduced axis, and the result has at
+// least `min_rank` axes. False, and *out untouched, when nothing changes. The
+// host launcher collapses before it compiles (min_rank 0), CUDA before it
+// renders (min_rank 1: a source never depends on which extents are 1).
+bool collapse_axes(const Kernel& k, Kernel* out, std::size_t min_rank = 0);
+
 // Rewrites arithmetic on half dtypes to f32: operands cast up, results of a
 // half dtype cast back (one rounding per op, as base/semantics.hpp), half
 // reductions accumulated in f32 and cast in phase 1. Kernels without half

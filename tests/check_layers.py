@@ -26,7 +26,7 @@ ALLOWED = {
     "backends": {"base", "graph", "jit", "backends", "exec/backend.hpp"},
     "core": {"base", "graph", "opt", "jit", "exec", "backends", "core"},
 }
-LEAF_PUBLIC = {"arrayjit/dtype.hpp", "arrayjit/error.hpp", "arrayjit/stats.hpp"}
+LEAF_PUBLIC = {"arrayjit/dtype.hpp", "arrayjit/half.hpp", "arrayjit/error.hpp", "arrayjit/stats.hpp"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 

@@ -23,57 +23,6 @@ std::atomic<int> g_threads{0};
 
 constexpr std::int64_t kOuterChunk = 1024;
 
-// The same loop nest with fewer axes: extent-1 axes dropped, and adjacent
-// axes merged where every stream walks them as one (stride[d] ==
-// stride[d+1] * extent[d+1]) and both are reduced or both not. A contiguous
-// [1000, 3] kernel becomes one loop of 3000 (long vector loops, fewer index
-// divisions), and kernels of any rank over contiguous data share one
-// compiled function. False when nothing would change.
-bool collapse_axes(const Kernel& k, Kernel* out) {
-  const std::size_t rank = k.shape.size();
-  if (rank == 0) return false;
-  std::vector<const KStream*> streams;
-  for (auto& s : k.inputs) streams.push_back(&s);
-  for (auto& o : k.outputs) streams.push_back(&o.stream);
-  auto reduced = [&](std::size_t d) {
-    return std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end();
-  };
-  std::vector<std::int64_t> ext;
-  std::vector<bool> red;
-  std::vector<std::vector<std::int64_t>> st(streams.size());
-  for (std::size_t d = 0; d < rank; ++d) {
-    if (k.shape[d] == 1) continue;  // its index is always 0
-    bool merge = !ext.empty() && red.back() == reduced(d);
-    for (std::size_t s = 0; merge && s < streams.size(); ++s) {
-      merge = st[s].back() == streams[s]->strides[d] * k.shape[d];
-    }
-    if (merge) {
-      ext.back() *= k.shape[d];
-      for (std::size_t s = 0; s < streams.size(); ++s) st[s].back() = streams[s]->strides[d];
-      continue;
-    }
-    ext.push_back(k.shape[d]);
-    red.push_back(reduced(d));
-    for (std::size_t s = 0; s < streams.size(); ++s) st[s].push_back(streams[s]->strides[d]);
-  }
-  if (k.is_reduction() && std::find(red.begin(), red.end(), true) == red.end()) {
-    ext.push_back(1);  // a reduction keeps a (trivial) reduce axis
-    red.push_back(true);
-    for (auto& v : st) v.push_back(0);
-  }
-  if (ext.size() == rank) return false;
-  *out = k;
-  out->shape = ext;
-  out->reduce_axes.clear();
-  for (std::size_t d = 0; d < red.size(); ++d) if (red[d]) out->reduce_axes.push_back(static_cast<std::int64_t>(d));
-  for (std::size_t s = 0; s < streams.size(); ++s) {
-    KStream& t = s < k.inputs.size() ? out->inputs[s] : out->outputs[s - k.inputs.size()].stream;
-    t.strides = std::move(st[s]);
-  }
-  return true;
-}
-
-
 // The run-time arguments of one call of a compiled kernel: pointers, extents,
 // strides and offsets laid out as HostArgs wants them. Small kernels keep
 // them on the stack (a small call allocates nothing).
@@ -341,7 +290,7 @@ bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const st
 void run_kernel_compiled(const Kernel& original, const std::vector<const void*>& inputs,
                          const std::vector<void*>& outputs) {
   Kernel collapsed;
-  const Kernel& k = collapse_axes(original, &collapsed) ? collapsed : original;
+  const Kernel& k = aj::collapse_axes(original, &collapsed) ? collapsed : original;
   const std::int64_t outer = k.outer_points();
   if (outer == 0) return;  // nothing to write (reductions of empty axes still have outer points)
 

@@ -9,55 +9,10 @@
 namespace aj::cuda {
 
 Kernel collapse_axes(const Kernel& k) {
-  const std::size_t R = k.shape.size();
-  std::vector<bool> red(R, false);
-  for (auto a : k.reduce_axes) red[static_cast<std::size_t>(a)] = true;
-  Kernel c = k;
-  std::vector<KStream*> streams;
-  for (auto& s : c.inputs) streams.push_back(&s);
-  for (auto& o : c.outputs) streams.push_back(&o.stream);
-
-  // Axes kept: extent != 1. A reduction keeps at least one reduced axis and
-  // every kernel at least one axis (extent 1, stride 0) so the source shape
-  // does not depend on which extents happen to be 1 everywhere.
-  std::vector<std::int64_t> shape;
-  std::vector<bool> kred;
-  std::vector<std::vector<std::int64_t>> str(streams.size());
-  auto stride = [&](std::size_t s, std::size_t d) {
-    return s < k.inputs.size() ? k.inputs[s].strides[d] : k.outputs[s - k.inputs.size()].stream.strides[d];
-  };
-  auto push = [&](std::int64_t extent, bool r, std::size_t d, bool synthetic) {
-    shape.push_back(extent);
-    kred.push_back(r);
-    for (std::size_t s = 0; s < streams.size(); ++s) str[s].push_back(synthetic ? 0 : stride(s, d));
-  };
-  for (std::size_t d = 0; d < R; ++d) {
-    if (k.shape[d] == 1) continue;
-    // Merge into the previous kept axis when every stream walks both as one.
-    if (!shape.empty() && kred.back() == red[d]) {
-      bool merge = true;
-      for (std::size_t s = 0; s < streams.size(); ++s) merge &= str[s].back() == stride(s, d) * k.shape[d];
-      if (merge) {
-        shape.back() *= k.shape[d];
-        for (std::size_t s = 0; s < streams.size(); ++s) str[s].back() = stride(s, d);
-        continue;
-      }
-    }
-    push(k.shape[d], red[d], d, false);
-  }
-  const bool any_red = std::find(kred.begin(), kred.end(), true) != kred.end();
-  if (k.is_reduction() && !any_red) push(1, true, 0, true);
-  if (shape.empty()) push(1, false, 0, true);
-
-  c.shape = shape;
-  c.reduce_axes.clear();
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (kred[d]) c.reduce_axes.push_back(static_cast<std::int64_t>(d));
-  }
-  for (std::size_t s = 0; s < streams.size(); ++s) streams[s]->strides = str[s];
+  Kernel c;
+  if (!aj::collapse_axes(k, &c, 1)) c = k;
   return c;
 }
-
 
 bool innermost_is_outer(const Kernel& k) {
   return !k.shape.empty() && (k.reduce_axes.empty() || k.reduce_axes.back() != static_cast<std::int64_t>(k.shape.size()) - 1);
