@@ -8,6 +8,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/Linker/Linker.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 
 #include "arrayjit/error.hpp"
 #include "base/semantics.hpp"
@@ -201,6 +202,12 @@ Value* ScalarCodegen::generate(Op op, DType t, Value* scalars, Value* i) {
 // bitcode's aj_sem_convert_<to>(from, payload), the value passed as 64 bits.
 Value* ScalarCodegen::convert(Value* x, DType from, DType to) {
   if (from == to) return x;
+  // Between two floats of f32/f64 the IEEE conversion; from bool, 0/1.
+  const bool wide_floats = is_float(from) && is_float(to) && !is_half(from) && !is_half(to);
+  if (wide_floats) return to == DType::f64 ? b_.CreateFPExt(x, type(to)) : b_.CreateFPTrunc(x, type(to));
+  if (from == DType::bool_ && !is_half(to)) {
+    return is_float(to) ? b_.CreateUIToFP(x, type(to)) : b_.CreateZExt(x, type(to));
+  }
   if (host_has_f16c() && from == DType::f16 && (to == DType::f32 || to == DType::f64)) {
     Value* f = b_.CreateFPExt(b_.CreateBitCast(x, b_.getHalfTy()), b_.getFloatTy());
     return to == DType::f32 ? f : b_.CreateFPExt(f, b_.getDoubleTy());
@@ -260,6 +267,32 @@ Value* ScalarCodegen::combine(Op op, DType t, Value* a, Value* b, bool reassoc) 
   return sem_call("combine", t, op, {a, b});
 }
 
+// The plainest ops as single instructions: the same IR the bitcode inlines
+// to (IEEE + - * / and comparisons; integer + - * wrap), emitted directly so
+// a kernel of only these links no bitcode at all (cold compiles stay at
+// their old cost). nullptr: not one of them. Tested op by op against
+// semantics.hpp with every other op (tests/test_jit_host.cpp).
+Value* ScalarCodegen::plain(Op op, DType t, Value* a, Value* b) {
+  const bool fp = is_float(t) && !is_half(t), integer = is_integer(t);
+  if (!fp && !integer) return nullptr;
+  if (op == Op::Add) return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+  if (op == Op::Sub) return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
+  if (op == Op::Mul) return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
+  if (op == Op::Div && fp) return b_.CreateFDiv(a, b);
+  using P = llvm::CmpInst::Predicate;
+  struct Cmp {
+    Op op;
+    P f, i;
+  };
+  constexpr Cmp cmps[] = {{Op::Eq, P::FCMP_OEQ, P::ICMP_EQ},  {Op::Ne, P::FCMP_UNE, P::ICMP_NE},
+                          {Op::Lt, P::FCMP_OLT, P::ICMP_SLT}, {Op::Le, P::FCMP_OLE, P::ICMP_SLE},
+                          {Op::Gt, P::FCMP_OGT, P::ICMP_SGT}, {Op::Ge, P::FCMP_OGE, P::ICMP_SGE}};
+  for (const Cmp& c : cmps) {
+    if (c.op == op) return fp ? b_.CreateFCmp(c.f, a, b) : b_.CreateICmp(c.i, a, b);
+  }
+  return nullptr;
+}
+
 // Every category is handled; within a category every op goes through
 // semantics.hpp, so a new op in ops.def needs nothing here.
 Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c, bool reassoc) {
@@ -276,6 +309,7 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
       return sem_call("unary", t, in.op, {a});
     case OpCategory::Binary:
       no_half();
+      if (Value* v = plain(in.op, t, a, b)) return v;
       return sem_call(is_compare(in.op) ? "compare" : "binary", t, in.op, {a, b});
     case OpCategory::Ternary:
       if (in.op == Op::Where) return b_.CreateSelect(a, b, c);  // moves bits, halves too
@@ -291,6 +325,9 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
 
 void ScalarCodegen::finish_module(llvm::Module& m) {
   llvm::LLVMContext& ctx = m.getContext();
+  bool calls_semantics = false;
+  for (llvm::Function& f : m) calls_semantics |= f.isDeclaration() && f.getName().starts_with(kSemPrefix);
+  if (!calls_semantics) return;
   // Link the semantics functions the kernel calls (lazily read: only those
   // and what they call are materialized).
   const llvm::StringRef data(reinterpret_cast<const char*>(aj_semantics_bitcode), aj_semantics_bitcode_size);
@@ -305,19 +342,45 @@ void ScalarCodegen::finish_module(llvm::Module& m) {
   if (llvm::Linker::linkModules(m, std::move(*lazy), llvm::Linker::Flags::LinkOnlyNeeded)) {
     internal_error("jit: linking the semantics bitcode into a kernel failed");
   }
-  // Everything linked in exists to be inlined into the kernel.
+  // Everything linked in exists to be inlined into the kernel: inline it now.
+  // With the op a constant, inlining clones only that op's case (LLVM prunes
+  // on constant arguments), so O3 gets the kernel's own code, and only the
+  // math hooks the kernel really calls are left to write.
+  std::vector<llvm::Function*> linked;
+  for (llvm::Function& f : m) {
+    if (f.isDeclaration()) continue;
+    if (f.getName().starts_with(kSemPrefix) || f.hasLinkOnceODRLinkage() || f.hasLinkOnceLinkage()) {
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+      linked.push_back(&f);
+    }
+  }
+  for (bool again = true; again;) {
+    again = false;
+    for (llvm::Function& f : m) {
+      if (f.isDeclaration() || f.hasInternalLinkage()) continue;  // the kernel
+      std::vector<llvm::CallBase*> calls;
+      for (llvm::BasicBlock& bb : f) {
+        for (llvm::Instruction& in : bb) {
+          auto* call = llvm::dyn_cast<llvm::CallBase>(&in);
+          llvm::Function* callee = call ? call->getCalledFunction() : nullptr;
+          if (callee && !callee->isDeclaration() && callee->hasInternalLinkage()) calls.push_back(call);
+        }
+      }
+      for (llvm::CallBase* call : calls) {
+        llvm::InlineFunctionInfo info;
+        if (!llvm::InlineFunction(*call, info).isSuccess()) internal_error("jit: a semantics function did not inline");
+        again = true;
+      }
+    }
+  }
+  for (llvm::Function* f : linked) f->dropAllReferences();  // they only call each other now
+  for (llvm::Function* f : linked) {
+    if (!f->use_empty()) internal_error("jit: a semantics function is still called after inlining");
+    f->eraseFromParent();
+  }
   std::vector<llvm::Function*> hooks;
   for (llvm::Function& f : m) {
-    const llvm::StringRef name = f.getName();
-    if (f.isDeclaration()) {
-      if (name.starts_with(kMathPrefix)) hooks.push_back(&f);
-      continue;
-    }
-    if (name.starts_with(kSemPrefix) || f.hasLinkOnceODRLinkage() || f.hasLinkOnceLinkage()) {
-      f.setLinkage(llvm::GlobalValue::InternalLinkage);
-      f.addFnAttr(llvm::Attribute::AlwaysInline);
-      for (const char* a : {"target-cpu", "target-features", "tune-cpu"}) f.removeFnAttr(a);
-    }
+    if (f.isDeclaration() && f.getName().starts_with(kMathPrefix) && !f.use_empty()) hooks.push_back(&f);
   }
   // The math hooks' bodies: aj_math_<name>_<f32|f64>.
   for (llvm::Function* f : hooks) {
