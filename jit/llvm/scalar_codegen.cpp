@@ -267,6 +267,23 @@ Value* ScalarCodegen::combine(Op op, DType t, Value* a, Value* b, bool reassoc) 
   return sem_call("combine", t, op, {a, b});
 }
 
+// sem::fmax_nan / fmin_nan as selects: the first NaN operand is returned,
+// max(-0, +0) = +0, min(-0, +0) = -0. (The bitcode's branches vectorize
+// worse: a 20-op f64 chain of maximum and abs ran 1.3-1.6x slower.)
+Value* ScalarCodegen::fmax_nan(Value* a, Value* b, bool is_max) {
+  llvm::Type* it = b_.getIntNTy(a->getType()->getPrimitiveSizeInBits());
+  Value* a_nan = b_.CreateFCmpUNO(a, a);
+  Value* b_nan = b_.CreateFCmpUNO(b, b);
+  Value* eq = b_.CreateFCmpOEQ(a, b);
+  Value* a_neg = b_.CreateICmpSLT(b_.CreateBitCast(a, it), llvm::ConstantInt::get(it, 0));
+  Value* better = is_max ? b_.CreateFCmpOGT(a, b) : b_.CreateFCmpOLT(a, b);
+  Value* r = b_.CreateSelect(better, a, b);
+  Value* on_eq = is_max ? b_.CreateSelect(a_neg, b, a) : b_.CreateSelect(a_neg, a, b);
+  r = b_.CreateSelect(eq, on_eq, r);
+  r = b_.CreateSelect(b_nan, b, r);
+  return b_.CreateSelect(a_nan, a, r);
+}
+
 // The plainest ops as single instructions: the same IR the bitcode inlines
 // to (IEEE + - * / and comparisons; integer + - * wrap), emitted directly so
 // a kernel of only these links no bitcode at all (cold compiles stay at
@@ -279,6 +296,10 @@ Value* ScalarCodegen::plain(Op op, DType t, Value* a, Value* b) {
   if (op == Op::Sub) return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
   if (op == Op::Mul) return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
   if (op == Op::Div && fp) return b_.CreateFDiv(a, b);
+  if (op == Op::Max || op == Op::Min) {
+    if (integer) return b_.CreateSelect(op == Op::Max ? b_.CreateICmpSGT(a, b) : b_.CreateICmpSLT(a, b), a, b);
+    return fmax_nan(a, b, op == Op::Max);
+  }
   using P = llvm::CmpInst::Predicate;
   struct Cmp {
     Op op;

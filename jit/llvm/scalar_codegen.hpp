@@ -21,7 +21,8 @@
 //  - f16 <-> f32 conversions where the CPU has F16C (one instruction);
 //  - IEEE + - * / and comparisons, integer + - * and f32 <-> f64 (`plain`):
 //    one instruction each, the IR the bitcode inlines to anyway, written
-//    directly so that kernels of only these link no bitcode (cold compiles).
+//    directly so that kernels of only these link no bitcode (cold compiles);
+//    maximum/minimum as selects (the bitcode's branches vectorize worse).
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -58,6 +59,7 @@ class ScalarCodegen {
   llvm::Value* sem_call(const char* kind, DType t, Op op, llvm::ArrayRef<llvm::Value*> args);
   llvm::Value* combine(Op op, DType t, llvm::Value* acc, llvm::Value* x, bool reassoc);
   llvm::Value* plain(Op op, DType t, llvm::Value* a, llvm::Value* b);
+  llvm::Value* fmax_nan(llvm::Value* a, llvm::Value* b, bool is_max);
   llvm::Value* exp_f32(llvm::Value* x);
   llvm::Value* math(const std::string& name, llvm::Value* x, llvm::Value* y = nullptr);
   llvm::Value* pure_call(const std::string& name, llvm::Type* ret, llvm::ArrayRef<llvm::Value*> args,
