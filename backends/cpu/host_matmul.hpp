@@ -19,6 +19,10 @@
 // does not vary along and A walks in step with its rows fold into M (one
 // [batch * M, K] @ [K, N] call), the rest loop.
 //
+// f16/bf16: each operand's span is widened to f32 (views stay views), the f32
+// product above runs, and C is rounded once per element: sums accumulate in
+// f32, as docs/semantics.md says of every half reduction.
+//
 // i32/i64 wrap on overflow (docs/semantics.md), bool is OR of ANDs (NumPy);
 // both run a blocked loop of our own and give exactly the reference
 // interpreter's results.

@@ -13,7 +13,8 @@
 //
 // Semantics are those of base/semantics.hpp and the reference interpreter:
 //  - matmul: C[b..., m, n] = sum_k A[b..., m, k] * B[b..., k, n], C contiguous.
-//    Accumulates in the element type in k order (one rounding per + and *,
+//    Accumulates in the element type in k order (f16/bf16: in f32, loaded
+//    widened and rounded once at the store) (one rounding per + and *,
 //    no FMA: --fmad=false); integers wrap. The reference multiplies floats with
 //    Eigen, whose summation order differs: float results agree within rounding,
 //    integer results exactly. K = 0 gives zeros.
