@@ -48,6 +48,7 @@ const char* buffer_format(DType t) {
 
 Array import_borrowed(void* data, DType dtype, Shape shape, std::vector<std::int64_t> strides,
                       std::function<void()> give_back, const char* fn, const Loc& loc) {
+  trace::Scope scope;
   if (static_cast<int>(strides.size()) != shape.ndim()) user_error(fn, "strides and shape differ in length", loc);
   std::int64_t n = trace::checked_numel(shape.dims(), fn, loc);
   if (!data && n > 0) user_error(fn, "null data pointer for shape " + shape.str(), loc);
@@ -129,9 +130,10 @@ aj_status aj_view_acquire(const aj_array* a, int flags, aj_view* view) {
       // Writes must not reach another array: only this handle (and the view's
       // own) may refer to the node, nothing lazy may read it, no view may
       // share its buffer, and the buffer must be arrayjit's own.
+      aj::GraphScope in(*arr.graph_of());
       const aj::Node& n = aj::graph()[arr.node_id()];
       if (n.storage->borrowed) c_error("writable asked for, but " + what + " borrows caller memory");
-      if (n.ext > 2 || n.uses > 0 || n.storage.use_count() > 1) {
+      if (aj::graph().ext_count(arr.node_id()) > 2 || n.uses > 0 || n.storage.use_count() > 1) {
         c_error("writable asked for, but other arrays share the buffer of " + what);
       }
     }

@@ -32,6 +32,7 @@ Array leaf(std::shared_ptr<Storage> s, DType t, Shape shape, std::vector<std::in
 namespace {
 // `op` is the name the caller used (ones and zeros are fills too).
 Array fill(const char* op, Shape shape, Scalar value, DType dtype, const Loc& loc) try {
+  trace::Scope scope;
   trace::check_array_size(shape, dtype, op, loc);
   return trace::broadcast(trace::constant(value, dtype, op, loc), shape, loc);
 } catch (const std::bad_alloc&) {
@@ -46,6 +47,7 @@ Array zeros(Shape shape, DType dtype, Loc loc) { return fill("zeros", std::move(
 Array ones(Shape shape, DType dtype, Loc loc) { return fill("ones", std::move(shape), 1, dtype, loc); }
 
 Array arange(double start, double stop, double step, DType dtype, Loc loc) try {
+  trace::Scope scope;
   if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop)) {
     user_error("arange", "start, stop and step must be finite and step non-zero", loc);
   }
@@ -70,6 +72,7 @@ Array arange(double start, double stop, double step, DType dtype, Loc loc) try {
 }
 
 Array arange(std::int64_t n, DType dtype, Loc loc) try {
+  trace::Scope scope;
   if (n < 0) user_error("arange", "negative length " + std::to_string(n), loc);
   if (dtype == DType::bool_) user_error("arange", "does not make bool arrays", loc);
   trace::check_array_size(Shape{n}, dtype, "arange", loc);
@@ -85,6 +88,7 @@ Array arange(std::int64_t n, DType dtype, Loc loc) try {
 }
 
 Array linspace(double start, double stop, std::int64_t num, DType dtype, Loc loc) try {
+  trace::Scope scope;
   if (num < 0) user_error("linspace", "negative number of samples " + std::to_string(num), loc);
   if (dtype == DType::bool_) user_error("linspace", "does not make bool arrays", loc);
   if (!std::isfinite(start) || !std::isfinite(stop)) {
@@ -104,6 +108,7 @@ Array linspace(double start, double stop, std::int64_t num, DType dtype, Loc loc
 }
 
 Array eye(std::int64_t n, std::optional<std::int64_t> m, std::int64_t k, DType dtype, Loc loc) try {
+  trace::Scope scope;
   std::int64_t cols = m.value_or(n);
   trace::check_array_size(Shape{n, cols}, dtype, "eye", loc);
   Node node;
@@ -118,6 +123,7 @@ Array eye(std::int64_t n, std::optional<std::int64_t> m, std::int64_t k, DType d
 
 template <class T>
 Array from_vector(const std::vector<T>& data, Shape shape, Loc loc) try {
+  trace::Scope scope;
   std::int64_t n = trace::checked_numel(shape.dims(), "from_vector", loc);
   if (static_cast<std::int64_t>(data.size()) != n) {
     user_error("from_vector", std::to_string(data.size()) + " values do not fill shape " +
@@ -139,6 +145,7 @@ Array from_vector(const std::vector<T>& data, Shape shape, Loc loc) try {
 
 template <class T>
 Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides, Loc loc) try {
+  trace::Scope scope;
   std::int64_t n = trace::checked_numel(shape.dims(), "borrow", loc);
   if (!ptr && n > 0) user_error("borrow", "null pointer for " + shape.str(), loc);
   if (strides.empty()) strides = contiguous_strides(shape);
@@ -197,10 +204,13 @@ AJ_INSTANTIATE(double)
 namespace random {
 
 namespace {
-std::uint64_t g_seed = 0x5eed;
-std::uint64_t g_counter = 0;
+// Per thread (docs/semantics.md, "Threads"): seed() sets the calling thread's
+// stream; every thread starts at the same default seed.
+thread_local std::uint64_t g_seed = 0x5eed;
+thread_local std::uint64_t g_counter = 0;
 
 Array rand_node(Op op, Shape shape, double a, double b, DType dtype, const char* name, const Loc& loc) try {
+  trace::Scope scope;
   if (!is_float(dtype)) {
     user_error(name, std::string("makes floating point arrays, not ") + dtype_name(dtype) +
                          " (use astype after)", loc);

@@ -72,9 +72,12 @@ DeviceScope::DeviceScope(Device d)
 DeviceScope::~DeviceScope() { exec::set_scope_device(had_ ? std::optional<Device>(saved_) : std::nullopt); }
 
 std::string kernel_source(const std::vector<Array>& arrays) {
+  trace::Scope scope;
   std::vector<NodeId> roots;
   for (const Array& a : arrays) {
-    if (a.valid() && !a.is_evaluated()) roots.push_back(a.node_id());
+    if (!a.valid()) continue;
+    const NodeId id = trace::id(a, "cuda::kernel_source", Loc::current());
+    if (!graph()[id].evaluated()) roots.push_back(id);
   }
   if (roots.empty()) return {};
   const opt::Plan p = opt::plan(roots, /*use_cache=*/false);

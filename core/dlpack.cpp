@@ -48,7 +48,7 @@ struct Export {
 
 template <class Managed>
 Managed* export_tensor(const Array& a, void* stream, const char* op, const Loc& loc) {
-  trace::id(a, op, loc);
+  trace::own_node(a, op, loc);
   ArrayData d = a.data(loc);
   if (d.device.kind == Device::Kind::cuda && stream != reinterpret_cast<void*>(-1)) {
     // The consumer reads on its stream: the values must be there first. Until

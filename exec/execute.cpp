@@ -1,6 +1,7 @@
 // The one step loop (see execute.hpp).
 #include "exec/execute.hpp"
 
+#include <atomic>
 #include <string>
 #include <unordered_map>
 
@@ -13,7 +14,7 @@ namespace aj::exec {
 namespace {
 
 thread_local std::optional<Device> t_scope;
-DestinationHook g_destination = nullptr;
+std::atomic<DestinationHook> g_destination{nullptr};
 
 using Span = std::pair<const char*, const char*>;
 
@@ -50,7 +51,9 @@ void run_kernel_step(const opt::Plan& p, std::size_t k, Backend& target) {
     const Node& n = g[st.outputs[j]];
     const std::size_t bytes = static_cast<std::size_t>(n.numel()) * itemsize(n.dtype);
     std::shared_ptr<Storage> s;
-    if (g_destination && target.device().kind == Device::Kind::cpu) s = g_destination(st.outputs[j], bytes);
+    if (target.device().kind == Device::Kind::cpu) {
+      if (DestinationHook hook = g_destination.load(std::memory_order_acquire)) s = hook(st.outputs[j], bytes);
+    }
     for (const Donation& d : p.buffers.donations) {
       if (!s && d.step == static_cast<int>(k) && d.output == static_cast<int>(j) &&
           donation_applies(d.from, bytes, target.device())) {
@@ -62,7 +65,13 @@ void run_kernel_step(const opt::Plan& p, std::size_t k, Backend& target) {
     out_ptrs.push_back(s.get());
     outs.push_back(std::move(s));
   }
-  target.run_kernel(st.kernel, ins, out_ptrs);
+  {
+    // Other threads may use the graph while the kernel (and its compile)
+    // runs: this evaluation's nodes are claimed, its inputs kept by their
+    // readers, its outputs by `outs`.
+    GraphUnlocked unlocked;
+    target.run_kernel(st.kernel, ins, out_ptrs);
+  }
   ++detail::stats_mut().kernels_launched;
   for (std::size_t j = 0; j < st.outputs.size(); ++j) {
     const NodeId id = st.outputs[j];
@@ -80,7 +89,11 @@ void run_library_step(NodeId id, Backend& target) {
   auto out = target.allocate(static_cast<std::size_t>(n.numel()) * itemsize(n.dtype));
   std::vector<Layout> layouts;
   for (NodeId i : n.inputs) layouts.push_back({g[i].strides, g[i].offset});
-  target.run_library(library_call(n, layouts), ins, *out);
+  const LibraryCall call = library_call(n, layouts);
+  {
+    GraphUnlocked unlocked;  // as for kernels
+    target.run_library(call, ins, *out);
+  }
   ++detail::stats_mut().kernels_launched;
   g.set_result(id, std::move(out), contiguous_strides(n.shape), 0);
 }
@@ -254,7 +267,7 @@ void execute(const opt::Plan& p, Backend& target) {
   }
 }
 
-void set_destination_hook(DestinationHook hook) { g_destination = hook; }
+void set_destination_hook(DestinationHook hook) { g_destination.store(hook, std::memory_order_release); }
 
 std::optional<Device> scope_device() { return t_scope; }
 void set_scope_device(std::optional<Device> d) { t_scope = d; }

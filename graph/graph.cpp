@@ -6,6 +6,9 @@
 
 #include "base/stats.hpp"
 
+#include <algorithm>
+#include <mutex>
+
 namespace aj {
 
 namespace {
@@ -93,14 +96,31 @@ bool Graph::same_structure(const Node& a, const Node& b) const {
          a.ints == b.ints;
 }
 
+Graph::Graph() : cse_(std::make_unique<CseTable>()) {}
+
+Graph::~Graph() {
+  for (Node* seg : segs_) delete[] seg;
+}
+
+// A fresh id past the last one issued, growing the table by a segment when
+// the last is full. Segments never move: Node references stay valid.
+NodeId Graph::grow() {
+  if (count_ >= kNoNode - 1) runtime_error("aj: more than 2^32-2 live graph nodes");
+  const NodeId id = count_;
+  const std::uint32_t q = id / kFirst + 1;
+  const int k = 31 - __builtin_clz(q);
+  if (!segs_[k]) segs_[k] = new Node[std::size_t{kFirst} << k];
+  ++count_;
+  return id;
+}
+
 NodeId Graph::add(Node n) {
-  if (!cse_) cse_ = std::make_shared<CseTable>();
   const bool cse = n.op != Op::Input && !n.storage;
   if (cse) {
     n.hash = structural_hash(n);
     const NodeId same = cse_->find(n.hash, [&](NodeId id) {
-      const Node& m = nodes_[id];
-      return m.alive && !m.evaluated() && same_structure(m, n);
+      const Node& m = (*this)[id];
+      return m.alive && !m.evaluated() && m.claim == 0 && same_structure(m, n);
     });
     if (same != kNoNode) return same;
   }
@@ -109,72 +129,88 @@ NodeId Graph::add(Node n) {
     id = free_.back();
     free_.pop_back();
   } else {
-    if (nodes_.size() >= kNoNode - 1) runtime_error("aj: more than 2^32-2 live graph nodes");
-    id = static_cast<NodeId>(nodes_.size());
-    nodes_.emplace_back();
+    id = grow();
   }
-  for (NodeId in : n.inputs) ++nodes_[in].uses;
+  for (NodeId in : n.inputs) ++(*this)[in].uses;
   n.alive = true;
   n.ext = 0;
   n.uses = 0;
+  n.claim = 0;
   n.in_cse = cse;
-  nodes_[id] = std::move(n);
-  if (cse) cse_->insert(nodes_[id].hash, id);
-  ++live_;
-  auto& st = detail::stats_mut();
-  ++st.nodes_created;
-  st.live_nodes = live_;
+  Node& slot_ref = (*this)[id];
+  slot_ref = std::move(n);
+  if (cse) cse_->insert(slot_ref.hash, id);
+  live_.fetch_add(1, std::memory_order_relaxed);
+  ++detail::stats_mut().nodes_created;
   return id;
 }
 
 void Graph::cse_erase(NodeId id) {
-  Node& n = nodes_[id];
+  Node& n = (*this)[id];
   if (!n.in_cse) return;
   cse_->erase(n.hash, id);
   n.in_cse = false;
 }
 
+void Graph::retain_ext(NodeId id) {
+  std::atomic_ref<std::uint32_t>((*this)[id].ext).fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint32_t Graph::ext_count(NodeId id) const {
+  return std::atomic_ref<std::uint32_t>(const_cast<Node&>((*this)[id]).ext).load(std::memory_order_acquire);
+}
+
 void Graph::release_ext(NodeId id) {
-  if (nodes_[id].ext == 0) internal_error("release_ext of a node without handles");
-  --nodes_[id].ext;
-  maybe_free(id);
+  std::atomic_ref<std::uint32_t> ext((*this)[id].ext);
+  // Not the last handle: no lock (another handle keeps the node alive).
+  for (std::uint32_t old = ext.load(std::memory_order_relaxed); old > 1;) {
+    if (ext.compare_exchange_weak(old, old - 1, std::memory_order_acq_rel)) return;
+  }
+  GraphScope scope(*this);
+  const std::uint32_t old = ext.fetch_sub(1, std::memory_order_acq_rel);
+  if (old == 0) internal_error("release_ext of a node without handles");
+  if (old == 1) maybe_free(id);
 }
 
 void Graph::release_use(NodeId id) {
-  if (nodes_[id].uses == 0) internal_error("release_use of a node without uses");
-  --nodes_[id].uses;
+  Node& n = (*this)[id];
+  if (n.uses == 0) internal_error("release_use of a node without uses");
+  --n.uses;
   maybe_free(id);
 }
 
 // Frees `id` if nothing refers to it, then whatever that leaves unreferenced.
-// Iterative: a chain of a million ops must not overflow the stack.
+// Iterative: a chain of a million ops must not overflow the stack. A claimed
+// node that is not evaluated yet waits for its evaluation to end (unclaim
+// frees it then): the executor will still write it. An evaluated one is
+// freed at once, so a buffer goes back to the pool when its last reader ran.
 void Graph::maybe_free(NodeId first) {
-  {
-    const Node& n = nodes_[first];
-    if (!n.alive || n.ext != 0 || n.uses != 0) return;  // the common case: still referenced
-  }
+  auto unreferenced = [&](const Node& n) {
+    return n.alive && (n.claim == 0 || n.storage) && n.uses == 0 &&
+           std::atomic_ref<std::uint32_t>(const_cast<Node&>(n).ext).load(std::memory_order_acquire) == 0;
+  };
+  if (!unreferenced((*this)[first])) return;  // the common case: still referenced
   std::vector<NodeId> work{first};
   while (!work.empty()) {
     NodeId id = work.back();
     work.pop_back();
-    Node& n = nodes_[id];
-    if (!n.alive || n.ext != 0 || n.uses != 0) continue;
+    Node& n = (*this)[id];
+    if (!unreferenced(n)) continue;
     cse_erase(id);
     std::vector<NodeId> inputs = std::move(n.inputs);
     n = Node{};  // drops the storage: back to the allocator now
     free_.push_back(id);
-    --live_;
+    live_.fetch_sub(1, std::memory_order_relaxed);
     for (NodeId in : inputs) {
-      --nodes_[in].uses;
+      --(*this)[in].uses;
       work.push_back(in);
     }
   }
-  detail::stats_mut().live_nodes = live_;
 }
 
 void Graph::set_result(NodeId id, std::shared_ptr<Storage> storage,
                        std::vector<std::int64_t> strides, std::int64_t offset) {
-  Node& n = nodes_[id];
+  Node& n = (*this)[id];
   cse_erase(id);
   // Memos of device_of above this node may have been derived through it: a
   // result somewhere else than its memo says voids them all. Host results of
@@ -192,12 +228,12 @@ void Graph::set_result(NodeId id, std::shared_ptr<Storage> storage,
 }
 
 void Graph::rewrite(NodeId id, const Node& like) {
-  if (nodes_[id].evaluated() || nodes_[id].dtype != like.dtype || nodes_[id].shape != like.shape) {
+  if ((*this)[id].evaluated() || (*this)[id].dtype != like.dtype || (*this)[id].shape != like.shape) {
     internal_error("Graph::rewrite must keep an unevaluated node's dtype and shape");
   }
   cse_erase(id);
-  for (NodeId in : like.inputs) ++nodes_[in].uses;
-  Node& n = nodes_[id];
+  for (NodeId in : like.inputs) ++(*this)[in].uses;
+  Node& n = (*this)[id];
   if (n.dev_epoch == device_epoch_ && ++device_epoch_ == 0) device_epoch_ = 1;  // new inputs: memos void
   std::vector<NodeId> old = std::move(n.inputs);
   n.op = like.op;
@@ -209,40 +245,60 @@ void Graph::rewrite(NodeId id, const Node& like) {
   n.ints = like.ints;
   n.hash = structural_hash(n);
   n.in_cse = true;
-  if (!cse_) cse_ = std::make_shared<CseTable>();
   cse_->insert(n.hash, id);
   for (NodeId in : old) release_use(in);
 }
 
-std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots) {
-  Graph& g = graph();
+std::uint32_t Graph::claim(const std::vector<NodeId>& ids) {
+  if (++next_claim_ == 0) next_claim_ = 1;
+  for (NodeId id : ids) {
+    Node& n = (*this)[id];
+    if (n.claim != 0) internal_error("Graph::claim of a node another evaluation has claimed");
+    if (!n.evaluated()) n.claim = next_claim_;
+  }
+  ++claims_;
+  return next_claim_;
+}
+
+void Graph::unclaim(const std::vector<NodeId>& ids, std::uint32_t token) {
+  for (NodeId id : ids) {
+    Node& n = (*this)[id];
+    if (n.alive && n.claim == token) n.claim = 0;
+  }
+  for (NodeId id : ids) maybe_free(id);
+  --claims_;
+  claims_cv_.notify_all();
+}
+
+void Graph::wait_for_claims() {
+  if (!holds_lock(*this)) internal_error("Graph::wait_for_claims without the graph lock");
+  claims_cv_.wait(mu_);
+}
+
+std::vector<NodeId> Graph::unevaluated_order(const std::vector<NodeId>& roots) {
   std::vector<NodeId> order;
   // Seen marks by node id, reused across calls (this runs on every eval):
   // seen[id] == epoch means visited in this walk.
-  static std::vector<std::uint32_t>* seen_p = new std::vector<std::uint32_t>();
-  static std::uint32_t epoch = 0;
-  std::vector<std::uint32_t>& seen = *seen_p;
-  if (seen.size() < g.capacity()) seen.resize(g.capacity(), 0);
-  if (++epoch == 0) {
-    std::fill(seen.begin(), seen.end(), 0);
-    epoch = 1;
+  if (walk_seen_.size() < capacity()) walk_seen_.resize(capacity(), 0);
+  if (++walk_epoch_ == 0) {
+    std::fill(walk_seen_.begin(), walk_seen_.end(), 0);
+    walk_epoch_ = 1;
   }
-  static std::size_t last_size = 0;  // a loop repeats one graph: allocate once
-  order.reserve(last_size);
-  static std::vector<std::pair<NodeId, std::size_t>>* stack_p = new std::vector<std::pair<NodeId, std::size_t>>();
-  auto& stack = *stack_p;
+  const std::uint32_t epoch = walk_epoch_;
+  order.reserve(walk_last_size_);  // a loop repeats one graph: allocate once
+  auto& stack = walk_stack_;
   stack.clear();
   for (NodeId r : roots) {
-    if (g[r].evaluated() || seen[r] == epoch) continue;
+    if ((*this)[r].evaluated() || walk_seen_[r] == epoch) continue;
     stack.push_back({r, 0});
-    seen[r] = epoch;
+    walk_seen_[r] = epoch;
     while (!stack.empty()) {
       auto& [id, next] = stack.back();
-      const Node& n = g[id];
+      const Node& n = (*this)[id];
       if (next < n.inputs.size()) {
         NodeId in = n.inputs[next++];
-        if (!g[in].evaluated() && seen[in] != epoch) {
-          seen[in] = epoch;
+        if (!(*this)[in].evaluated() && walk_seen_[in] != epoch) {
+          walk_seen_[in] = epoch;
           stack.push_back({in, 0});
         }
       } else {
@@ -251,13 +307,135 @@ std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots) {
       }
     }
   }
-  last_size = order.size();
+  walk_last_size_ = order.size();
   return order;
 }
 
+std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots) {
+  return graph().unevaluated_order(roots);
+}
+
+// ---- threads and their graphs ---------------------------------------------------
+
+namespace {
+
+// What this thread is doing with graphs. Trivially destructible, so it is
+// usable from other thread_local destructors at exit.
+struct ThreadState {
+  Graph* own = nullptr;      // this thread's graph (made on first use)
+  Graph* current = nullptr;  // graph(): the innermost GraphScope's, else own
+  Graph* locked = nullptr;   // the one graph whose lock this thread holds
+  int depth = 0;             // scopes relying on that lock
+};
+thread_local ThreadState t_state;
+
+}  // namespace
+
+// Every graph ever made (never freed: handles point at them). A graph whose
+// thread has exited is adopted by a new thread once it has no live nodes.
+struct ThreadGraphs {
+  std::mutex mu;
+  std::vector<Graph*> all;
+
+  static ThreadGraphs& get() {
+    static ThreadGraphs* r = new ThreadGraphs();  // never destroyed: handles may outlive main
+    return *r;
+  }
+
+  Graph* adopt_or_make() {
+    std::lock_guard lock(mu);
+    for (Graph* g : all) {
+      if (!g->orphaned_ || g->live() != 0) continue;
+      std::unique_lock glock(g->mu_, std::try_to_lock);
+      if (!glock || !g->orphaned_ || g->live() != 0) continue;
+      g->orphaned_ = false;
+      return g;
+    }
+    all.push_back(new Graph());
+    return all.back();
+  }
+
+  static void orphan(Graph* g) {
+    std::lock_guard lock(g->mu_);
+    g->orphaned_ = true;
+  }
+};
+
+namespace {
+
+// Marks the thread's graph orphaned when the thread exits.
+struct ThreadExit {
+  ~ThreadExit() {
+    if (t_state.own) ThreadGraphs::orphan(t_state.own);
+  }
+};
+
+}  // namespace
+
+Graph& thread_graph() {
+  if (!t_state.own) {
+    static thread_local ThreadExit exit_hook;
+    (void)&exit_hook;
+    t_state.own = ThreadGraphs::get().adopt_or_make();
+    if (!t_state.current) t_state.current = t_state.own;
+  }
+  return *t_state.own;
+}
+
 Graph& graph() {
-  static Graph* g = new Graph();  // never destroyed: arrays in static objects may outlive main
-  return *g;
+  if (Graph* g = t_state.current) return *g;
+  Graph& own = thread_graph();
+  t_state.current = &own;
+  return own;
+}
+
+std::size_t live_nodes_all_graphs() {
+  ThreadGraphs& r = ThreadGraphs::get();
+  std::lock_guard lock(r.mu);
+  std::size_t n = 0;
+  for (Graph* g : r.all) n += g->live();
+  return n;
+}
+
+std::size_t graphs_made() {
+  ThreadGraphs& r = ThreadGraphs::get();
+  std::lock_guard lock(r.mu);
+  return r.all.size();
+}
+
+bool holds_lock(const Graph& g) { return t_state.locked == &g; }
+
+GraphScope::GraphScope(Graph& g)
+    : g_(&g), prev_current_(t_state.current), prev_locked_(t_state.locked), prev_depth_(t_state.depth) {
+  if (t_state.locked == &g) {
+    ++t_state.depth;
+  } else {
+    if (t_state.locked) t_state.locked->mu_.unlock();
+    g.mu_.lock();
+    t_state.locked = &g;
+    t_state.depth = 1;
+  }
+  t_state.current = &g;
+}
+
+GraphScope::~GraphScope() {
+  if (prev_locked_ != g_) {
+    g_->mu_.unlock();
+    if (prev_locked_) prev_locked_->mu_.lock();
+  }
+  t_state.locked = prev_locked_;
+  t_state.depth = prev_depth_;
+  t_state.current = prev_current_;
+}
+
+GraphUnlocked::GraphUnlocked() : g_(t_state.locked) {
+  if (g_) g_->mu_.unlock();
+  t_state.locked = nullptr;
+}
+
+GraphUnlocked::~GraphUnlocked() {
+  if (g_) g_->mu_.lock();
+  t_state.locked = g_;
 }
 
 std::vector<std::int64_t> contiguous_strides(const Shape& s) {

@@ -41,8 +41,20 @@ std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& 
 std::string jit_structure_key(const Kernel& k, const std::vector<int>& alias);
 
 // Compiled function for this kernel structure: from the in-memory cache, the
-// disk cache or a fresh compile. Throws aj::Error (runtime) on failure.
+// disk cache or a fresh compile. Throws aj::Error (runtime) on failure. The
+// caller holds a CodeInUse from before this call until the function returned.
 HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias);
+
+// Held by a thread while it looks up and runs compiled kernels (nests): code
+// dropped from the cache (clear_memory_cache, or the cache full) is freed
+// only once every thread that might still run it has let go.
+class CodeInUse {
+ public:
+  CodeInUse();
+  ~CodeInUse();
+  CodeInUse(const CodeInUse&) = delete;
+  CodeInUse& operator=(const CodeInUse&) = delete;
+};
 
 // LLVM IR for a kernel: as generated, or after the optimization pipeline.
 std::string host_kernel_ir(const Kernel& k, const std::vector<int>& alias, bool optimized);

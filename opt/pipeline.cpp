@@ -22,6 +22,8 @@ namespace aj::opt {
 
 namespace {
 
+// Switched by tests and AJ_DISABLE_PASSES; not to be changed while other
+// threads evaluate.
 std::set<std::string>& disabled_passes() {
   static std::set<std::string> s = [] {
     std::set<std::string> d;
@@ -37,7 +39,7 @@ bool pass_enabled(const char* name) { return !disabled_passes().count(name); }
 
 // Whether any log channel is on, read once per evaluation: asking each
 // channel reads the environment every time, which a small call notices.
-bool g_logging = true;
+thread_local bool g_logging = true;
 bool logging(const char* channel) { return g_logging && detail::log_enabled(channel); }
 
 // Runs one pass: `body(enabled)` does the work (a switched-off pass still

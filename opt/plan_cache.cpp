@@ -1,6 +1,8 @@
 #include "opt/plan_cache.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -10,18 +12,6 @@
 namespace aj::plan_cache {
 
 namespace {
-
-// Walk marks indexed by node id, reused across calls (tracing is
-// single-threaded): stamp == epoch means "seen in this walk".
-struct Marks {
-  std::vector<std::uint32_t> stamp, pos;
-  std::uint32_t epoch = 0;
-  std::vector<std::pair<NodeId, std::uint32_t>> stack;
-};
-Marks& marks() {
-  static Marks* m = new Marks();  // never destroyed, like the graph
-  return *m;
-}
 
 constexpr std::uint32_t kPending = 0xffffffffu;
 enum Tag : std::uint64_t { kLeaf = 0x1eaf, kNode = 0x40de, kRoots = 0x2007 };
@@ -35,18 +25,45 @@ struct Entry {
   BufferPlan buffers;
 };
 
-struct Cache {
+// Switched on or off for every graph; clear() bumps the epoch, and each
+// graph's cache empties itself when it next sees a new epoch.
+std::atomic<bool> g_enabled = [] {
+  const char* e = std::getenv("AJ_PLAN_CACHE");
+  return !(e && std::string(e) == "0");
+}();
+std::atomic<std::uint64_t> g_clear_epoch{0};
+
+// One graph's cache (graph/graph.hpp's per-graph attachment: threads never
+// share one), with the walk marks of make_key, indexed by node id and
+// reused across calls: stamp == epoch means "seen in this walk".
+struct Cache final : GraphAttachment {
   std::unordered_map<std::size_t, std::vector<Entry>> map;
   std::size_t entries = 0;
   Counters counters;
-  bool enabled = [] {
-    const char* e = std::getenv("AJ_PLAN_CACHE");
-    return !(e && std::string(e) == "0");
-  }();
+  std::uint64_t clear_epoch = 0;
+  std::vector<std::uint32_t> stamp, pos;
+  std::uint32_t epoch = 0;
+  std::vector<std::pair<NodeId, std::uint32_t>> stack;
+  Key scratch;  // reused: its vectors keep their capacity
+
+  void drop_plans() {
+    map.clear();
+    entries = 0;
+  }
 };
+constexpr int kSlot = 0;  // this file's attachment slot
+
+// The current graph's cache (the caller holds the graph lock).
 Cache& cache() {
-  static Cache* c = new Cache();
-  return *c;
+  auto& slot = graph().attachment(kSlot);
+  if (!slot) slot = std::make_unique<Cache>();
+  Cache& c = static_cast<Cache&>(*slot);
+  const std::uint64_t e = g_clear_epoch.load(std::memory_order_acquire);
+  if (c.clear_epoch != e) {
+    c.drop_plans();
+    c.clear_epoch = e;
+  }
+  return c;
 }
 
 // Copies `in` into `out` with every node id passed through f (kNoNode stays).
@@ -138,9 +155,8 @@ void refresh_scalars(Schedule* s) {
 
 const Key& make_key(const std::vector<NodeId>& roots) {
   Graph& g = graph();
-  Marks& m = marks();
-  static Key* scratch = new Key();  // reused: its vectors keep their capacity
-  Key& k = *scratch;
+  Cache& m = cache();
+  Key& k = m.scratch;
   k.words.clear();
   k.nodes.clear();
   k.hash = 0;
@@ -172,7 +188,7 @@ const Key& make_key(const std::vector<NodeId>& roots) {
     w.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 |
                 static_cast<std::uint32_t>(n.storage->device.index));
     w.push_back(n.storage->bytes);
-    w.push_back(static_cast<std::uint64_t>(n.storage->borrowed) << 1 | (n.ext > 0));
+    w.push_back(static_cast<std::uint64_t>(n.storage->borrowed) << 1 | (g.ext_count(id) > 0));
     w.push_back(n.uses);
     return m.pos[id];
   };
@@ -197,7 +213,7 @@ const Key& make_key(const std::vector<NodeId>& roots) {
     for (auto v : n.ints) w.push_back(static_cast<std::uint64_t>(v));
     w.push_back(n.inputs.size());
     for (NodeId in : n.inputs) w.push_back(m.pos[in]);
-    w.push_back(static_cast<std::uint64_t>(n.uses) << 1 | (n.ext > 0));
+    w.push_back(static_cast<std::uint64_t>(n.uses) << 1 | (g.ext_count(id) > 0));
     m.pos[id] = static_cast<std::uint32_t>(k.nodes.size());
     k.nodes.push_back(id);
   };
@@ -255,7 +271,7 @@ const Key& make_key(const std::vector<NodeId>& roots) {
 
 bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers) {
   Cache& c = cache();
-  if (!c.enabled || key.words.empty()) return false;
+  if (!enabled() || key.words.empty()) return false;
   auto it = c.map.find(key.hash);
   if (it != c.map.end()) {
     for (const Entry& e : it->second) {
@@ -275,7 +291,7 @@ bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers) {
 
 void insert(const Key& key, const Schedule& schedule, const BufferPlan& buffers) {
   Cache& c = cache();
-  if (!c.enabled || key.words.empty()) return;
+  if (!enabled() || key.words.empty()) return;
   std::unordered_map<NodeId, NodeId> pos;
   pos.reserve(key.nodes.size());
   for (std::size_t i = 0; i < key.nodes.size(); ++i) pos.emplace(key.nodes[i], static_cast<NodeId>(i));
@@ -285,10 +301,7 @@ void insert(const Key& key, const Schedule& schedule, const BufferPlan& buffers)
     return it == pos.end() ? kNoNode : it->second;
   });
   if (!ok) return;  // the plan reaches outside the walk: not cached
-  if (c.entries >= kMaxEntries) {
-    c.map.clear();
-    c.entries = 0;
-  }
+  if (c.entries >= kMaxEntries) c.drop_plans();
   e.words = key.words;
   c.map[key.hash].push_back(std::move(e));
   ++c.entries;
@@ -332,18 +345,15 @@ Counters counters() {
   return r;
 }
 
-void clear() {
-  cache().map.clear();
-  cache().entries = 0;
-}
+void clear() { g_clear_epoch.fetch_add(1, std::memory_order_acq_rel); }
 
 void reset_counters() { cache().counters = {}; }
 
 void set_enabled(bool on) {
-  cache().enabled = on;
+  g_enabled.store(on, std::memory_order_release);
   if (!on) clear();
 }
 
-bool enabled() { return cache().enabled; }
+bool enabled() { return g_enabled.load(std::memory_order_acquire); }
 
 }  // namespace aj::plan_cache

@@ -1,6 +1,7 @@
 #include "opt/verify.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -21,8 +22,8 @@ bool verify_from_env() {
 #endif
 }
 
-bool& verify_flag() {
-  static bool on = verify_from_env();
+std::atomic<bool>& verify_flag() {
+  static std::atomic<bool> on{verify_from_env()};
   return on;
 }
 
@@ -202,7 +203,7 @@ void verify(const Graph& g, const char* after_pass) {
                      " has uses = " + std::to_string(n.uses) + " but " + std::to_string(readers[id]) +
                      " live readers");
     }
-    if (n.alive && n.ext == 0 && n.uses == 0) {
+    if (n.alive && g.ext_count(id) == 0 && n.uses == 0) {
       internal_error(std::string("verify after ") + after_pass + ": node " + std::to_string(id) +
                      " is alive with no handle and no reader (should have been freed)");
     }

@@ -340,6 +340,7 @@ bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const st
 
 void run_kernel_compiled(const Kernel& original, const std::vector<const void*>& inputs,
                          const std::vector<void*>& outputs) {
+  jit::CodeInUse in_use;  // the compiled code stays loaded until this launch is done
   Kernel collapsed;
   const Kernel& k = collapse_axes(original, &collapsed) ? collapsed : original;
   const std::int64_t outer = k.outer_points();

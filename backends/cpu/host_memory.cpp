@@ -172,7 +172,7 @@ void system_free(void* p, std::size_t size) {
 // bytes released. The caller holds pl.mu.
 std::size_t release_cached_locked(HostPool& pl, std::size_t keep) {
   std::size_t released = 0;
-  Stats& st = detail::stats_mut();
+  detail::Counters& st = detail::stats_mut();
   for (std::size_t c = kClasses; c-- > 0 && pl.cached > keep;) {
     std::vector<void*>& list = pl.free_lists[c];
     const std::size_t size = class_size_at(c);
@@ -266,7 +266,7 @@ std::shared_ptr<Storage> host_alloc(std::size_t bytes) {
       AJ_ASAN_POISON(static_cast<char*>(p) + visible_bytes(bytes), cls.size - visible_bytes(bytes));
     }
     std::lock_guard<std::mutex> lock(pl.mu);
-    Stats& st = detail::stats_mut();
+    detail::Counters& st = detail::stats_mut();
     ++st.system_allocs;
     st.bytes_allocated += cls.size;
     detail::note_live_bytes(static_cast<std::int64_t>(bytes));

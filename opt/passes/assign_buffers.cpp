@@ -50,7 +50,7 @@ class Planner {
     const Node& n = g_[id];
     auto it = consumers_.find(id);
     std::size_t inside = it == consumers_.end() ? 0 : it->second.size();
-    return n.ext > 0 || n.uses != inside;
+    return g_.ext_count(id) > 0 || n.uses != inside;
   }
 
   // No reader of `id` is left after step k (and no handle).
@@ -247,7 +247,7 @@ BufferPlan assign_buffers(const Schedule& s) { return Planner(s).run(); }
 
 bool donation_applies(NodeId from, std::size_t bytes, Device device) {
   const Node& n = graph()[from];
-  return n.alive && n.evaluated() && n.ext == 0 && !n.storage->borrowed && n.storage->device == device &&
+  return n.alive && n.evaluated() && graph().ext_count(from) == 0 && !n.storage->borrowed && n.storage->device == device &&
          n.storage.use_count() == 1 && n.storage->bytes == bytes;
 }
 

@@ -3,6 +3,16 @@
 // Every op below records a node at once (shape and dtype are inferred when the
 // op is written, and mistakes throw aj::Error naming the caller's file:line).
 // Nothing runs until a value is needed: eval(), to_vector(), item(), printing.
+//
+// Threads: any number of threads may trace, evaluate, read out and destroy
+// arrays at the same time. Each thread traces into a graph of its own, so
+// arrays made on different threads are independent and never contend; an
+// array may be handed to another thread and used there (as an operand it is
+// evaluated first, then shared without a copy), and one evaluated array
+// (weights, say) may be read by many threads at once. What is not allowed,
+// as for std::vector: two threads assigning to the same Array object at once,
+// or one assigning while another reads it (copy the handle instead: copies are
+// cheap and safe). docs/semantics.md, "Threads", has the whole model.
 #pragma once
 
 #include <concepts>
@@ -21,6 +31,7 @@ namespace aj {
 
 class Array;
 struct ArrayData;
+class Graph;  // a thread's traced graph (internal: graph/graph.hpp)
 
 // Axes of a reduction: one axis, a list, or (default) all of them.
 // Negative axes count from the end.
@@ -106,6 +117,8 @@ class Array {
 
   bool valid() const { return id_ != kNoNode; }
   // On an empty handle these throw a user error naming the caller's line.
+  // shape() refers into the array's node: valid as long as a handle to this
+  // array lives (on any thread), whatever else is traced meanwhile.
   DType dtype(Loc loc = Loc::current()) const;
   const Shape& shape(Loc loc = Loc::current()) const;
   int ndim(Loc loc = Loc::current()) const;
@@ -157,13 +170,17 @@ class Array {
   Array& operator/=(const Operand& b);
   Array& operator%=(const Operand& b);
 
-  // Internal: the node this handle refers to.
+  // Internal: the node this handle refers to, in graph_of().
   static constexpr std::uint32_t kNoNode = 0xffffffffu;
   std::uint32_t node_id() const { return id_; }
-  static Array from_node(std::uint32_t id);  // takes a new external reference
+  Graph* graph_of() const { return g_; }
+  // A handle to node `id` of the graph the calling thread works in now
+  // (graph/graph.hpp graph()); takes a new external reference.
+  static Array from_node(std::uint32_t id);
 
  private:
   void copy_out(void* dst, DType as, const Loc& loc) const;
+  Graph* g_ = nullptr;
   std::uint32_t id_ = kNoNode;
 };
 
@@ -354,6 +371,9 @@ std::ostream& operator<<(std::ostream& os, DType t);
 std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 namespace random {
+// The random state is per thread: seed() sets the calling thread's seed, and
+// every thread starts at the same default seed (give threads seeds of their
+// own, e.g. seed(base + thread_index), when their streams must differ).
 void seed(std::uint64_t s);
 // Uniform in [lo, hi). Counter-based: the values depend only on the seed and
 // the number of random arrays made since it was set, never on the backend.
