@@ -105,13 +105,17 @@ void eval(const std::vector<Array>& arrays, Loc loc) try {
 namespace detail {
 namespace {
 // Per thread: a test switching to the oracle affects its own thread only.
-thread_local Executor t_executor = [] {
-  const char* e = std::getenv("AJ_EXECUTOR");
-  return e && std::string(e) == "reference" ? Executor::reference : Executor::optimized;
-}();
+// -1: not read from AJ_EXECUTOR yet.
+constinit thread_local int t_executor [[gnu::tls_model("initial-exec")]] = -1;
 }  // namespace
-Executor executor() { return t_executor; }
-void set_executor(Executor e) { t_executor = e; }
+Executor executor() {
+  if (t_executor < 0) {
+    const char* e = std::getenv("AJ_EXECUTOR");
+    t_executor = static_cast<int>(e && std::string(e) == "reference" ? Executor::reference : Executor::optimized);
+  }
+  return static_cast<Executor>(t_executor);
+}
+void set_executor(Executor e) { t_executor = static_cast<int>(e); }
 }  // namespace detail
 
 namespace {
@@ -196,7 +200,7 @@ Array Array::T(Loc loc) const { return aj::transpose(*this, {}, loc); }
 namespace trace {
 
 namespace {
-thread_local Scope* t_scope = nullptr;  // the innermost op scope of this thread
+constinit thread_local Scope* t_scope [[gnu::tls_model("initial-exec")]] = nullptr;  // the innermost op scope of this thread
 }  // namespace
 
 Scope::Scope() : graph_(thread_graph()), outer_(t_scope) { t_scope = this; }

@@ -13,7 +13,7 @@ namespace aj::exec {
 
 namespace {
 
-thread_local std::optional<Device> t_scope;
+constinit thread_local std::optional<Device> t_scope [[gnu::tls_model("initial-exec")]];
 std::atomic<DestinationHook> g_destination{nullptr};
 
 using Span = std::pair<const char*, const char*>;

@@ -98,18 +98,27 @@ bool Graph::same_structure(const Node& a, const Node& b) const {
 
 Graph::Graph() : cse_(std::make_unique<CseTable>()) {}
 
-Graph::~Graph() {
-  for (Node* seg : segs_) delete[] seg;
-}
+Graph::~Graph() = default;
 
-// A fresh id past the last one issued, growing the table by a segment when
-// the last is full. Segments never move: Node references stay valid.
+// A fresh id past the last one issued, adding a segment when the last is
+// full (and a larger directory when that is full). Segments never move:
+// Node references stay valid.
 NodeId Graph::grow() {
   if (count_ >= kNoNode - 1) runtime_error("aj: more than 2^32-2 live graph nodes");
   const NodeId id = count_;
-  const std::uint32_t q = id / kFirst + 1;
-  const int k = 31 - __builtin_clz(q);
-  if (!segs_[k]) segs_[k] = new Node[std::size_t{kFirst} << k];
+  const std::size_t seg = id >> kSegmentShift;
+  if (seg == segments_.size()) {
+    if (seg == dir_size_) {
+      const std::size_t size = dir_size_ ? dir_size_ * 2 : 8;
+      auto dir = std::make_unique<Node*[]>(size);
+      for (std::size_t k = 0; k < segments_.size(); ++k) dir[k] = segments_[k].get();
+      dir_.store(dir.get(), std::memory_order_release);
+      dirs_.push_back(std::move(dir));
+      dir_size_ = size;
+    }
+    segments_.push_back(std::make_unique<Node[]>(kSegment));
+    dirs_.back()[seg] = segments_.back().get();
+  }
   ++count_;
   return id;
 }
@@ -166,10 +175,14 @@ void Graph::release_ext(NodeId id) {
   for (std::uint32_t old = ext.load(std::memory_order_relaxed); old > 1;) {
     if (ext.compare_exchange_weak(old, old - 1, std::memory_order_acq_rel)) return;
   }
+  auto last = [&] {
+    const std::uint32_t old = ext.fetch_sub(1, std::memory_order_acq_rel);
+    if (old == 0) internal_error("release_ext of a node without handles");
+    if (old == 1) maybe_free(id);
+  };
+  if (holds_lock(*this)) return last();  // inside an op: the lock is ours already
   GraphScope scope(*this);
-  const std::uint32_t old = ext.fetch_sub(1, std::memory_order_acq_rel);
-  if (old == 0) internal_error("release_ext of a node without handles");
-  if (old == 1) maybe_free(id);
+  last();
 }
 
 void Graph::release_use(NodeId id) {
@@ -190,8 +203,10 @@ void Graph::maybe_free(NodeId first) {
            std::atomic_ref<std::uint32_t>(const_cast<Node&>(n).ext).load(std::memory_order_acquire) == 0;
   };
   if (!unreferenced((*this)[first])) return;  // the common case: still referenced
-  std::vector<NodeId> work{first};
-  while (!work.empty()) {
+  std::vector<NodeId>& work = free_work_;  // reused: freeing allocates nothing (lock held)
+  const std::size_t bottom = work.size();   // maybe_free does not nest, but stay safe if it did
+  work.push_back(first);
+  while (work.size() > bottom) {
     NodeId id = work.back();
     work.pop_back();
     Node& n = (*this)[id];
@@ -265,14 +280,17 @@ void Graph::unclaim(const std::vector<NodeId>& ids, std::uint32_t token) {
     Node& n = (*this)[id];
     if (n.alive && n.claim == token) n.claim = 0;
   }
-  for (NodeId id : ids) maybe_free(id);
+  // Consumers first (ids are inputs first): a dead chain goes in one walk.
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) maybe_free(*it);
   --claims_;
-  claims_cv_.notify_all();
+  if (waiters_ > 0) claims_cv_.notify_all();
 }
 
 void Graph::wait_for_claims() {
   if (!holds_lock(*this)) internal_error("Graph::wait_for_claims without the graph lock");
+  ++waiters_;
   claims_cv_.wait(mu_);
+  --waiters_;
 }
 
 std::vector<NodeId> Graph::unevaluated_order(const std::vector<NodeId>& roots) {
@@ -317,19 +335,8 @@ std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots) {
 
 // ---- threads and their graphs ---------------------------------------------------
 
-namespace {
-
-// What this thread is doing with graphs. Trivially destructible, so it is
-// usable from other thread_local destructors at exit.
-struct ThreadState {
-  Graph* own = nullptr;      // this thread's graph (made on first use)
-  Graph* current = nullptr;  // graph(): the innermost GraphScope's, else own
-  Graph* locked = nullptr;   // the one graph whose lock this thread holds
-  int depth = 0;             // scopes relying on that lock
-};
-thread_local ThreadState t_state;
-
-}  // namespace
+// Trivially destructible: usable from other thread_local destructors at exit.
+constinit thread_local ThreadGraphState detail::t_graphs;
 
 // Every graph ever made (never freed: handles point at them). A graph whose
 // thread has exited is adopted by a new thread once it has no live nodes.
@@ -366,26 +373,25 @@ namespace {
 // Marks the thread's graph orphaned when the thread exits.
 struct ThreadExit {
   ~ThreadExit() {
-    if (t_state.own) ThreadGraphs::orphan(t_state.own);
+    if (detail::t_graphs.own) ThreadGraphs::orphan(detail::t_graphs.own);
   }
 };
 
 }  // namespace
 
 Graph& thread_graph() {
-  if (!t_state.own) {
+  if (!detail::t_graphs.own) {
     static thread_local ThreadExit exit_hook;
     (void)&exit_hook;
-    t_state.own = ThreadGraphs::get().adopt_or_make();
-    if (!t_state.current) t_state.current = t_state.own;
+    detail::t_graphs.own = ThreadGraphs::get().adopt_or_make();
+    if (!detail::t_graphs.current) detail::t_graphs.current = detail::t_graphs.own;
   }
-  return *t_state.own;
+  return *detail::t_graphs.own;
 }
 
-Graph& graph() {
-  if (Graph* g = t_state.current) return *g;
+Graph& detail::first_graph() {
   Graph& own = thread_graph();
-  t_state.current = &own;
+  detail::t_graphs.current = &own;
   return own;
 }
 
@@ -403,19 +409,17 @@ std::size_t graphs_made() {
   return r.all.size();
 }
 
-bool holds_lock(const Graph& g) { return t_state.locked == &g; }
-
 GraphScope::GraphScope(Graph& g)
-    : g_(&g), prev_current_(t_state.current), prev_locked_(t_state.locked), prev_depth_(t_state.depth) {
-  if (t_state.locked == &g) {
-    ++t_state.depth;
+    : g_(&g), prev_current_(detail::t_graphs.current), prev_locked_(detail::t_graphs.locked), prev_depth_(detail::t_graphs.depth) {
+  if (detail::t_graphs.locked == &g) {
+    ++detail::t_graphs.depth;
   } else {
-    if (t_state.locked) t_state.locked->mu_.unlock();
+    if (detail::t_graphs.locked) detail::t_graphs.locked->mu_.unlock();
     g.mu_.lock();
-    t_state.locked = &g;
-    t_state.depth = 1;
+    detail::t_graphs.locked = &g;
+    detail::t_graphs.depth = 1;
   }
-  t_state.current = &g;
+  detail::t_graphs.current = &g;
 }
 
 GraphScope::~GraphScope() {
@@ -423,19 +427,19 @@ GraphScope::~GraphScope() {
     g_->mu_.unlock();
     if (prev_locked_) prev_locked_->mu_.lock();
   }
-  t_state.locked = prev_locked_;
-  t_state.depth = prev_depth_;
-  t_state.current = prev_current_;
+  detail::t_graphs.locked = prev_locked_;
+  detail::t_graphs.depth = prev_depth_;
+  detail::t_graphs.current = prev_current_;
 }
 
-GraphUnlocked::GraphUnlocked() : g_(t_state.locked) {
+GraphUnlocked::GraphUnlocked() : g_(detail::t_graphs.locked) {
   if (g_) g_->mu_.unlock();
-  t_state.locked = nullptr;
+  detail::t_graphs.locked = nullptr;
 }
 
 GraphUnlocked::~GraphUnlocked() {
   if (g_) g_->mu_.lock();
-  t_state.locked = g_;
+  detail::t_graphs.locked = g_;
 }
 
 std::vector<std::int64_t> contiguous_strides(const Shape& s) {

@@ -160,13 +160,13 @@ class Graph {
   friend Graph& thread_graph();
   friend struct ThreadGraphs;
 
-  // Segment k holds ids [kFirst * (2^k - 1), kFirst * (2^(k+1) - 1)).
-  static constexpr std::uint32_t kFirst = 256;
-  static constexpr int kSegments = 25;  // enough for 2^32 ids
+  // Segments of kSegment nodes; the directory of segment pointers doubles as
+  // needed, and an outgrown directory is kept until the graph goes (a thread
+  // reading a node without the lock may still hold it). A node is two loads
+  // away: no copy ever moves one.
+  static constexpr std::uint32_t kSegmentShift = 10, kSegment = 1u << kSegmentShift;
   Node* slot(NodeId id) const {
-    const std::uint32_t q = id / kFirst + 1;
-    const int k = 31 - __builtin_clz(q);
-    return segs_[k] + (id - kFirst * ((1u << k) - 1));
+    return dir_.load(std::memory_order_acquire)[id >> kSegmentShift] + (id & (kSegment - 1));
   }
   NodeId grow();
 
@@ -174,13 +174,18 @@ class Graph {
   void cse_erase(NodeId id);
   bool same_structure(const Node& a, const Node& b) const;
 
-  Node* segs_[kSegments] = {};
+  std::atomic<Node* const*> dir_{nullptr};
+  std::vector<std::unique_ptr<Node*[]>> dirs_;    // every directory made (the last is dir_)
+  std::vector<std::unique_ptr<Node[]>> segments_;
+  std::size_t dir_size_ = 0;
   std::uint32_t count_ = 0;  // ids issued
   std::vector<NodeId> free_;
   std::atomic<std::size_t> live_{0};
   std::uint32_t device_epoch_ = 1;
   std::uint32_t next_claim_ = 0;
   std::size_t claims_ = 0;  // evaluations holding a claim
+  std::size_t waiters_ = 0;  // evaluations waiting for a claim to end
+  std::vector<NodeId> free_work_;  // maybe_free's stack
   struct CseTable;
   std::unique_ptr<CseTable> cse_;
   std::unique_ptr<GraphAttachment> attach_[kAttachmentSlots];
@@ -193,9 +198,26 @@ class Graph {
   bool orphaned_ = false;  // its thread has exited (the graph may be adopted by a new one)
 };
 
+// What this thread is doing with graphs (graph.cpp). Initial-exec TLS and
+// constinit: reading it is one load, not a call (graph() runs on every node
+// access of every pass).
+struct ThreadGraphState {
+  Graph* own = nullptr;      // this thread's graph (made on first use)
+  Graph* current = nullptr;  // graph(): the innermost GraphScope's, else own
+  Graph* locked = nullptr;   // the one graph whose lock this thread holds
+  int depth = 0;             // scopes relying on that lock
+};
+namespace detail {
+extern constinit thread_local ThreadGraphState t_graphs [[gnu::tls_model("initial-exec")]];
+Graph& first_graph();  // makes this thread's graph
+}  // namespace detail
+
 // The graph this thread works in now: the one a GraphScope entered, else its
 // own. Every pass and the executor use it.
-Graph& graph();
+inline Graph& graph() {
+  Graph* g = detail::t_graphs.current;
+  return g ? *g : detail::first_graph();
+}
 // This thread's own graph (made on first use; adopted from a thread that has
 // exited when one is free).
 Graph& thread_graph();
@@ -239,7 +261,7 @@ class GraphUnlocked {
 };
 
 // Whether this thread holds the lock of graph g now.
-bool holds_lock(const Graph& g);
+inline bool holds_lock(const Graph& g) { return detail::t_graphs.locked == &g; }
 
 // Topological order (inputs first) of the unevaluated nodes the roots need
 // (in graph()).

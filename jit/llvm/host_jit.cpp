@@ -100,31 +100,40 @@ struct Readers {
   }
 };
 
+// This thread's slot (plain TLS, one load to reach), and the object that
+// gives it back when the thread exits.
 struct ThreadReader {
   ReaderSlot* slot = nullptr;
   int depth = 0;
-  ~ThreadReader() {
-    if (!slot) return;
+};
+constinit thread_local ThreadReader t_reader [[gnu::tls_model("initial-exec")]];
+
+struct ReaderExit {
+  ~ReaderExit() {
+    if (!t_reader.slot) return;
     Readers& r = Readers::get();
     std::lock_guard lock(r.mu);
-    r.free.push_back(slot);
-  }
-  ReaderSlot& get() {
-    if (!slot) {
-      Readers& r = Readers::get();
-      std::lock_guard lock(r.mu);
-      if (!r.free.empty()) {
-        slot = r.free.back();
-        r.free.pop_back();
-      } else {
-        r.all.push_back(new ReaderSlot());
-        slot = r.all.back();
-      }
-    }
-    return *slot;
+    r.free.push_back(t_reader.slot);
+    t_reader.slot = nullptr;
   }
 };
-thread_local ThreadReader t_reader;
+
+ReaderSlot& reader_slot() {
+  if (!t_reader.slot) {
+    static thread_local ReaderExit give_back;
+    (void)&give_back;
+    Readers& r = Readers::get();
+    std::lock_guard lock(r.mu);
+    if (!r.free.empty()) {
+      t_reader.slot = r.free.back();
+      r.free.pop_back();
+    } else {
+      r.all.push_back(new ReaderSlot());
+      t_reader.slot = r.all.back();
+    }
+  }
+  return *t_reader.slot;
+}
 
 void wait_for_code_readers() {
   Readers& r = Readers::get();
@@ -444,7 +453,7 @@ class HostJit {
 }  // namespace
 
 CodeInUse::CodeInUse() {
-  if (t_reader.depth++ == 0) t_reader.get().state.fetch_add(1, std::memory_order_seq_cst);
+  if (t_reader.depth++ == 0) reader_slot().state.fetch_add(1, std::memory_order_seq_cst);
 }
 CodeInUse::~CodeInUse() {
   if (--t_reader.depth == 0) t_reader.slot->state.fetch_add(1, std::memory_order_release);
