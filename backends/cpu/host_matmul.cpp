@@ -156,15 +156,22 @@ std::unique_ptr<U[]> pack(const U* src, const std::vector<std::int64_t>& batch, 
 // fixed length so GCC vectorizes them at -O2, and cloned for AVX2 (the
 // library is built for baseline x86-64; the clone is picked at load time).
 constexpr std::int64_t kColBlock = 256;
-__attribute__((target_clones("avx2", "default"))) void block_madd(std::uint32_t* __restrict c,
+// Under ThreadSanitizer the clones' resolver (an IFUNC, run while the library
+// is relocated, before the sanitizer's runtime is up) would crash: no clones.
+#if defined(__SANITIZE_THREAD__)
+#define AJ_AVX2_CLONES
+#else
+#define AJ_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+AJ_AVX2_CLONES void block_madd(std::uint32_t* __restrict c,
                                                                   const std::uint32_t* __restrict b, std::uint32_t x) {
   for (std::int64_t n = 0; n < kColBlock; ++n) c[n] += x * b[n];
 }
-__attribute__((target_clones("avx2", "default"))) void block_madd(std::uint64_t* __restrict c,
+AJ_AVX2_CLONES void block_madd(std::uint64_t* __restrict c,
                                                                   const std::uint64_t* __restrict b, std::uint64_t x) {
   for (std::int64_t n = 0; n < kColBlock; ++n) c[n] += x * b[n];
 }
-__attribute__((target_clones("avx2", "default"))) void block_madd(std::uint8_t* __restrict c,
+AJ_AVX2_CLONES void block_madd(std::uint8_t* __restrict c,
                                                                   const std::uint8_t* __restrict b, std::uint8_t) {
   for (std::int64_t n = 0; n < kColBlock; ++n) c[n] |= b[n];  // x is true here
 }
