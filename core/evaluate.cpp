@@ -74,12 +74,27 @@ bool wait_for_others(Graph& g, std::vector<NodeId>& roots) {
 
 }  // namespace
 
+namespace {
+constinit thread_local EvalObserver* t_observer [[gnu::tls_model("initial-exec")]] = nullptr;
+constinit thread_local const char* t_tracing [[gnu::tls_model("initial-exec")]] = nullptr;
+}  // namespace
+
+void set_eval_observer(EvalObserver* observer) { t_observer = observer; }
+void set_tracing_compiled(const char* where) { t_tracing = where; }
+
 // The caller holds the lock of the current graph (a GraphScope).
 void evaluate(const std::vector<NodeId>& roots_in) {
   Graph& g = graph();
   if (!holds_lock(g)) internal_error("detail::evaluate without the graph lock");
   std::vector<NodeId> roots = roots_in;
   if (!wait_for_others(g, roots)) return;
+  if (t_tracing) {
+    throw Error(Error::Kind::user,
+                std::string("aj::compile: the function compiled at ") + t_tracing +
+                    " evaluated an array it made while being traced (eval, item, to_vector, printing): a "
+                    "compiled function may not read values, since its replays would not read them again; "
+                    "return the array instead, or do not compile this function");
+  }
   if (executor() == Executor::reference) {
     for (NodeId id : roots) {  // the oracle reads host memory only
       if (any_device_storage() && device_of(id).value_or(Device::cpu()) != Device::cpu()) {
@@ -95,7 +110,12 @@ void evaluate(const std::vector<NodeId>& roots_in) {
     static std::atomic<int> n{0};
     write_dot_files(plan_dot(p.schedule, p.buffers), std::string(dir) + "/plan-" + std::to_string(n++) + ".dot");
   }
-  exec::execute(p, backend_for(exec::plan_device(p)));
+  const Device device = exec::plan_device(p);
+  if (EvalObserver* o = t_observer) {
+    t_observer = nullptr;  // the results' evaluation only
+    o->planned(p, device);
+  }
+  exec::execute(p, backend_for(device));
 }
 
 }  // namespace aj::detail

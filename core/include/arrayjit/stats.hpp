@@ -33,6 +33,10 @@ struct Stats {
   std::uint64_t kernel_disk_rejects = 0;
   std::uint64_t compile_ns = 0;          // time spent compiling (codegen + LLVM)
   std::uint64_t kernel_disk_load_ns = 0; // time spent loading disk-cached kernels
+  // aj::compile (arrayjit/compile.hpp): calls that traced the function, and
+  // calls that replayed a kept program (no tracing, no planning).
+  std::uint64_t compiled_traces = 0;
+  std::uint64_t compiled_replays = 0;
 
   std::string str() const;
 };

@@ -1,0 +1,342 @@
+// aj::compile (arrayjit/compile.hpp): signatures, the programs kept per
+// signature, tracing a call and replaying one.
+//
+// A call's signature is every array argument's dtype, shape, strides,
+// offset, device and donation, and every scalar's kind and value (bits). A
+// program (exec/program.hpp) is kept per signature; a call with a kept
+// signature is replayed: its arguments' buffers are bound to the program's
+// argument values and the steps run. For a scalar that reaches kernels
+// unchanged, a program is also kept per signature with that scalar left
+// out: the second trace with another value shows which kernel scalars follow
+// the argument (exec::Program's scalar bindings), and later values replay.
+#include "arrayjit/compile.hpp"
+
+#include <bit>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "base/stats.hpp"
+#include "core/evaluate.hpp"
+#include "core/trace.hpp"
+#include "exec/program.hpp"
+
+namespace aj::detail {
+
+namespace {
+
+using Key = std::vector<std::uint64_t>;
+
+struct KeyHash {
+  std::size_t operator()(const Key& k) const {
+    std::uint64_t h = 0x9e3779b97f4a7c15ull ^ k.size();
+    for (std::uint64_t w : k) h = (h ^ w) * 0x100000001b3ull + (h >> 29);
+    return static_cast<std::size_t>(h);
+  }
+};
+
+// A kernel scalar that is a scalar argument's value (converted to the
+// kernel scalar's dtype): replays with another value write it there.
+struct ScalarBinding {
+  int step = 0, scalar = 0;  // program step, index in its kernel's scalars
+  int arg = 0;               // the call argument
+};
+
+struct Entry {
+  std::shared_ptr<const exec::Program> program;
+  std::vector<ScalarBinding> bindings;  // empty for an exact-scalar entry
+};
+
+std::uint64_t bits(double d) { return std::bit_cast<std::uint64_t>(d); }
+
+// The kernel scalar a C++ scalar becomes in a kernel scalar slot of dtype t
+// (as trace::constant stores it).
+KScalar as_kernel_scalar(const Scalar& s, DType t) {
+  KScalar k;
+  k.dtype = t;
+  if (is_float(t)) {
+    const double v = s.kind == Scalar::Kind::floating ? s.f : static_cast<double>(s.i);
+    k.f = t == DType::f32 ? static_cast<double>(static_cast<float>(v)) : v;
+  } else {
+    k.i = s.kind == Scalar::Kind::floating ? static_cast<std::int64_t>(s.f) : s.i;
+  }
+  return k;
+}
+
+bool same_scalar(const KScalar& a, const KScalar& b) {
+  return a.dtype == b.dtype && a.i == b.i && bits(a.f) == bits(b.f);
+}
+
+}  // namespace
+
+class CompiledCore {
+ public:
+  explicit CompiledCore(Loc where) : where_(loc_str(where)) {}
+
+  std::vector<Array> call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace);
+  CompiledCounts counts() const {
+    std::lock_guard lock(mu_);
+    CompiledCounts c = counts_;
+    c.programs = exact_.size() + scalar_free_.size();
+    return c;
+  }
+
+ private:
+  // The signature; `with_scalars` false leaves scalar values out (kinds stay).
+  Key signature(const std::vector<CallArg>& args, bool with_scalars) const;
+  std::vector<Array> replay(const Entry& e, std::vector<CallArg>& args);
+  std::vector<Array> trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
+                                const Key& exact, const Key& scalar_free);
+
+  std::string where_;
+  mutable std::mutex mu_;
+  std::unordered_map<Key, Entry, KeyHash> exact_;
+  // Per signature without scalar values: the last program traced (to learn
+  // bindings from the next trace), and an entry once bindings are known.
+  std::unordered_map<Key, std::shared_ptr<const exec::Program>, KeyHash> last_trace_;
+  std::unordered_map<Key, std::vector<Scalar>, KeyHash> last_scalars_;
+  std::unordered_map<Key, Entry, KeyHash> scalar_free_;
+  CompiledCounts counts_;
+  static constexpr std::size_t kMaxPrograms = 64;  // per compiled function (then all are dropped)
+};
+
+Key CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars) const {
+  Key k;
+  k.reserve(8 * args.size() + 2);
+  k.push_back(args.size());
+  for (const CallArg& a : args) {
+    if (a.is_scalar) {
+      k.push_back(0x5ca1a0 + static_cast<std::uint64_t>(a.scalar.kind));
+      if (with_scalars || a.structural) {
+        k.push_back(static_cast<std::uint64_t>(a.scalar.i) ^ bits(a.scalar.f) ^ a.scalar.above_int64);
+      }
+      continue;
+    }
+    Graph& g = *a.array->graph_of();
+    GraphScope in(g);
+    const Node& n = g[a.array->node_id()];
+    k.push_back(0xa77a7 + (static_cast<std::uint64_t>(n.dtype) << 8) + (a.donated ? 1u << 16 : 0u));
+    k.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 | static_cast<std::uint32_t>(n.storage->device.index));
+    k.push_back(static_cast<std::uint64_t>(n.shape.ndim()));
+    for (auto d : n.shape) k.push_back(static_cast<std::uint64_t>(d));
+    for (auto st : n.strides) k.push_back(static_cast<std::uint64_t>(st));
+    k.push_back(static_cast<std::uint64_t>(n.offset));
+    k.push_back(n.storage->bytes);
+    k.push_back(n.storage->borrowed);
+  }
+  return k;
+}
+
+// Runs a kept program on this call's arguments; the results are new arrays
+// of this thread's graph.
+std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& args) {
+  const exec::Program& p = *e.program;
+  std::vector<exec::Value> values(static_cast<std::size_t>(p.values));
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    CallArg& a = args[k];
+    if (a.is_scalar) continue;
+    {
+      Graph& g = *a.array->graph_of();
+      GraphScope in(g);
+      const Node& n = g[a.array->node_id()];
+      values[k] = {n.storage, n.strides, n.offset};
+    }
+    if (a.donated) Array given_up = std::move(*a.array);  // its buffer may now be ours alone
+  }
+  const exec::Program* run = &p;
+  exec::Program bound;  // a copy with this call's scalar values, when some are bound
+  if (!e.bindings.empty()) {
+    bound = p;
+    for (const ScalarBinding& b : e.bindings) {
+      KScalar& slot = bound.steps[static_cast<std::size_t>(b.step)].kernel.scalars[static_cast<std::size_t>(b.scalar)];
+      slot = as_kernel_scalar(args[static_cast<std::size_t>(b.arg)].scalar, slot.dtype);
+    }
+    run = &bound;
+  }
+  exec::run_program(*run, backend_for(p.device), values);
+  ++stats_mut().compiled_replays;
+  trace::Scope scope;
+  std::vector<Array> out;
+  out.reserve(p.results.size());
+  for (std::size_t r = 0; r < p.results.size(); ++r) {
+    exec::Value& v = values[static_cast<std::size_t>(p.results[r])];
+    Node n;
+    n.op = Op::Input;
+    n.dtype = p.result_dtypes[r];
+    n.shape = p.result_shapes[r];
+    n.storage = v.storage;
+    n.strides = v.strides;
+    n.offset = v.offset;
+    out.push_back(Array::from_node(graph().add(std::move(n))));
+  }
+  return out;
+}
+
+namespace {
+
+// Collects the plan of the results' evaluation into a program.
+struct Capture final : EvalObserver {
+  const std::vector<NodeId>* args = nullptr;
+  const std::vector<NodeId>* results = nullptr;
+  std::unique_ptr<exec::Program> program;
+  void planned(const opt::Plan& p, Device device) override {
+    program = exec::make_program(p, *args, *results, device);
+  }
+};
+
+// Clears the thread's hooks however the trace ends.
+struct HookGuard {
+  ~HookGuard() {
+    set_tracing_compiled(nullptr);
+    set_eval_observer(nullptr);
+  }
+};
+
+// Kernel scalars that differ between two programs of one structure, each
+// tied to the one scalar argument whose new value it equals; false when a
+// difference is not an argument's value (the function computed with it) or
+// the programs differ in structure.
+bool learn_bindings(const exec::Program& before, const exec::Program& after, const std::vector<Scalar>& old_args,
+                    const std::vector<CallArg>& args, std::vector<ScalarBinding>* out) {
+  if (before.steps.size() != after.steps.size() || before.values != after.values) return false;
+  for (std::size_t k = 0; k < after.steps.size(); ++k) {
+    const exec::ProgramStep &x = before.steps[k], &y = after.steps[k];
+    if (x.kind != y.kind || x.inputs != y.inputs || x.outputs != y.outputs) return false;
+    if (x.kind != exec::ProgramStep::Kind::kernel) continue;
+    if (x.kernel.scalars.size() != y.kernel.scalars.size() || x.kernel.instrs.size() != y.kernel.instrs.size()) {
+      return false;
+    }
+    for (std::size_t i = 0; i < y.kernel.scalars.size(); ++i) {
+      const KScalar &a = x.kernel.scalars[i], &b = y.kernel.scalars[i];
+      if (same_scalar(a, b)) continue;
+      int found = -1;
+      for (std::size_t j = 0; j < args.size(); ++j) {
+        if (!args[j].is_scalar || args[j].structural) continue;
+        if (same_scalar(as_kernel_scalar(args[j].scalar, b.dtype), b) &&
+            same_scalar(as_kernel_scalar(old_args[j], a.dtype), a)) {
+          if (found >= 0) return false;  // two arguments would fit: ambiguous
+          found = static_cast<int>(j);
+        }
+      }
+      if (found < 0) return false;
+      out->push_back({static_cast<int>(k), static_cast<int>(i), found});
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
+                                            const Key& exact, const Key& scalar_free) {
+  std::vector<NodeId> arg_nodes;
+  for (const CallArg& a : args) {
+    if (!a.is_scalar) arg_nodes.push_back(a.array->node_id());
+  }
+  std::vector<Array> results;
+  {
+    HookGuard guard;
+    set_tracing_compiled(where_.c_str());
+    results = trace();
+    set_tracing_compiled(nullptr);
+  }
+  for (CallArg& a : args) {
+    if (a.donated && a.is_scalar == false && a.array->valid()) Array given_up = std::move(*a.array);
+  }
+  ++stats_mut().compiled_traces;
+  // The results as arrays of this thread's graph, evaluated with the plan caught.
+  trace::Scope scope;
+  std::vector<Array> local;
+  std::vector<NodeId> result_nodes;
+  for (const Array& r : results) {
+    local.push_back(trace::local(r, "compile", Loc::current()));
+    result_nodes.push_back(local.back().node_id());
+  }
+  // Arguments of another graph than this thread's (or not among the plan's
+  // leaves) simply leave the program unmade: those calls are traced.
+  Capture capture;
+  capture.args = &arg_nodes;
+  capture.results = &result_nodes;
+  bool all_local = true;
+  for (const CallArg& a : args) all_local &= a.is_scalar || a.array->graph_of() == &graph();
+  std::vector<NodeId> roots;
+  for (NodeId r : result_nodes) {
+    if (!graph()[r].evaluated()) roots.push_back(r);
+  }
+  {
+    HookGuard guard;
+    if (all_local) set_eval_observer(&capture);
+    if (!roots.empty()) {
+      ++stats_mut().evals;
+      evaluate(roots);
+    } else if (all_local) {
+      // Nothing to run: the results are arguments or captured arrays.
+      capture.planned(opt::Plan{}, Device::cpu());
+    }
+  }
+  if (capture.program) {
+    std::shared_ptr<const exec::Program> prog = std::move(capture.program);
+    std::vector<Scalar> scalars;
+    for (const CallArg& a : args) scalars.push_back(a.scalar);
+    std::lock_guard lock(mu_);
+    if (exact_.size() + scalar_free_.size() >= kMaxPrograms) {
+      exact_.clear();
+      scalar_free_.clear();
+      last_trace_.clear();
+      last_scalars_.clear();
+    }
+    exact_[exact] = Entry{prog, {}};
+    // Learn which kernel scalars follow scalar arguments from the trace before.
+    auto last = last_trace_.find(scalar_free);
+    if (last != last_trace_.end() && exact != scalar_free) {
+      std::vector<ScalarBinding> bindings;
+      if (learn_bindings(*last->second, *prog, last_scalars_[scalar_free], args, &bindings) && !bindings.empty()) {
+        scalar_free_[scalar_free] = Entry{prog, std::move(bindings)};
+      }
+    }
+    last_trace_[scalar_free] = prog;
+    last_scalars_[scalar_free] = std::move(scalars);
+  }
+  return local;
+}
+
+std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace) {
+  // Arguments are evaluated first: a program starts from buffers.
+  for (CallArg& a : args) {
+    if (a.is_scalar) continue;
+    if (!a.array->valid()) {
+      throw Error(Error::Kind::user, "aj::compile: an empty Array handle (default-constructed or moved-from) "
+                                     "passed to the function compiled at " + where_);
+    }
+    a.array->eval();
+  }
+  const Key exact = signature(args, true);
+  bool has_scalars = false;
+  for (const CallArg& a : args) has_scalars |= a.is_scalar && !a.structural;
+  const Key scalar_free = has_scalars ? signature(args, false) : exact;
+  Entry hit;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = exact_.find(exact); it != exact_.end()) {
+      hit = it->second;
+    } else if (auto jt = scalar_free_.find(scalar_free); has_scalars && jt != scalar_free_.end()) {
+      hit = jt->second;
+    }
+    if (hit.program) ++counts_.replays;
+    else ++counts_.traces;
+  }
+  if (hit.program) return replay(hit, args);
+  return trace_call(args, trace, exact, scalar_free);
+}
+
+std::shared_ptr<CompiledCore> make_compiled_core(Loc where) { return std::make_shared<CompiledCore>(where); }
+
+std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
+                                 const std::function<std::vector<Array>()>& trace) {
+  return core.call(args, trace);
+}
+
+CompiledCounts compiled_counts(const CompiledCore& core) { return core.counts(); }
+
+}  // namespace aj::detail

@@ -1,0 +1,200 @@
+// Programs: plans without the graph (see program.hpp).
+#include "exec/program.hpp"
+
+#include <unordered_map>
+
+#include "base/stats.hpp"
+#include "exec/execute.hpp"
+
+namespace aj::exec {
+
+std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<NodeId>& args,
+                                      const std::vector<NodeId>& results, Device device) {
+  const Graph& g = graph();
+  const Schedule& s = p.schedule;
+  auto prog = std::make_unique<Program>();
+  prog->args = static_cast<int>(args.size());
+  prog->device = device;
+  std::unordered_map<NodeId, int> value;
+  for (std::size_t k = 0; k < args.size(); ++k) value.emplace(args[k], static_cast<int>(k));
+
+  // Evaluated arrays the steps (or the results) read that are not
+  // arguments: held by the program, as they are now.
+  int next = prog->args;
+  auto capture = [&](NodeId id) {
+    if (id == kNoNode || value.count(id) || !g[id].evaluated()) return;
+    const Node& n = g[id];
+    prog->captured.push_back({n.storage, n.strides, n.offset});
+    value.emplace(id, next++);
+  };
+  for (const Step& st : s.steps) {
+    if (st.kind == Step::Kind::kernel) {
+      for (NodeId in : st.inputs) capture(in);
+    } else {
+      for (NodeId in : g[st.node].inputs) capture(in);
+    }
+  }
+  for (NodeId r : results) capture(r);
+
+  auto made = [&](NodeId id) {
+    const int v = next++;
+    value[id] = v;
+    return v;
+  };
+  auto value_of = [&](NodeId id) -> int {
+    if (id == kNoNode) return -1;
+    auto it = value.find(id);
+    return it == value.end() ? -2 : it->second;
+  };
+  auto bytes_of = [&](NodeId id) {
+    return static_cast<std::size_t>(g[id].numel()) * itemsize(g[id].dtype);
+  };
+  auto layout_of = [&](NodeId id) -> Layout {
+    const Node& n = g[id];
+    if (n.evaluated()) return {n.strides, n.offset};
+    return s.layouts.at(id);
+  };
+
+  for (std::size_t k = 0; k < s.steps.size(); ++k) {
+    const Step& st = s.steps[k];
+    ProgramStep ps;
+    switch (st.kind) {
+      case Step::Kind::kernel: {
+        ps.kind = ProgramStep::Kind::kernel;
+        ps.kernel = st.kernel;
+        for (std::size_t e = 0; e < st.inputs.size(); ++e) {
+          const int v = st.kernel.inputs[e].index_only ? -1 : value_of(st.inputs[e]);
+          if (v == -2) return nullptr;
+          ps.inputs.push_back(v);
+        }
+        for (NodeId o : st.outputs) {
+          ps.bytes.push_back(bytes_of(o));
+          ps.out_strides.push_back(contiguous_strides(g[o].shape));
+          ps.outputs.push_back(made(o));
+          ps.donors.push_back(-1);
+        }
+        for (const Donation& d : p.buffers.donations) {
+          if (d.step != static_cast<int>(k)) continue;
+          const int v = value_of(d.from);
+          if (v >= 0) ps.donors[static_cast<std::size_t>(d.output)] = v;
+        }
+        break;
+      }
+      case Step::Kind::view: {
+        ps.kind = ProgramStep::Kind::view;
+        const int in = value_of(g[st.node].inputs[0]);
+        if (in < 0) return nullptr;
+        ps.inputs.push_back(in);
+        const Layout l = s.layouts.at(st.node);
+        ps.view_strides = l.strides;
+        ps.view_offset = l.offset;
+        ps.outputs.push_back(made(st.node));
+        break;
+      }
+      case Step::Kind::library: {
+        ps.kind = ProgramStep::Kind::library;
+        const Node& n = g[st.node];
+        std::vector<Layout> layouts;
+        for (NodeId in : n.inputs) {
+          const int v = value_of(in);
+          if (v < 0) return nullptr;
+          ps.inputs.push_back(v);
+          layouts.push_back(layout_of(in));
+        }
+        ps.call = library_call(n, layouts);
+        ps.bytes.push_back(bytes_of(st.node));
+        ps.outputs.push_back(made(st.node));
+        break;
+      }
+    }
+    prog->steps.push_back(std::move(ps));
+  }
+  prog->values = next;
+  for (NodeId r : results) {
+    const int v = value_of(r);
+    if (v < 0) return nullptr;
+    prog->results.push_back(v);
+    prog->result_dtypes.push_back(g[r].dtype);
+    prog->result_shapes.push_back(g[r].shape);
+  }
+
+  // Let a step's buffers go after their last reader (results and values the
+  // program holds stay): later steps of a replay reuse them from the pool.
+  std::vector<int> last(static_cast<std::size_t>(next), -1);
+  for (std::size_t k = 0; k < prog->steps.size(); ++k) {
+    for (int v : prog->steps[k].inputs) {
+      if (v >= 0) last[static_cast<std::size_t>(v)] = static_cast<int>(k);
+    }
+  }
+  for (int r : prog->results) last[static_cast<std::size_t>(r)] = -1;
+  const int first_made = prog->args + static_cast<int>(prog->captured.size());
+  for (int v = first_made; v < next; ++v) {
+    const int k = last[static_cast<std::size_t>(v)];
+    if (k >= 0) prog->steps[static_cast<std::size_t>(k)].release.push_back(v);
+  }
+  return prog;
+}
+
+void run_program(const Program& p, Backend& target, std::vector<Value>& values) {
+  values.resize(static_cast<std::size_t>(p.values));
+  for (std::size_t i = 0; i < p.captured.size(); ++i) values[static_cast<std::size_t>(p.args) + i] = p.captured[i];
+  detail::Counters& stats = detail::stats_mut();
+  std::vector<const Storage*> ins;
+  std::vector<const Storage*> out_ptrs;
+  std::vector<std::shared_ptr<Storage>> outs;
+  for (const ProgramStep& st : p.steps) {
+    ins.clear();
+    for (int v : st.inputs) ins.push_back(v < 0 ? nullptr : values[static_cast<std::size_t>(v)].storage.get());
+    switch (st.kind) {
+      case ProgramStep::Kind::kernel: {
+        outs.clear();
+        out_ptrs.clear();
+        for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+          std::shared_ptr<Storage> s;
+          const int d = st.donors[j];
+          if (d >= 0) {
+            // The donor's buffer, when nothing but this program holds it.
+            std::shared_ptr<Storage>& from = values[static_cast<std::size_t>(d)].storage;
+            if (from && from.use_count() == 1 && !from->borrowed && from->device == target.device() &&
+                from->bytes == st.bytes[j]) {
+              s = from;
+              ++stats.inplace_reuses;
+            }
+          }
+          if (!s) s = target.allocate(st.bytes[j]);
+          out_ptrs.push_back(s.get());
+          outs.push_back(std::move(s));
+        }
+        target.run_kernel(st.kernel, ins, out_ptrs);
+        ++stats.kernels_launched;
+        for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+          Value& v = values[static_cast<std::size_t>(st.outputs[j])];
+          v.storage = std::move(outs[j]);
+          v.strides = st.out_strides[j];
+          v.offset = 0;
+        }
+        break;
+      }
+      case ProgramStep::Kind::view: {
+        Value& v = values[static_cast<std::size_t>(st.outputs[0])];
+        v.storage = values[static_cast<std::size_t>(st.inputs[0])].storage;
+        v.strides = st.view_strides;
+        v.offset = st.view_offset;
+        break;
+      }
+      case ProgramStep::Kind::library: {
+        auto out = target.allocate(st.bytes[0]);
+        target.run_library(st.call, ins, *out);
+        ++stats.kernels_launched;
+        Value& v = values[static_cast<std::size_t>(st.outputs[0])];
+        v.storage = std::move(out);
+        v.strides = contiguous_strides(Shape(st.call.shape));
+        v.offset = 0;
+        break;
+      }
+    }
+    for (int r : st.release) values[static_cast<std::size_t>(r)] = Value{};
+  }
+}
+
+}  // namespace aj::exec
