@@ -1,0 +1,212 @@
+#include "backends/cpu/host_sort.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "arrayjit/error.hpp"
+#include "backends/cpu/thread_pool.hpp"
+#include "base/semantics.hpp"
+
+namespace aj::cpu {
+
+namespace {
+
+// The unsigned key whose integer order is the sort order (see the header).
+template <class T>
+auto sort_key(T x) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return static_cast<std::uint8_t>(x);
+  } else if constexpr (std::is_integral_v<T>) {
+    using K = std::make_unsigned_t<T>;
+    return static_cast<K>(static_cast<K>(x) ^ (K(1) << (sizeof(K) * 8 - 1)));
+  } else {
+    using K = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    if (std::isnan(x)) return std::numeric_limits<K>::max();
+    if (x == T(0)) x = T(0);  // -0.0 sorts as +0.0
+    const K u = std::bit_cast<K>(x);
+    constexpr K sign = K(1) << (sizeof(K) * 8 - 1);
+    return (u & sign) ? static_cast<K>(~u) : static_cast<K>(u | sign);
+  }
+}
+
+// Lines up to this long take an insertion sort.
+constexpr std::int64_t kShortLine = 24;
+// topk with k * kPartialRatio <= n selects by partial sort (O(n log k)).
+constexpr std::int64_t kPartialRatio = 16;
+
+// One line's (key, position) pairs and the buffers a radix pass moves them to.
+template <class K, class P>
+struct Line {
+  std::vector<K> key, key2;
+  std::vector<P> pos, pos2;
+  void resize(std::size_t n) {
+    key.resize(n), key2.resize(n), pos.resize(n), pos2.resize(n);
+  }
+};
+
+// Stable ascending sort of the first n pairs by key.
+template <class K, class P>
+void sort_pairs(Line<K, P>& l, std::size_t n) {
+  if (static_cast<std::int64_t>(n) <= kShortLine) {
+    for (std::size_t i = 1; i < n; ++i) {
+      const K k = l.key[i];
+      const P p = l.pos[i];
+      std::size_t j = i;
+      for (; j > 0 && l.key[j - 1] > k; --j) {
+        l.key[j] = l.key[j - 1];
+        l.pos[j] = l.pos[j - 1];
+      }
+      l.key[j] = k;
+      l.pos[j] = p;
+    }
+    return;
+  }
+  // LSD radix sort, one byte per pass; a pass where every key has the same
+  // byte moves nothing and is skipped.
+  constexpr int kBytes = sizeof(K);
+  std::size_t count[kBytes][256] = {};
+  for (std::size_t i = 0; i < n; ++i) {
+    const K k = l.key[i];
+    for (int d = 0; d < kBytes; ++d) ++count[d][(k >> (8 * d)) & 0xff];
+  }
+  for (int d = 0; d < kBytes; ++d) {
+    const int shift = 8 * d;
+    if (count[d][(l.key[0] >> shift) & 0xff] == n) continue;
+    std::size_t at[256];
+    std::size_t sum = 0;
+    for (int b = 0; b < 256; ++b) {
+      at[b] = sum;
+      sum += count[d][b];
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t j = at[(l.key[i] >> shift) & 0xff]++;
+      l.key2[j] = l.key[i];
+      l.pos2[j] = l.pos[i];
+    }
+    l.key.swap(l.key2);
+    l.pos.swap(l.pos2);
+  }
+}
+
+template <class T, class P>
+class LineSorter {
+ public:
+  using K = decltype(sort_key(T{}));
+
+  LineSorter(const LibraryCall& c, const T* x, void* out) : c_(c), x_(x), out_(out) {
+    const LibraryOperand& src = c.inputs[0];
+    axis_ = static_cast<std::size_t>(c.axis);
+    n_ = src.shape[axis_];
+    stride_ = src.strides[axis_];
+    keep_ = c.shape[axis_];
+    top_ = c.op == Op::TopK || c.op == Op::ArgTopK;
+    indices_ = c.op == Op::ArgSort || c.op == Op::ArgTopK;
+    // Result strides (contiguous), and the other axes that number the lines.
+    std::vector<std::int64_t> out_strides(c.shape.size());
+    for (std::size_t d = c.shape.size(), acc = 1; d-- > 0;) {
+      out_strides[d] = static_cast<std::int64_t>(acc);
+      acc *= static_cast<std::size_t>(c.shape[d]);
+    }
+    out_stride_ = out_strides[axis_];
+    for (std::size_t d = 0; d < c.shape.size(); ++d) {
+      if (d == axis_) continue;
+      ext_.push_back(src.shape[d]);
+      in_str_.push_back(src.strides[d]);
+      out_str_.push_back(out_strides[d]);
+    }
+  }
+
+  std::int64_t lines() const {
+    std::int64_t l = 1;
+    for (auto e : ext_) l *= e;
+    return l;
+  }
+
+  void run(std::int64_t lo, std::int64_t hi) const {
+    Line<K, P> line;
+    line.resize(static_cast<std::size_t>(n_));
+    for (std::int64_t l = lo; l < hi; ++l) {
+      std::int64_t in_off = c_.inputs[0].offset, out_off = 0, rest = l;
+      for (std::size_t a = ext_.size(); a-- > 0;) {
+        const std::int64_t i = rest % ext_[a];
+        rest /= ext_[a];
+        in_off += i * in_str_[a];
+        out_off += i * out_str_[a];
+      }
+      sort_line(line, x_ + in_off);
+      for (std::int64_t i = 0; i < keep_; ++i) {
+        const auto p = static_cast<std::int64_t>(line.pos[static_cast<std::size_t>(i)]);
+        const std::int64_t at = out_off + i * out_stride_;
+        if (indices_) static_cast<std::int64_t*>(out_)[at] = p;
+        else static_cast<T*>(out_)[at] = x_[in_off + p * stride_];
+      }
+    }
+  }
+
+ private:
+  // Leaves the line's order (positions along the axis) in line.pos[0, keep).
+  void sort_line(Line<K, P>& line, const T* x) const {
+    const auto n = static_cast<std::size_t>(n_);
+    for (std::size_t i = 0; i < n; ++i) {
+      line.key[i] = sort_key(x[static_cast<std::int64_t>(i) * stride_]);
+      line.pos[i] = static_cast<P>(i);
+    }
+    if (top_ && keep_ * kPartialRatio <= n_) {
+      // Positions by descending key, ties by lower position: a total order,
+      // so the partial sort's result is the full sort's prefix.
+      auto before = [&](P a, P b) { return line.key[a] > line.key[b] || (line.key[a] == line.key[b] && a < b); };
+      std::partial_sort(line.pos.begin(), line.pos.begin() + keep_, line.pos.begin() + static_cast<std::ptrdiff_t>(n), before);
+      return;
+    }
+    if (top_) {
+      for (std::size_t i = 0; i < n; ++i) line.key[i] = static_cast<K>(~line.key[i]);  // descending, still stable
+    }
+    sort_pairs(line, n);
+  }
+
+  const LibraryCall& c_;
+  const T* x_;
+  void* out_;
+  std::size_t axis_ = 0;
+  std::int64_t n_ = 0, stride_ = 0, keep_ = 0, out_stride_ = 0;
+  bool top_ = false, indices_ = false;
+  std::vector<std::int64_t> ext_, in_str_, out_str_;
+};
+
+template <class T, class P>
+void sort_all(const LibraryCall& c, const T* x, void* out, int threads) {
+  LineSorter<T, P> sorter(c, x, out);
+  const std::int64_t lines = sorter.lines();
+  const std::int64_t n = c.inputs[0].shape[static_cast<std::size_t>(c.axis)];
+  if (lines == 0 || n == 0 || c.shape[static_cast<std::size_t>(c.axis)] == 0) return;
+  // Split the lines when there is enough work for more than one thread.
+  const bool parallel = threads > 1 && lines > 1 && lines * n >= (std::int64_t{1} << 15);
+  if (!parallel) return sorter.run(0, lines);
+  parallel_chunks([](const void* ctx, std::int64_t lo, std::int64_t hi) {
+    static_cast<const LineSorter<T, P>*>(ctx)->run(lo, hi);
+  }, &sorter, lines, std::min<std::int64_t>(lines, static_cast<std::int64_t>(threads) * 4), threads);
+}
+
+}  // namespace
+
+void sort_lines(const LibraryCall& c, const void* in, void* out, int threads) {
+  if (c.op != Op::Sort && c.op != Op::ArgSort && c.op != Op::TopK && c.op != Op::ArgTopK) {
+    internal_error(std::string("host sort: not a sort: ") + op_name(c.op));
+  }
+  const std::int64_t n = c.inputs[0].shape.at(static_cast<std::size_t>(c.axis));
+  sem::visit_dtype(c.inputs[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if (n <= std::numeric_limits<std::uint32_t>::max()) {
+      sort_all<T, std::uint32_t>(c, static_cast<const T*>(in), out, threads);
+    } else {
+      sort_all<T, std::uint64_t>(c, static_cast<const T*>(in), out, threads);
+    }
+  });
+}
+
+}  // namespace aj::cpu
