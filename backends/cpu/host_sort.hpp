@@ -8,9 +8,10 @@
 // integer order is that order (floats: sign-magnitude flipped, -0.0 folded
 // onto +0.0, every NaN the largest key); a line is sorted by an LSD radix
 // sort of (key, position) pairs, which is stable, so equal keys keep their
-// positions' order. Short lines take an insertion sort, a small k of a long
-// line a partial sort of positions; both compare (key, position), the same
-// total order.
+// positions' order. Short lines take an insertion or comparison sort, a
+// small k of a long line a partial sort of positions; these compare (key,
+// position), the same total order. Scratch comes from the host allocator's
+// cache (host_memory.hpp), so a sort in a loop faults no fresh pages in.
 #pragma once
 
 #include <vector>
