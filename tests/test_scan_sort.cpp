@@ -411,7 +411,7 @@ TEST_CASE("sort, argsort and topk equal std::stable_sort with NumPy's NaN order 
   CHECK(cases == 250);
 }
 
-TEST_CASE("sort of long lines (the radix path) and many lines over threads equals std::stable_sort") {
+TEST_CASE("sort of long lines (the radix path), topk's selection and partial sort, many lines over threads: as std::stable_sort") {
   for (DType t : kDTypes) {
     for (const Dims& dims : {Dims{20000}, Dims{64, 700}, Dims{700, 64}}) {
       const Array x = data(t, dims, 77, true);
@@ -424,21 +424,30 @@ TEST_CASE("sort of long lines (the radix path) and many lines over threads equal
         if (dims.size() == 1 && axis == 0) continue;
         const int ax = axis < 0 ? axis + static_cast<int>(dims.size()) : axis;
         const std::int64_t extent = dims[static_cast<std::size_t>(ax)];
-        Values want, want_top;
-        const std::int64_t k = std::min<std::int64_t>(extent, 10);
-        Dims kdims = dims;
-        kdims[static_cast<std::size_t>(ax)] = k;
+        Values want;
         visit(t, [&](auto tag) {
           using T = decltype(tag);
           std::vector<T> v;
           if (aj::is_float(t)) for (double f : in.f) v.push_back(static_cast<T>(f));
           else for (std::int64_t i : in.i) v.push_back(static_cast<T>(i));
           want = values_of(DType::i64, dims, hand_order(v, dims, ax, false, extent));
-          want_top = values_of(DType::i64, kdims, hand_order(v, dims, ax, true, k));
         });
         const std::string what = std::string(aj::dtype_name(t)) + aj::Shape(dims).str() + " axis " + std::to_string(axis);
         check_same(want, read(aj::argsort(x, axis)), "argsort " + what);
-        check_same(want_top, read(aj::topk(x, k, axis).indices), "topk " + what);
+        // k = 10: the one-pass selection; k = 100 of a long line: the partial sort.
+        for (std::int64_t k : {std::min<std::int64_t>(extent, 10), std::min<std::int64_t>(extent, 100)}) {
+          Values want_top;
+          Dims kdims = dims;
+          kdims[static_cast<std::size_t>(ax)] = k;
+          visit(t, [&](auto tag) {
+            using T = decltype(tag);
+            std::vector<T> v;
+            if (aj::is_float(t)) for (double f : in.f) v.push_back(static_cast<T>(f));
+            else for (std::int64_t i : in.i) v.push_back(static_cast<T>(i));
+            want_top = values_of(DType::i64, kdims, hand_order(v, dims, ax, true, k));
+          });
+          check_same(want_top, read(aj::topk(x, k, axis).indices), "topk " + std::to_string(k) + " " + what);
+        }
         // A large k takes the full radix sort, descending.
         const aj::TopK all = aj::topk(x, extent, axis);
         Values want_all;

@@ -28,15 +28,18 @@ auto sort_key(T x) {
     using K = std::make_unsigned_t<T>;
     return static_cast<K>(static_cast<K>(x) ^ (K(1) << (sizeof(K) * 8 - 1)));
   } else {
-    // Branch-free (selects), so the key loop vectorizes: negative values
-    // flip every bit, others only the sign; -0.0 takes +0.0's key.
+    // Integer operations and selects only, so the key loop vectorizes:
+    // negative values flip every bit, others only the sign; -0.0 takes
+    // +0.0's key; every NaN (magnitude above inf's bits) the largest.
     using K = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
     using S = std::make_signed_t<K>;
     constexpr K sign = K(1) << (sizeof(K) * 8 - 1);
+    constexpr K inf = std::bit_cast<K>(std::numeric_limits<T>::infinity());
     const K u = std::bit_cast<K>(x);
+    const K magnitude = u & ~sign;
     const K flipped = u ^ (static_cast<K>(static_cast<S>(u) >> (sizeof(K) * 8 - 1)) | sign);
-    const K k = x == T(0) ? sign : flipped;
-    return x == x ? k : std::numeric_limits<K>::max();  // every NaN last
+    const K k = magnitude == 0 ? sign : flipped;
+    return magnitude > inf ? std::numeric_limits<K>::max() : k;
   }
 }
 
@@ -45,7 +48,10 @@ auto sort_key(T x) {
 // short the line), longer ones the radix sort.
 constexpr std::int64_t kShortLine = 24;
 constexpr std::int64_t kRadixLine = 1024;
-// topk with k * kPartialRatio <= n selects by partial sort (O(n log k)).
+// topk with k <= kSelectK keeps the best k in one pass over the line (a
+// sorted buffer a new element rarely enters); up to n / kPartialRatio it
+// selects by partial sort (O(n log k)); beyond, the full radix sort.
+constexpr std::int64_t kSelectK = 64;
 constexpr std::int64_t kPartialRatio = 16;
 
 // One line's (key, position) pairs and the buffers a radix pass moves them
@@ -185,9 +191,29 @@ class LineSorter {
   }
 
  private:
+  // The best keep_ pairs of the line, best first (larger key; on equal keys
+  // the lower position, which came first), kept in line.key / line.pos
+  // [0, keep_): an element enters only when it beats the last of them.
+  void select_top(Line<K, P>& line, const T* x) const {
+    if (keep_ == 0) return;
+    std::int64_t count = 0;
+    for (std::int64_t i = 0; i < n_; ++i) {
+      const K k = sort_key(x[i * stride_]);
+      if (count == keep_ && !(k > line.key[count - 1])) continue;
+      std::int64_t j = count < keep_ ? count++ : keep_ - 1;  // the slot it may take
+      for (; j > 0 && k > line.key[j - 1]; --j) {
+        line.key[j] = line.key[j - 1];
+        line.pos[j] = line.pos[j - 1];
+      }
+      line.key[j] = k;
+      line.pos[j] = static_cast<P>(i);
+    }
+  }
+
   // Leaves the line's order (positions along the axis) in line.pos[0, keep).
   void sort_line(Line<K, P>& line, const T* x) const {
     const auto n = static_cast<std::size_t>(n_);
+    if (top_ && keep_ <= kSelectK && keep_ * kPartialRatio <= n_) return select_top(line, x);
     if (stride_ == 1) {  // the usual case, vectorized
       for (std::size_t i = 0; i < n; ++i) line.key[i] = sort_key(x[i]);
     } else {
