@@ -31,7 +31,9 @@ auto sort_key(T x) {
     // Integer operations and selects only, so the key loop vectorizes:
     // negative values flip every bit, others only the sign; -0.0 takes
     // +0.0's key; every NaN (magnitude above inf's bits) the largest.
-    using K = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    using K = std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                 std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
+    static_assert(sizeof(K) == sizeof(T), "a float type of 2, 4 or 8 bytes");
     using S = std::make_signed_t<K>;
     constexpr K sign = K(1) << (sizeof(K) * 8 - 1);
     constexpr K inf = std::bit_cast<K>(std::numeric_limits<T>::infinity());
