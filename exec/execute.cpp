@@ -208,7 +208,8 @@ LibraryCall library_call(const Node& n, const std::vector<Layout>& inputs) {
     const Node& in = g[n.inputs[k]];
     c.inputs.push_back({in.dtype, in.shape.dims(), inputs[k].strides, inputs[k].offset});
   }
-  c.axis = n.op == Op::Concat ? n.i0 : is_reduction(n.op) ? n.ints[0] : 0;
+  c.axis = is_reduction(n.op) ? n.ints[0] : n.op == Op::MatMul ? 0 : n.i0;  // concat, sort: i0
+  c.k = n.i1;  // topk
   return c;
 }
 

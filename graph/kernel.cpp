@@ -117,6 +117,9 @@ std::string dump(const Kernel& k) {
       case KOp::Reduce:
         os << "reduce_" << op_name(in.op) << " " << dtype_name(in.dtype) << " v" << in.a;
         break;
+      case KOp::Scan:
+        os << "scan_" << op_name(in.op) << " " << dtype_name(in.dtype) << " v" << in.a;
+        break;
       case KOp::Index:
         os << op_name(in.op) << " " << dtype_name(in.dtype) << " in" << in.arg << " s" << in.a
            << "..s" << in.a + 3;

@@ -14,6 +14,12 @@
 //    runs once per outer point after the reduced axes were consumed: a
 //    `Reduce` instruction is phase 1 and reads a phase-0 operand. Loads and
 //    constants used by phase 1 have stride 0 on reduce axes.
+//  - A `Scan` instruction (phase 0, reduction kernels only) is a running
+//    reduction: at each point its value is its combiner (Sum, Prod) over
+//    the operand at every point of the reduce axes up to and including this
+//    one, in row-major order, starting from sem::scan_identity at every outer
+//    point. Backends walk the reduce axes of one outer point in order for
+//    it (never split or reassociated); phase-0 outputs store it per point.
 //  - Outputs name the value they store. Phase-0 outputs are written at every
 //    point, phase-1 outputs once per outer point. Within one point all loads
 //    happen before any store, so an output may share memory with an input that
@@ -42,6 +48,7 @@ enum class KOp : std::uint8_t {
   Reduce,  // combiner op (Sum, Prod, ReduceMax, ...) over the reduce axes of a
   Index,   // generator op evaluated at the flat index read from index stream `arg`;
            // payload scalars start at `a` (see kernel_interpreter.cpp)
+  Scan,    // running combiner op (Sum, Prod) of a along the reduce axes (phase 0)
 };
 
 struct KInstr {

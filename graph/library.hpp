@@ -1,5 +1,6 @@
 // Library steps: the ops that are not Kernel IR (matmul, concatenate,
-// argmax/argmin) have whole-array algorithms of their own on every backend.
+// argmax/argmin, sort/argsort/topk) have whole-array algorithms of their own
+// on every backend.
 // A LibraryCall describes one without graph nodes, as Kernel IR describes a
 // kernel: backends see this, never the graph.
 //
@@ -11,6 +12,11 @@
 //    already broadcast to the result's (stride 0 allowed).
 //  - Concat: inputs are written one after another along `axis`.
 //  - ArgMax/ArgMin: one input, reduced over `axis`; the result is i64.
+//  - Sort/ArgSort: one input, each line along `axis` sorted ascending and
+//    stable (NaN last, -0.0 equal to +0.0, docs/semantics.md); the result
+//    has the input's shape: the values (Sort) or their i64 indices (ArgSort).
+//  - TopK/ArgTopK: the `k` largest of each line along `axis`, largest first
+//    (NaN largest; ties: lower index first); the result has extent k there.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +39,7 @@ struct LibraryCall {
   std::vector<std::int64_t> shape;
   std::vector<LibraryOperand> inputs;
   std::int64_t axis = 0;
+  std::int64_t k = 0;  // TopK/ArgTopK: how many
 };
 
 // Ops that run as library steps rather than inside kernels.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "base/semantics.hpp"
+
 namespace aj {
 
 Layout contiguous_layout(const Shape& s) { return {contiguous_strides(s), 0}; }
@@ -350,6 +352,16 @@ class Lowerer {
         kids->push_back({n.inputs[0], canonical(0), 0});
         return -1;
       }
+      case OpCategory::Scan: {
+        // A scan is computed where the kernel walks its axis in order: at
+        // its own index, in a kernel whose reduce axes are the scan's.
+        const bool here = phase == 0 && n.ints == axes_ && g_[n.inputs[0]].shape == space_ &&
+                          m == canonical(0);
+        if (!here) return failed(id);
+        r_.computed.push_back(id);
+        kids->push_back({n.inputs[0], canonical(0), 0});
+        return -1;
+      }
       case OpCategory::View: {
         NodeId u = n.inputs[0];
         if (leaf(u)) {
@@ -373,6 +385,7 @@ class Lowerer {
     const auto ph = static_cast<std::uint8_t>(r.phase);
     if (is_view(n.op)) return v[0];
     if (is_reduction(n.op)) return emit({KOp::Reduce, n.op, n.dtype, 1, v[0], -1, -1, -1});
+    if (is_scan(n.op)) return emit({KOp::Scan, sem::scan_combiner(n.op), n.dtype, 0, v[0], -1, -1, -1});
     int a[3] = {-1, -1, -1};
     for (std::size_t i = 0; i < v.size(); ++i) a[i] = v[i];
     KOp kind = n.op == Op::Where ? KOp::Where

@@ -5,7 +5,9 @@
 // are loaded. Views are never computed: each node is evaluated under an index
 // map (node index as an affine function of the iteration point), views
 // transform the map, and a load folds the map into strides + offset.
-// Where that is impossible (a reduction needed at another index, a reshape of
+// A scan is computed at its own index in a kernel whose reduce axes are its
+// axis (KOp::Scan, phase 0). Where that is impossible (a reduction or scan
+// needed at another index, a reshape of
 // computed data that is not a pure size-1 insertion/removal) lowering reports
 // the node that must be materialized instead; fuse() then re-plans.
 #pragma once

@@ -53,6 +53,7 @@ class NodeCheck {
       case OpCategory::Binary:
       case OpCategory::Ternary: elementwise(); break;
       case OpCategory::Reduce: reduction(); break;
+      case OpCategory::Scan: scan(); break;
       case OpCategory::View: view(); break;
       case OpCategory::Other: other(); break;
     }
@@ -148,7 +149,29 @@ class NodeCheck {
     }
   }
 
+  void scan() {
+    const Node& x = in(0);
+    need(n_.ints.size() == 1 && n_.ints[0] >= 0 && n_.ints[0] < x.shape.ndim(), "a scan has one axis in range");
+    need(n_.shape == x.shape, "a scan keeps its input's shape");
+    need(x.dtype == n_.dtype && n_.dtype != DType::bool_, "a scan runs in its input's dtype (tracing casts first)");
+  }
+
+  void sorting() {
+    const Node& x = in(0);
+    const int r = x.shape.ndim();
+    need(n_.i0 >= 0 && n_.i0 < r && n_.shape.ndim() == r, "sort/topk: axis in range, rank kept");
+    const bool top = n_.op == Op::TopK || n_.op == Op::ArgTopK;
+    const bool indices = n_.op == Op::ArgSort || n_.op == Op::ArgTopK;
+    need(n_.dtype == (indices ? DType::i64 : x.dtype), "sort/topk: values keep the dtype, indices are i64");
+    for (int i = 0; i < r; ++i) {
+      const std::int64_t want = i == n_.i0 && top ? n_.i1 : x.shape[i];
+      need(n_.shape[i] == want, "sort/topk: extents (k along the axis for topk)");
+    }
+    if (top) need(n_.i1 >= 0 && n_.i1 <= x.shape[static_cast<int>(n_.i0)], "topk: k within the axis");
+  }
+
   void other() {
+    if (n_.op == Op::Sort || n_.op == Op::ArgSort || n_.op == Op::TopK || n_.op == Op::ArgTopK) return sorting();
     if (n_.op == Op::MatMul) {
       const Node &a = in(0), &b = in(1);
       const int r = n_.shape.ndim();

@@ -22,6 +22,7 @@ every id must be listed in the "Differences from NumPy" section there.
 REPORT gets: counts ("programs", "ops", "elements", "op NAME N", "deliberate
 ID N") and one "fail ..." line per disagreement (the first few in full).
 """
+import math
 import os
 import re
 import sys
@@ -35,7 +36,7 @@ warnings.filterwarnings("ignore")
 ULPS = 8
 DTYPES = {"bool": np.bool_, "i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64}
 NAMES = {np.dtype(v): k for k, v in DTYPES.items()}
-TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid"}
+TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "erfc"}
 FLOAT_ONLY = TRANSCENDENTAL | {"sqrt", "rsqrt"}
 DELIBERATE = {}  # id -> elements where arrayjit's documented choice changed NumPy's answer
 
@@ -202,6 +203,9 @@ def unary(op, a, deliberate):
         return Expect(t(1) / np.sqrt(A))
     if op == "sigmoid":
         return Expect(t(1) / (t(1) + np.exp(-A)), ulps=ULPS)
+    if op in ("erf", "erfc"):  # no scipy: math.erf(c) in f64, rounded to the dtype
+        fn = np.vectorize(math.erf if op == "erf" else math.erfc, otypes=[np.float64])
+        return Expect(fn(A.astype(np.float64)).astype(A.dtype), ulps=ULPS)
     fn = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sin": np.sin,
           "cos": np.cos, "tan": np.tan, "tanh": np.tanh}[op]
     return Expect(fn(A), ulps=ULPS)
@@ -323,6 +327,15 @@ def expect(op, args, attrs, env, deliberate):
         axis = None if attrs["axis"] == "none" else int(attrs["axis"])
         fn = np.argmax if op == "argmax" else np.argmin
         return Expect(fn(ops[0], axis=axis, keepdims=attrs["keep"] == "1").astype(np.int64))
+    if op in ("cumsum", "cumprod"):  # in order along the axis, as NumPy: exact
+        axis = None if attrs["axis"] == "none" else int(attrs["axis"])
+        a = ops[0]
+        t = np.int64 if a.dtype in (np.bool_, np.int32) else a.dtype
+        return Expect((np.cumsum if op == "cumsum" else np.cumprod)(a, axis=axis, dtype=t))
+    if op == "sort":
+        return Expect(np.sort(ops[0], axis=int(attrs["axis"]), kind="stable"))
+    if op == "argsort":
+        return Expect(np.argsort(ops[0], axis=int(attrs["axis"]), kind="stable").astype(np.int64))
     if op == "reshape":
         return Expect(np.reshape(ops[0], ints(attrs["shape"])))
     if op == "transpose":

@@ -3,7 +3,8 @@
 // A program is a few steps drawn from one seed: make an input or a created
 // array, then apply elementwise ops (with arrays or weak C++ scalars, any
 // broadcast), astype, reductions, views, concatenate/stack and matmul, over
-// every dtype and ranks 0-4 with size-0 and size-1 axes. Every value is then
+// every dtype and ranks 0-4 with size-0 and size-1 axes; cumsum/cumprod,
+// sort/argsort and erf/erfc too. Every value is then
 // evaluated in one aj::eval (so the fuser still sees the whole graph) and the
 // program writes itself, with arrayjit's value of each step, in the line form
 // tests/numpy_oracle.py reads:
@@ -269,7 +270,8 @@ class NumpyProgram {
     else if (u < 52) binary();
     else if (u < 57) where_clip();
     else if (u < 63) astype();
-    else if (u < 75) reduce();
+    else if (u < 72) reduce();
+    else if (u < 78) scan_sort();
     else if (u < 88) view();
     else if (u < 94) concat_stack();
     else matmul();
@@ -348,7 +350,8 @@ class NumpyProgram {
         {"ceil", aj::ceil},         {"round", aj::round}, {"exp", aj::exp},     {"log", aj::log},
         {"log1p", aj::log1p},       {"expm1", aj::expm1}, {"sin", aj::sin},     {"cos", aj::cos},
         {"tan", aj::tan},           {"tanh", aj::tanh},   {"sigmoid", aj::sigmoid}, {"sqrt", aj::sqrt},
-        {"rsqrt", aj::rsqrt},       {"logical_not", aj::logical_not}};
+        {"rsqrt", aj::rsqrt},       {"logical_not", aj::logical_not}, {"erf", aj::erf},
+        {"erfc", aj::erfc}};
     const auto& [name, f] = choose(ops);
     const bool logical = std::string(name) == "logical_not";
     const Val v = vals_[static_cast<std::size_t>(logical ? bool_value() : number_value())];
@@ -458,6 +461,24 @@ class NumpyProgram {
     for (auto& [n, f] : fs) {
       if (n == op) add(f(v.a, axes, keep, aj::Loc::current()), op + " " + v.name + " axes=" + axes_text + " keep=" + (keep ? "1" : "0"));
     }
+  }
+
+  // cumsum / cumprod (an axis or the flattened array), sort / argsort (stable).
+  void scan_sort() {
+    const Val& v = vals_[static_cast<std::size_t>(any_value())];
+    const Dims d = dims_of(v.a);
+    const int r = static_cast<int>(d.size());
+    const std::string op = choose<std::string>({"cumsum", "cumprod", "sort", "argsort"});
+    if (op == "cumsum" || op == "cumprod") {
+      std::optional<int> axis;
+      if (r > 0 && coin(0.8)) axis = uni(-r, r - 1);
+      Array a = op == "cumsum" ? aj::cumsum(v.a, axis) : aj::cumprod(v.a, axis);
+      add(a, op + " " + v.name + " axis=" + (axis ? std::to_string(*axis) : "none"));
+      return;
+    }
+    if (r == 0) return;
+    const int axis = uni(-r, r - 1);
+    add(op == "sort" ? aj::sort(v.a, axis) : aj::argsort(v.a, axis), op + " " + v.name + " axis=" + std::to_string(axis));
   }
 
   // Extents with product n, rank 0-4 (rank 0 only for n == 1).

@@ -318,6 +318,7 @@ class RandomGraph {
   void step_matmul();
   void step_concat();
   void step_eval();
+  void step_scan_sort();  // cumsum, cumprod, sort, argsort, topk, erf(c), softmax, logsumexp
   void step_drop();
 
   std::mt19937_64 rng_;
@@ -656,7 +657,7 @@ inline void RandomGraph::build() {
 }
 
 inline void RandomGraph::step() {
-  static const int w[] = {8, 3, 14, 22, 5, 5, 12, 14, 3, 3, 3, 2};
+  static const int w[] = {8, 3, 14, 22, 5, 5, 12, 14, 3, 3, 3, 2, 6};
   int total = 0;
   for (int x : w) total += x;
   int r = uni(0, total - 1), k = 0;
@@ -673,6 +674,7 @@ inline void RandomGraph::step() {
     case 8: return step_matmul();
     case 9: return step_concat();
     case 10: return step_eval();
+    case 12: return step_scan_sort();
     default: return step_drop();
   }
 }
@@ -1214,6 +1216,104 @@ inline void RandomGraph::step_reduce() {
   b.rel_err = eps;
   b.nonfinite = N == 0 && out_n != 0;  // 0 / 0
   place(aj::mean(p.a, axes, keep), b, "mean(" + p.name + tail, op, slot);
+}
+
+// Issue 14's ops. Scans add in order on every backend, so exact inputs give
+// exact (bit-identical) results; on inexact ones they take sum's bound.
+// sort's values move each input element to another place (its bound);
+// argsort and topk's positions need exact inputs (ties could flip).
+inline void RandomGraph::step_scan_sort() {
+  const int slot = uni(0, static_cast<int>(pool_.size()) - 1);
+  Val x = pool_[static_cast<std::size_t>(slot)];
+  const Dims d = x.dims();
+  const int r = static_cast<int>(d.size());
+  static const std::vector<std::string> ops = {"cumsum", "cumprod", "sort", "argsort", "topk",
+                                               "erf",    "erfc",    "softmax", "logsumexp"};
+  std::string op = choose(ops);
+  const bool any_axis = r > 0;
+  int axis = any_axis ? uni(0, r - 1) : 0;
+  const std::int64_t extent = any_axis ? d[static_cast<std::size_t>(axis)] : 1;
+  const int given = any_axis && coin(0.3) ? axis - r : axis;
+  const std::string an = std::to_string(given);
+  if ((op == "sort" || op == "argsort" || op == "topk") && !any_axis) op = "cumsum";
+  if ((op == "argsort" || op == "topk") && !x.b.exact()) op = "sort";
+  if ((op == "erf" || op == "erfc" || op == "softmax" || op == "logsumexp") && x.dtype() == DType::bool_) op = "cumsum";
+  if (op == "cumprod" && extent > 24) op = "cumsum";
+  const DType ft = x.is_float() ? x.dtype() : DType::f64;
+  const double eps = eps_of(ft), U = kUlps * eps;
+
+  if (op == "cumsum" || op == "cumprod") {
+    const bool flat = !any_axis || coin(0.2);
+    const std::optional<int> ax = flat ? std::nullopt : std::optional<int>(given);
+    const double n = static_cast<double>(flat ? numel(d) : extent);
+    const std::string tail = flat ? ")" : ", " + an + ")";
+    if (!x.is_float()) {  // integers wrap the same everywhere; i64 for bool and i32
+      const double mag = op == "cumsum" ? n * x.b.mag : std::pow(std::max(x.b.mag, 1.0), n);
+      Array out = op == "cumsum" ? aj::cumsum(x.a, ax) : aj::cumprod(x.a, ax);
+      return place(out, exact_bound(mag), op + "(" + x.name + tail, op, slot);
+    }
+    if (x.b.exact() && op == "cumsum") {  // one order everywhere: the same bits
+      Bound b = exact_bound(n * x.b.mag, x.b.nonfinite);
+      return place(aj::cumsum(x.a, ax), b, "cumsum(" + x.name + tail, op, slot);
+    }
+    Val p = prep(x, op == "cumprod" ? 1.5 : kTameMag);
+    const double M = p.b.mag, E = p.b.err();
+    Bound b;
+    if (op == "cumsum") {
+      b.mag = n * M;
+      b.abs_err = n * E + (n >= 2 ? (n - 1) * eps * n * M : 0.0);
+      b.rel_err = eps;
+      return place(aj::cumsum(p.a, ax), b, "cumsum(" + p.name + tail, op, slot);
+    }
+    if (p.b.exact()) {
+      b = exact_bound(std::pow(M, n));
+      return place(aj::cumprod(p.a, ax), b, "cumprod(" + p.name + tail, op, slot);
+    }
+    b.mag = std::pow(M, n);
+    b.abs_err = n * E * std::pow(M + E, std::max(n - 1, 0.0)) + n * eps * std::pow(M + E, n);
+    b.rel_err = eps;
+    return place(aj::cumprod(p.a, ax), b, "cumprod(" + p.name + tail, op, slot);
+  }
+  // Sorting is 1-Lipschitz in max |dx| but moves elements: an absolute bound.
+  Bound moved = x.b;
+  if (!moved.exact()) moved.abs_err = moved.err(), moved.rel_err = 0;
+  if (op == "sort") return place(aj::sort(x.a, given), moved, "sort(" + x.name + ", " + an + ")", op, slot);
+  if (op == "argsort") {
+    return place(aj::argsort(x.a, given), exact_bound(static_cast<double>(extent)),
+                 "argsort(" + x.name + ", " + an + ")", op, slot);
+  }
+  if (op == "topk") {
+    const auto k = static_cast<std::int64_t>(uni(0, static_cast<int>(std::min<std::int64_t>(extent, 6))));
+    const aj::TopK t = aj::topk(x.a, k, given);
+    const std::string e = "topk(" + x.name + ", " + std::to_string(k) + ", " + an + ")";
+    if (coin(0.5)) return place(t.values, moved, e + ".values", op, slot);
+    return place(t.indices, exact_bound(static_cast<double>(extent)), e + ".indices", op, slot);
+  }
+  // erf, erfc: |f| <= 2, Lipschitz 2/sqrt(pi) < 1.13.
+  Val p = prep(x);
+  const double E = p.b.err();
+  Bound b;
+  if (op == "erf" || op == "erfc") {
+    b.mag = op == "erf" ? 1.0 : 2.0;
+    b.abs_err = 1.13 * E + U;
+    b.rel_err = U;
+    return place(op == "erf" ? aj::erf(p.a) : aj::erfc(p.a), b, op + "(" + p.name + ")", op, slot);
+  }
+  if (!any_axis) return;
+  // softmax: values in [0, 1], each moves at most 2 max|dx|; exp, a sum of
+  // n terms and a division round. logsumexp: 1-Lipschitz in max|dx|, plus
+  // the rounding of the sum (relative, so absolute in the log) and the log.
+  const double n = static_cast<double>(extent);
+  if (op == "softmax") {
+    b.mag = 1;
+    b.abs_err = 2 * E + U + (n + 2) * eps;
+    return place(aj::softmax(p.a, given), b, "softmax(" + p.name + ", " + an + ")", op, slot);
+  }
+  if (extent == 0) return;
+  b.mag = p.b.mag + std::log(n) + 1;
+  b.abs_err = E + U + (n + 2) * eps;
+  b.rel_err = U;
+  place(aj::logsumexp(p.a, given), b, "logsumexp(" + p.name + ", " + an + ")", op, slot);
 }
 
 inline void RandomGraph::step_view() {

@@ -113,7 +113,7 @@ TEST_CASE("cuda compile: every op x dtype x layout compiles with NVRTC") {
   const DType floats[] = {DType::f32, DType::f64};
   using U = Array (*)(const aj::Operand&);
   const U float_unary[] = {aj::exp, aj::log, aj::log1p, aj::expm1, aj::sin, aj::cos, aj::tan,
-                           aj::tanh, aj::sigmoid, aj::sqrt, aj::rsqrt};
+                           aj::tanh, aj::sigmoid, aj::sqrt, aj::rsqrt, aj::erf, aj::erfc};
   const U num_unary[] = {aj::negative, aj::abs, aj::sign, aj::floor, aj::ceil, aj::round};
   using B = Array (*)(const aj::Operand&, const aj::Operand&);
   const B num_binary[] = {aj::add, aj::subtract, aj::multiply, aj::divide, aj::mod,
@@ -133,6 +133,8 @@ TEST_CASE("cuda compile: every op x dtype x layout compiles with NVRTC") {
       for (B f : num_binary) s.add({f(x, y), f(x, row), f(x.T().reshape({16, 8}), 2)});
       s.add({aj::sum(x), aj::prod(x, 1), aj::max(x, 0), aj::min(x.T(), 1), aj::mean(x, 0)});
       s.add({aj::sum(x, 1) * 2, x - aj::max(x, 1, true)});  // epilogue; reduction broadcast back
+      // Scans: along the last axis, an outer axis, with a same-axis sum after.
+      s.add({aj::cumsum(x * 2, 1) + 1, aj::cumprod(x, 0), aj::sum(aj::cumsum(y, 1), 1)});
     }
     s.add({x == y, x != row, x < y, x <= y, x > y, x >= y});
     s.add({aj::where(x == y, x, y), aj::all(x != y, 1), aj::any(x == y)});
@@ -143,6 +145,7 @@ TEST_CASE("cuda compile: every op x dtype x layout compiles with NVRTC") {
     s.add({aj::arange(0.0, 10.0, 1.0, t) * 2, aj::linspace(0, 1, 7, t) + 1, aj::eye(4, 5, 1, t) * 3});
   }
   for (DType t : floats) s.add({aj::random::uniform({33}, -1, 1, t) + aj::random::normal({33}, 0, 1, t)});
+  s.add({aj::random::randint({33}, -5, 5), aj::random::randint({33}, 0, 9, DType::i32), aj::random::bernoulli({33}, 0.5)});
   // Multi-output: a full-shape and a reduced root of one reduction.
   Array x = input(DType::f32, {32, 64});
   Array e = aj::exp(x - 1.f);
@@ -172,17 +175,17 @@ TEST_CASE("cuda compile: every kernel of the random-graph suite compiles with NV
   compile_all(s, 64, long_tier);
 }
 
-TEST_CASE("cuda compile: every library kernel (matmul, argmax/argmin, copy) x dtype x rank compiles with NVRTC") {
+TEST_CASE("cuda compile: every library kernel (matmul, argmax/argmin, copy, sort) x dtype x rank compiles with NVRTC") {
   if (skip_without_nvrtc()) return;
   using aj::cuda::LibraryOp;
   Sources s;
-  for (LibraryOp op : {LibraryOp::matmul, LibraryOp::argmax, LibraryOp::argmin, LibraryOp::copy}) {
+  for (LibraryOp op : {LibraryOp::matmul, LibraryOp::argmax, LibraryOp::argmin, LibraryOp::copy, LibraryOp::sort}) {
     for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
       if (op == LibraryOp::matmul && t == DType::bool_) continue;  // matmul rejects bool at trace time
       for (int rank = 0; rank <= 4; ++rank) s.add(aj::cuda::render_library({op, t, rank}));
     }
   }
-  CHECK(s.bodies.size() == (4 + 5 + 5 + 5) * 5);
+  CHECK(s.bodies.size() == (4 + 5 + 5 + 5 + 5) * 5);
   compile_all(s, 64, std::getenv("AJ_TEST_LONG") != nullptr);
 }
 

@@ -531,3 +531,47 @@ TEST_CASE("cuda emulated: concatenate's library copies match the interpreter (mi
   }
   check_library_programs(ps);
 }
+
+// ---- issue 14: scan kernels, the sort library kernel, random bits -----------------------
+
+TEST_CASE("cuda emulated: scan kernels (cumsum, cumprod with producers and consumers) and random integers match the interpreter") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  std::vector<Program> ps;
+  for (DType t : {DType::i32, DType::i64, DType::f32, DType::f64}) {
+    Array m = data(t, {37, 300}, 11), n = data(t, {37, 300}, 12);
+    // Rows (the scan axis innermost), columns (outer, coalesced serial walks),
+    // a middle axis, the flattened array, producers inside and consumers after.
+    ps.push_back(plan({aj::cumsum(m * 2 + n, 1) - 1, aj::cumsum(m, 0), aj::cumprod(aj::sign(n), 1)}));
+    ps.push_back(plan({aj::cumsum(data(t, {6, 50, 7}, 13), 1), aj::cumsum(data(t, {5000}, 14))}));
+    ps.push_back(plan({aj::sum(aj::cumsum(m, 1), 1), aj::cumsum(m.T(), 0)}));
+  }
+  ps.push_back(plan({aj::cumsum(data(DType::bool_, {64, 64}, 15), 0)}));
+  ps.push_back(plan({aj::random::randint({513}, -100, 100), aj::random::randint({7, 9}, 0, 3, DType::i32),
+                     aj::random::bernoulli({300}, 0.25)}));
+  check_programs(ps);
+}
+
+TEST_CASE("cuda emulated: sort, argsort and topk library kernels match the interpreter (NaN, signed zeros, ties, strides)") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  std::vector<std::pair<Program, int>> ps;
+  std::uint64_t seed = 500;
+  for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+    for (bool nans : {false, true}) {
+      if (nans && !aj::is_float(t)) continue;
+      auto small = [&](aj::Shape s) { return random_small(t, s, seed++, nans); };
+      Array m = small({37, 300});
+      const aj::TopK top = aj::topk(m, 5, 1), top0 = aj::topk(m.T(), 37, 1);
+      ps.push_back({plan({aj::sort(m, 1), aj::argsort(m, 0), top.values, top.indices, top0.values, top0.indices}), 2});
+      ps.push_back({plan({aj::argsort(aj::slice(small({3001}), 0, std::nullopt, std::nullopt, -2)),
+                          aj::sort(small({4, 5, 6}), 1), aj::argsort(small({1, 1}), 0)}), 1});
+    }
+  }
+  ps.push_back({plan({aj::random::permutation(777)}), 1});
+  check_library_programs(ps);
+}

@@ -505,7 +505,8 @@ TEST_CASE("the generator is deterministic and covers every kind of op") {
       "pow", "==", "!=", "<", "<=", ">", ">=", "&&", "||", "where", "astype",
       "sum", "prod", "mean", "max", "min", "all", "any", "argmax", "argmin",
       "transpose", "slice", "broadcast_to", "reshape", "expand_dims", "squeeze",
-      "matmul", "concatenate", "stack", "eval", "read", "drop", "(rebind)"};
+      "matmul", "concatenate", "stack", "eval", "read", "drop", "(rebind)",
+      "cumsum", "cumprod", "sort", "argsort", "topk", "erf", "erfc", "softmax", "logsumexp"};
   // clang-format on
   for (const char* op : expected) {
     INFO("op " << op);

@@ -153,6 +153,9 @@ struct SplitReduction {
 // kernel cannot (a phase-0 value that is neither a constant nor a load
 // constant over the reduced axes). Then the kernel runs unsplit.
 bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
+  for (const KInstr& in : k.instrs) {
+    if (in.kind == KOp::Scan) return false;  // a running value needs its axis walked in order
+  }
   const std::size_t rank = k.shape.size();
   std::vector<std::size_t> outer_axes;
   for (std::size_t d = 0; d < rank; ++d) {
@@ -248,6 +251,7 @@ bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
         in.arg = finish_input(in.arg);
         break;
       case KOp::Const: break;
+      case KOp::Scan: return false;  // phase 0 only (graph/kernel.hpp)
       case KOp::Unary:
       case KOp::Binary:
       case KOp::Where:

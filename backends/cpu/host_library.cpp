@@ -5,6 +5,8 @@
 
 #include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/host_matmul.hpp"
+#include "backends/cpu/host_sort.hpp"
+#include "backends/cpu/thread_pool.hpp"
 #include "base/semantics.hpp"
 #include "graph/graph.hpp"
 #include "graph/strided_walk.hpp"
@@ -75,6 +77,10 @@ void run_library(const LibraryCall& call, const std::vector<const void*>& inputs
   if (call.op == Op::MatMul) return matmul(call, inputs, out);
   if (call.op == Op::Concat) return concat(call, inputs, out);
   if (call.op == Op::ArgMax || call.op == Op::ArgMin) return arg_reduce(call, inputs, out);
+  if (call.op == Op::Sort || call.op == Op::ArgSort || call.op == Op::TopK || call.op == Op::ArgTopK) {
+    const int threads = num_threads() > 0 ? num_threads() : hardware_threads();
+    return sort_lines(call, inputs[0], out, threads);
+  }
   internal_error(std::string("host library: no step for ") + op_name(call.op));
 }
 

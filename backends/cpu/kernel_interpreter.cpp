@@ -56,10 +56,10 @@ class Interpreter {
       for (std::size_t s = 0; s < nstreams_; ++s) base_[s] = offs_[s * kBlock];
       for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
         const KInstr& in = k_.instrs[j];
-        if (in.kind != KOp::Reduce) continue;
+        if (in.kind != KOp::Reduce && in.kind != KOp::Scan) continue;
         visit_dtype(in.dtype, [&](auto tag) {
           using T = decltype(tag);
-          *reinterpret_cast<T*>(&acc_[j]) = reduce_identity<T>(in.op);
+          *reinterpret_cast<T*>(&acc_[j]) = in.kind == KOp::Scan ? scan_identity<T>(in.op) : reduce_identity<T>(in.op);
         });
       }
       walk_blocks(inner_, ninner, 0);
@@ -198,6 +198,17 @@ class Interpreter {
             for (std::int64_t i = 0; i < n; ++i) dst[i] = c[i] ? x[i] : y[i];
           });
           break;
+        case KOp::Scan:
+          // The block's points are consecutive in the walk over the reduce
+          // axes: the running value goes through them in order.
+          visit_dtype(in.dtype, [&](auto tag) {
+            using T = decltype(tag);
+            T& acc = *reinterpret_cast<T*>(&acc_[j]);
+            const T* x = col<T>(in.a);
+            T* dst = col<T>(v);
+            for (std::int64_t i = 0; i < n; ++i) dst[i] = acc = reduce_combine(in.op, acc, x[i]);
+          });
+          break;
         case KOp::Reduce:
           // Phase 1 reads the finished accumulator.
           visit_dtype(in.dtype, [&](auto tag) {
@@ -246,7 +257,7 @@ class Interpreter {
   std::vector<const KStream*> streams_;
   std::vector<int> outer_, inner_;
   std::vector<std::uint64_t> cols_;  // kBlock 8-byte slots per instruction
-  std::vector<std::uint64_t> acc_;   // one accumulator per Reduce instruction
+  std::vector<std::uint64_t> acc_;   // one accumulator per Reduce or Scan instruction
   std::vector<std::int64_t> offs_;
   std::vector<std::int64_t> base_, cur_, idx_;
 };

@@ -254,6 +254,7 @@ const char* library_op_name(LibraryOp op) {
     case LibraryOp::argmax: return "argmax";
     case LibraryOp::argmin: return "argmin";
     case LibraryOp::copy: return "copy";
+    case LibraryOp::sort: return "sort";
   }
   internal_error("library_op_name: bad op");
 }
@@ -277,6 +278,10 @@ KernelSource render_library(const LibrarySpec& spec) {
     case LibraryOp::copy:
       out.source = render_copy(spec);
       fields = 3 + 3 * R + 2;
+      break;
+    case LibraryOp::sort:
+      out.source = render_sort(spec);
+      fields = 8 + 3 * R + 3;
       break;
   }
   out.hash = fnv1a(out.source);
@@ -419,6 +424,8 @@ std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<
       launches.push_back(plan_copy(c.dtype, c.inputs[k].shape, ref(k), {out, strides, base * strides[axis]}, sms));
       base += c.inputs[k].shape[axis];
     }
+  } else if (c.op == Op::Sort || c.op == Op::ArgSort || c.op == Op::TopK || c.op == Op::ArgTopK) {
+    launches.push_back(plan_sort(c, ref(0), out, sms));
   } else {
     internal_error(std::string("cuda: no library kernel evaluates ") + op_name(c.op));
   }

@@ -20,6 +20,10 @@
 //  - argmax/argmin: i64 index along the axis (sem::arg_better): the first NaN
 //    if there is one, else the first index of the best value.
 //  - copy: out[offset + i . out_strides] = in[offset + i . in_strides].
+//  - sort: sort/argsort/topk of each line along one axis (jit/cuda/cuda_sort.cpp):
+//    one block per line merge sorts (value, position) pairs in scratch; the
+//    order is base/semantics' (NaN last, or first for topk; -0.0 == +0.0;
+//    ties by position), so results equal the host's bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +35,7 @@
 
 namespace aj::cuda {
 
-enum class LibraryOp : std::uint8_t { matmul, argmax, argmin, copy };
+enum class LibraryOp : std::uint8_t { matmul, argmax, argmin, copy, sort };
 
 // What a library kernel's source depends on. rank: the batch axes of a
 // matmul, the kept (not reduced) axes of argmax/argmin, the axes of a copy
@@ -44,7 +48,7 @@ struct LibrarySpec {
   bool operator==(const LibrarySpec&) const = default;
 };
 
-const char* library_op_name(LibraryOp op);  // "matmul", "argmax", "argmin", "copy"
+const char* library_op_name(LibraryOp op);  // "matmul", "argmax", "argmin", "copy", "sort"
 
 KernelSource render_library(const LibrarySpec& spec);
 
@@ -84,6 +88,11 @@ LibraryLaunch plan_arg_reduce(LibraryOp op, DType t, const std::vector<std::int6
 // that of the merged shape (1 for a contiguous copy).
 LibraryLaunch plan_copy(DType t, const std::vector<std::int64_t>& shape, const StridedRef& in,
                         const StridedRef& out, int sms);
+
+// Sort, argsort, topk (c.op) of c.inputs[0] (at `in`) into the contiguous
+// result at `out`; rank of the spec: the input's other axes.
+LibraryLaunch plan_sort(const LibraryCall& c, const StridedRef& in, std::uint64_t out, int sms);
+std::string render_sort(const LibrarySpec& spec);  // cuda_sort.cpp
 
 // The launches evaluating a library step (graph/library.hpp): one matmul,
 // one argmax/argmin, or one copy per input of a concatenate into its slice

@@ -22,7 +22,10 @@
 //                full reduction to a scalar; no atomics, deterministic).
 //   aj_k_serial  reduction: one thread per outer point walks the whole reduced
 //                range (small reduced ranges, or column reductions where
-//                neighbouring threads read neighbouring addresses).
+//                neighbouring threads read neighbouring addresses). Kernels
+//                with a scan (KOp::Scan) always run this entry: the running
+//                value needs the axis walked in order (aj_k and aj_k_finish
+//                are empty there).
 #pragma once
 
 #include <cstdint>

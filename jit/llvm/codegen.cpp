@@ -22,7 +22,7 @@ using llvm::Value;
 bool is_math_function(Op op) {
   switch (op) {
     case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos: case Op::Tan:
-    case Op::Tanh: case Op::Sigmoid: case Op::Pow:
+    case Op::Tanh: case Op::Sigmoid: case Op::Pow: case Op::Erf: case Op::Erfc:
       return true;
     default:
       return false;
@@ -46,6 +46,7 @@ class KernelCodegen {
     else if (!reduce_.empty() && reduce_.back() == rank_ - 1) mode_ = Mode::inner_reduce;
     else mode_ = Mode::outer_reduce;
     seg_axis_ = mode_ != Mode::inner_reduce && rank_ > 0 ? rank_ - 1 : -1;
+    for (const KInstr& in : k.instrs) has_scan_ |= in.kind == KOp::Scan;
     validate();
   }
 
@@ -96,6 +97,7 @@ class KernelCodegen {
         if (!ok) internal_error("jit: kernel instruction mixes phases");
       }
       if (in.kind == KOp::Reduce && !k_.is_reduction()) internal_error("jit: Reduce in an elementwise kernel");
+      if (in.kind == KOp::Scan && (!k_.is_reduction() || in.phase != 0)) internal_error("jit: Scan outside phase 0 of a reduction kernel");
     }
     if (alias_.size() != k_.outputs.size()) internal_error("jit: alias list of the wrong length");
   }
@@ -217,7 +219,7 @@ class KernelCodegen {
   int outer_block() const {
     std::int64_t bytes = 0;
     for (const KInstr& in : k_.instrs) {
-      if (in.kind == KOp::Reduce) bytes += static_cast<std::int64_t>(itemsize(in.dtype));
+      if (in.kind == KOp::Reduce || in.kind == KOp::Scan) bytes += static_cast<std::int64_t>(itemsize(in.dtype));
     }
     int block = 64;
     while (block * 2 * bytes <= kOuterAccBytes) block *= 2;
@@ -320,15 +322,23 @@ class KernelCodegen {
     std::vector<std::vector<llvm::AllocaInst*>> acc(R, std::vector<llvm::AllocaInst*>(k_.instrs.size(), nullptr));
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
-      if (in.kind != KOp::Reduce) continue;
+      if (in.kind != KOp::Reduce && in.kind != KOp::Scan) continue;
       for (auto& a : acc) {
         a[j] = entry_alloca(sc_.type(in.dtype), 1);
-        b_.CreateStore(sc_.identity(in.op, in.dtype), a[j]);
+        b_.CreateStore(start_value(in), a[j]);
       }
     }
-    reduce_loops(0, reduce_.size(), base, true, [&](const Pos& pos) {
+    // A scan is a recurrence the vectorizer cannot widen: its loop is left
+    // untagged (a tagged loop it gives up on is a warning).
+    reduce_loops(0, reduce_.size(), base, !has_scan_, [&](const Pos& pos) {
       for (std::size_t r = 0; r < R; ++r) {
-        std::vector<Value*> v = point(0, row(pos, r), nullptr);
+        auto scan = [&](std::size_t j, Value* x) {
+          const KInstr& in = k_.instrs[j];
+          Value* next = sc_.op(in, in.dtype, b_.CreateLoad(sc_.type(in.dtype), acc[r][j]), x, nullptr, false);
+          b_.CreateStore(next, acc[r][j]);
+          return next;
+        };
+        std::vector<Value*> v = point(0, row(pos, r), nullptr, scan);
         accumulate(v, [&](std::size_t j) { return static_cast<Value*>(acc[r][j]); }, true);
       }
     });
@@ -353,9 +363,9 @@ class KernelCodegen {
     };
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
-      if (in.kind != KOp::Reduce) continue;
+      if (in.kind != KOp::Reduce && in.kind != KOp::Scan) continue;
       acc[j] = entry_alloca(sc_.type(in.dtype), outer_block());
-      loop(n, true, [&](Value* i) { b_.CreateStore(sc_.identity(in.op, in.dtype), slot(j, i)); });
+      loop(n, true, [&](Value* i) { b_.CreateStore(start_value(in), slot(j, i)); });
     }
     // `rows` consecutive rows of the innermost reduced axis from `first`.
     const int d = reduce_.back();
@@ -365,12 +375,18 @@ class KernelCodegen {
         for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
           if (acc[j]) cur[j] = b_.CreateLoad(sc_.type(k_.instrs[j].dtype), slot(j, i));
         }
+        auto scan = [&](std::size_t j, Value* x) {
+          const KInstr& in = k_.instrs[j];
+          return cur[j] = sc_.op(in, in.dtype, cur[j], x, nullptr, false);
+        };
         for (int r = 0; r < count; ++r) {
           Value* row = b_.CreateAdd(first, b_.getInt64(r), "", true, true);
-          std::vector<Value*> v = point(0, step(step(pos, d, row), L, i), nullptr);
+          std::vector<Value*> v = point(0, step(step(pos, d, row), L, i), nullptr, scan);
           for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
             const KInstr& in = k_.instrs[j];
-            if (acc[j]) cur[j] = sc_.op(in, in.dtype, cur[j], v[static_cast<std::size_t>(in.a)], nullptr, false);
+            if (acc[j] && in.kind == KOp::Reduce) {
+              cur[j] = sc_.op(in, in.dtype, cur[j], v[static_cast<std::size_t>(in.a)], nullptr, false);
+            }
           }
         }
         for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
@@ -380,9 +396,14 @@ class KernelCodegen {
     };
     reduce_loops(0, reduce_.size() - 1, base, false, [&](const Pos& pos) {
       Value* ext = ext_[static_cast<std::size_t>(d)];
-      Value* groups = b_.CreateUDiv(ext, b_.getInt64(kOuterRows));
-      loop(groups, false, [&](Value* g) { rows(pos, b_.CreateMul(g, b_.getInt64(kOuterRows), "", true, true), kOuterRows); });
-      Value* done = b_.CreateMul(groups, b_.getInt64(kOuterRows), "", true, true);
+      // A scan stores every row: several rows per pass would be several
+      // output streams, whose ranges over the whole loop nest overlap, so
+      // the vectorizer's run-time alias check would always send the loop to
+      // its scalar version (4x slower for cumsum(x, 0)). One row per pass.
+      const int unroll = has_scan_ ? 1 : kOuterRows;
+      Value* groups = b_.CreateUDiv(ext, b_.getInt64(unroll));
+      loop(groups, false, [&](Value* g) { rows(pos, b_.CreateMul(g, b_.getInt64(unroll), "", true, true), unroll); });
+      Value* done = b_.CreateMul(groups, b_.getInt64(unroll), "", true, true);
       loop(b_.CreateSub(ext, done), false, [&](Value* r) { rows(pos, b_.CreateAdd(done, r, "", true, true), 1); });
     });
     loop(n, true, [&](Value* i) {
@@ -402,9 +423,17 @@ class KernelCodegen {
     }
   }
 
+  // What a Reduce or Scan accumulator starts from (sem::scan_identity for scans).
+  llvm::Constant* start_value(const KInstr& in) const {
+    if (in.kind == KOp::Scan && in.op == Op::Sum && is_float(in.dtype)) return llvm::ConstantFP::get(sc_.type(in.dtype), -0.0);
+    return sc_.identity(in.op, in.dtype);
+  }
+
   // Evaluate the instructions of `phase` at one point, then store that
-  // phase's outputs (all loads of a point come before its stores).
-  std::vector<Value*> point(int phase, const Pos& pos, const std::function<Value*(std::size_t)>& reduced) {
+  // phase's outputs (all loads of a point come before its stores). `scan`
+  // advances Scan instruction j's running value by x and returns it.
+  std::vector<Value*> point(int phase, const Pos& pos, const std::function<Value*(std::size_t)>& reduced,
+                            const std::function<Value*(std::size_t, Value*)>& scan = {}) {
     std::vector<Value*> v(k_.instrs.size(), nullptr);
     auto val = [&](int o) { return o < 0 ? nullptr : v[static_cast<std::size_t>(o)]; };
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
@@ -435,6 +464,10 @@ class KernelCodegen {
           if (!reduced) internal_error("jit: Reduce outside phase 1");
           v[j] = reduced(j);
           break;
+        case KOp::Scan:
+          if (!scan) internal_error("jit: Scan outside a reduction loop");
+          v[j] = scan(j, v[static_cast<std::size_t>(in.a)]);
+          break;
       }
     }
     for (std::size_t o = 0; o < k_.outputs.size(); ++o) {
@@ -460,6 +493,7 @@ class KernelCodegen {
   std::vector<int> outer_, reduce_;
   Mode mode_ = Mode::elementwise;
   int seg_axis_ = -1;
+  bool has_scan_ = false;
   llvm::Function* f_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Type *i64_ = nullptr, *ptr_ = nullptr;

@@ -247,6 +247,8 @@ Value* ScalarCodegen::unary_float(Op op, Value* x) {
     case Op::Sigmoid: return b_.CreateFDiv(one, b_.CreateFAdd(one, math("exp", b_.CreateFNeg(x))));
     case Op::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
     case Op::Rsqrt: return b_.CreateFDiv(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+    case Op::Erf: return math("erf", x);
+    case Op::Erfc: return math("erfc", x);
     case Op::Not: case Op::Cast: return x;  // as sem::unary (Cast is convert())
     AJ_CASES_OUTSIDE(Unary) break;
   }
@@ -357,6 +359,7 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
     case Op::Neg: case Op::Not: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil:
     case Op::Round: case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin:
     case Op::Cos: case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
+    case Op::Erf: case Op::Erfc:
       if (boolean) return in.op == Op::Not ? b_.CreateNot(a) : a;
       if (fp) return unary_float(in.op, a);
       switch (in.op) {
@@ -372,7 +375,7 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
         case Op::Floor: case Op::Ceil: case Op::Round: return a;  // integers are whole already
         case Op::Not: case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin:
         case Op::Cos: case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
-        case Op::Cast:
+        case Op::Erf: case Op::Erfc: case Op::Cast:
           return a;  // as sem::unary: tracing gives these no integers
         AJ_CASES_OUTSIDE(Unary) break;
       }
@@ -412,6 +415,8 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
     case Op::Input: case Op::Constant: case Op::Iota: case Op::Linspace: case Op::Eye:
     case Op::RandUniform: case Op::RandNormal: case Op::Reshape: case Op::Transpose:
     case Op::Broadcast: case Op::Slice: case Op::Concat: case Op::MatMul:
+    case Op::RandBits: case Op::CumSum: case Op::CumProd:  // scans run KOp::Scan with Sum/Prod
+    case Op::Sort: case Op::ArgSort: case Op::TopK: case Op::ArgTopK:
       break;
   }
   internal_error(std::string("jit: op '") + op_name(in.op) + "' cannot appear in a kernel instruction");

@@ -18,8 +18,8 @@ struct Sig {
 using NodeSet = std::unordered_set<NodeId>;
 
 // The iteration space of the kernel that computes root x: the first reduction
-// reached through computed elementwise ops (its input shape and axes), or x's
-// own shape.
+// or scan reached through computed elementwise ops (its input shape and
+// axes), or x's own shape.
 Sig signature(NodeId x, const NodeSet& mat) {
   Graph& g = graph();
   std::vector<NodeId> stack{x};
@@ -29,11 +29,12 @@ Sig signature(NodeId x, const NodeSet& mat) {
     stack.pop_back();
     const Node& n = g[id];
     if (is_fusible_reduce(n.op)) return {g[n.inputs[0]].shape, n.ints};
+    if (is_scan(n.op)) return {n.shape, n.ints};  // walks its axis as a reduction does
     if (!is_elementwise(n.op)) continue;
     for (NodeId in : n.inputs) {
       const Node& m = g[in];
       if (m.evaluated() || mat.count(in) || seen.count(in)) continue;
-      if (is_elementwise(m.op) || is_fusible_reduce(m.op)) {
+      if (is_elementwise(m.op) || is_fusible_reduce(m.op) || is_scan(m.op)) {
         seen.insert(in);
         stack.push_back(in);
       }

@@ -12,7 +12,11 @@
 //    reduction) share a kernel with several outputs when their inputs allow.
 //  - A reduction whose result is needed at another index (broadcast back over
 //    its own input, e.g. x - max(x)) or inside another reduction ends a kernel.
-//  - MatMul, Concat, ArgMax/ArgMin are library steps (graph/library.hpp:
+//  - A scan (cumsum, cumprod) runs in a kernel whose reduce axes are its axis
+//    (KOp::Scan): producers run inside it, elementwise consumers at the same
+//    index and reductions over the same axis after it; needed at another
+//    index or along another axis, it ends a kernel.
+//  - MatMul, Concat, ArgMax/ArgMin, Sort/ArgSort/TopK/ArgTopK are library steps (graph/library.hpp:
 //    whole-array algorithms each backend implements); views
 //    that are roots (or feed those steps) are view steps: strides, no copy.
 //    A reshape of strided data that no strides can express is a copy kernel

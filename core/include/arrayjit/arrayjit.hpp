@@ -9,7 +9,9 @@
 #include "arrayjit/explain.hpp"
 #include "arrayjit/jit.hpp"
 #include "arrayjit/memory.hpp"
+#include "arrayjit/nn.hpp"
 #include "arrayjit/print.hpp"
+#include "arrayjit/scan_sort.hpp"
 #include "arrayjit/stats.hpp"
 
 namespace aj {
