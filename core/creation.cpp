@@ -279,6 +279,7 @@ Array random_bits(Shape shape, const char* name, const Loc& loc) {
 }  // namespace
 
 Array randint(Shape shape, std::int64_t lo, std::int64_t hi, DType dtype, Loc loc) try {
+  trace::Scope scope;
   const char* name = "random::randint";
   if (dtype != DType::i32 && dtype != DType::i64) {
     user_error(name, std::string("makes i32 or i64 arrays, not ") + dtype_name(dtype) + " (use astype after)", loc);
@@ -303,6 +304,7 @@ Array randint(Shape shape, std::int64_t lo, std::int64_t hi, DType dtype, Loc lo
 }
 
 Array permutation(std::int64_t n, Loc loc) try {
+  trace::Scope scope;
   if (n < 0) user_error("random::permutation", "negative length " + std::to_string(n), loc);
   return argsort(random_bits(Shape{n}, "random::permutation", loc), 0, loc);
 } catch (const std::bad_alloc&) {
@@ -326,15 +328,15 @@ Array bernoulli(Shape shape, double p, Loc loc) try {
 // ---- fills of another array's shape (issue 14) --------------------------------
 
 Array zeros_like(const Array& a, std::optional<DType> dtype, Loc loc) {
-  trace::id(a, "zeros_like", loc);
+  trace::own_node(a, "zeros_like", loc);
   return fill("zeros_like", a.shape(), 0, dtype.value_or(a.dtype()), loc);
 }
 Array ones_like(const Array& a, std::optional<DType> dtype, Loc loc) {
-  trace::id(a, "ones_like", loc);
+  trace::own_node(a, "ones_like", loc);
   return fill("ones_like", a.shape(), 1, dtype.value_or(a.dtype()), loc);
 }
 Array full_like(const Array& a, Scalar value, std::optional<DType> dtype, Loc loc) {
-  trace::id(a, "full_like", loc);
+  trace::own_node(a, "full_like", loc);
   return fill("full_like", a.shape(), value, dtype.value_or(a.dtype()), loc);
 }
 

@@ -18,8 +18,9 @@ namespace {
 using trace::describe;
 
 // x in the float dtype these compute in: its own, f64 for integers.
-Array as_float(const Array& x, const char* name, const Loc& loc) {
-  trace::id(x, name, loc);
+Array as_float(const Array& x_in, const char* name, const Loc& loc) {
+  trace::Scope scope;
+  const Array& x = trace::local(x_in, name, loc);
   if (x.dtype() == DType::bool_) {
     user_error(name, "does not accept bool (" + describe(x) + "); use astype() to a float type first", loc);
   }

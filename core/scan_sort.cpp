@@ -13,9 +13,10 @@ namespace {
 
 using trace::describe;
 
-Array scan(Op op, const Array& a, std::optional<int> axis, std::optional<DType> dtype, const Loc& loc) try {
+Array scan(Op op, const Array& a_in, std::optional<int> axis, std::optional<DType> dtype, const Loc& loc) try {
+  trace::Scope scope;
   const char* name = op_name(op);
-  trace::id(a, name, loc);
+  const Array& a = trace::local(a_in, name, loc);
   if (dtype && *dtype == DType::bool_) {
     user_error(name, "does not accumulate in bool (" + describe(a) +
                          "); give an integer or float dtype, or use any/all", loc);
@@ -62,7 +63,7 @@ Array sort_node(Op op, const Array& a, int axis, std::int64_t k, const Loc& loc)
 }
 
 int sort_axis(const Array& a, int axis, const char* name, const Loc& loc) {
-  trace::id(a, name, loc);
+  trace::own_node(a, name, loc);
   if (a.ndim() == 0) user_error(name, "cannot sort a rank-0 array " + describe(a), loc);
   return trace::normalize_axis(axis, a.ndim(), name, a.shape(), a.dtype(), loc);
 }
@@ -76,21 +77,27 @@ Array cumprod(const Array& a, std::optional<int> axis, std::optional<DType> dtyp
   return scan(Op::CumProd, a, axis, dtype, loc);
 }
 
-Array sort(const Array& a, int axis, Loc loc) try {
+Array sort(const Array& a_in, int axis, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "sort", loc);
   const int ax = sort_axis(a, axis, "sort", loc);
   return sort_node(Op::Sort, a, ax, -1, loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("sort", loc);
 }
 
-Array argsort(const Array& a, int axis, Loc loc) try {
+Array argsort(const Array& a_in, int axis, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "argsort", loc);
   const int ax = sort_axis(a, axis, "argsort", loc);
   return sort_node(Op::ArgSort, a, ax, -1, loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("argsort", loc);
 }
 
-TopK topk(const Array& a, std::int64_t k, int axis, Loc loc) try {
+TopK topk(const Array& a_in, std::int64_t k, int axis, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "topk", loc);
   const int ax = sort_axis(a, axis, "topk", loc);
   const std::int64_t extent = a.shape()[ax];
   if (k < 0 || k > extent) {
