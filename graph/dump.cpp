@@ -49,8 +49,11 @@ std::string node_payload(const Node& n) {
       if (n.op == Op::Slice) return "start,step=" + dump_list(n.ints);
       return "";
     case OpCategory::Other:
-      if (n.op == Op::Concat) return "axis=" + std::to_string(n.i0);
+      if (n.op == Op::Concat || n.op == Op::ScatterAdd || n.op == Op::Scatter) return "axis=" + std::to_string(n.i0);
       return "";
+    case OpCategory::Remap:
+      if (n.op == Op::Gather) return "axis=" + std::to_string(n.i0);
+      return "start,step=" + dump_list(n.ints);
     case OpCategory::Unary:
     case OpCategory::Binary:
     case OpCategory::Ternary: return "";

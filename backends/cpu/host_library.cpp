@@ -5,6 +5,7 @@
 
 #include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/host_matmul.hpp"
+#include "backends/cpu/host_scatter.hpp"
 #include "base/semantics.hpp"
 #include "graph/graph.hpp"
 #include "graph/strided_walk.hpp"
@@ -75,6 +76,7 @@ void run_library(const LibraryCall& call, const std::vector<const void*>& inputs
   if (call.op == Op::MatMul) return matmul(call, inputs, out);
   if (call.op == Op::Concat) return concat(call, inputs, out);
   if (call.op == Op::ArgMax || call.op == Op::ArgMin) return arg_reduce(call, inputs, out);
+  if (call.op == Op::ScatterAdd || call.op == Op::Scatter) return scatter(call, inputs, out);
   internal_error(std::string("host library: no step for ") + op_name(call.op));
 }
 

@@ -106,7 +106,11 @@ std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::s
     case Op::Broadcast:
     case Op::Slice:
     case Op::Concat:
-    case Op::MatMul: return bad();
+    case Op::MatMul:
+    case Op::Gather:
+    case Op::Pad:
+    case Op::ScatterAdd:
+    case Op::Scatter: return bad();
   }
   return bad();
 }

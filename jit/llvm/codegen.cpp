@@ -87,8 +87,7 @@ class KernelCodegen {
   void validate() const {
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
-      for (int o : {in.a, in.b, in.c}) {
-        if (in.kind == KOp::Const || in.kind == KOp::Index || in.kind == KOp::Load) break;
+      for (int o : operands(in)) {
         if (o < 0) continue;
         if (o >= static_cast<int>(j)) internal_error("jit: kernel operand is not an earlier instruction");
         const KInstr& src = k_.instrs[static_cast<std::size_t>(o)];
@@ -402,6 +401,23 @@ class KernelCodegen {
     }
   }
 
+  // if (mask) x = *at else x = 0, as a branch (the block the builder is in
+  // continues after it).
+  Value* masked_load(llvm::Type* mt, Value* base, Value* at, Value* mask) {
+    auto* pre = b_.GetInsertBlock();
+    auto* then = llvm::BasicBlock::Create(c_, "masked.load", f_);
+    auto* join = llvm::BasicBlock::Create(c_, "masked.join", f_);
+    b_.CreateCondBr(mask, then, join);
+    b_.SetInsertPoint(then);
+    Value* x = b_.CreateLoad(mt, b_.CreateGEP(mt, base, at));
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode* phi = b_.CreatePHI(mt, 2);
+    phi->addIncoming(x, then);
+    phi->addIncoming(llvm::Constant::getNullValue(mt), pre);
+    return phi;
+  }
+
   // Evaluate the instructions of `phase` at one point, then store that
   // phase's outputs (all loads of a point come before its stores).
   std::vector<Value*> point(int phase, const Pos& pos, const std::function<Value*(std::size_t)>& reduced) {
@@ -414,7 +430,17 @@ class KernelCodegen {
         case KOp::Load: {
           const auto s = static_cast<std::size_t>(in.arg);
           llvm::Type* mt = sc_.mem_type(in.dtype);
-          Value* x = b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s]));
+          Value* x;
+          if (in.b < 0 && in.c < 0) {
+            x = b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s]));
+          } else {
+            // A gather adds its index; a pad's mask guards the load with a
+            // branch, which the loop vectorizer turns into a masked vector
+            // load (AVX2/AVX-512). No `inbounds`: a masked-off address may
+            // lie outside the buffer.
+            Value* at = in.b < 0 ? pos[s] : b_.CreateAdd(pos[s], val(in.b));
+            x = in.c < 0 ? b_.CreateLoad(mt, b_.CreateGEP(mt, ptr_of_[s], at)) : masked_load(mt, ptr_of_[s], at, val(in.c));
+          }
           v[j] = in.dtype == DType::bool_ ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
           break;
         }
@@ -422,9 +448,12 @@ class KernelCodegen {
         case KOp::Index: {
           Value* s = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), scalars_,
                                                    static_cast<std::uint64_t>(in.a) * sizeof(KScalar));
-          v[j] = sc_.generate(in.op, in.dtype, s, pos[static_cast<std::size_t>(in.arg)]);
+          Value* at = pos[static_cast<std::size_t>(in.arg)];
+          if (in.b >= 0) at = b_.CreateAdd(at, val(in.b));
+          v[j] = sc_.generate(in.op, in.dtype, s, at);
           break;
         }
+        case KOp::Position: v[j] = pos[static_cast<std::size_t>(in.arg)]; break;
         case KOp::Unary: case KOp::Binary: case KOp::Where: {
           const int first = in.kind == KOp::Where ? in.b : in.a;
           const DType t = k_.instrs[static_cast<std::size_t>(first)].dtype;

@@ -412,6 +412,7 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
     case Op::Input: case Op::Constant: case Op::Iota: case Op::Linspace: case Op::Eye:
     case Op::RandUniform: case Op::RandNormal: case Op::Reshape: case Op::Transpose:
     case Op::Broadcast: case Op::Slice: case Op::Concat: case Op::MatMul:
+    case Op::Gather: case Op::Pad: case Op::ScatterAdd: case Op::Scatter:
       break;
   }
   internal_error(std::string("jit: op '") + op_name(in.op) + "' cannot appear in a kernel instruction");

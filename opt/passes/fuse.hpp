@@ -10,9 +10,14 @@
 //    exists in memory) and elementwise epilogues run after it. Roots of one
 //    iteration space (the same shape, or the full and reduced shapes of one
 //    reduction) share a kernel with several outputs when their inputs allow.
+//  - Gathers and pads (Remap ops) are index arithmetic inside the kernel of
+//    their consumer: their indices' producers run there too, and so does a
+//    gathered operand made of Cheap ops only (evaluated at the gathered
+//    indices); any other gathered operand is materialized first. A pad's
+//    operand is always computed inside, under the pad's mask.
 //  - A reduction whose result is needed at another index (broadcast back over
 //    its own input, e.g. x - max(x)) or inside another reduction ends a kernel.
-//  - MatMul, Concat, ArgMax/ArgMin are library steps (graph/library.hpp:
+//  - MatMul, Concat, ArgMax/ArgMin, Scatter/ScatterAdd are library steps (graph/library.hpp:
 //    whole-array algorithms each backend implements); views
 //    that are roots (or feed those steps) are view steps: strides, no copy.
 //    A reshape of strided data that no strides can express is a copy kernel
