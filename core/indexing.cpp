@@ -28,6 +28,27 @@ std::atomic<bool>& debug_flag() {
   return on;
 }
 
+// Runs `body`, naming `op` in a user error that an op it is built from threw
+// ("aj::where: operands are on different devices" becomes "aj::slice_update:
+// ..."): the caller wrote `op`, so that is what the message must name.
+template <class F>
+Array as_op(const char* op, const Loc& loc, F&& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    std::string what = e.what();
+    const std::string own = std::string("aj::") + op + ": ";
+    const auto colon = what.find(": ");
+    if (e.kind() != Error::Kind::user || what.rfind("aj::", 0) != 0 || what.rfind(own, 0) == 0 ||
+        colon == std::string::npos) {
+      throw;
+    }
+    what = what.substr(colon + 2);
+    if (const auto at = what.rfind(" (at "); at != std::string::npos) what.resize(at);
+    user_error(op, what, loc);
+  }
+}
+
 void check_indices(const char* op, const Array& indices, const Loc& loc) {
   trace::id(indices, op, loc);
   const DType t = indices.dtype();
@@ -186,7 +207,7 @@ SliceParams slice_params(const Array& a, const std::vector<Slice>& slices, const
   if (static_cast<int>(slices.size()) > a.ndim()) {
     user_error(op, std::to_string(slices.size()) + " slices given for " + describe(a), loc);
   }
-  Array v = slice(a, slices, loc);  // checks every bound; a view node (freed below) or a itself
+  Array v = slice(a, slices, loc);  // checks every bound (errors renamed by as_op); a view (freed below) or a
   SliceParams p;
   p.shape = v.shape();
   const Node& n = trace::node(v);
@@ -265,209 +286,233 @@ void set_debug(bool on) { debug_flag().store(on); }
 bool debug() { return debug_flag().load(std::memory_order_relaxed); }
 
 Array take(const Array& a, const Array& indices, std::optional<int> axis, Loc loc) try {
-  trace::id(a, "take", loc);
-  check_indices("take", indices, loc);
-  if (!axis) {
-    if (a.ndim() != 1) return take(reshape(a, Shape{a.size()}, loc), indices, 0, loc);
-    axis = 0;
-  }
-  const int ax = trace::normalize_axis(*axis, a.ndim(), "take", a.shape(), a.dtype(), loc);
-  const Shape& s = a.shape();
-  const Shape& is = indices.shape();
-  const std::int64_t n = s[ax];
-  std::vector<std::int64_t> out(s.begin(), s.begin() + ax);
-  out.insert(out.end(), is.begin(), is.end());
-  out.insert(out.end(), s.begin() + ax + 1, s.end());
-  const Shape result(out);
-  trace::check_array_size(result, a.dtype(), "take", loc);
-  if (n == 0 && indices.size() > 0) {
-    user_error("take", "cannot take " + describe(indices) + " from axis " + std::to_string(ax) + " of " +
-                           describe(a) + ", which is empty", loc);
-  }
-  debug_check("take", indices, n, ax, loc);
-  const int k = is.ndim(), post = s.ndim() - ax - 1;
-  // As a gather over pre + I + post (a size-1 axis for rank-0 indices):
-  // the array gets the index axes after the first as broadcast axes, the
-  // indices broadcast over the array's other axes.
-  const Shape gshape = k == 0 ? with_extent(s, ax, 1) : result;
-  Array ga = trace::broadcast(k <= 1 ? a : reshape(a, ones_at(s, ax + 1, k - 1), loc),
-                              with_extent(gshape, ax, n), loc);
-  Array gi = trace::broadcast(reshape(indices, ones_at(ones_at(k == 0 ? Shape{1} : is, 0, ax), ax + std::max(k, 1), post), loc),
-                              gshape, loc);
-  Array r = gather_node(ga, gi, ax, loc);
-  return k == 0 ? reshape(r, result, loc) : r;
+  return as_op("take", loc, [&]() -> Array {
+    trace::id(a, "take", loc);
+    check_indices("take", indices, loc);
+    if (!axis) {
+      if (a.ndim() != 1) return take(reshape(a, Shape{a.size()}, loc), indices, 0, loc);
+      axis = 0;
+    }
+    const int ax = trace::normalize_axis(*axis, a.ndim(), "take", a.shape(), a.dtype(), loc);
+    const Shape& s = a.shape();
+    const Shape& is = indices.shape();
+    const std::int64_t n = s[ax];
+    std::vector<std::int64_t> out(s.begin(), s.begin() + ax);
+    out.insert(out.end(), is.begin(), is.end());
+    out.insert(out.end(), s.begin() + ax + 1, s.end());
+    const Shape result(out);
+    trace::check_array_size(result, a.dtype(), "take", loc);
+    if (n == 0 && indices.size() > 0) {
+      user_error("take", "cannot take " + describe(indices) + " from axis " + std::to_string(ax) + " of " +
+                             describe(a) + ", which is empty", loc);
+    }
+    debug_check("take", indices, n, ax, loc);
+    const int k = is.ndim(), post = s.ndim() - ax - 1;
+    // As a gather over pre + I + post (a size-1 axis for rank-0 indices):
+    // the array gets the index axes after the first as broadcast axes, the
+    // indices broadcast over the array's other axes.
+    const Shape gshape = k == 0 ? with_extent(s, ax, 1) : result;
+    Array ga = trace::broadcast(k <= 1 ? a : reshape(a, ones_at(s, ax + 1, k - 1), loc),
+                                with_extent(gshape, ax, n), loc);
+    Array gi = trace::broadcast(reshape(indices, ones_at(ones_at(k == 0 ? Shape{1} : is, 0, ax), ax + std::max(k, 1), post), loc),
+                                gshape, loc);
+    Array r = gather_node(ga, gi, ax, loc);
+    return k == 0 ? reshape(r, result, loc) : r;
+  });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("take", loc);
 }
 
 Array take_along_axis(const Array& a, const Array& indices, int axis, Loc loc) try {
-  trace::id(a, "take_along_axis", loc);
-  check_indices("take_along_axis", indices, loc);
-  const int ax = trace::normalize_axis(axis, a.ndim(), "take_along_axis", a.shape(), a.dtype(), loc);
-  if (indices.ndim() != a.ndim()) {
-    user_error("take_along_axis", "indices " + describe(indices) + " must have the rank of the array " + describe(a),
-               loc);
-  }
-  std::vector<std::int64_t> out;
-  for (int d = 0; d < a.ndim(); ++d) {
-    const std::int64_t x = a.shape()[d], i = indices.shape()[d];
-    if (d == ax) {
-      out.push_back(i);
-    } else if (x == i || x == 1 || i == 1) {
-      out.push_back(x == 1 ? i : x);
-    } else {
-      user_error("take_along_axis", "indices " + describe(indices) + " do not broadcast against " + describe(a) +
-                                        " off axis " + std::to_string(ax), loc);
+  return as_op("take_along_axis", loc, [&]() -> Array {
+    trace::id(a, "take_along_axis", loc);
+    check_indices("take_along_axis", indices, loc);
+    const int ax = trace::normalize_axis(axis, a.ndim(), "take_along_axis", a.shape(), a.dtype(), loc);
+    if (indices.ndim() != a.ndim()) {
+      user_error("take_along_axis", "indices " + describe(indices) + " must have the rank of the array " + describe(a),
+                 loc);
     }
-  }
-  const Shape result(out);
-  trace::check_array_size(result, a.dtype(), "take_along_axis", loc);
-  const std::int64_t n = a.shape()[ax];
-  if (n == 0 && result.numel() > 0) {
-    user_error("take_along_axis", "cannot take " + describe(indices) + " from axis " + std::to_string(ax) + " of " +
-                                      describe(a) + ", which is empty", loc);
-  }
-  debug_check("take_along_axis", indices, n, ax, loc);
-  Array ga = trace::broadcast(a, with_extent(result, ax, n), loc);
-  return gather_node(ga, trace::broadcast(indices, result, loc), ax, loc);
+    std::vector<std::int64_t> out;
+    for (int d = 0; d < a.ndim(); ++d) {
+      const std::int64_t x = a.shape()[d], i = indices.shape()[d];
+      if (d == ax) {
+        out.push_back(i);
+      } else if (x == i || x == 1 || i == 1) {
+        out.push_back(x == 1 ? i : x);
+      } else {
+        user_error("take_along_axis", "indices " + describe(indices) + " do not broadcast against " + describe(a) +
+                                          " off axis " + std::to_string(ax), loc);
+      }
+    }
+    const Shape result(out);
+    trace::check_array_size(result, a.dtype(), "take_along_axis", loc);
+    const std::int64_t n = a.shape()[ax];
+    if (n == 0 && result.numel() > 0) {
+      user_error("take_along_axis", "cannot take " + describe(indices) + " from axis " + std::to_string(ax) + " of " +
+                                        describe(a) + ", which is empty", loc);
+    }
+    debug_check("take_along_axis", indices, n, ax, loc);
+    Array ga = trace::broadcast(a, with_extent(result, ax, n), loc);
+    return gather_node(ga, trace::broadcast(indices, result, loc), ax, loc);
+  });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("take_along_axis", loc);
 }
 
 Array scatter_add(const Array& a, const Array& indices, const Operand& updates, int axis, Loc loc) try {
-  return scatter_take_shaped(Op::ScatterAdd, "scatter_add", a, indices, updates, axis, loc);
+  return as_op("scatter_add", loc, [&]() -> Array {
+    return scatter_take_shaped(Op::ScatterAdd, "scatter_add", a, indices, updates, axis, loc);
+  });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("scatter_add", loc);
 }
 
 Array scatter(const Array& a, const Array& indices, const Operand& updates, int axis, Loc loc) try {
-  return scatter_take_shaped(Op::Scatter, "scatter", a, indices, updates, axis, loc);
+  return as_op("scatter", loc, [&]() -> Array {
+    return scatter_take_shaped(Op::Scatter, "scatter", a, indices, updates, axis, loc);
+  });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("scatter", loc);
 }
 
 Array scatter_add_along_axis(const Array& a, const Array& indices, const Operand& updates, int axis, Loc loc) try {
-  return scatter_along(Op::ScatterAdd, "scatter_add_along_axis", a, indices, updates, axis, loc);
+  return as_op("scatter_add_along_axis", loc, [&]() -> Array {
+    return scatter_along(Op::ScatterAdd, "scatter_add_along_axis", a, indices, updates, axis, loc);
+  });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("scatter_add_along_axis", loc);
 }
 
 Array put_along_axis(const Array& a, const Array& indices, const Operand& values, int axis, Loc loc) try {
-  return scatter_along(Op::Scatter, "put_along_axis", a, indices, values, axis, loc);
+  return as_op("put_along_axis", loc, [&]() -> Array {
+    return scatter_along(Op::Scatter, "put_along_axis", a, indices, values, axis, loc);
+  });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("put_along_axis", loc);
 }
 
 Array slice_update(const Array& a, std::vector<Slice> slices, const Operand& values, Loc loc) try {
-  return update_slice(a, slices, values, false, "slice_update", loc);
+  return as_op("slice_update", loc, [&]() -> Array {
+    return update_slice(a, slices, values, false, "slice_update", loc);
+  });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("slice_update", loc);
 }
 
 Array slice_add(const Array& a, std::vector<Slice> slices, const Operand& values, Loc loc) try {
-  return update_slice(a, slices, values, true, "slice_add", loc);
+  return as_op("slice_add", loc, [&]() -> Array {
+    return update_slice(a, slices, values, true, "slice_add", loc);
+  });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("slice_add", loc);
 }
 
 Array pad(const Array& a, std::vector<PadWidth> widths, PadMode mode, Scalar value, Loc loc) try {
-  trace::id(a, "pad", loc);
-  const int nd = a.ndim();
-  if (widths.size() == 1 && nd != 1) widths.assign(static_cast<std::size_t>(nd), widths[0]);
-  if (static_cast<int>(widths.size()) != nd && !(nd == 0 && widths.empty())) {
-    user_error("pad", std::to_string(widths.size()) + " widths given for " + describe(a) +
-                          " (one per axis, or one for all)", loc);
-  }
-  std::vector<std::int64_t> out, ints;
-  bool any = false;
-  for (int d = 0; d < nd; ++d) {
-    const PadWidth& w = widths[static_cast<std::size_t>(d)];
-    if (w.before < 0 || w.after < 0) {
-      user_error("pad", "negative width (" + std::to_string(w.before) + ", " + std::to_string(w.after) +
-                            ") for axis " + std::to_string(d), loc);
+  return as_op("pad", loc, [&]() -> Array {
+    trace::id(a, "pad", loc);
+    const int nd = a.ndim();
+    if (widths.size() == 1 && nd != 1) widths.assign(static_cast<std::size_t>(nd), widths[0]);
+    if (static_cast<int>(widths.size()) != nd && !(nd == 0 && widths.empty())) {
+      user_error("pad", std::to_string(widths.size()) + " widths given for " + describe(a) +
+                            " (one per axis, or one for all)", loc);
     }
-    const std::int64_t n = a.shape()[d];
-    std::int64_t e = n;
-    if (__builtin_add_overflow(e, w.before, &e) || __builtin_add_overflow(e, w.after, &e)) {
-      user_error("pad", "the padded extent of axis " + std::to_string(d) + " overflows int64", loc);
+    std::vector<std::int64_t> out, ints;
+    bool any = false;
+    for (int d = 0; d < nd; ++d) {
+      const PadWidth& w = widths[static_cast<std::size_t>(d)];
+      if (w.before < 0 || w.after < 0) {
+        user_error("pad", "negative width (" + std::to_string(w.before) + ", " + std::to_string(w.after) +
+                              ") for axis " + std::to_string(d), loc);
+      }
+      const std::int64_t n = a.shape()[d];
+      std::int64_t e = n;
+      if (__builtin_add_overflow(e, w.before, &e) || __builtin_add_overflow(e, w.after, &e)) {
+        user_error("pad", "the padded extent of axis " + std::to_string(d) + " overflows int64", loc);
+      }
+      if (mode != PadMode::constant && n == 0 && (w.before > 0 || w.after > 0)) {
+        user_error("pad", std::string("cannot pad axis ") + std::to_string(d) + " of " + describe(a) +
+                              " in mode " + (mode == PadMode::edge ? "edge" : "reflect") + ": the axis is empty", loc);
+      }
+      any |= w.before > 0 || w.after > 0;
+      out.push_back(e);
+      ints.insert(ints.end(), {w.before, 1});
     }
-    if (mode != PadMode::constant && n == 0 && (w.before > 0 || w.after > 0)) {
-      user_error("pad", std::string("cannot pad axis ") + std::to_string(d) + " of " + describe(a) +
-                            " in mode " + (mode == PadMode::edge ? "edge" : "reflect") + ": the axis is empty", loc);
+    const Shape result(out);
+    trace::check_array_size(result, a.dtype(), "pad", loc);
+    Array fill = trace::constant(value, a.dtype(), "pad", loc);  // checks the value fits
+    if (!any) return a;
+    if (mode == PadMode::constant) return pad_node(a, fill, ints, result, loc);
+    // edge / reflect: a gather per padded axis with indices computed from the
+    // position (in range by construction, so never checked).
+    Array r = a;
+    for (int d = 0; d < nd; ++d) {
+      const PadWidth& w = widths[static_cast<std::size_t>(d)];
+      if (w.before == 0 && w.after == 0) continue;
+      const std::int64_t n = a.shape()[d];
+      Array q = arange(result[d], DType::i64, loc) - w.before;
+      Array i;
+      if (mode == PadMode::edge || n == 1) {
+        i = clip(Operand(q, loc), 0, n - 1);
+      } else {  // period 2(n - 1): 0 1 .. n-1 n-2 .. 1
+        const std::int64_t period = 2 * (n - 1);
+        Array m = Operand(q, loc) % period;
+        i = where(Operand(m < n, loc), Operand(m, loc), period - m);
+      }
+      std::vector<std::int64_t> col(static_cast<std::size_t>(nd), 1);
+      col[static_cast<std::size_t>(d)] = result[d];
+      const Shape gshape = with_extent(r.shape(), d, result[d]);
+      r = gather_node(r, trace::broadcast(reshape(i, Shape(col), loc), gshape, loc), d, loc);
     }
-    any |= w.before > 0 || w.after > 0;
-    out.push_back(e);
-    ints.insert(ints.end(), {w.before, 1});
-  }
-  const Shape result(out);
-  trace::check_array_size(result, a.dtype(), "pad", loc);
-  Array fill = trace::constant(value, a.dtype(), "pad", loc);  // checks the value fits
-  if (!any) return a;
-  if (mode == PadMode::constant) return pad_node(a, fill, ints, result, loc);
-  // edge / reflect: a gather per padded axis with indices computed from the
-  // position (in range by construction, so never checked).
-  Array r = a;
-  for (int d = 0; d < nd; ++d) {
-    const PadWidth& w = widths[static_cast<std::size_t>(d)];
-    if (w.before == 0 && w.after == 0) continue;
-    const std::int64_t n = a.shape()[d];
-    Array q = arange(result[d], DType::i64, loc) - w.before;
-    Array i;
-    if (mode == PadMode::edge || n == 1) {
-      i = clip(Operand(q, loc), 0, n - 1);
-    } else {  // period 2(n - 1): 0 1 .. n-1 n-2 .. 1
-      const std::int64_t period = 2 * (n - 1);
-      Array m = Operand(q, loc) % period;
-      i = where(Operand(m < n, loc), Operand(m, loc), period - m);
-    }
-    std::vector<std::int64_t> col(static_cast<std::size_t>(nd), 1);
-    col[static_cast<std::size_t>(d)] = result[d];
-    const Shape gshape = with_extent(r.shape(), d, result[d]);
-    r = gather_node(r, trace::broadcast(reshape(i, Shape(col), loc), gshape, loc), d, loc);
-  }
-  return r;
+    return r;
+  });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("pad", loc);
 }
 
 Array roll(const Array& a, std::int64_t shift, std::optional<int> axis, Loc loc) try {
-  trace::id(a, "roll", loc);
-  if (!axis) return reshape(roll_axis(reshape(a, Shape{a.size()}, loc), shift, 0, loc), a.shape(), loc);
-  const int ax = trace::normalize_axis(*axis, a.ndim(), "roll", a.shape(), a.dtype(), loc);
-  return roll_axis(a, shift, ax, loc);
+  return as_op("roll", loc, [&]() -> Array {
+    trace::id(a, "roll", loc);
+    if (!axis) return reshape(roll_axis(reshape(a, Shape{a.size()}, loc), shift, 0, loc), a.shape(), loc);
+    const int ax = trace::normalize_axis(*axis, a.ndim(), "roll", a.shape(), a.dtype(), loc);
+    return roll_axis(a, shift, ax, loc);
+  });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("roll", loc);
 }
 
 Array roll(const Array& a, std::vector<std::int64_t> shifts, std::vector<int> axes, Loc loc) try {
-  trace::id(a, "roll", loc);
-  if (shifts.size() != axes.size()) {
-    user_error("roll", std::to_string(shifts.size()) + " shifts for " + std::to_string(axes.size()) + " axes", loc);
-  }
-  // Repeated axes add up (NumPy); a shift is taken modulo the extent.
-  std::vector<std::int64_t> total(static_cast<std::size_t>(a.ndim()), 0);
-  for (std::size_t k = 0; k < axes.size(); ++k) {
-    const int ax = trace::normalize_axis(axes[k], a.ndim(), "roll", a.shape(), a.dtype(), loc);
-    const std::int64_t n = a.shape()[ax];
-    if (n > 0) total[static_cast<std::size_t>(ax)] = (total[static_cast<std::size_t>(ax)] + shifts[k] % n) % n;
-  }
-  Array r = a;
-  for (int d = 0; d < a.ndim(); ++d) r = roll_axis(r, total[static_cast<std::size_t>(d)], d, loc);
-  return r;
+  return as_op("roll", loc, [&]() -> Array {
+    trace::id(a, "roll", loc);
+    if (shifts.size() != axes.size()) {
+      user_error("roll", std::to_string(shifts.size()) + " shifts for " + std::to_string(axes.size()) + " axes", loc);
+    }
+    // Repeated axes add up (NumPy); a shift is taken modulo the extent.
+    std::vector<std::int64_t> total(static_cast<std::size_t>(a.ndim()), 0);
+    for (std::size_t k = 0; k < axes.size(); ++k) {
+      const int ax = trace::normalize_axis(axes[k], a.ndim(), "roll", a.shape(), a.dtype(), loc);
+      const std::int64_t n = a.shape()[ax];
+      if (n > 0) total[static_cast<std::size_t>(ax)] = (total[static_cast<std::size_t>(ax)] + shifts[k] % n) % n;
+    }
+    Array r = a;
+    for (int d = 0; d < a.ndim(); ++d) r = roll_axis(r, total[static_cast<std::size_t>(d)], d, loc);
+    return r;
+  });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("roll", loc);
 }
 
 Array one_hot(const Array& labels, std::int64_t num_classes, DType dtype, Loc loc) try {
-  check_indices("one_hot", labels, loc);
-  if (num_classes < 0) user_error("one_hot", "num_classes " + std::to_string(num_classes) + " is negative", loc);
-  std::vector<std::int64_t> out = labels.shape().dims();
-  out.push_back(num_classes);
-  trace::check_array_size(Shape(out), dtype, "one_hot", loc);
-  Array classes = arange(num_classes, labels.dtype(), loc);
-  Array eq = Operand(expand_dims(labels, -1, loc), loc) == Operand(classes, loc);
-  return where(Operand(eq, loc), Operand(trace::constant(1, dtype, "one_hot", loc), loc),
-               Operand(trace::constant(0, dtype, "one_hot", loc), loc));
+  return as_op("one_hot", loc, [&]() -> Array {
+    check_indices("one_hot", labels, loc);
+    if (num_classes < 0) user_error("one_hot", "num_classes " + std::to_string(num_classes) + " is negative", loc);
+    std::vector<std::int64_t> out = labels.shape().dims();
+    out.push_back(num_classes);
+    trace::check_array_size(Shape(out), dtype, "one_hot", loc);
+    Array classes = arange(num_classes, labels.dtype(), loc);
+    Array eq = Operand(expand_dims(labels, -1, loc), loc) == Operand(classes, loc);
+    return where(Operand(eq, loc), Operand(trace::constant(1, dtype, "one_hot", loc), loc),
+                 Operand(trace::constant(0, dtype, "one_hot", loc), loc));
+  });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("one_hot", loc);
 }
