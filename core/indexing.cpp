@@ -136,11 +136,11 @@ Array scatter_node(Op op, const Array& a, const Array& idx, const Array& upd, in
 }
 
 // x placed at start + step * i along every axis of `out`, fill elsewhere.
-Array pad_node(const Array& x, const Array& fill, std::vector<std::int64_t> ints, const Shape& out, const Loc& loc) {
+Array pad_node(const Array& x, const Array& fill, std::vector<std::int64_t> ints, Shape out, const Loc& loc) {
   Node n;
   n.op = Op::Pad;
   n.dtype = x.dtype();
-  n.shape = out;
+  n.shape = std::move(out);
   n.ints = std::move(ints);
   n.inputs = {x.node_id(), fill.node_id()};
   return trace::make(std::move(n), loc);
@@ -160,7 +160,7 @@ Array scatter_take_shaped(Op op, const char* name, const Array& a, const Array& 
   trace::id(a, name, loc);
   check_indices(name, indices, loc);
   const int ax = trace::normalize_axis(axis, a.ndim(), name, a.shape(), a.dtype(), loc);
-  const Shape& s = a.shape();
+  const Shape s = a.shape();  // a copy: making nodes may move the node table
   std::vector<std::int64_t> full(s.begin(), s.begin() + ax), flat = full;
   full.insert(full.end(), indices.shape().begin(), indices.shape().end());
   full.insert(full.end(), s.begin() + ax + 1, s.end());
@@ -219,7 +219,7 @@ SliceParams slice_params(const Array& a, const std::vector<Slice>& slices, const
   return p;
 }
 
-// a with the slice replaced by f(a's slice, values): where(mask, ..., a).
+// a with the slice replaced by the values (or a's slice + values): one pad.
 Array update_slice(const Array& a, const std::vector<Slice>& slices, const Operand& values, bool add,
                    const char* name, const Loc& loc) {
   trace::id(a, name, loc);
@@ -251,13 +251,19 @@ Array update_slice(const Array& a, const std::vector<Slice>& slices, const Opera
     }
   }
   if (any_reverse) v = slice(v, reverse, loc);
-  const DType t = a.dtype();
-  Array placed = pad_node(v, trace::constant(0, t, name, loc), ints, a.shape(), loc);
-  Array inside = pad_node(trace::broadcast(trace::constant(true, DType::bool_, name, loc), p.shape, loc),
-                          trace::constant(false, DType::bool_, name, loc), ints, a.shape(), loc);
-  if (!add) return where(Operand(inside, loc), Operand(placed, loc), Operand(a, loc));
-  Array sum = t == DType::bool_ ? (Operand(a, loc) || Operand(placed, loc)) : (Operand(a, loc) + Operand(placed, loc));
-  return where(Operand(inside, loc), Operand(sum, loc), Operand(a, loc));
+  const Shape shape = a.shape();  // a copy: making nodes may move the node table
+  // One pad: v placed into a (outside the slice, a's own elements).
+  if (!add) return pad_node(v, a, ints, shape, loc);
+  // slice_add: a's slice, walked in the same (forward) order, plus v.
+  std::vector<Slice> forward;
+  for (int d = 0; d < a.ndim(); ++d) {
+    const auto du = static_cast<std::size_t>(d);
+    const std::int64_t start = ints[2 * du], step = ints[2 * du + 1];
+    forward.push_back(Slice(start, start + step * (p.shape[d] - 1) + 1, step));
+  }
+  Array own = slice(a, forward, loc);
+  Array sum = a.dtype() == DType::bool_ ? (Operand(own, loc) || Operand(v, loc)) : (Operand(own, loc) + Operand(v, loc));
+  return pad_node(sum, a, ints, shape, loc);
 }
 
 // roll along one axis: the last s elements first, then the rest.
@@ -271,13 +277,12 @@ Array roll_axis(const Array& a, std::int64_t shift, int ax, const Loc& loc) {
     head.insert(head.end(), {0, 1});
     tail.insert(tail.end(), {d == ax ? s : 0, 1});
   }
-  const Array zero = trace::constant(0, a.dtype(), "roll", loc);
-  Array first = pad_node(slice(a, ax, n - s, n, 1, loc), zero, head, a.shape(), loc);
-  Array rest = pad_node(slice(a, ax, 0, n - s, 1, loc), zero, tail, a.shape(), loc);
-  std::vector<std::int64_t> col(static_cast<std::size_t>(a.ndim()), 1);
-  col[static_cast<std::size_t>(ax)] = n;
-  Array mask = reshape(arange(n, DType::i64, loc) < s, Shape(col), loc);
-  return where(Operand(trace::broadcast(mask, a.shape(), loc), loc), Operand(first, loc), Operand(rest, loc));
+  const Shape shape = a.shape();  // a copy: making nodes may move the node table
+  // The last s elements placed first, over the first n - s placed after them
+  // (the zeros under both are never read).
+  const Array zeros = trace::broadcast(trace::constant(0, a.dtype(), "roll", loc), shape, loc);
+  Array rest = pad_node(slice(a, ax, 0, n - s, 1, loc), zeros, tail, shape, loc);
+  return pad_node(slice(a, ax, n - s, n, 1, loc), rest, head, shape, loc);
 }
 
 }  // namespace
@@ -294,8 +299,7 @@ Array take(const Array& a, const Array& indices, std::optional<int> axis, Loc lo
       axis = 0;
     }
     const int ax = trace::normalize_axis(*axis, a.ndim(), "take", a.shape(), a.dtype(), loc);
-    const Shape& s = a.shape();
-    const Shape& is = indices.shape();
+    const Shape s = a.shape(), is = indices.shape();  // copies: making nodes may move the node table
     const std::int64_t n = s[ax];
     std::vector<std::int64_t> out(s.begin(), s.begin() + ax);
     out.insert(out.end(), is.begin(), is.end());
@@ -441,7 +445,7 @@ Array pad(const Array& a, std::vector<PadWidth> widths, PadMode mode, Scalar val
     trace::check_array_size(result, a.dtype(), "pad", loc);
     Array fill = trace::constant(value, a.dtype(), "pad", loc);  // checks the value fits
     if (!any) return a;
-    if (mode == PadMode::constant) return pad_node(a, fill, ints, result, loc);
+    if (mode == PadMode::constant) return pad_node(a, trace::broadcast(fill, result, loc), ints, result, loc);
     // edge / reflect: a gather per padded axis with indices computed from the
     // position (in range by construction, so never checked).
     Array r = a;
@@ -472,7 +476,10 @@ Array pad(const Array& a, std::vector<PadWidth> widths, PadMode mode, Scalar val
 Array roll(const Array& a, std::int64_t shift, std::optional<int> axis, Loc loc) try {
   return as_op("roll", loc, [&]() -> Array {
     trace::id(a, "roll", loc);
-    if (!axis) return reshape(roll_axis(reshape(a, Shape{a.size()}, loc), shift, 0, loc), a.shape(), loc);
+    if (!axis) {
+      const Shape shape = a.shape();
+      return reshape(roll_axis(reshape(a, Shape{a.size()}, loc), shift, 0, loc), shape, loc);
+    }
     const int ax = trace::normalize_axis(*axis, a.ndim(), "roll", a.shape(), a.dtype(), loc);
     return roll_axis(a, shift, ax, loc);
   });

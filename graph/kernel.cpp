@@ -43,7 +43,8 @@ KOperands operands(const KInstr& in) {
     case KOp::Load: o.v[1] = in.b; o.v[2] = in.c; break;
     case KOp::Index: o.v[1] = in.b; break;
     case KOp::Const:
-    case KOp::Position: break;
+    case KOp::Position:
+    case KOp::InRange: break;
     case KOp::Unary:
     case KOp::Binary:
     case KOp::Where:
@@ -126,6 +127,7 @@ std::string dump(const Kernel& k) {
         if (in.c >= 0) os << " if v" << in.c;
         break;
       case KOp::Position: os << "position i64 in" << in.arg; break;
+      case KOp::InRange: os << "in_range bool in" << in.arg << " [s" << in.a << ", s" << in.b << ")"; break;
       case KOp::Const: os << "const " << dtype_name(in.dtype) << " s" << in.arg; break;
       case KOp::Unary:
         os << op_name(in.op) << " " << dtype_name(in.dtype) << " v" << in.a;

@@ -53,11 +53,15 @@ enum class KOp : std::uint8_t {
            // (plus the i64 value b, or -1); payload scalars start at `a`
            // (see kernel_interpreter.cpp)
   Position,  // i64: the element offset of index stream `arg` at this point, an
-             // affine function of the iteration point (pad masks, coordinates)
+             // affine function of the iteration point (masks of gathered pads)
+  InRange,   // bool: s[a] <= offset of index stream `arg` < s[b] (i64 scalars a, b):
+             // a pad's mask. Backends may split a loop where it is constant
+             // (jit/llvm/codegen.cpp runs the inside of a pad without masks).
 };
 
 // The operands of an instruction that name earlier instructions (-1: none),
-// by kind: a, b, c of Unary/Binary/Where/Reduce; b, c of Load; b of Index.
+// by kind: a, b, c of Unary/Binary/Where/Reduce; b, c of Load; b of Index;
+// none of Const, Position, InRange (whose a, b name scalars).
 struct KOperands {
   std::int32_t v[3] = {-1, -1, -1};
   const std::int32_t* begin() const { return v; }

@@ -264,7 +264,7 @@ class Lowerer {
     return sum;
   }
 
-  // Row r's index as an i64 value minus `shift`: a Position of an index
+  // Row r's index minus `shift` as an i64 value: a Position of an index
   // stream for the affine part, plus the dynamic term.
   int row_value(const Row& r, std::int64_t shift, int phase) {
     std::vector<std::int64_t> st(static_cast<std::size_t>(space_.ndim()), 0);
@@ -321,13 +321,27 @@ class Lowerer {
   }
 
   // Load `node`'s storage viewed with layout l (dtype t) under map m; masked
-  // by `guard` (a bool value, or -1).
-  int load(NodeId node, DType t, const Layout& l, const Map& m, int phase, int guard) {
+  // by `guard` (a bool value, or -1) unless every row of m stays inside
+  // `indexed` (the extents the layout describes) at every point: then no
+  // point can reach outside the buffer, masked or not, and the load is a
+  // plain one (a pad of u reads u itself unmasked; only its shifted
+  // neighbours need the mask).
+  int load(NodeId node, DType t, const Layout& l, const Map& m, int phase, int guard, const Shape& indexed) {
+    if (guard >= 0 && inside(m, indexed)) guard = -1;
     std::int64_t off;
     auto st = strides_over_space(l, m, &off);
     const int dyn = dynamic_offset(l, m, phase);
     int k = stream(node, t, std::move(st), off, false, dyn >= 0);
     return emit({KOp::Load, Op::Input, t, static_cast<std::uint8_t>(phase), -1, dyn, guard, k});
+  }
+
+  // Every row of m stays in [0, extent) of `shape` over the iteration space.
+  bool inside(const Map& m, const Shape& shape) const {
+    for (std::size_t d = 0; d < m.size(); ++d) {
+      const auto range = row_range(m[d]);
+      if (!range || range->first < 0 || range->second >= shape[static_cast<int>(d)]) return false;
+    }
+    return true;
   }
 
   Layout layout_of(NodeId id) const {
@@ -415,7 +429,7 @@ class Lowerer {
     const auto ph = static_cast<std::uint8_t>(phase);
     if (leaf(id)) {
       if (!n.evaluated()) r_.deps.push_back(id);
-      return load(id, n.dtype, layout_of(id), m, phase, r.guard);
+      return load(id, n.dtype, layout_of(id), m, phase, r.guard, n.shape);
     }
     r_.touched.push_back(id);
     if (is_root(id) && (m != canonical(phase) || n.shape != (phase ? reduced_ : space_))) {
@@ -462,7 +476,11 @@ class Lowerer {
           auto l = view_layout(n, g_[u], layout_of(u));
           if (!l) return failed(id);  // the reference copies here: a step of its own
           if (!g_[u].evaluated()) r_.deps.push_back(u);
-          return load(u, n.dtype, *l, m, phase, r.guard);
+          // A view of the buffer reaches outside it only if the index in
+          // the buffer's own node does (u[1:-1] read at -1 is u[0]).
+          auto mu = through_view(n, g_[u], m);
+          const bool in_u = mu && inside(*mu, g_[u].shape);
+          return load(u, n.dtype, *l, m, phase, in_u ? -1 : r.guard, n.shape);
         }
         auto mu = through_view(n, g_[u], m);
         if (!mu) return failed(u);
@@ -484,7 +502,8 @@ class Lowerer {
   // pad(x, fill) under map m: per padded axis the source position
   // q = index - start must satisfy 0 <= q, q % step == 0, q / step < extent;
   // x is read at q / step under that mask (its loads touch no memory where
-  // it is false), fill everywhere else. Axes whose range is inside are free.
+  // it is false), fill (of the pad's own shape) at m everywhere else. Axes
+  // whose range is inside are free.
   int expand_pad(const Req& r, std::vector<Req>* kids) {
     const Node& n = g_[r.id];
     const Node& x = g_[n.inputs[0]];
@@ -501,12 +520,12 @@ class Lowerer {
     const PadMask& pm = it->second;
     pad_valid_[key_of(r)] = pm.valid;
     if (pm.valid == kFillOnly) {
-      kids->push_back({n.inputs[1], {}, r.phase, r.guard});
+      kids->push_back({n.inputs[1], r.m, r.phase, r.guard});
       return -1;
     }
     auto conj = [&](int a, int b) { return a < 0 ? b : bin(Op::And, DType::bool_, a, b, r.phase); };
     kids->push_back({n.inputs[0], pm.inner, r.phase, pm.valid < 0 ? r.guard : conj(r.guard, pm.valid)});
-    kids->push_back({n.inputs[1], {}, r.phase, r.guard});
+    if (pm.valid >= 0) kids->push_back({n.inputs[1], r.m, r.phase, r.guard});
     return -1;
   }
 
@@ -528,9 +547,20 @@ class Lowerer {
           if (range->first - start >= 0 && range->second - start < extent) continue;  // always inside
           if (range->second - start < 0 || range->first - start >= extent) return {kFillOnly, {}};  // all fill
         }
-        const int q = row_value(row, start, r.phase);
-        const int ok = bin(Op::And, DType::bool_, bin(Op::Ge, DType::i64, q, i64_const(0, r.phase), r.phase),
-                           bin(Op::Lt, DType::i64, q, i64_const(extent, r.phase), r.phase), r.phase);
+        int ok;
+        if (row.dyn < 0 || row.dcoef == 0) {
+          // An affine range of the iteration point: one InRange (a loop the
+          // JIT splits, so the inside runs without masks).
+          std::vector<std::int64_t> st(static_cast<std::size_t>(space_.ndim()), 0);
+          if (row.col >= 0 && space_[row.col] != 1) st[static_cast<std::size_t>(row.col)] = row.coef;
+          const int k = stream(kNoNode, DType::i64, std::move(st), row.add - start, true);
+          ok = emit({KOp::InRange, Op::Input, DType::bool_, static_cast<std::uint8_t>(r.phase),
+                     scalar(DType::i64, 0, 0), scalar(DType::i64, extent, 0), -1, k});
+        } else {
+          const int q = row_value(row, start, r.phase);
+          ok = bin(Op::And, DType::bool_, bin(Op::Ge, DType::i64, q, i64_const(0, r.phase), r.phase),
+                   bin(Op::Lt, DType::i64, q, i64_const(extent, r.phase), r.phase), r.phase);
+        }
         valid = conj(valid, ok);
         continue;
       }

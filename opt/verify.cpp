@@ -167,7 +167,7 @@ class NodeCheck {
       need(x.shape[static_cast<int>(n_.i0)] > 0 || n_.numel() == 0, "gather from an empty axis");
       return;
     }
-    need(in(1).shape.ndim() == 0 && in(1).dtype == n_.dtype, "pad's fill is a rank-0 value of its dtype");
+    need(in(1).shape == n_.shape && in(1).dtype == n_.dtype, "pad's fill has its shape and dtype");
     need(n_.ints.size() == 2 * static_cast<std::size_t>(n_.shape.ndim()) && x.shape.ndim() == n_.shape.ndim(),
          "pad needs (start, step) per axis");
     for (int i = 0; i < n_.shape.ndim(); ++i) {

@@ -247,6 +247,7 @@ bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
       case KOp::Load:
       case KOp::Index:
       case KOp::Position:
+      case KOp::InRange:
         in.arg = finish_input(in.arg);
         for (std::int32_t* o : {&in.b, &in.c}) {  // a gather's offset, a pad's mask
           if (*o < 0 || (in.kind != KOp::Load && o == &in.c)) continue;

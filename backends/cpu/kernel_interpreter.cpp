@@ -150,6 +150,13 @@ class Interpreter {
           for (std::int64_t i = 0; i < n; ++i) dst[i] = o[i];
           break;
         }
+        case KOp::InRange: {
+          const std::int64_t* o = offs(static_cast<std::size_t>(in.arg));
+          const std::int64_t lo = k_.scalars[static_cast<std::size_t>(in.a)].i, hi = k_.scalars[static_cast<std::size_t>(in.b)].i;
+          bool* dst = col<bool>(v);
+          for (std::int64_t i = 0; i < n; ++i) dst[i] = lo <= o[i] && o[i] < hi;
+          break;
+        }
         case KOp::Const:
           visit_dtype(in.dtype, [&](auto tag) {
             using T = decltype(tag);

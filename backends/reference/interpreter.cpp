@@ -294,13 +294,12 @@ void run_gather(NodeId id) {
   finish(id, std::move(s));
 }
 
-// out[start + step * i] = x[i] per axis, fill elsewhere.
+// out[start + step * i] = x[i] per axis, fill (of out's shape) elsewhere.
 void run_pad(NodeId id) {
   Graph& g = graph();
   Node& n = g[id];
   const Node& x = g[n.inputs[0]];
-  const Node& fill = g[n.inputs[1]];
-  auto s = alloc_for(n);
+  auto s = materialize(g[n.inputs[1]]);
   const auto out_strides = contiguous_strides(n.shape);
   std::vector<std::int64_t> placed(out_strides.size());
   std::int64_t base = 0;
@@ -311,8 +310,6 @@ void run_pad(NodeId id) {
   visit_dtype(n.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* out = static_cast<T*>(s->data);
-    const T f = static_cast<const T*>(fill.storage->data)[fill.offset];
-    for (std::int64_t k = 0; k < n.numel(); ++k) out[k] = f;
     const T* src = static_cast<const T*>(x.storage->data);
     StridedWalk w(x.shape, {&x.strides, &placed}, {x.offset, base});
     for (std::int64_t k = 0; k < x.numel(); ++k, w.next()) out[w.offset(1)] = src[w.offset(0)];

@@ -125,7 +125,7 @@ class Renderer {
     std::vector<bool> used(streams_.size(), false);
     for (const KInstr& in : k_.instrs) {
       if (in.phase != phase) continue;
-      if (in.kind == KOp::Load || in.kind == KOp::Index || in.kind == KOp::Position) {
+      if (in.kind == KOp::Load || in.kind == KOp::Index || in.kind == KOp::Position || in.kind == KOp::InRange) {
         used[static_cast<std::size_t>(in.arg)] = true;
       }
     }
@@ -168,6 +168,11 @@ class Renderer {
           }
           break;
         case KOp::Position: e = "(i64)(" + index(static_cast<std::size_t>(in.arg)) + ")"; break;
+        case KOp::InRange: {
+          const std::string at = "(" + index(static_cast<std::size_t>(in.arg)) + ")";
+          e = "(p.si[" + std::to_string(in.a) + "] <= " + at + " && " + at + " < p.si[" + std::to_string(in.b) + "])";
+          break;
+        }
         case KOp::Const: {
           const auto s = std::to_string(in.arg);
           const bool fs = is_float(k_.scalars[static_cast<std::size_t>(in.arg)].dtype);
