@@ -14,7 +14,7 @@ enum class Op : std::uint8_t {
 #undef AJ_OP_ENUM
 };
 
-enum class OpCategory : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, View, Other, Scan };
+enum class OpCategory : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, View, Other, Scan, Remap };
 
 namespace opflag {
 enum : std::uint32_t {
@@ -25,6 +25,7 @@ enum : std::uint32_t {
   Logical = 1u << 3,
   FloatOnly = 1u << 4,
   Cheap = 1u << 5,
+  Overwrites = 1u << 6,
 };
 }
 
@@ -58,6 +59,7 @@ constexpr bool is_view(Op op) { return op_category(op) == OpCategory::View; }
 constexpr bool is_scan(Op op) { return op_category(op) == OpCategory::Scan; }
 constexpr bool is_generator(Op op) { return op_category(op) == OpCategory::Generator; }
 constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
+constexpr bool is_remap(Op op) { return op_category(op) == OpCategory::Remap; }
 
 }  // namespace aj
 
@@ -85,6 +87,7 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_CASE_OUTSIDE_View(e, name, arity, cat, flags) AJ_IF_NOT_View_##cat(e)
 #define AJ_CASE_OUTSIDE_Other(e, name, arity, cat, flags) AJ_IF_NOT_Other_##cat(e)
 #define AJ_CASE_OUTSIDE_Scan(e, name, arity, cat, flags) AJ_IF_NOT_Scan_##cat(e)
+#define AJ_CASE_OUTSIDE_Remap(e, name, arity, cat, flags) AJ_IF_NOT_Remap_##cat(e)
 
 #define AJ_IF_NOT_Leaf_Leaf(e)
 #define AJ_IF_NOT_Leaf_Generator(e) case ::aj::Op::e:
@@ -95,6 +98,7 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Leaf_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Leaf_Other(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Leaf_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Leaf_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Generator_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Generator_Generator(e)
 #define AJ_IF_NOT_Generator_Unary(e) case ::aj::Op::e:
@@ -104,6 +108,7 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Generator_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Generator_Other(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Generator_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Generator_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Unary_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Unary_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Unary_Unary(e)
@@ -113,6 +118,7 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Unary_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Unary_Other(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Unary_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Unary_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Binary_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Binary_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Binary_Unary(e) case ::aj::Op::e:
@@ -122,6 +128,7 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Binary_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Binary_Other(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Binary_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Binary_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Ternary_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Ternary_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Ternary_Unary(e) case ::aj::Op::e:
@@ -131,6 +138,7 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Ternary_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Ternary_Other(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Ternary_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Ternary_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Reduce_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Reduce_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Reduce_Unary(e) case ::aj::Op::e:
@@ -140,6 +148,7 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Reduce_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Reduce_Other(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Reduce_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Reduce_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_View_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_View_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_View_Unary(e) case ::aj::Op::e:
@@ -149,6 +158,7 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_View_View(e)
 #define AJ_IF_NOT_View_Other(e) case ::aj::Op::e:
 #define AJ_IF_NOT_View_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_View_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Other_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Other_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Other_Unary(e) case ::aj::Op::e:
@@ -158,6 +168,7 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Other_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Other_Other(e)
 #define AJ_IF_NOT_Other_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Other_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Scan_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Scan_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Scan_Unary(e) case ::aj::Op::e:
@@ -167,3 +178,14 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Scan_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Scan_Other(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Scan_Scan(e)
+#define AJ_IF_NOT_Scan_Remap(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Leaf(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Generator(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Unary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Binary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Ternary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Reduce(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_View(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Remap(e)

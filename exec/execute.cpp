@@ -79,14 +79,26 @@ void run_kernel_step(const opt::Plan& p, std::size_t k, Backend& target) {
   }
 }
 
-void run_library_step(NodeId id, Backend& target) {
+void run_library_step(const opt::Plan& p, std::size_t k, Backend& target) {
   Graph& g = graph();
+  const NodeId id = p.schedule.steps[k].node;
   const Node& n = g[id];
   if (!is_library_op(n.op)) internal_error(std::string("exec: a library step of ") + op_name(n.op));
   Staged staged;
   std::vector<const Storage*> ins;
   for (NodeId i : n.inputs) ins.push_back(input_storage(i, target, staged));
-  auto out = target.allocate(static_cast<std::size_t>(n.numel()) * itemsize(n.dtype));
+  const std::size_t bytes = static_cast<std::size_t>(n.numel()) * itemsize(n.dtype);
+  // A step that overwrites its first input (scatter) may take its buffer:
+  // the backend sees the same storage as input 0 and output, and updates it.
+  std::shared_ptr<Storage> out;
+  for (const Donation& d : p.buffers.donations) {
+    if (!out && d.step == static_cast<int>(k) && donation_applies(d.from, bytes, target.device()) &&
+        ins[0] == g[d.from].storage.get()) {
+      out = g[d.from].storage;
+      ++detail::stats_mut().inplace_reuses;
+    }
+  }
+  if (!out) out = target.allocate(bytes);
   std::vector<Layout> layouts;
   for (NodeId i : n.inputs) layouts.push_back({g[i].strides, g[i].offset});
   const LibraryCall call = library_call(n, layouts);
@@ -208,7 +220,7 @@ LibraryCall library_call(const Node& n, const std::vector<Layout>& inputs) {
     const Node& in = g[n.inputs[k]];
     c.inputs.push_back({in.dtype, in.shape.dims(), inputs[k].strides, inputs[k].offset});
   }
-  c.axis = is_reduction(n.op) ? n.ints[0] : n.op == Op::MatMul ? 0 : n.i0;  // concat, sort: i0
+  c.axis = is_reduction(n.op) ? n.ints[0] : n.op == Op::MatMul ? 0 : n.i0;  // concat, sort, scatter: i0
   c.k = n.i1;  // topk
   return c;
 }
@@ -260,7 +272,7 @@ void execute(const opt::Plan& p, Backend& target) {
         check_layout(s, st.node);
         break;
       case Step::Kind::library:
-        if (!graph()[st.node].evaluated()) run_library_step(st.node, target);
+        if (!graph()[st.node].evaluated()) run_library_step(p, k, target);
         check_layout(s, st.node);
         break;
     }

@@ -51,9 +51,15 @@ std::string node_payload(const Node& n) {
       if (n.op == Op::Slice) return "start,step=" + dump_list(n.ints);
       return "";
     case OpCategory::Other:
-      if (n.op == Op::Concat || n.op == Op::Sort || n.op == Op::ArgSort) return "axis=" + std::to_string(n.i0);
+      if (n.op == Op::Concat || n.op == Op::Sort || n.op == Op::ArgSort || n.op == Op::ScatterAdd ||
+          n.op == Op::Scatter) {
+        return "axis=" + std::to_string(n.i0);
+      }
       if (n.op == Op::TopK || n.op == Op::ArgTopK) return "axis=" + std::to_string(n.i0) + " k=" + std::to_string(n.i1);
       return "";
+    case OpCategory::Remap:
+      if (n.op == Op::Gather) return "axis=" + std::to_string(n.i0);
+      return "start,step=" + dump_list(n.ints);
     case OpCategory::Unary:
     case OpCategory::Binary:
     case OpCategory::Ternary: return "";

@@ -72,7 +72,11 @@ std::string describe_plan(const Schedule& s, const BufferPlan& b) {
       continue;
     }
     if (st.kind == Step::Kind::library) {
-      os << "library " << name(st.node) << " = " << op_name(g[st.node].op) << "\n";
+      os << "library " << name(st.node) << " = " << op_name(g[st.node].op);
+      for (const Donation& d : b.donations) {
+        if (d.step == static_cast<int>(k)) os << " (in place of " << name(d.from) << ")";
+      }
+      os << "\n";
       continue;
     }
     os << "kernel k" << kernel_no++ << " over " << list(st.kernel.shape);

@@ -112,7 +112,8 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
 }
 
 bool same(const KStream& a, const KStream& b) {
-  return a.dtype == b.dtype && a.strides == b.strides && a.offset == b.offset && a.index_only == b.index_only;
+  return a.dtype == b.dtype && a.strides == b.strides && a.offset == b.offset && a.index_only == b.index_only &&
+         a.gathered == b.gathered;
 }
 
 bool same(const Kernel& a, const Kernel& b) {

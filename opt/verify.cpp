@@ -56,6 +56,7 @@ class NodeCheck {
       case OpCategory::Scan: scan(); break;
       case OpCategory::View: view(); break;
       case OpCategory::Other: other(); break;
+      case OpCategory::Remap: remap(); break;
     }
   }
 
@@ -170,8 +171,43 @@ class NodeCheck {
     if (top) need(n_.i1 >= 0 && n_.i1 <= x.shape[static_cast<int>(n_.i0)], "topk: k within the axis");
   }
 
+  // gather/scatter: i32/i64 indices of the updates' (gather: result's)
+  // shape, which is the array's but for the axis.
+  void indexed(const Node& a, const Node& idx, const Shape& along) {
+    need(idx.dtype == DType::i32 || idx.dtype == DType::i64, "indices must be i32 or i64");
+    need(idx.shape == along, "indices have the shape they are applied over");
+    need(n_.i0 >= 0 && n_.i0 < a.shape.ndim() && a.shape.ndim() == along.ndim(), "axis out of range");
+    for (int d = 0; d < along.ndim(); ++d) {
+      if (d != n_.i0) need(a.shape[d] == along[d], "extents off the axis must agree");
+    }
+  }
+
+  void remap() {
+    const Node& x = in(0);
+    need(x.dtype == n_.dtype, "gather and pad keep their operand's dtype");
+    if (n_.op == Op::Gather) {
+      indexed(x, in(1), n_.shape);
+      need(x.shape[static_cast<int>(n_.i0)] > 0 || n_.numel() == 0, "gather from an empty axis");
+      return;
+    }
+    need(in(1).shape == n_.shape && in(1).dtype == n_.dtype, "pad's fill has its shape and dtype");
+    need(n_.ints.size() == 2 * static_cast<std::size_t>(n_.shape.ndim()) && x.shape.ndim() == n_.shape.ndim(),
+         "pad needs (start, step) per axis");
+    for (int i = 0; i < n_.shape.ndim(); ++i) {
+      const auto start = n_.ints[2 * static_cast<std::size_t>(i)], step = n_.ints[2 * static_cast<std::size_t>(i) + 1];
+      need(step >= 1 && start >= 0, "pad start >= 0, step >= 1");
+      if (x.shape[i] > 0) need(start + (x.shape[i] - 1) * step < n_.shape[i], "pad writes outside its result");
+    }
+  }
+
   void other() {
     if (n_.op == Op::Sort || n_.op == Op::ArgSort || n_.op == Op::TopK || n_.op == Op::ArgTopK) return sorting();
+    if (n_.op == Op::ScatterAdd || n_.op == Op::Scatter) {
+      need(in(0).dtype == n_.dtype && in(2).dtype == n_.dtype && in(0).shape == n_.shape,
+           "scatter: the array and the updates have the result's dtype, the array its shape");
+      indexed(n_, in(1), in(2).shape);
+      return;
+    }
     if (n_.op == Op::MatMul) {
       const Node &a = in(0), &b = in(1);
       const int r = n_.shape.ndim();
@@ -264,8 +300,12 @@ void verify(const BufferPlan& b, const Schedule& s, const char* after_pass) {
     }
   }
   for (const Donation& d : b.donations) {
-    if (d.step < 0 || d.step >= steps || s.steps[static_cast<std::size_t>(d.step)].kind != Step::Kind::kernel) {
-      fail("a donation to a step that is not a kernel");
+    if (d.step < 0 || d.step >= steps) fail("a donation to a step that does not exist");
+    const Step& to_step = s.steps[static_cast<std::size_t>(d.step)];
+    if (to_step.kind == Step::Kind::view ||
+        (to_step.kind == Step::Kind::library &&
+         (!op_has(graph()[to_step.node].op, opflag::Overwrites) || graph()[to_step.node].inputs[0] != d.from))) {
+      fail("a donation to a step that is not a kernel or an overwriting library step's first input");
     }
     // An evaluated donor gives its whole storage (it may be a stride-0 view
     // of a smaller buffer); a donor made in this plan gives its own bytes.

@@ -284,6 +284,54 @@ def matmul(a, b):
     return Expect(np.matmul(A, B), tol=tol)
 
 
+# ---- indexing ---------------------------------------------------------------------
+
+def parse_slices(text):
+    def bound(s):
+        return None if s == "_" else int(s)
+    return tuple(slice(bound(p[0]), bound(p[1]), int(p[2])) for p in (x.split(":") for x in text.split(",")))
+
+
+def indexing(op, ops, attrs):
+    """Indices here are always in range (NumPy raises beyond; arrayjit clamps
+    gathers and drops scatters, tested in tests/test_indexing.cpp)."""
+    a = ops[0]
+    axis = None if attrs.get("axis", "none") == "none" else int(attrs["axis"])
+    if op == "take":
+        return Expect(np.take(a, ops[1], axis=axis))
+    if op == "take_along_axis":
+        return Expect(np.take_along_axis(a, ops[1].astype(np.int64), axis=axis))
+    if op == "one_hot":
+        c = int(attrs["classes"])
+        return Expect((a[..., None] == np.arange(c)).astype(DTYPES[attrs["dtype"]]))
+    if op == "pad":
+        if attrs["widths"] == "none":
+            return Expect(a.copy())
+        widths = [tuple(int(x) for x in w.split(",")) for w in attrs["widths"].split(";")]
+        if attrs["mode"] == "constant":
+            return Expect(np.pad(a, widths, "constant", constant_values=scalar_of(attrs["value"]).value))
+        return Expect(np.pad(a, widths, attrs["mode"]))
+    if op == "roll":
+        return Expect(np.roll(a, int(attrs["shift"]), axis=axis))
+    b = a.copy()
+    if op in ("scatter_add", "scatter"):  # np.add.at / setitem along the axis (the last duplicate wins)
+        where = (slice(None),) * (axis % a.ndim) + (ops[1].astype(np.int64),)
+        if op == "scatter_add":
+            np.add.at(b, where, ops[2])
+        else:
+            b[where] = ops[2]
+        return Expect(b)
+    if op == "put_along_axis":
+        np.put_along_axis(b, ops[1].astype(np.int64), ops[2], axis=axis)
+        return Expect(b)
+    sl = parse_slices(attrs["s"]) if attrs.get("s") else ()
+    if op == "slice_update":
+        b[sl] = ops[1]
+    else:
+        b[sl] += ops[1]
+    return Expect(b)
+
+
 # ---- programs ---------------------------------------------------------------------
 
 def parse_values(dt, toks, shape):
@@ -354,6 +402,9 @@ def expect(op, args, attrs, env, deliberate):
         sl = tuple(slice(bound(p[0]), bound(p[1]), int(p[2]))
                    for p in (x.split(":") for x in attrs["s"].split(",")))
         return Expect(ops[0][sl])
+    if op in ("take", "take_along_axis", "scatter_add", "scatter", "put_along_axis", "slice_update", "slice_add",
+              "pad", "roll", "one_hot"):
+        return indexing(op, ops, attrs)
     if op == "concatenate":
         return Expect(np.concatenate(ops, axis=int(attrs["axis"])))
     if op == "stack":

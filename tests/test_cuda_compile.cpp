@@ -1,7 +1,7 @@
 // Compile-only tier of the CUDA backend (needs NVRTC, no GPU): every distinct
 // kernel the optimizer makes for the random-graph suite, for a table of
-// every op x dtype x layout, and every library kernel (matmul, argmax/argmin,
-// copy) x dtype x rank, is rendered to CUDA C and compiled by NVRTC for
+// every op x dtype x layout (indexing ops included), and every library kernel
+// (matmul, argmax/argmin, copy, scatter) x dtype x rank, is rendered to CUDA C and compiled by NVRTC for
 // sm_90: to PTX by default (NVRTC's front end and NVVM; seconds), through
 // ptxas to a cubin with AJ_TEST_LONG=1 (tests/test_cuda_codegen.cpp compiles
 // one cubin always). Skips with "NVRTC not found: ... skipped" without NVRTC.
@@ -175,7 +175,7 @@ TEST_CASE("cuda compile: every kernel of the random-graph suite compiles with NV
   compile_all(s, 64, long_tier);
 }
 
-TEST_CASE("cuda compile: every library kernel (matmul, argmax/argmin, copy, sort) x dtype x rank compiles with NVRTC") {
+TEST_CASE("cuda compile: every library kernel (matmul, argmax/argmin, copy, sort, scatter) x dtype x rank compiles with NVRTC") {
   if (skip_without_nvrtc()) return;
   using aj::cuda::LibraryOp;
   Sources s;
@@ -185,7 +185,39 @@ TEST_CASE("cuda compile: every library kernel (matmul, argmax/argmin, copy, sort
       for (int rank = 0; rank <= 4; ++rank) s.add(aj::cuda::render_library({op, t, rank}));
     }
   }
-  CHECK(s.bodies.size() == (4 + 5 + 5 + 5 + 5) * 5);
+  for (LibraryOp op : {LibraryOp::scatter, LibraryOp::scatter_add}) {
+    for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+      for (DType index : {DType::i32, DType::i64}) {
+        for (int rank = 0; rank <= 4; ++rank) s.add(aj::cuda::render_library({op, t, rank, index}));
+      }
+    }
+  }
+  CHECK(s.bodies.size() == (4 + 5 + 5 + 5 + 5) * 5 + 2 * 5 * 2 * 5);
+  compile_all(s, 64, std::getenv("AJ_TEST_LONG") != nullptr);
+}
+
+TEST_CASE("cuda compile: indexing kernels (gathers, masked pads, positions) x dtype compile with NVRTC") {
+  if (skip_without_nvrtc()) return;
+  Sources s;
+  for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+    Array x = input(t, {8, 16});
+    for (DType it : {DType::i32, DType::i64}) {
+      Array i = aj::from_vector<std::int64_t>({3, -1, 20, 0}).astype(it).eval();
+      Array j = aj::from_vector<std::int64_t>({1, 0, 2, 7, -3, 5, 6, 4}, {8, 1}).astype(it).eval();
+      s.add({aj::take(x, i, 1), aj::take(x, (i + 1) % 5), aj::take_along_axis(x, j, 1), aj::one_hot(i, 5, t)});
+      s.add({aj::take(aj::maximum(x, x), i, 0), aj::sum(aj::take(x, i, 1).astype(DType::f32), 1)});
+    }
+    for (aj::PadMode m : {aj::PadMode::constant, aj::PadMode::edge, aj::PadMode::reflect}) {
+      s.add({aj::pad(x, {{1, 2}, {3, 0}}, m), aj::pad(aj::maximum(x, x).T(), {{2, 2}}, m)});
+    }
+    Array v = input(t, {3, 16});
+    s.add({aj::roll(x, 3, 1), aj::roll(x, {2, -5}, {0, 1}), aj::slice_update(x, {aj::Slice(1, 7, 2)}, v),
+           aj::slice_update(x, {aj::Slice(std::nullopt, std::nullopt, -3)}, aj::maximum(v, v))});
+    if (t == DType::bool_) s.add({aj::slice_add(x, {aj::Slice(2, 5)}, v)});
+    else s.add({aj::slice_add(x, {aj::Slice(2, 5)}, v * 2)});
+    s.add({aj::where(input(DType::bool_, {16}), x, t == DType::bool_ ? aj::Operand(true) : aj::Operand(2))});
+  }
+  CHECK(s.bodies.size() > 60);
   compile_all(s, 64, std::getenv("AJ_TEST_LONG") != nullptr);
 }
 

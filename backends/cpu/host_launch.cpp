@@ -232,7 +232,8 @@ bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
     if (in.phase == 0) {
       if (in.kind == KOp::Const) {
         // fine: scalars are shared
-      } else if (in.kind == KOp::Load && constant_over_reduced(k.inputs[static_cast<std::size_t>(in.arg)])) {
+      } else if (in.kind == KOp::Load && in.b < 0 && in.c < 0 &&
+                 constant_over_reduced(k.inputs[static_cast<std::size_t>(in.arg)])) {
         in.arg = finish_input(in.arg);
       } else {
         return -2;  // not available after the reduction
@@ -248,7 +249,14 @@ bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
     switch (in.kind) {
       case KOp::Load:
       case KOp::Index:
+      case KOp::Position:
+      case KOp::InRange:
         in.arg = finish_input(in.arg);
+        for (std::int32_t* o : {&in.b, &in.c}) {  // a gather's offset, a pad's mask
+          if (*o < 0 || (in.kind != KOp::Load && o == &in.c)) continue;
+          *o = operand(*o);
+          if (*o == -2) return false;
+        }
         break;
       case KOp::Const: break;
       case KOp::Scan: return false;  // phase 0 only (graph/kernel.hpp)

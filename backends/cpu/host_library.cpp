@@ -5,6 +5,7 @@
 
 #include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/host_matmul.hpp"
+#include "backends/cpu/host_scatter.hpp"
 #include "backends/cpu/host_sort.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "base/semantics.hpp"
@@ -81,6 +82,7 @@ void run_library(const LibraryCall& call, const std::vector<const void*>& inputs
     const int threads = num_threads() > 0 ? num_threads() : hardware_threads();
     return sort_lines(call, inputs[0], out, threads);
   }
+  if (call.op == Op::ScatterAdd || call.op == Op::Scatter) return scatter(call, inputs, out);
   internal_error(std::string("host library: no step for ") + op_name(call.op));
 }
 

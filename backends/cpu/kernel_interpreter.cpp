@@ -133,9 +133,30 @@ class Interpreter {
             const T* src = static_cast<const T*>(in_[static_cast<std::size_t>(in.arg)]);
             const std::int64_t* o = offs(static_cast<std::size_t>(in.arg));
             T* dst = col<T>(v);
-            for (std::int64_t i = 0; i < n; ++i) dst[i] = src[o[i]];
+            const std::int64_t* dyn = in.b >= 0 ? col<std::int64_t>(in.b) : nullptr;
+            const bool* mask = in.c >= 0 ? col<bool>(in.c) : nullptr;
+            for (std::int64_t i = 0; i < n; ++i) {
+              if (mask && !mask[i]) {
+                dst[i] = T(0);  // masked off: no memory access
+                continue;
+              }
+              dst[i] = src[o[i] + (dyn ? dyn[i] : 0)];
+            }
           });
           break;
+        case KOp::Position: {
+          const std::int64_t* o = offs(static_cast<std::size_t>(in.arg));
+          std::int64_t* dst = col<std::int64_t>(v);
+          for (std::int64_t i = 0; i < n; ++i) dst[i] = o[i];
+          break;
+        }
+        case KOp::InRange: {
+          const std::int64_t* o = offs(static_cast<std::size_t>(in.arg));
+          const std::int64_t lo = k_.scalars[static_cast<std::size_t>(in.a)].i, hi = k_.scalars[static_cast<std::size_t>(in.b)].i;
+          bool* dst = col<bool>(v);
+          for (std::int64_t i = 0; i < n; ++i) dst[i] = lo <= o[i] && o[i] < hi;
+          break;
+        }
         case KOp::Const:
           visit_dtype(in.dtype, [&](auto tag) {
             using T = decltype(tag);
@@ -150,7 +171,10 @@ class Interpreter {
             const std::int64_t* o = offs(static_cast<std::size_t>(in.arg));
             const KScalar* s = &k_.scalars[static_cast<std::size_t>(in.a)];
             T* dst = col<T>(v);
-            for (std::int64_t i = 0; i < n; ++i) dst[i] = sem::generate_value<T>(in.op, s[0].f, s[1].f, s[2].i, s[3].i, o[i]);
+            const std::int64_t* dyn = in.b >= 0 ? col<std::int64_t>(in.b) : nullptr;
+            for (std::int64_t i = 0; i < n; ++i) {
+              dst[i] = sem::generate_value<T>(in.op, s[0].f, s[1].f, s[2].i, s[3].i, o[i] + (dyn ? dyn[i] : 0));
+            }
           });
           break;
         case KOp::Unary: {

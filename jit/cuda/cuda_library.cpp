@@ -233,6 +233,34 @@ std::string render_copy(const LibrarySpec& s) {
   return os.str();
 }
 
+std::string render_scatter(const LibrarySpec& s) {
+  const std::string T = ctype(s.dtype), I = ctype(s.index), R = str(std::max(1, s.rank));
+  std::string combine = "u";
+  if (s.op == LibraryOp::scatter_add) {
+    combine = s.dtype == DType::bool_ ? "(d || u)" : is_float(s.dtype) ? "d + u" : "aj_wadd(d, u)";
+  }
+  std::ostringstream os;
+  os << header(s) << "\nstruct P {\n"
+     << "  i64 ncols, m, extent, idx_off, upd_off, out_off, idx_axis, upd_axis, out_axis;\n"
+     << "  i64 shape[" << R << "], idx_str[" << R << "], upd_str[" << R << "], out_str[" << R << "];\n"
+     << "  void* idx;\n  void* upd;\n  void* out;\n};\n"
+     << entry("aj_k")
+     << "  const i64 step = (i64)gridDim.x * blockDim.x;\n"
+     << "  for (i64 col = (i64)blockIdx.x * blockDim.x + threadIdx.x; col < p.ncols; col += step) {\n"
+     << "    i64 io = p.idx_off, uo = p.upd_off, oo = p.out_off;\n"
+     << decompose(s.rank, "col", "shape", {{"io", "idx_str"}, {"uo", "upd_str"}, {"oo", "out_str"}}, "    ")
+     << "    for (i64 j = 0; j < p.m; ++j) {\n"
+     << "      i64 i = (i64)((const " << I << "*)p.idx)[io + j * p.idx_axis];\n"
+     << "      if (i < -p.extent || i >= p.extent) continue;  // dropped\n"
+     << "      if (i < 0) i += p.extent;\n"
+     << "      " << T << "& d = ((" << T << "*)p.out)[oo + i * p.out_axis];\n"
+     << "      const " << T << " u = ((const " << T << "*)p.upd)[uo + j * p.upd_axis];\n"
+     << "      d = " << combine << ";\n"
+     << "    }\n"
+     << "  }\n}\n";
+  return os.str();
+}
+
 // Blocks for a grid-stride loop: enough to fill `sms` SMs, no more.
 std::int64_t max_blocks(int sms) { return static_cast<std::int64_t>(std::max(1, sms)) * 8; }
 
@@ -245,7 +273,7 @@ void append(std::vector<std::int64_t>& p, const std::vector<std::int64_t>& v, in
 
 std::uint64_t LibrarySpec::key() const {
   return static_cast<std::uint64_t>(op) | static_cast<std::uint64_t>(dtype) << 8 |
-         static_cast<std::uint64_t>(rank) << 16;
+         static_cast<std::uint64_t>(rank) << 16 | static_cast<std::uint64_t>(index) << 48;
 }
 
 const char* library_op_name(LibraryOp op) {
@@ -255,6 +283,8 @@ const char* library_op_name(LibraryOp op) {
     case LibraryOp::argmin: return "argmin";
     case LibraryOp::copy: return "copy";
     case LibraryOp::sort: return "sort";
+    case LibraryOp::scatter: return "scatter";
+    case LibraryOp::scatter_add: return "scatter_add";
   }
   internal_error("library_op_name: bad op");
 }
@@ -282,6 +312,12 @@ KernelSource render_library(const LibrarySpec& spec) {
     case LibraryOp::sort:
       out.source = render_sort(spec);
       fields = 8 + 3 * R + 3;
+      break;
+    case LibraryOp::scatter:
+    case LibraryOp::scatter_add:
+      if (spec.index != DType::i32 && spec.index != DType::i64) internal_error("cuda library: scatter indices of a non-integer type");
+      out.source = render_scatter(spec);
+      fields = 9 + 4 * R + 3;
       break;
   }
   out.hash = fnv1a(out.source);
@@ -399,6 +435,44 @@ LibraryLaunch plan_copy(DType t, const std::vector<std::int64_t>& shape, const S
   return l;
 }
 
+LibraryLaunch plan_scatter(LibraryOp op, DType t, DType index, const std::vector<std::int64_t>& out_shape,
+                           const std::vector<std::int64_t>& shape, int axis, const StridedRef& idx,
+                           const StridedRef& upd, std::uint64_t out, int sms) {
+  const auto ax = static_cast<std::size_t>(axis);
+  if (ax >= shape.size() || out_shape.size() != shape.size() || idx.strides.size() != shape.size() ||
+      upd.strides.size() != shape.size()) {
+    internal_error("plan_scatter: bad ranks");
+  }
+  std::vector<std::int64_t> os(shape.size());
+  for (std::size_t d = os.size(), acc = 1; d-- > 0;) {
+    os[d] = static_cast<std::int64_t>(acc);
+    acc *= static_cast<std::size_t>(std::max<std::int64_t>(out_shape[d], 1));
+  }
+  LibraryLaunch l;
+  l.spec = {op, t, static_cast<int>(shape.size()) - 1, index};
+  std::vector<std::int64_t> cols, is, us, ost;
+  std::int64_t ncols = 1;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (d == ax) continue;
+    cols.push_back(shape[d]);
+    is.push_back(idx.strides[d]);
+    us.push_back(upd.strides[d]);
+    ost.push_back(os[d]);
+    ncols *= shape[d];
+  }
+  const std::int64_t m = shape[ax];
+  l.params = {ncols, m, out_shape[ax], idx.offset, upd.offset, 0, idx.strides[ax], upd.strides[ax], os[ax]};
+  append(l.params, cols, l.spec.rank);
+  append(l.params, is, l.spec.rank);
+  append(l.params, us, l.spec.rank);
+  append(l.params, ost, l.spec.rank);
+  l.params.push_back(as_param(idx.ptr));
+  l.params.push_back(as_param(upd.ptr));
+  l.params.push_back(as_param(out));
+  l.grid = ncols > 0 && m > 0 ? std::min(ceil_div(ncols, kThreadsPerBlock), max_blocks(sms)) : 0;
+  return l;
+}
+
 std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<std::uint64_t>& inputs,
                                         std::uint64_t out, int sms) {
   auto ref = [&](std::size_t k) {
@@ -426,6 +500,19 @@ std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<
     }
   } else if (c.op == Op::Sort || c.op == Op::ArgSort || c.op == Op::TopK || c.op == Op::ArgTopK) {
     launches.push_back(plan_sort(c, ref(0), out, sms));
+  } else if (c.op == Op::ScatterAdd || c.op == Op::Scatter) {
+    // The array first (skipped when the step works in place on its buffer).
+    if (inputs[0] != out && !c.shape.empty()) {
+      std::vector<std::int64_t> strides(c.shape.size());
+      for (std::size_t d = strides.size(), acc = 1; d-- > 0;) {
+        strides[d] = static_cast<std::int64_t>(acc);
+        acc *= static_cast<std::size_t>(std::max<std::int64_t>(c.shape[d], 1));
+      }
+      launches.push_back(plan_copy(c.dtype, c.shape, ref(0), {out, strides, 0}, sms));
+    }
+    const LibraryOp op = c.op == Op::ScatterAdd ? LibraryOp::scatter_add : LibraryOp::scatter;
+    launches.push_back(plan_scatter(op, c.dtype, c.inputs[1].dtype, c.shape, c.inputs[2].shape,
+                                    static_cast<int>(c.axis), ref(1), ref(2), out, sms));
   } else {
     internal_error(std::string("cuda: no library kernel evaluates ") + op_name(c.op));
   }

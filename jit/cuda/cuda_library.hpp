@@ -24,6 +24,12 @@
 //    one block per line merge sorts (value, position) pairs in scratch; the
 //    order is base/semantics' (NaN last, or first for topk; -0.0 == +0.0;
 //    ties by position), so results equal the host's bit for bit.
+//  - scatter/scatter_add (the result is first a copy of the array, or the
+//    array's own buffer when the step works in place): one thread per
+//    position off the axis walks the indices along it in order, so each
+//    element takes its updates in the updates' row-major order, as the
+//    reference does (duplicates: sums in that order, or the last wins; no
+//    atomics, deterministic); out-of-range indices are dropped.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +41,7 @@
 
 namespace aj::cuda {
 
-enum class LibraryOp : std::uint8_t { matmul, argmax, argmin, copy, sort };
+enum class LibraryOp : std::uint8_t { matmul, argmax, argmin, copy, sort, scatter, scatter_add };
 
 // What a library kernel's source depends on. rank: the batch axes of a
 // matmul, the kept (not reduced) axes of argmax/argmin, the axes of a copy
@@ -44,6 +50,7 @@ struct LibrarySpec {
   LibraryOp op = LibraryOp::copy;
   DType dtype = DType::f32;
   int rank = 0;
+  DType index = DType::i64;  // scatter: the indices' dtype
   std::uint64_t key() const;  // distinct per spec: the runtime's module cache key
   bool operator==(const LibrarySpec&) const = default;
 };
@@ -94,9 +101,17 @@ LibraryLaunch plan_copy(DType t, const std::vector<std::int64_t>& shape, const S
 LibraryLaunch plan_sort(const LibraryCall& c, const StridedRef& in, std::uint64_t out, int sms);
 std::string render_sort(const LibrarySpec& spec);  // cuda_sort.cpp
 
+// scatter/scatter_add of `upd` (extents `shape`) at `idx` (same extents)
+// along `axis` into the contiguous result at `out` (extents `out_shape`),
+// which already holds the array.
+LibraryLaunch plan_scatter(LibraryOp op, DType t, DType index, const std::vector<std::int64_t>& out_shape,
+                           const std::vector<std::int64_t>& shape, int axis, const StridedRef& idx,
+                           const StridedRef& upd, std::uint64_t out, int sms);
+
 // The launches evaluating a library step (graph/library.hpp): one matmul,
-// one argmax/argmin, or one copy per input of a concatenate into its slice
-// of the result. `inputs`: each operand's buffer base address (0 when only
+// one argmax/argmin, one copy per input of a concatenate into its slice
+// of the result, or a scatter (after a copy of the array unless `out` is
+// its buffer). `inputs`: each operand's buffer base address (0 when only
 // the sources are wanted); `out`: the contiguous result's.
 std::vector<LibraryLaunch> plan_library(const LibraryCall& call, const std::vector<std::uint64_t>& inputs,
                                         std::uint64_t out, int sms);

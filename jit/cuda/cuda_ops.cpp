@@ -115,7 +115,11 @@ std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::s
     case Op::Sort:
     case Op::ArgSort:
     case Op::TopK:
-    case Op::ArgTopK: return bad();
+    case Op::ArgTopK:
+    case Op::Gather:
+    case Op::Pad:
+    case Op::ScatterAdd:
+    case Op::Scatter: return bad();
   }
   return bad();
 }

@@ -86,6 +86,9 @@ class Renderer {
   // shape the vector path needs: rank 1, every memory stream unit or zero stride.
   int vector_width() const {
     if (R_ != 1 || max_item_ == 0) return 0;
+    for (const KInstr& in : k_.instrs) {
+      if (in.kind == KOp::Load && (in.b >= 0 || in.c >= 0)) return 0;  // gathers and masked loads: scalar
+    }
     bool unit = false;
     for (std::size_t s = 0; s < streams_.size(); ++s) {
       if (s < nin_ && streams_[s]->index_only) continue;
@@ -129,7 +132,9 @@ class Renderer {
     std::vector<bool> used(streams_.size(), false);
     for (const KInstr& in : k_.instrs) {
       if (in.phase != phase) continue;
-      if (in.kind == KOp::Load || in.kind == KOp::Index) used[static_cast<std::size_t>(in.arg)] = true;
+      if (in.kind == KOp::Load || in.kind == KOp::Index || in.kind == KOp::Position || in.kind == KOp::InRange) {
+        used[static_cast<std::size_t>(in.arg)] = true;
+      }
     }
     for (std::size_t j = 0; j < k_.outputs.size(); ++j) {
       if (k_.outputs[j].phase == phase) used[nin_ + j] = true;
@@ -155,7 +160,26 @@ class Renderer {
                         c = "v" + std::to_string(in.c);
       std::string e;
       switch (in.kind) {
-        case KOp::Load: e = load(static_cast<std::size_t>(in.arg)); break;
+        case KOp::Load:
+          if (in.b < 0 && in.c < 0) {
+            e = load(static_cast<std::size_t>(in.arg));
+            break;
+          }
+          {
+            // A gather adds its index to the offset; a pad's mask keeps a
+            // masked-off point from touching memory.
+            const auto s = static_cast<std::size_t>(in.arg);
+            const std::string at = index(s) + (in.b >= 0 ? " + " + b : "");
+            e = ptr(s, true) + "[" + at + "]";
+            if (in.c >= 0) e = "(" + c + " ? " + e + " : (" + T + ")0)";
+          }
+          break;
+        case KOp::Position: e = "(i64)(" + index(static_cast<std::size_t>(in.arg)) + ")"; break;
+        case KOp::InRange: {
+          const std::string at = "(" + index(static_cast<std::size_t>(in.arg)) + ")";
+          e = "(p.si[" + std::to_string(in.a) + "] <= " + at + " && " + at + " < p.si[" + std::to_string(in.b) + "])";
+          break;
+        }
         case KOp::Const: {
           const auto s = std::to_string(in.arg);
           const bool fs = is_float(k_.scalars[static_cast<std::size_t>(in.arg)].dtype);
@@ -164,7 +188,10 @@ class Renderer {
           e = in.dtype == DType::bool_ ? "(" + v + (fs ? " != 0.0)" : " != 0)") : "(" + T + ")" + v;
           break;
         }
-        case KOp::Index: e = generator(in, index(static_cast<std::size_t>(in.arg))); break;
+        case KOp::Index:
+          e = generator(in, in.b >= 0 ? "(" + index(static_cast<std::size_t>(in.arg)) + " + " + b + ")"
+                                      : index(static_cast<std::size_t>(in.arg)));
+          break;
         case KOp::Unary: {
           const DType from = k_.instrs[static_cast<std::size_t>(in.a)].dtype;
           e = op_expr(in.op, from, in.dtype, a, "");

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
 #include "arrayjit/error.hpp"
@@ -88,8 +89,7 @@ class KernelCodegen {
   void validate() const {
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
-      for (int o : {in.a, in.b, in.c}) {
-        if (in.kind == KOp::Const || in.kind == KOp::Index || in.kind == KOp::Load) break;
+      for (int o : operands(in)) {
         if (o < 0) continue;
         if (o >= static_cast<int>(j)) internal_error("jit: kernel operand is not an earlier instruction");
         const KInstr& src = k_.instrs[static_cast<std::size_t>(o)];
@@ -262,6 +262,8 @@ class KernelCodegen {
       case Mode::elementwise:
         if (seg_axis_ < 0) {
           point(0, base, nullptr);
+        } else if (has_ranges()) {
+          range_split(base, n);
         } else {
           loop(n, true, [&](Value* j) { point(0, step(base, seg_axis_, j), nullptr); });
         }
@@ -429,6 +431,114 @@ class KernelCodegen {
     return sc_.identity(in.op, in.dtype);
   }
 
+  // Inputs and outputs are separate buffers unless an output takes an input
+  // over at exactly its index (alias_; then nothing is claimed): the
+  // executor's buffer plan guarantees it (checked at run time under
+  // AJ_VERIFY). Saying so lets LLVM keep a gather's index, loaded once per
+  // row, out of the row's loop, where it would otherwise reload it after
+  // every store (an embedding lookup then became a per-element gather).
+  template <class I>
+  I* no_alias(I* inst, bool input) {
+    bool any_alias = false;
+    for (int a : alias_) any_alias |= a >= 0;
+    if (any_alias) return inst;
+    if (!in_scope_) {
+      llvm::MDBuilder mdb(c_);
+      llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain("aj.kernel");
+      in_scope_ = llvm::MDNode::get(c_, {mdb.createAnonymousAliasScope(domain, "inputs")});
+      out_scope_ = llvm::MDNode::get(c_, {mdb.createAnonymousAliasScope(domain, "outputs")});
+    }
+    inst->setMetadata(llvm::LLVMContext::MD_alias_scope, input ? in_scope_ : out_scope_);
+    inst->setMetadata(llvm::LLVMContext::MD_noalias, input ? out_scope_ : in_scope_);
+    return inst;
+  }
+
+  // The i64 value of kernel scalar k.
+  Value* scalar_i64(std::int32_t k) {
+    Value* base = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), scalars_, static_cast<std::uint64_t>(k) * sizeof(KScalar));
+    return b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, offsetof(KScalar, i)));
+  }
+
+  // floor(x / k) for k > 0.
+  Value* floor_div(Value* x, Value* k) {
+    Value* q = b_.CreateSDiv(x, k);
+    Value* neg = b_.CreateICmpSLT(b_.CreateSRem(x, k), b_.getInt64(0));
+    return b_.CreateSub(q, b_.CreateZExt(neg, i64_));
+  }
+
+  // The inner (segment) loop of an elementwise kernel with pad masks
+  // (InRange): points [i0, i1) of the segment lie inside every mask, so
+  // they run in a loop of their own with the masks constant true (plain
+  // loads, no selects: the inside of a pad at the speed of a plain kernel),
+  // and [0, i0), [i1, n) run the general body.
+  void range_split(const Pos& base, Value* n) {
+    Value* i0 = b_.getInt64(0);
+    Value* i1 = n;
+    const auto L = static_cast<std::size_t>(seg_axis_);
+    for (const KInstr& in : k_.instrs) {
+      if (in.kind != KOp::InRange || in.phase != 0) continue;
+      const auto s = static_cast<std::size_t>(in.arg);
+      Value* lo = scalar_i64(in.a);
+      Value* hi = scalar_i64(in.b);
+      Value* at = base[s];
+      Value* k = stride_[s][L];
+      Value *from, *to;
+      if (!k) {  // constant over the segment: all inside, or none
+        Value* ok = b_.CreateAnd(b_.CreateICmpSLE(lo, at), b_.CreateICmpSLT(at, hi));
+        from = b_.getInt64(0);
+        to = b_.CreateSelect(ok, n, b_.getInt64(0));
+      } else {
+        // k > 0: ceil((lo - at) / k) <= i < ceil((hi - at) / k);
+        // k < 0: floor((at - hi) / -k) + 1 <= i < floor((at - lo) / -k) + 1.
+        Value* pos = b_.CreateICmpSGT(k, b_.getInt64(0));
+        Value* ak = b_.CreateSelect(pos, k, b_.CreateNeg(k));
+        Value* km1 = b_.CreateSub(ak, b_.getInt64(1));
+        Value* up_from = floor_div(b_.CreateAdd(b_.CreateSub(lo, at), km1), ak);
+        Value* up_to = floor_div(b_.CreateAdd(b_.CreateSub(hi, at), km1), ak);
+        Value* dn_from = b_.CreateAdd(floor_div(b_.CreateSub(at, hi), ak), b_.getInt64(1));
+        Value* dn_to = b_.CreateAdd(floor_div(b_.CreateSub(at, lo), ak), b_.getInt64(1));
+        from = b_.CreateSelect(pos, up_from, dn_from);
+        to = b_.CreateSelect(pos, up_to, dn_to);
+      }
+      i0 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, i0, from);
+      i1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i1, to);
+    }
+    i0 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, i0, b_.getInt64(0)), n);
+    i1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i1, n), i0);
+    auto run = [&](Value* first, Value* count, bool inside) {
+      inside_ = inside;
+      loop(count, true, [&](Value* j) { point(0, step(base, seg_axis_, b_.CreateAdd(j, first, "", true, true)), nullptr); });
+      inside_ = false;
+    };
+    run(b_.getInt64(0), i0, false);
+    run(i0, b_.CreateSub(i1, i0), true);
+    run(i1, b_.CreateSub(n, i1), false);
+  }
+
+  bool has_ranges() const {
+    for (const KInstr& in : k_.instrs) {
+      if (in.kind == KOp::InRange && in.phase == 0) return true;
+    }
+    return false;
+  }
+
+  // if (mask) x = *at else x = 0, as a branch (the block the builder is in
+  // continues after it).
+  Value* masked_load(llvm::Type* mt, Value* base, Value* at, Value* mask) {
+    auto* pre = b_.GetInsertBlock();
+    auto* then = llvm::BasicBlock::Create(c_, "masked.load", f_);
+    auto* join = llvm::BasicBlock::Create(c_, "masked.join", f_);
+    b_.CreateCondBr(mask, then, join);
+    b_.SetInsertPoint(then);
+    Value* x = no_alias(b_.CreateLoad(mt, b_.CreateGEP(mt, base, at)), true);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode* phi = b_.CreatePHI(mt, 2);
+    phi->addIncoming(x, then);
+    phi->addIncoming(llvm::Constant::getNullValue(mt), pre);
+    return phi;
+  }
+
   // Evaluate the instructions of `phase` at one point, then store that
   // phase's outputs (all loads of a point come before its stores). `scan`
   // advances Scan instruction j's running value by x and returns it.
@@ -443,7 +553,18 @@ class KernelCodegen {
         case KOp::Load: {
           const auto s = static_cast<std::size_t>(in.arg);
           llvm::Type* mt = sc_.mem_type(in.dtype);
-          Value* x = b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s]));
+          Value* x;
+          if (in.b < 0 && in.c < 0) {
+            x = no_alias(b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s])), true);
+          } else {
+            // A gather adds its index; a pad's mask guards the load with a
+            // branch, which the loop vectorizer turns into a masked vector
+            // load (AVX2/AVX-512). No `inbounds`: a masked-off address may
+            // lie outside the buffer.
+            Value* at = in.b < 0 ? pos[s] : b_.CreateAdd(pos[s], val(in.b));
+            x = in.c < 0 ? no_alias(b_.CreateLoad(mt, b_.CreateGEP(mt, ptr_of_[s], at)), true)
+                         : masked_load(mt, ptr_of_[s], at, val(in.c));
+          }
           v[j] = in.dtype == DType::bool_ ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
           break;
         }
@@ -451,7 +572,19 @@ class KernelCodegen {
         case KOp::Index: {
           Value* s = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), scalars_,
                                                    static_cast<std::uint64_t>(in.a) * sizeof(KScalar));
-          v[j] = sc_.generate(in.op, in.dtype, s, pos[static_cast<std::size_t>(in.arg)]);
+          Value* at = pos[static_cast<std::size_t>(in.arg)];
+          if (in.b >= 0) at = b_.CreateAdd(at, val(in.b));
+          v[j] = sc_.generate(in.op, in.dtype, s, at);
+          break;
+        }
+        case KOp::Position: v[j] = pos[static_cast<std::size_t>(in.arg)]; break;
+        case KOp::InRange: {
+          if (inside_) {  // the middle of a split loop (range_split)
+            v[j] = b_.getTrue();
+            break;
+          }
+          Value* at = pos[static_cast<std::size_t>(in.arg)];
+          v[j] = b_.CreateAnd(b_.CreateICmpSLE(scalar_i64(in.a), at), b_.CreateICmpSLT(at, scalar_i64(in.b)));
           break;
         }
         case KOp::Unary: case KOp::Binary: case KOp::Where: {
@@ -478,7 +611,7 @@ class KernelCodegen {
       if (!x) internal_error("jit: output of a value not computed in its phase");
       if (out.stream.dtype == DType::bool_) x = b_.CreateZExt(x, b_.getInt8Ty());
       llvm::Type* mt = sc_.mem_type(out.stream.dtype);
-      b_.CreateStore(x, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s]));
+      no_alias(b_.CreateStore(x, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s])), false);
     }
     return v;
   }
@@ -494,6 +627,8 @@ class KernelCodegen {
   Mode mode_ = Mode::elementwise;
   int seg_axis_ = -1;
   bool has_scan_ = false;
+  bool inside_ = false;  // range_split's middle loop: every InRange is true
+  llvm::MDNode *in_scope_ = nullptr, *out_scope_ = nullptr;
   llvm::Function* f_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Type *i64_ = nullptr, *ptr_ = nullptr;

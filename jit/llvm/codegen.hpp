@@ -13,6 +13,12 @@
 //    accumulator array (kOuterAccBytes), rows read contiguously, kOuterRows
 //    of them per pass, vectorized across outputs, each output summed in
 //    row-major order (bit-exact).
+// Pad masks (KOp::InRange) split the elementwise inner loop in three: the
+// points inside every range run with the masks constant true (plain loads),
+// the edges with masked loads. Loads and stores carry alias scopes saying
+// inputs and outputs are separate buffers (unless an output takes an input
+// over in place): the buffer plan guarantees it, and LLVM then keeps a
+// gather's per-row index out of the row loop.
 // Scalar semantics are base/semantics.hpp's, without undefined
 // behaviour (guarded integer division, saturating float->int casts).
 #pragma once

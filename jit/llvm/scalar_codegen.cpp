@@ -417,6 +417,7 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
     case Op::Broadcast: case Op::Slice: case Op::Concat: case Op::MatMul:
     case Op::RandBits: case Op::CumSum: case Op::CumProd:  // scans run KOp::Scan with Sum/Prod
     case Op::Sort: case Op::ArgSort: case Op::TopK: case Op::ArgTopK:
+    case Op::Gather: case Op::Pad: case Op::ScatterAdd: case Op::Scatter:
       break;
   }
   internal_error(std::string("jit: op '") + op_name(in.op) + "' cannot appear in a kernel instruction");

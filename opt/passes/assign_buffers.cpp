@@ -125,6 +125,10 @@ class Planner {
     std::unordered_set<NodeId> donors;
     for (std::size_t k = 0; k < s_.steps.size(); ++k) {
       const Step& st = s_.steps[k];
+      if (st.kind == Step::Kind::library) {
+        library_donation(k, &donors);
+        continue;
+      }
       if (st.kind != Step::Kind::kernel) continue;
       for (std::size_t j = 0; j < st.outputs.size(); ++j) {
         const KOutput& out = st.kernel.outputs[j];
@@ -149,12 +153,46 @@ class Planner {
     }
   }
 
+  // A library step whose result is its first input changed in places
+  // (scatter, scatter_add: the Overwrites flag) takes that input's buffer
+  // when the same rules hold and the input is laid out as the result
+  // (contiguous, offset 0): the step then skips copying it.
+  void library_donation(std::size_t k, std::unordered_set<NodeId>* donors) {
+    const Step& st = s_.steps[k];
+    const Node& n = g_[st.node];
+    if (!op_has(n.op, opflag::Overwrites)) return;
+    const NodeId from = n.inputs[0];
+    const Node& fn = g_[from];
+    const std::size_t bytes = bytes_of(n);
+    if (donors->count(from) || fn.dtype != n.dtype || fn.shape != n.shape) return;
+    for (std::size_t i = 1; i < n.inputs.size(); ++i) {  // another operand reading that buffer
+      NodeId in = n.inputs[i];
+      while (s_.step_of.count(in) && s_.steps[static_cast<std::size_t>(s_.step_of.at(in))].kind == Step::Kind::view) {
+        in = g_[in].inputs[0];
+      }
+      if (in == from || (fn.evaluated() && g_[in].evaluated() && g_[in].storage == fn.storage)) return;
+    }
+    const bool produced = s_.step_of.count(from) > 0;
+    if (produced) {
+      const Step& ps = s_.steps[static_cast<std::size_t>(s_.step_of.at(from))];
+      if (ps.kind == Step::Kind::view || s_.layouts.at(from) != contiguous_layout(n.shape)) return;
+    } else if (!fn.evaluated() || fn.storage->borrowed || fn.storage->bytes != bytes || fn.offset != 0 ||
+               !is_contiguous(fn.shape, fn.strides)) {
+      return;
+    }
+    if (!free_after(from, static_cast<int>(k))) return;
+    if (produced && index_.count(from) && p_.values[index_.at(from)].last > static_cast<int>(k)) return;
+    donors->insert(from);
+    p_.donations.push_back({static_cast<int>(k), 0, from, st.node});
+    p_.values[index_.at(st.node)].donor = from;
+  }
+
   // Every read of `from` in the kernel is at exactly the output's index.
   static bool same_index_everywhere(const Step& st, NodeId from, const KOutput& out) {
     for (std::size_t e = 0; e < st.inputs.size(); ++e) {
       if (st.inputs[e] != from) continue;
       const KStream& in = st.kernel.inputs[e];
-      if (in.index_only || in.strides != out.stream.strides || in.offset != out.stream.offset ||
+      if (in.index_only || in.gathered || in.strides != out.stream.strides || in.offset != out.stream.offset ||
           itemsize(in.dtype) != itemsize(out.stream.dtype)) {
         return false;
       }

@@ -12,7 +12,10 @@
 //    it later), the kernel reads it only at exactly the index and layout the
 //    output writes (same strides, offset, element size), and the bytes agree.
 //    The run-time check (Donation::applies) adds: the storage is not borrowed
-//    and no other node or view shares it (use_count == 1).
+//    and no other node or view shares it (use_count == 1). A library step
+//    flagged Overwrites (scatter, scatter_add: its result is its first input
+//    changed in places) takes that input's buffer under the same rules when
+//    the input is contiguous at offset 0, and updates it in place.
 //  - Values not donated get slots: best fit (smallest free slot that is large
 //    enough) among slots whose occupant's interval ended before the def.
 //    Values sharing a slot never have overlapping intervals. bytes_used is the

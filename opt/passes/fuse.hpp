@@ -10,13 +10,19 @@
 //    exists in memory) and elementwise epilogues run after it. Roots of one
 //    iteration space (the same shape, or the full and reduced shapes of one
 //    reduction) share a kernel with several outputs when their inputs allow.
+//  - Gathers and pads (Remap ops) are index arithmetic inside the kernel of
+//    their consumer: their indices' producers run there too, and so does a
+//    gathered operand made of Cheap ops only (evaluated at the gathered
+//    indices); any other gathered operand is materialized first. A pad's
+//    operand is always computed inside, under the pad's mask.
 //  - A reduction whose result is needed at another index (broadcast back over
 //    its own input, e.g. x - max(x)) or inside another reduction ends a kernel.
 //  - A scan (cumsum, cumprod) runs in a kernel whose reduce axes are its axis
 //    (KOp::Scan): producers run inside it, elementwise consumers at the same
 //    index and reductions over the same axis after it; needed at another
 //    index or along another axis, it ends a kernel.
-//  - MatMul, Concat, ArgMax/ArgMin, Sort/ArgSort/TopK/ArgTopK are library steps (graph/library.hpp:
+//  - MatMul, Concat, ArgMax/ArgMin, Sort/ArgSort/TopK/ArgTopK, Scatter/ScatterAdd
+//    are library steps (graph/library.hpp:
 //    whole-array algorithms each backend implements); views
 //    that are roots (or feed those steps) are view steps: strides, no copy.
 //    A reshape of strided data that no strides can express is a copy kernel

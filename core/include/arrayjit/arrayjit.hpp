@@ -7,6 +7,7 @@
 #include "arrayjit/dtype.hpp"
 #include "arrayjit/error.hpp"
 #include "arrayjit/explain.hpp"
+#include "arrayjit/indexing.hpp"
 #include "arrayjit/jit.hpp"
 #include "arrayjit/memory.hpp"
 #include "arrayjit/nn.hpp"
