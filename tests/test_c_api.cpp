@@ -270,8 +270,8 @@ aj_status noop_trace(void*, const aj_array* in, aj_array* out) { return aj_array
 }  // namespace
 
 TEST_CASE("c api: the handle table is safe from several threads; stale handles are always caught") {
-  // Function handles touch no array, so this runs now while arrays are still
-  // single-threaded (README, "Threads").
+  // Function handles touch no array, so this runs now while tracing arrays
+  // is still single-threaded (graph/graph.hpp: graph()).
   aj_function_desc desc{};
   desc.struct_size = sizeof desc;
   desc.trace = noop_trace;

@@ -28,8 +28,8 @@
  *  - Nothing is pinned beyond its handles: a buffer goes back to arrayjit's
  *    pool the moment the last handle (or lazy array) using it is released,
  *    never in a deferred sweep.
- *  - The handle table may be used from several threads at once. Arrays follow
- *    the C++ API's threading rules (README, "Threads").
+ *  - The handle table may be used from several threads at once; the arrays
+ *    behind the handles follow the C++ API's threading rules.
  *
  * Shapes, axes. A shape is `(const int64_t* shape, int32_t ndim)`; an axis
  * list `(const int32_t* axes, int32_t naxes)`; negative axes count from the
