@@ -15,6 +15,8 @@ namespace aj::c_api {
 
 namespace {
 thread_local std::string t_last_error;
+// Set when the message itself could not be stored (out of memory).
+thread_local const char* t_fallback = nullptr;
 
 // Drops every " (at FILE:LINE)" whose FILE is one of the C boundary's own
 // sources: the line an op names is the caller's, and for C that is here.
@@ -107,12 +109,16 @@ void give_text(const std::string& text, char* buf, std::size_t cap, std::size_t*
 void set_last_error(const char* fn, const char* what) {
   try {
     t_last_error = std::string(fn) + ": " + without_own_lines(what);
-  } catch (...) {  // out of memory for the message itself: keep a static one
-    t_last_error.clear();
+    t_fallback = nullptr;
+  } catch (...) {  // out of memory for the message itself: a static one
+    t_fallback = "out of memory (the error message could not be stored)";
   }
 }
 
-void clear_last_error() { t_last_error.clear(); }
+void clear_last_error() {
+  t_last_error.clear();
+  t_fallback = nullptr;
+}
 
 void c_error(const std::string& msg) { throw Error(Error::Kind::user, msg); }
 
@@ -137,7 +143,7 @@ extern "C" {
 uint32_t aj_api_version(void) { return AJ_API_VERSION; }
 const char* aj_version(void) { return aj::version(); }
 
-const char* aj_last_error(void) { return t_last_error.c_str(); }
+const char* aj_last_error(void) { return t_fallback ? t_fallback : t_last_error.c_str(); }
 
 const char* aj_dtype_name(aj_dtype dtype) {
   if (dtype < 0 || dtype >= aj::kNumDTypes) return nullptr;

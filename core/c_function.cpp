@@ -176,8 +176,10 @@ aj_status aj_function_call_donate(aj_function f, aj_array* inputs, const int* do
     }
     std::vector<std::unique_ptr<Reservation>> slots;  // first: once outputs exist, nothing may fail
     for (int i = 0; i < n_out; ++i) slots.push_back(std::make_unique<Reservation>());
-    // Donated handles are consumed from here on, whatever happens: their
-    // buffers may be written in place.
+    std::vector<ArrayRef> results = fun->trace(args);
+    args.clear();  // no reference of ours may keep a donated buffer from being reused
+    // Donated handles are consumed from here on, whatever happens: running
+    // may write their buffers in place.
     if (donate) {
       std::unordered_set<std::uint64_t> released;
       for (int i = 0; i < n_in; ++i) {
@@ -186,8 +188,6 @@ aj_status aj_function_call_donate(aj_function f, aj_array* inputs, const int* do
         inputs[i] = aj_array{0};
       }
     }
-    std::vector<ArrayRef> results = fun->trace(args);
-    args.clear();  // no reference of ours may keep a donated buffer from being reused
     if (!t_tracing) {  // inside another callback the ops are recorded inline, not run
       std::vector<aj::Array> arrays;
       for (const ArrayRef& r : results) arrays.push_back(r.array);

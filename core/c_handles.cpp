@@ -54,6 +54,9 @@ Table& table() {
 }
 
 thread_local std::vector<aj_array>* t_recorder = nullptr;
+// Reservations of this thread not filled yet: the recorder keeps room for
+// each, so that filling one never allocates.
+thread_local std::size_t t_unfilled = 0;
 
 std::uint64_t make_id(std::uint32_t slot, std::uint32_t generation) {
   return (std::uint64_t{generation} << 32) | slot;
@@ -136,13 +139,17 @@ void mark_free(Table& t, Slot& s, std::uint32_t i) {
 
 Reservation::Reservation() {
   Table& t = table();
-  if (t_recorder) t_recorder->reserve(t_recorder->size() + 1);  // fill() must not throw
-  std::lock_guard lock(t.mutex);
-  index_ = take_slot(t);
+  if (t_recorder) t_recorder->reserve(t_recorder->size() + t_unfilled + 1);  // fill() must not throw
+  {
+    std::lock_guard lock(t.mutex);
+    index_ = take_slot(t);
+  }
+  ++t_unfilled;
 }
 
 Reservation::~Reservation() {
   if (filled_) return;
+  --t_unfilled;
   Table& t = table();
   std::lock_guard lock(t.mutex);
   put_front(t, index_);
@@ -160,6 +167,7 @@ aj_array Reservation::fill(ArrayRef a) noexcept {
     h._id = make_id(index_, s.generation);
   }
   filled_ = true;
+  --t_unfilled;
   if (t_recorder) t_recorder->push_back(h);  // capacity reserved in the constructor
   return h;
 }

@@ -121,8 +121,12 @@ void error_paths(void) {
   live = aj_live_handles();
   {
     aj_array res = {0};
+    const int donate[1] = {1};
+    aj_array donated = x;
     CHECK_FAILS(aj_function_call(f, &x, &res), AJ_ERROR_USER, "while tracing function 'evaluates'");
     CHECK(AJ_IS_NULL(res));
+    CHECK_FAILS(aj_function_call_donate(f, &donated, donate, &res), AJ_ERROR_USER, "while tracing");
+    CHECK(donated._id == x._id); /* a call that fails before running consumes nothing */
     CHECK(aj_function_release(f) == AJ_OK);
     CHECK_FAILS(aj_function_release(f), AJ_ERROR_HANDLE, "released aj_function");
     desc.trace = writes_nothing;

@@ -383,9 +383,11 @@ AJ_C_API aj_status aj_function_release(aj_function f);
 /* Run f on n_inputs arrays; n_outputs new, evaluated handles in outputs. */
 AJ_C_API aj_status aj_function_call(aj_function f, const aj_array* inputs, aj_array* outputs);
 /* As aj_function_call, but the inputs whose donate[i] is nonzero are
- * consumed: on success their handles are released and set to null in
- * inputs[], so their buffers may be reused in place for the outputs (a
- * training step updating its weights). On failure nothing is consumed. */
+ * consumed: their handles are released and set to null in inputs[], so their
+ * buffers may be reused in place for the outputs (a training step updating
+ * its weights). A call that fails before running (bad arguments, a failing
+ * callback) consumes nothing; once it runs, the donated inputs are consumed
+ * even if running fails (their buffers may have been written). */
 AJ_C_API aj_status aj_function_call_donate(aj_function f, aj_array* inputs, const int* donate, aj_array* outputs);
 
 /* ---- strided views ------------------------------------------------------------------------------ */
