@@ -181,12 +181,10 @@ ArrayRef get_array(aj_array h, const char* what) {
 bool is_live(aj_array h) {
   Table& t = table();
   std::lock_guard lock(t.mutex);
-  try {
-    live_slot(t, h._id, Kind::array, "");
-    return true;
-  } catch (const HandleError&) {
-    return false;
-  }
+  const auto index = static_cast<std::uint32_t>(h._id & 0xffffffffu);
+  if (h._id == 0 || index >= t.slots.size()) return false;
+  const Slot& s = t.slots[index];
+  return s.generation == static_cast<std::uint32_t>(h._id >> 32) && s.kind == Kind::array;
 }
 
 void release_array(aj_array h) {
