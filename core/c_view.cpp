@@ -144,9 +144,10 @@ using aj::c_api::c_make;
 extern "C" {
 
 aj_status aj_view_acquire(aj_array a, int flags, aj_view* view) {
-  std::size_t size = 0;
-  if (view) {
-    size = view->struct_size;
+  // Only a view whose struct_size says it is at least this header's is
+  // written (a later, longer aj_view would get its own fields zeroed too).
+  if (view && view->struct_size >= aj::c_api::kViewSizeV1) {
+    const std::size_t size = view->struct_size;
     *view = aj_view{};
     view->struct_size = size;
   }
@@ -198,7 +199,7 @@ aj_status aj_view_acquire(aj_array a, int flags, aj_view* view) {
 }
 
 void aj_view_release(aj_view* view) {
-  if (!view) return;
+  if (!view || view->struct_size < aj::c_api::kViewSizeV1) return;  // never acquired
   delete static_cast<aj::c_api::ViewOwner*>(view->owner);
   const std::size_t size = view->struct_size;
   *view = aj_view{};
