@@ -22,7 +22,7 @@ enum class Kind : std::uint8_t { free, array, function };
 
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::free: return "released";
+    case Kind::free: return "free";
     case Kind::array: return "aj_array";
     case Kind::function: return "aj_function";
   }
@@ -87,6 +87,9 @@ Slot& live_slot(Table& t, std::uint64_t id, Kind want, const char* what) {
       throw HandleError(std::string(what) + " (" + hex(id) + ") is a released " + type +
                         " handle (released before, or a copy of one that was)");
     }
+    throw HandleError(std::string(what) + " (" + hex(id) + ") is not an arrayjit handle");
+  }
+  if (s.kind == Kind::free) {  // its current generation was never handed out
     throw HandleError(std::string(what) + " (" + hex(id) + ") is not an arrayjit handle");
   }
   if (s.kind != want) {
