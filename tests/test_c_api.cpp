@@ -372,3 +372,45 @@ TEST_CASE("c api: traced functions replay with new inputs, donate buffers, and r
   CHECK(aj_function_release(g) == AJ_OK);
   CHECK(aj_function_release(f) == AJ_OK);
 }
+
+TEST_CASE("c api: arrays from caller memory (copied, strided, bools) and evaluated into it") {
+  const auto v = ajtest::random_in<double>(6, 191, -5.0, 5.0);
+  const std::int64_t shape[2] = {2, 3}, col_strides[2] = {8, 16};  // a column-major 2 x 3 in bytes
+  aj_view view{};
+  view.struct_size = sizeof view;
+  view.data = const_cast<double*>(v.data());
+  view.ndim = 2;
+  view.shape = shape;
+  view.strides = col_strides;
+  view.dtype = AJ_F64;
+  view.itemsize = 8;
+  view.device_type = AJ_DEVICE_CPU;
+  aj_array copy{0};
+  REQUIRE(aj_array_copy_view(&view, &copy) == AJ_OK);
+  const auto got = aj::from_c(copy).to_vector<double>();
+  for (int r = 0; r < 2; ++r) {
+    for (int c = 0; c < 3; ++c) CHECK(got[static_cast<std::size_t>(r * 3 + c)] == v[static_cast<std::size_t>(r + 2 * c)]);
+  }
+  CHECK(aj::from_c(copy).data().ptr != v.data());  // a copy of arrayjit's own
+
+  const unsigned char bytes[3] = {0, 2, 1};  // C's truthy bytes become true
+  const std::int64_t three = 3;
+  aj_array flags{0};
+  REQUIRE(aj_array_from_data(bytes, AJ_BOOL, &three, 1, &flags) == AJ_OK);
+  CHECK(aj::from_c(flags).to_vector<bool>() == std::vector<bool>{false, true, true});
+
+  aj_array twice{0}, two{0};
+  REQUIRE(aj_scalar_f64(2.0, &two) == AJ_OK);
+  REQUIRE(aj_multiply(copy, two, &twice) == AJ_OK);
+  int evaluated = 1;
+  CHECK((aj_array_is_evaluated(twice, &evaluated) == AJ_OK && evaluated == 0));
+  std::vector<double> dst(6);
+  CHECK(aj_eval_into(twice, dst.data(), 40) == AJ_ERROR_USER);  // 40 of 48 bytes
+  CHECK(last_error().find("48 bytes") != std::string::npos);
+  REQUIRE(aj_eval_into(twice, dst.data(), 48) == AJ_OK);
+  for (std::size_t i = 0; i < 6; ++i) CHECK(dst[i] == 2 * got[i]);
+  aj_device_type type = AJ_DEVICE_CUDA;
+  std::int32_t id = -1;
+  CHECK((aj_array_device(twice, &type, &id) == AJ_OK && type == AJ_DEVICE_CPU && id == 0));
+  for (aj_array h : {copy, flags, twice, two}) CHECK(aj_array_release(h) == AJ_OK);
+}

@@ -2,6 +2,7 @@
  * a status with a message, sets its output to the null handle, and changes
  * nothing (no handle made or lost). */
 #include <arrayjit/arrayjit.h>
+#include <arrayjit/dlpack.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -163,6 +164,17 @@ void ownership(void) {
   CHECK(calls == 0); /* the transpose still reads it */
   CHECK(aj_array_read(s, AJ_F64, back, sizeof back, NULL) == AJ_OK);
   CHECK(back[0] == 10 && back[5] == 60);
+  { /* out through DLPack and back in: the same memory, the export released by arrayjit's import */
+    DLManagedTensorVersioned* dl = NULL;
+    aj_array again = {0};
+    double values[6] = {0};
+    CHECK(aj_to_dlpack_versioned(s, NULL, &dl) == AJ_OK);
+    CHECK(dl != NULL && dl->dl_tensor.ndim == 2 && dl->dl_tensor.shape[1] == 3);
+    CHECK(aj_from_dlpack_versioned(dl, &again) == AJ_OK); /* takes dl: its deleter runs at the last release */
+    CHECK(aj_array_read(again, AJ_F64, values, sizeof values, NULL) == AJ_OK);
+    CHECK(values[4] == 50);
+    CHECK(aj_array_release(again) == AJ_OK);
+  }
   CHECK(aj_array_release(t) == AJ_OK);
   CHECK(calls == 1 && released_contexts == 1);
   CHECK(aj_array_release(s) == AJ_OK);

@@ -69,13 +69,17 @@ AJ_C_API const char* aj_version(void);  /* the library's version, "0.1.0" (stati
 
 /* ---- status, errors ------------------------------------------------------------ */
 
-typedef enum aj_status {
+/* Codes of the ABI are fixed-width integers (an enum's size is the
+ * compiler's choice in C, and a value outside it is undefined in C++); the
+ * enums only name the values. */
+typedef int32_t aj_status;
+enum aj_status_code {
   AJ_OK = 0,
   AJ_ERROR_USER = 1,     /* a bad argument or request; nothing changed */
   AJ_ERROR_RUNTIME = 2,  /* out of memory, compile failure, device error */
   AJ_ERROR_INTERNAL = 3, /* a bug in arrayjit: please report it */
   AJ_ERROR_HANDLE = 4    /* a null, released, stale or made-up handle, or one of the wrong kind */
-} aj_status;
+};
 
 /* The message of this thread's last failed call ("" when none failed). The
  * string belongs to arrayjit; it stays valid until this thread's next failing
@@ -85,7 +89,8 @@ AJ_C_API const char* aj_last_error(void);
 /* ---- types ------------------------------------------------------------------------ */
 
 /* New dtypes are appended (codes never change). */
-typedef enum aj_dtype { AJ_BOOL = 0, AJ_I32 = 1, AJ_I64 = 2, AJ_F32 = 3, AJ_F64 = 4 } aj_dtype;
+typedef int32_t aj_dtype;
+enum aj_dtype_code { AJ_BOOL = 0, AJ_I32 = 1, AJ_I64 = 2, AJ_F32 = 3, AJ_F64 = 4 };
 
 /* "bool", "i32", ...; NULL for a code that is not a dtype. */
 AJ_C_API const char* aj_dtype_name(aj_dtype dtype);
@@ -93,11 +98,12 @@ AJ_C_API const char* aj_dtype_name(aj_dtype dtype);
 AJ_C_API size_t aj_dtype_itemsize(aj_dtype dtype);
 
 /* Device types use DLPack's codes. */
-typedef enum aj_device_type {
+typedef int32_t aj_device_type;
+enum aj_device_type_code {
   AJ_DEVICE_CPU = 1,
   AJ_DEVICE_CUDA = 2,
   AJ_DEVICE_CUDA_HOST = 3 /* pinned host memory: read like CPU memory */
-} aj_device_type;
+};
 
 /* A handle to an array (lazy until evaluated). The field is private. */
 typedef struct aj_array {
