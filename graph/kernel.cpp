@@ -48,7 +48,8 @@ KOperands operands(const KInstr& in) {
     case KOp::Unary:
     case KOp::Binary:
     case KOp::Where:
-    case KOp::Reduce: o.v[0] = in.a; o.v[1] = in.b; o.v[2] = in.c; break;
+    case KOp::Reduce:
+    case KOp::Scan: o.v[0] = in.a; o.v[1] = in.b; o.v[2] = in.c; break;
   }
   return o;
 }

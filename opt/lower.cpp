@@ -380,8 +380,15 @@ class Lowerer {
       std::vector<Req> kids;
       bool expanded = false;
     };
+    // Frames are built member by member, never by a braced aggregate: GCC 12
+    // destroys the members of a half-built aggregate twice when one of them
+    // throws (bad_alloc), which the out-of-memory sweep in test_bad_inputs hits.
     std::vector<Frame> stack;
-    stack.push_back({{id, m, phase}, key_of({id, m, phase}), {}, false});
+    stack.emplace_back();
+    stack.back().req.id = id;
+    stack.back().req.m = m;
+    stack.back().req.phase = phase;
+    stack.back().key = key_of(stack.back().req);
     int result = -1;
     while (!stack.empty()) {
       Frame& f = stack.back();
@@ -406,7 +413,9 @@ class Lowerer {
         auto key = key_of(k);
         if (!memo_.count(key)) {
           Req copy = k;
-          stack.push_back({std::move(copy), std::move(key), {}, false});
+          stack.emplace_back();
+          stack.back().req = std::move(copy);
+          stack.back().key = std::move(key);
           pushed = true;
           break;
         }
