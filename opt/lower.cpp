@@ -1,11 +1,26 @@
 #include "opt/lower.hpp"
 
 #include <algorithm>
-#include <map>
+#include <array>
+#include <unordered_map>
 
 namespace aj {
 
 Layout contiguous_layout(const Shape& s) { return {contiguous_strides(s), 0}; }
+
+bool counts_as_work(Op op) {
+  switch (op_category(op)) {
+    case OpCategory::Unary:
+    case OpCategory::Binary:
+    case OpCategory::Ternary:
+    case OpCategory::Reduce: return true;
+    case OpCategory::Generator: return !op_has(op, opflag::Cheap);  // random numbers
+    case OpCategory::Leaf:
+    case OpCategory::View:
+    case OpCategory::Other: return false;
+  }
+  return false;
+}
 
 KScalar scalar_value(const ScalarSource& src, const KScalar& like) {
   if (src.node == kNoNode || src.field == ScalarSource::fixed) return like;
@@ -141,6 +156,8 @@ class Lowerer {
       if (!std::binary_search(axes.begin(), axes.end(), d)) outer_.push_back(d);
     }
     reduced_ = reduced_shape(space, axes);
+    canon_[0] = intern(canonical(0));
+    canon_[1] = intern(canonical(1));
   }
 
   Lowered run() {
@@ -152,7 +169,7 @@ class Lowerer {
         r_.conflict = true;
         continue;
       }
-      int v = value(root, canonical(phase), phase);
+      int v = value(root, canon_[phase], phase);
       KOutput o;
       o.value = v;
       o.phase = static_cast<std::uint8_t>(phase);
@@ -162,6 +179,7 @@ class Lowerer {
       r_.outputs.push_back(root);
     }
     r_.ok = !r_.conflict && r_.boundaries.empty();
+    for (NodeId id : order_) r_.evaluations.push_back({id, work_.at(id).points});
     return std::move(r_);
   }
 
@@ -215,10 +233,18 @@ class Lowerer {
     return static_cast<int>(r_.inputs.size() - 1);
   }
 
-  int failed(NodeId boundary) {
-    if (boundary != kNoNode &&
-        std::find(r_.boundaries.begin(), r_.boundaries.end(), boundary) == r_.boundaries.end()) {
-      r_.boundaries.push_back(boundary);
+  using Why = Materialization::Why;
+
+  int failed(NodeId boundary, Why why = Why::reduction_elsewhere, NodeId by = kNoNode, std::int64_t count = 0) {
+    if (boundary != kNoNode) {
+      auto it = std::find(r_.boundaries.begin(), r_.boundaries.end(), boundary);
+      if (it == r_.boundaries.end()) {
+        r_.boundaries.push_back(boundary);
+        r_.why.push_back({boundary, why, by, count});
+      } else {  // met again (another offset): the count grows
+        Materialization& w = r_.why[static_cast<std::size_t>(it - r_.boundaries.begin())];
+        w.count = std::max(w.count, count);
+      }
     }
     if (dummy_ < 0) dummy_ = emit({KOp::Const, Op::Constant, DType::f64, 0, -1, -1, -1, scalar(DType::f64, 0, 0)});
     return dummy_;
@@ -242,71 +268,123 @@ class Lowerer {
     return g_[id].evaluated() || (ctx_.is_materialized(id) && !is_root(id));
   }
 
+  // Index maps are interned: a request names its map by number, so walking a
+  // chain under one map allocates nothing per node.
+  struct MapHash {
+    std::size_t operator()(const Map& m) const {
+      std::uint64_t h = 0x9e3779b97f4a7c15ull;
+      for (const Row& r : m) {
+        for (std::int64_t v : {std::int64_t{r.col}, r.coef, r.add}) {
+          h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull + (h >> 29);
+        }
+      }
+      return static_cast<std::size_t>(h);
+    }
+  };
+  int intern(Map m) {
+    auto [it, fresh] = map_ids_.emplace(std::move(m), static_cast<int>(maps_.size()));
+    if (fresh) maps_.push_back(&it->first);  // node-based map: the key stays put
+    return it->second;
+  }
+  const Map& map(int id) const { return *maps_[static_cast<std::size_t>(id)]; }
+
   struct Req {
-    NodeId id;
-    Map m;
-    int phase;
+    NodeId id = kNoNode;
+    int m = 0;  // interned map
+    int phase = 0;
+    NodeId by = kNoNode;  // the nearest node above that is not a view (explain's "read by")
+  };
+  // Up to three inputs (elementwise ops; reductions and views have one).
+  struct Kids {
+    std::array<Req, 3> req;
+    std::size_t n = 0;
+    void push_back(const Req& r) { req[n++] = r; }
   };
 
-  static std::vector<std::int64_t> key_of(const Req& r) {
-    std::vector<std::int64_t> key{r.id, r.phase};
-    for (auto& row : r.m) key.insert(key.end(), {row.col, row.coef, row.add});
-    return key;
+  static std::uint64_t key_of(const Req& r) {
+    return static_cast<std::uint64_t>(r.id) << 32 | static_cast<std::uint64_t>(r.m) << 1 |
+           static_cast<std::uint64_t>(r.phase);
   }
 
   // The value of node `id` under map m. Iterative (an explicit stack), so a
-  // chain of 100000 ops does not overflow the C++ stack.
-  int value(NodeId id, const Map& m, int phase) {
-    struct Frame {
-      Req req;
-      std::vector<std::int64_t> key;
-      std::vector<Req> kids;
-      bool expanded = false;
-    };
-    std::vector<Frame> stack;
-    stack.push_back({{id, m, phase}, key_of({id, m, phase}), {}, false});
+  // chain of 100000 ops does not overflow the C++ stack; each (node, map)
+  // is expanded once and its inputs visited in order.
+  struct Frame {
+    Req req;
+    Kids kids;
+    std::array<int, 3> vals{};
+    std::size_t nvals = 0;
+    bool expanded = false;
+  };
+  int value(NodeId id, int m, int phase) {
+    std::vector<Frame>& stack = frames_;
+    stack.clear();
+    stack.push_back({Req{id, m, phase}, {}, {}, 0, false});
     int result = -1;
+    auto done = [&](int v) {
+      result = v;
+      stack.pop_back();
+      if (!stack.empty()) {
+        Frame& up = stack.back();
+        up.vals[up.nvals++] = v;
+      }
+    };
     while (!stack.empty()) {
       Frame& f = stack.back();
-      if (auto it = memo_.find(f.key); it != memo_.end()) {
-        result = it->second;
-        stack.pop_back();
-        continue;
-      }
       if (!f.expanded) {
+        if (auto it = memo_.find(key_of(f.req)); it != memo_.end()) {
+          done(it->second);
+          continue;
+        }
         f.expanded = true;
-        int now = expand(f.req, &f.kids);
+        const int now = expand(f.req, &f.kids);
         if (now >= 0) {
-          memo_[f.key] = result = now;
-          stack.pop_back();
+          memo_.emplace(key_of(f.req), now);
+          done(now);
           continue;
         }
       }
-      // Push the first input not computed yet; when none is left, combine.
-      bool pushed = false;
-      for (const Req& k : f.kids) {
-        auto key = key_of(k);
-        if (!memo_.count(key)) {
-          Req copy = k;
-          stack.push_back({std::move(copy), std::move(key), {}, false});
-          pushed = true;
-          break;
-        }
+      if (f.nvals < f.kids.n) {  // the next input, in order
+        Req kid = f.kids.req[f.nvals];
+        if (kid.by == kNoNode) kid.by = is_view(g_[f.req.id].op) ? f.req.by : f.req.id;
+        stack.push_back({kid, {}, {}, 0, false});
+        continue;
       }
-      if (pushed) continue;
-      std::vector<int> vals;
-      for (const Req& k : f.kids) vals.push_back(memo_.at(key_of(k)));
-      int v = combine(f.req, vals);
-      memo_[f.key] = result = v;
-      stack.pop_back();
+      const int v = combine(f.req, f.vals.data(), f.nvals);
+      memo_.emplace(key_of(f.req), v);
+      done(v);
     }
     return result;
   }
 
+  // The work rule: false (and a boundary) when evaluating node `id` here
+  // would make the plan evaluate it at more points than it has elements.
+  bool within_work(const Req& r) {
+    const Node& n = g_[r.id];
+    if (!counts_as_work(n.op)) return true;
+    const std::int64_t points = r.phase ? reduced_.numel() : space_.numel();
+    Work& mine = work_[r.id];
+    if (ctx_.evaluations_elsewhere && !is_root(r.id)) {
+      const std::int64_t other = ctx_.evaluations_elsewhere(r.id);
+      if (other + mine.points + points > n.numel()) {
+        const Why why = other > 0 ? Why::several_kernels : mine.points > 0 ? Why::several_maps : Why::broadcast;
+        const std::int64_t count = why == Why::several_maps ? ++mine.maps
+                                   : why == Why::broadcast ? points
+                                                           : 2;
+        failed(r.id, why, r.by, count);
+        return false;
+      }
+    }
+    if (mine.points == 0) order_.push_back(r.id);
+    mine.points += points;
+    ++mine.maps;
+    return true;
+  }
+
   // Either the value right away (>= 0) or -1 and the inputs it needs.
-  int expand(const Req& r, std::vector<Req>* kids) {
+  int expand(const Req& r, Kids* kids) {
     const NodeId id = r.id;
-    const Map& m = r.m;
+    const Map& m = map(r.m);
     const int phase = r.phase;
     const Node& n = g_[id];
     const auto ph = static_cast<std::uint8_t>(phase);
@@ -315,10 +393,11 @@ class Lowerer {
       return load(id, n.dtype, layout_of(id), m, phase);
     }
     r_.touched.push_back(id);
-    if (is_root(id) && (m != canonical(phase) || n.shape != (phase ? reduced_ : space_))) {
+    if (is_root(id) && (r.m != canon_[phase] || n.shape != (phase ? reduced_ : space_))) {
       r_.conflict = true;  // another root needs this one at a different index
       return failed(kNoNode);
     }
+    if (!within_work(r)) return dummy_;
     switch (op_category(n.op)) {
       case OpCategory::Leaf:
         if (n.op != Op::Constant) internal_error("lower: an input leaf without storage");
@@ -339,42 +418,42 @@ class Lowerer {
       case OpCategory::Binary:
       case OpCategory::Ternary:
         r_.computed.push_back(id);
-        for (NodeId in : n.inputs) kids->push_back({in, m, phase});
+        for (NodeId in : n.inputs) kids->push_back({in, r.m, phase});
         return -1;
       case OpCategory::Reduce: {
         const bool here = phase == 1 && n.op != Op::ArgMax && n.op != Op::ArgMin &&
                           n.ints == axes_ && g_[n.inputs[0]].shape == space_ &&
-                          m == canonical(1);
-        if (!here) return failed(id);
+                          r.m == canon_[1];
+        if (!here) return failed(id, Why::reduction_elsewhere, r.by);
         r_.computed.push_back(id);
-        kids->push_back({n.inputs[0], canonical(0), 0});
+        kids->push_back({n.inputs[0], canon_[0], 0});
         return -1;
       }
       case OpCategory::View: {
         NodeId u = n.inputs[0];
         if (leaf(u)) {
           auto l = view_layout(n, g_[u], layout_of(u));
-          if (!l) return failed(id);  // the reference copies here: a step of its own
+          if (!l) return failed(id, Why::not_a_view, r.by);  // the reference copies here: a step of its own
           if (!g_[u].evaluated()) r_.deps.push_back(u);
           return load(u, n.dtype, *l, m, phase);
         }
         auto mu = through_view(n, g_[u], m);
-        if (!mu) return failed(u);
-        kids->push_back({u, std::move(*mu), phase});
+        if (!mu) return failed(u, Why::not_a_view, id);
+        kids->push_back({u, intern(std::move(*mu)), phase});
         return -1;
       }
-      case OpCategory::Other: return failed(id);
+      case OpCategory::Other: return failed(id, Why::library_operand, r.by);
     }
-    return failed(id);
+    return failed(id, Why::library_operand, r.by);
   }
 
-  int combine(const Req& r, const std::vector<int>& v) {
+  int combine(const Req& r, const int* v, std::size_t nv) {
     const Node& n = g_[r.id];
     const auto ph = static_cast<std::uint8_t>(r.phase);
     if (is_view(n.op)) return v[0];
     if (is_reduction(n.op)) return emit({KOp::Reduce, n.op, n.dtype, 1, v[0], -1, -1, -1});
     int a[3] = {-1, -1, -1};
-    for (std::size_t i = 0; i < v.size(); ++i) a[i] = v[i];
+    for (std::size_t i = 0; i < nv; ++i) a[i] = v[i];
     KOp kind = n.op == Op::Where ? KOp::Where
                : op_category(n.op) == OpCategory::Binary ? KOp::Binary
                                                          : KOp::Unary;
@@ -389,7 +468,17 @@ class Lowerer {
   std::vector<int> outer_;
   Shape reduced_;
   Lowered r_;
-  std::map<std::vector<std::int64_t>, int> memo_;
+  std::unordered_map<Map, int, MapHash> map_ids_;
+  std::vector<const Map*> maps_;
+  int canon_[2] = {0, 0};
+  std::unordered_map<std::uint64_t, int> memo_;  // (node, map, phase) -> value
+  std::vector<Frame> frames_;  // value()'s stack, kept between roots
+  struct Work {
+    std::int64_t points = 0;  // work rule: points this kernel evaluates the node at
+    std::int64_t maps = 0;    // index maps it is evaluated under
+  };
+  std::unordered_map<NodeId, Work> work_;
+  std::vector<NodeId> order_;  // nodes of work_, first seen first
   int dummy_ = -1;
 };
 

@@ -1,12 +1,27 @@
 #include "opt/passes/fuse.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <optional>
 #include <unordered_set>
-
 
 namespace aj {
 
 namespace {
+
+// A kernel that took another root is still small enough to compile quickly.
+constexpr std::size_t kMaxMergedInstrs = 3 * static_cast<std::size_t>(kMaxKernelNodes) / 2;
+// Outputs one kernel may write (several store streams are cheap; hundreds,
+// as the pieces of a large concatenate would give, are not).
+constexpr std::size_t kMaxKernelOutputs = 16;
+// Merging looks back this many steps and lowers at most kMergeTries of them.
+constexpr int kMergeLookback = 32;
+constexpr int kMergeTries = 8;
+// Rounds of planning; a round only follows when kernels of different
+// iteration spaces turned out to share a node. Past this: one kernel per op.
+constexpr int kMaxRounds = 8;
+
+using Why = Materialization::Why;
 
 bool is_fusible_reduce(Op op) { return is_reduction(op) && !is_library_op(op); }
 
@@ -57,31 +72,19 @@ std::optional<Sig> merge(const Sig& a, const Sig& b) {
   return std::nullopt;
 }
 
-std::size_t bytes_of(const Node& n) {
-  return static_cast<std::size_t>(n.numel()) * itemsize(n.dtype);
+// A value that costs nothing to recompute and whose graph cannot grow: a
+// constant, an index generator or a view of one (a fill). A handle holding
+// one does not make the evaluation store it.
+bool free_value(NodeId id) {
+  const Graph& g = graph();
+  while (!g[id].evaluated() && is_view(g[id].op)) id = g[id].inputs[0];
+  const Node& n = g[id];
+  return !n.evaluated() && (n.op == Op::Constant || (is_generator(n.op) && !counts_as_work(n.op)));
 }
 
-// The cost rule of fuse.hpp for a producer computed k times.
-bool recompute_is_cheaper(NodeId producer, std::size_t k, const NodeSet& mat) {
-  Graph& g = graph();
-  bool cheap = true;
-  std::size_t leaf_bytes = 0;
-  NodeSet seen{producer};
-  std::vector<NodeId> stack{producer};
-  while (!stack.empty()) {
-    NodeId id = stack.back();
-    stack.pop_back();
-    const Node& n = g[id];
-    if (id != producer && (n.evaluated() || mat.count(id))) {
-      leaf_bytes += bytes_of(n);
-      continue;
-    }
-    if (!op_has(n.op, opflag::Cheap)) cheap = false;
-    for (NodeId in : n.inputs) {
-      if (seen.insert(in).second) stack.push_back(in);
-    }
-  }
-  return cheap && (k - 1) * leaf_bytes <= (k + 1) * bytes_of(g[producer]);
+bool same_line(const Loc& a, const Loc& b) {
+  if (a.line() != b.line() || a.line() == 0) return false;
+  return a.file_name() == b.file_name() || std::strcmp(a.file_name(), b.file_name()) == 0;
 }
 
 class Partitioner {
@@ -89,38 +92,138 @@ class Partitioner {
   Partitioner(const std::vector<NodeId>& roots, bool fuse_ops) : g_(graph()), fuse_ops_(fuse_ops) {
     s_.roots = roots;
     s_.order = unevaluated_order(roots);
-    for (NodeId r : roots) mat_.insert(r);
-    if (!fuse_ops) {
-      for (NodeId id : s_.order) {
-        if (!is_view(g_[id].op)) mat_.insert(id);
+    pos_.reserve(s_.order.size());
+    for (std::size_t i = 0; i < s_.order.size(); ++i) pos_.emplace(s_.order[i], i);
+    ctx_.is_materialized = [this](NodeId id) { return mat_.count(id) > 0; };
+    // A node materialized since an earlier kernel was lowered may have no
+    // step yet when that kernel is lowered again for a merge: its layout is
+    // a placeholder, and the merge is refused (its deps are not ready).
+    ctx_.layout = [this](NodeId id) {
+      if (!g_[id].evaluated() && !s_.layouts.count(id)) return contiguous_layout(g_[id].shape);
+      return layout(id);
+    };
+    ctx_.evaluations_elsewhere = [this](NodeId id) {
+      auto it = evaluations_.find(id);
+      return it == evaluations_.end() ? std::int64_t{0} : it->second;
+    };
+    for (NodeId r : roots) mark(r, std::nullopt);
+    const TemporaryRule temporary(roots);
+    for (NodeId id : s_.order) {
+      const Node& n = g_[id];
+      if (!fuse_ops && !is_view(n.op)) mark(id, std::nullopt);
+      if (n.ext > 0 && !mat_.count(id) && !free_value(id) && !temporary(id)) {
+        mark(id, Materialization{id, Why::held});
+      }
+      if (!is_library_op(n.op)) continue;
+      mark(id, std::nullopt);
+      for (NodeId in : n.inputs) {
+        if (!g_[in].evaluated()) mark(in, Materialization{in, Why::library_operand, id});
       }
     }
-    for (NodeId id : s_.order) {
-      if (!is_library_op(g_[id].op)) continue;
-      mat_.insert(id);
-      for (NodeId in : g_[id].inputs) mat_.insert(in);
-    }
+    if (fuse_ops) cap_kernel_sizes();
   }
 
-  // Plans until no kernel needs another materialized node. Returns false if
-  // that does not converge (the caller then uses the reference interpreter).
+  // Plans until every node is evaluated at most once per element. Returns
+  // false if that does not settle (the caller then plans one kernel per op).
   bool run() {
-    for (int round = 0; round < 10000; ++round) {
-      close_views();
-      if (place_all() && apply_cost_rule()) return true;
+    for (int round = 0; round < kMaxRounds; ++round) {
+      if (!place_all()) return false;
+      if (!grow_for_work()) return true;
     }
     return false;
   }
 
-  Schedule take() { return std::move(s_); }
+  Schedule take() {
+    s_.materialized = std::move(why_);
+    return std::move(s_);
+  }
 
  private:
-  // A view that must exist as an array needs its input to exist too.
-  void close_views() {
-    for (auto it = s_.order.rbegin(); it != s_.order.rend(); ++it) {
-      const Node& n = g_[*it];
-      if (mat_.count(*it) && is_view(n.op) && !g_[n.inputs[0]].evaluated()) mat_.insert(n.inputs[0]);
+  // Marks `id` materialized (with the reason, unless it is a root or a step
+  // by nature); a view that is a step of its own needs its input to exist.
+  // Returns the nodes newly marked.
+  std::vector<NodeId> mark(NodeId id, std::optional<Materialization> why) {
+    std::vector<NodeId> fresh;
+    while (true) {
+      if (!mat_.insert(id).second) break;
+      fresh.push_back(id);
+      if (why) why_.push_back(*why);
+      const Node& n = g_[id];
+      if (!is_view(n.op) || g_[n.inputs[0]].evaluated()) break;
+      why = Materialization{n.inputs[0], Why::view_base, id};
+      id = n.inputs[0];
     }
+    return fresh;
+  }
+
+  // The size cap, decided before placement from an estimate of each node's
+  // kernel: the nodes it computes (constants and loads are free). Where the
+  // estimate passes the cap it is counted exactly (shared producers once);
+  // past the cap the costliest inputs are materialized. Chains are cut every
+  // kMaxKernelNodes nodes, so the pieces of a periodic chain compile once.
+  void cap_kernel_sizes() {
+    std::vector<std::int64_t>& w = size_;
+    w.assign(s_.order.size(), 0);
+    auto base = [&](NodeId in) {
+      while (!g_[in].evaluated() && !mat_.count(in) && is_view(g_[in].op)) in = g_[in].inputs[0];
+      return in;
+    };
+    auto cost = [&](NodeId in) -> std::int64_t {
+      in = base(in);
+      const Node& m = g_[in];
+      if (m.evaluated() || mat_.count(in) || m.op == Op::Constant) return 0;
+      return w[pos_.at(in)];
+    };
+    auto estimate = [&](NodeId id) {
+      const Node& n = g_[id];
+      std::int64_t sum = 1;
+      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+        if (std::find(n.inputs.begin(), n.inputs.begin() + static_cast<std::ptrdiff_t>(k), n.inputs[k]) !=
+            n.inputs.begin() + static_cast<std::ptrdiff_t>(k)) {
+          continue;  // the same input twice (x * x) is computed once
+        }
+        sum += cost(n.inputs[k]);
+      }
+      if (sum > kMaxKernelNodes) sum = exact_size(id, kMaxKernelNodes + 1);
+      return sum;
+    };
+    for (std::size_t i = 0; i < s_.order.size(); ++i) {
+      const NodeId id = s_.order[i];
+      const Node& n = g_[id];
+      if (is_view(n.op) || is_library_op(n.op)) continue;
+      std::int64_t size = estimate(id);
+      while (size > kMaxKernelNodes) {
+        NodeId cut = kNoNode;
+        std::int64_t most = 0;
+        for (NodeId in : n.inputs) {
+          if (cost(in) > most) most = cost(in), cut = base(in);
+        }
+        if (cut == kNoNode) break;
+        mark(cut, Materialization{cut, Why::size_cap, id, kMaxKernelNodes});
+        size = estimate(id);
+      }
+      w[i] = size;
+    }
+  }
+
+  // Nodes computed in the kernel of `id` (views and constants free, loads
+  // free), counted up to `limit`.
+  std::int64_t exact_size(NodeId id, std::int64_t limit) const {
+    NodeSet seen{id};
+    std::vector<NodeId> stack{id};
+    std::int64_t count = 0;
+    while (!stack.empty() && count < limit) {
+      const NodeId x = stack.back();
+      stack.pop_back();
+      const Node& n = g_[x];
+      if (!is_view(n.op) && n.op != Op::Constant) ++count;
+      for (NodeId in : n.inputs) {
+        const Node& m = g_[in];
+        if (m.evaluated() || mat_.count(in) || !seen.insert(in).second) continue;
+        stack.push_back(in);
+      }
+    }
+    return count;
   }
 
   Layout layout(NodeId id) const {
@@ -135,57 +238,99 @@ class Partitioner {
     s_.layouts[node] = std::move(l);
     s_.step_of[node] = static_cast<int>(s_.steps.size());
     s_.steps.push_back(std::move(st));
+    step_work_.emplace_back();
   }
 
-  void set_kernel(std::size_t index, const Lowered& lw, const Sig& sig) {
+  // The work rule's ledger: what each step evaluates, summed per node.
+  void count_work(std::size_t step, int sign) {
+    for (const auto& [id, points] : step_work_[step]) evaluations_[id] += sign * points;
+  }
+
+  void set_kernel(std::size_t index, Lowered&& lw, const Sig& sig) {
     Step& st = s_.steps[index];
     st.kind = Step::Kind::kernel;
-    st.kernel = lw.kernel;
-    st.inputs = lw.inputs;
-    st.outputs = lw.outputs;
-    st.computed = lw.computed;
-    st.touched = lw.touched;
-    st.scalar_sources = lw.scalar_sources;
+    st.kernel = std::move(lw.kernel);
+    st.inputs = std::move(lw.inputs);
+    st.outputs = std::move(lw.outputs);
+    st.computed = std::move(lw.computed);
+    st.touched = std::move(lw.touched);
+    st.scalar_sources = std::move(lw.scalar_sources);
     st.space = sig.space;
     st.axes = sig.axes;
-    for (NodeId o : lw.outputs) {
+    for (NodeId o : st.outputs) {
       s_.layouts[o] = contiguous_layout(g_[o].shape);
       s_.step_of[o] = static_cast<int>(index);
     }
+    step_work_[index] = std::move(lw.evaluations);
   }
 
-  // Returns false when a boundary was found (mat_ grew): plan again.
+  // One pass over the nodes in order: each materialized node gets its step.
+  // False when a node could not be placed (the caller falls back).
   bool place_all() {
     s_.steps.clear();
     s_.layouts.clear();
     s_.step_of.clear();
-    LowerContext ctx{[this](NodeId id) { return mat_.count(id) > 0; },
-                     [this](NodeId id) { return layout(id); }};
+    step_work_.clear();
+    evaluations_.clear();
     for (NodeId id : s_.order) {
-      if (!mat_.count(id)) continue;
-      const Node& n = g_[id];
-      if (is_view(n.op)) {
-        Step st;
-        st.kind = Step::Kind::view;
-        st.node = id;
-        auto l = view_layout(n, g_[n.inputs[0]], layout(n.inputs[0]));
-        if (!l) {  // strided data reshaped: a copy kernel makes it contiguous
-          place_copy(id);
-          continue;
-        }
-        add_step(std::move(st), id, *l);
-        continue;
-      }
-      if (is_library_op(n.op)) {
-        Step st;
-        st.kind = Step::Kind::library;
-        st.node = id;
-        add_step(std::move(st), id, contiguous_layout(n.shape));
-        continue;
-      }
-      if (!place_kernel(id, ctx)) return false;
+      if (!mat_.count(id) || s_.step_of.count(id)) continue;
+      if (!place_with_boundaries(id)) return false;
     }
     return true;
+  }
+
+  // Places `id`; where lowering reports boundaries, they are materialized
+  // and placed first (earliest first), then `id` again. Nothing before them
+  // is replanned: a kernel placed earlier that computes one of them inline
+  // shows in the work ledger, and grow_for_work starts another round.
+  bool place_with_boundaries(NodeId id) {
+    std::vector<NodeId> todo{id};
+    std::vector<Materialization> found;
+    while (!todo.empty()) {
+      const NodeId x = todo.back();
+      if (s_.step_of.count(x)) {
+        todo.pop_back();
+        continue;
+      }
+      found.clear();
+      if (place(x, &found)) {
+        todo.pop_back();
+        continue;
+      }
+      std::vector<NodeId> fresh;
+      for (const Materialization& m : found) {
+        for (NodeId f : mark(m.node, m)) fresh.push_back(f);
+      }
+      if (fresh.empty()) return false;  // no progress: give up this plan
+      std::sort(fresh.begin(), fresh.end(), [&](NodeId a, NodeId b) { return pos_.at(a) > pos_.at(b); });
+      todo.insert(todo.end(), fresh.begin(), fresh.end());
+    }
+    return true;
+  }
+
+  // True when placed; false with the boundaries lowering asked for.
+  bool place(NodeId id, std::vector<Materialization>* found) {
+    const Node& n = g_[id];
+    if (is_view(n.op)) {
+      Step st;
+      st.kind = Step::Kind::view;
+      st.node = id;
+      auto l = view_layout(n, g_[n.inputs[0]], layout(n.inputs[0]));
+      if (!l) {  // strided data reshaped: a copy kernel makes it contiguous
+        place_copy(id);
+        return true;
+      }
+      add_step(std::move(st), id, *l);
+      return true;
+    }
+    if (is_library_op(n.op)) {
+      Step st;
+      st.kind = Step::Kind::library;
+      st.node = id;
+      add_step(std::move(st), id, contiguous_layout(n.shape));
+      return true;
+    }
+    return place_kernel(id, found);
   }
 
   // A view that is no view of its input's layout (a reshape of strided
@@ -215,74 +360,111 @@ class Partitioner {
     lw.touched = {id};
     if (!g_[src].evaluated()) lw.deps = {src};
     s_.steps.emplace_back();
-    set_kernel(s_.steps.size() - 1, lw, Sig{space, {}});
+    step_work_.emplace_back();
+    set_kernel(s_.steps.size() - 1, std::move(lw), Sig{space, {}});
     s_.steps.back().copy = true;
   }
 
-  // Adds the boundaries lowering asked for; false if all were there already
-  // (then the roots just cannot share that kernel).
-  bool grow(const std::vector<NodeId>& boundaries) {
-    bool grew = false;
-    for (NodeId b : boundaries) grew |= mat_.insert(b).second;
-    return grew;
-  }
-
-  bool place_kernel(NodeId id, const LowerContext& ctx) {
+  // Into one of the last kernels when the spaces allow, the merged kernel
+  // lowers without a boundary, stays under the caps and reads only what
+  // exists before it; else a kernel of its own.
+  bool place_kernel(NodeId id, std::vector<Materialization>* found) {
     const Sig sig = signature(id, mat_);
-    int tries = fuse_ops_ ? 0 : 8;  // unfused: never share a kernel
-    for (std::size_t i = s_.steps.size(); i-- > 0 && tries < 8;) {
-      Step& st = s_.steps[i];
-      if (st.kind != Step::Kind::kernel || st.copy) continue;
+    int tries = fuse_ops_ ? 0 : kMergeTries;  // unfused: never share a kernel
+    int looked = 0;
+    for (std::size_t i = s_.steps.size(); i-- > 0 && tries < kMergeTries && looked < kMergeLookback; ++looked) {
+      const Step& st = s_.steps[i];
+      if (st.kind != Step::Kind::kernel || st.copy || st.outputs.size() >= kMaxKernelOutputs) continue;
       auto merged = merge(Sig{st.space, st.axes}, sig);
       if (!merged) continue;
+      if (!size_.empty() && st.kernel.instrs.size() + static_cast<std::size_t>(size_[pos_.at(id)]) > kMaxMergedInstrs) {
+        continue;  // would not fit: not worth lowering
+      }
       ++tries;
       std::vector<NodeId> roots = st.outputs;
       roots.push_back(id);
-      Lowered lw = lower(roots, merged->space, merged->axes, ctx);
-      if (grow(lw.boundaries)) return false;
-      if (!lw.ok) continue;
-      bool ready = true;  // everything it loads exists before step i
+      count_work(i, -1);  // what step i computes now is not "elsewhere"
+      Lowered lw = lower(roots, merged->space, merged->axes, ctx_);
+      bool ready = lw.ok && lw.kernel.instrs.size() <= kMaxMergedInstrs;
       for (NodeId d : lw.deps) ready &= s_.step_of.count(d) && s_.step_of.at(d) < static_cast<int>(i);
-      if (!ready) continue;
-      set_kernel(i, lw, *merged);
-      return true;
+      if (ready) set_kernel(i, std::move(lw), *merged);
+      count_work(i, +1);
+      if (ready) return true;
     }
-    Lowered lw = lower({id}, sig.space, sig.axes, ctx);
-    if (grow(lw.boundaries)) return false;
-    if (!lw.ok) {
+    Lowered lw = lower({id}, sig.space, sig.axes, ctx_);
+    if (!lw.boundaries.empty()) {
+      *found = std::move(lw.why);
+      return false;
+    }
+    bool ready = lw.ok;
+    for (NodeId d : lw.deps) ready &= s_.step_of.count(d) > 0;
+    if (!ready) {
       // A kernel of its own that is not ok: every input it needs was
-      // materialized, so only a node lowering cannot take comes here.
+      // materialized and placed, so only a node lowering cannot take comes here.
       internal_error(std::string("fuse: cannot lower ") + op_name(g_[id].op) + " into a kernel of its own");
     }
     s_.steps.emplace_back();
-    set_kernel(s_.steps.size() - 1, lw, sig);
+    step_work_.emplace_back();
+    set_kernel(s_.steps.size() - 1, std::move(lw), sig);
+    count_work(s_.steps.size() - 1, +1);
     return true;
   }
 
-  // Producers computed by several kernels: keep recomputing, or materialize?
-  bool apply_cost_rule() {
-    std::unordered_map<NodeId, std::size_t> count;
-    std::vector<NodeId> seen_order;
-    for (const Step& st : s_.steps) {
-      for (NodeId c : st.computed) {
-        if (mat_.count(c)) continue;
-        if (count[c]++ == 0) seen_order.push_back(c);
-      }
+  // After a round: a node evaluated at more points than it has elements
+  // (kernels of different spaces computing it, or one placed before it was
+  // found to be a boundary) is materialized; true if another round is due.
+  bool grow_for_work() {
+    std::unordered_map<NodeId, std::int64_t> kernels;
+    for (const auto& work : step_work_) {
+      for (const auto& [id, points] : work) ++kernels[id];
     }
-    bool grew = false;
-    for (NodeId c : seen_order) {
-      if (count[c] >= 2 && !recompute_is_cheaper(c, count[c], mat_)) grew |= mat_.insert(c).second;
+    bool again = false;
+    for (NodeId id : s_.order) {
+      auto it = evaluations_.find(id);
+      if (it == evaluations_.end() || it->second <= g_[id].numel()) continue;
+      again = true;
+      mark(id, Materialization{id, Why::several_kernels, kNoNode, kernels[id]});
     }
-    return !grew;
+    return again;
   }
 
   Graph& g_;
   bool fuse_ops_ = true;
   Schedule s_;
+  LowerContext ctx_;
   NodeSet mat_;
+  std::vector<Materialization> why_;
+  std::unordered_map<NodeId, std::size_t> pos_;  // position in s_.order
+  std::vector<std::int64_t> size_;  // by position: nodes the kernel of a node computes (cap_kernel_sizes)
+  // The work ledger: per step, (node, points) it evaluates; per node, the sum.
+  std::vector<std::vector<std::pair<NodeId, std::int64_t>>> step_work_;
+  std::unordered_map<NodeId, std::int64_t> evaluations_;
 };
 
 }  // namespace
+
+TemporaryRule::TemporaryRule(const std::vector<NodeId>& roots) {
+  const Graph& g = graph();
+  for (NodeId r : roots) {
+    const Loc& l = g[r].loc;
+    if (l.line() == 0) continue;
+    bool known = false;
+    for (const Loc& k : lines_) known |= same_line(k, l) && k.column() == l.column();
+    if (!known) lines_.push_back(l);
+  }
+}
+
+bool TemporaryRule::operator()(NodeId id) const {
+  const Node& n = graph()[id];
+  if (n.ext != 1) return false;
+  bool line = false;
+  for (const Loc& l : lines_) {
+    if (!same_line(l, n.loc)) continue;
+    if (l.column() == n.loc.column()) return false;  // made by a root's own call site
+    line = true;
+  }
+  return line;
+}
 
 int Schedule::kernels() const {
   int k = 0;
