@@ -449,8 +449,11 @@ TemporaryRule::TemporaryRule(const std::vector<NodeId>& roots) {
     const Loc& l = g[r].loc;
     if (l.line() == 0) continue;
     bool known = false;
-    for (const Loc& k : lines_) known |= same_line(k, l) && k.column() == l.column();
-    if (!known) lines_.push_back(l);
+    for (std::size_t i = 0; i < n_ && !known; ++i) known = same_line(at(i), l) && at(i).column() == l.column();
+    if (known) continue;
+    if (n_ < kInline) inline_[n_] = l;
+    else more_.push_back(l);
+    ++n_;
   }
 }
 
@@ -458,7 +461,8 @@ bool TemporaryRule::operator()(NodeId id) const {
   const Node& n = graph()[id];
   if (n.ext != 1) return false;
   bool line = false;
-  for (const Loc& l : lines_) {
+  for (std::size_t i = 0; i < n_; ++i) {
+    const Loc& l = at(i);
     if (!same_line(l, n.loc)) continue;
     if (l.column() == n.loc.column()) return false;  // made by a root's own call site
     line = true;

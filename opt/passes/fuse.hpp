@@ -94,7 +94,13 @@ class TemporaryRule {
   bool operator()(NodeId id) const;
 
  private:
-  std::vector<Loc> lines_;  // the roots' source locations, one per line
+  // The roots' distinct source locations: a few inline (this runs on every
+  // evaluation, plan cache hits included), the rest in `more_`.
+  static constexpr std::size_t kInline = 4;
+  Loc inline_[kInline];
+  std::size_t n_ = 0;
+  std::vector<Loc> more_;
+  const Loc& at(std::size_t i) const { return i < kInline ? inline_[i] : more_[i - kInline]; }
 };
 
 // The size cap, in nodes computed by one kernel (fuse.hpp's guarantees).
