@@ -73,7 +73,10 @@ TEST_CASE("lazy 3-point smoothing: the values of evaluating every step, a plan l
     CHECK(aj::stats().kernels_launched == static_cast<std::uint64_t>(steps));
     CHECK(aj::stats().values_materialized == static_cast<std::uint64_t>(steps - 1));
     CHECK(count(plan, "materialized: ") == static_cast<std::size_t>(steps - 1));
-    CHECK(count(plan, "read at 3 index maps") >= static_cast<std::size_t>(steps - 1 - steps / 64));
+    // Mostly by the work rule; where the size cap's estimate got there
+    // first, the same level is stored for the cap (never one more value).
+    CHECK(count(plan, "read at 3 index maps") + count(plan, "would pass the size cap") ==
+          static_cast<std::size_t>(steps - 1));
     if (steps == 16) lines16 = lines(plan);
     if (steps == 256) CHECK(lines(plan) <= 16 * lines16 + 200);  // linear, not quadratic
   }

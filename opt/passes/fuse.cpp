@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
-#include <unordered_set>
 
 namespace aj {
 
@@ -30,15 +29,57 @@ struct Sig {
   std::vector<std::int64_t> axes;
 };
 
-using NodeSet = std::unordered_set<NodeId>;
+// Positions in the schedule's order by node id: a dense table reused across
+// calls (node ids are small and dense; hashing them dominated planning 10^5
+// nodes). One Partitioner per thread at a time uses it (fuse() does not
+// nest), and every per-node state of the Partitioner is a vector by position.
+class Positions {
+ public:
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+  explicit Positions(const std::vector<NodeId>& order) {
+    Table& t = table();
+    const std::size_t cap = graph().capacity();
+    if (t.pos.size() < cap) {
+      t.pos.resize(cap, 0);
+      t.stamp.resize(cap, 0);
+    }
+    if (++t.epoch == 0) {
+      std::fill(t.stamp.begin(), t.stamp.end(), 0);
+      t.epoch = 1;
+    }
+    epoch_ = t.epoch;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      t.pos[order[i]] = static_cast<std::uint32_t>(i);
+      t.stamp[order[i]] = epoch_;
+    }
+  }
+  // kNone for a node outside the order (evaluated).
+  std::uint32_t operator()(NodeId id) const {
+    const Table& t = table();
+    return id < t.stamp.size() && t.stamp[id] == epoch_ ? t.pos[id] : kNone;
+  }
+
+ private:
+  struct Table {
+    std::vector<std::uint32_t> pos, stamp;
+    std::uint32_t epoch = 0;
+  };
+  static Table& table() {
+    static thread_local Table t;
+    return t;
+  }
+  std::uint32_t epoch_ = 0;
+};
 
 // The iteration space of the kernel that computes root x: the first reduction
 // reached through computed elementwise ops (its input shape and axes), or x's
-// own shape.
-Sig signature(NodeId x, const NodeSet& mat) {
+// own shape. `seen` is scratch marked with `mark` (no allocation per call).
+template <class IsMat>
+Sig signature(NodeId x, const IsMat& is_mat, const Positions& pos, std::vector<std::uint32_t>& seen,
+              std::uint32_t mark) {
   Graph& g = graph();
   std::vector<NodeId> stack{x};
-  NodeSet seen{x};
+  seen[pos(x)] = mark;
   while (!stack.empty()) {
     NodeId id = stack.back();
     stack.pop_back();
@@ -47,9 +88,9 @@ Sig signature(NodeId x, const NodeSet& mat) {
     if (!is_elementwise(n.op)) continue;
     for (NodeId in : n.inputs) {
       const Node& m = g[in];
-      if (m.evaluated() || mat.count(in) || seen.count(in)) continue;
+      if (m.evaluated() || is_mat(in) || seen[pos(in)] == mark) continue;
       if (is_elementwise(m.op) || is_fusible_reduce(m.op)) {
-        seen.insert(in);
+        seen[pos(in)] = mark;
         stack.push_back(in);
       }
     }
@@ -89,12 +130,13 @@ bool same_line(const Loc& a, const Loc& b) {
 
 class Partitioner {
  public:
-  Partitioner(const std::vector<NodeId>& roots, bool fuse_ops) : g_(graph()), fuse_ops_(fuse_ops) {
-    s_.roots = roots;
-    s_.order = unevaluated_order(roots);
-    pos_.reserve(s_.order.size());
-    for (std::size_t i = 0; i < s_.order.size(); ++i) pos_.emplace(s_.order[i], i);
-    ctx_.is_materialized = [this](NodeId id) { return mat_.count(id) > 0; };
+  Partitioner(const std::vector<NodeId>& roots, bool fuse_ops)
+      : g_(graph()), fuse_ops_(fuse_ops), s_(ordered(roots)), pos_(s_.order) {
+    const std::size_t n = s_.order.size();
+    mat_.assign(n, 0);
+    evaluations_.assign(n, 0);
+    seen_.assign(n, 0);
+    ctx_.is_materialized = [this](NodeId id) { return is_mat(id); };
     // A node materialized since an earlier kernel was lowered may have no
     // step yet when that kernel is lowered again for a merge: its layout is
     // a placeholder, and the merge is refused (its deps are not ready).
@@ -103,15 +145,15 @@ class Partitioner {
       return layout(id);
     };
     ctx_.evaluations_elsewhere = [this](NodeId id) {
-      auto it = evaluations_.find(id);
-      return it == evaluations_.end() ? std::int64_t{0} : it->second;
+      const std::uint32_t p = pos_(id);
+      return p == Positions::kNone ? std::int64_t{0} : evaluations_[p];
     };
     for (NodeId r : roots) mark(r, std::nullopt);
     const TemporaryRule temporary(roots);
     for (NodeId id : s_.order) {
       const Node& n = g_[id];
       if (!fuse_ops && !is_view(n.op)) mark(id, std::nullopt);
-      if (n.ext > 0 && !mat_.count(id) && !free_value(id) && !temporary(id)) {
+      if (n.ext > 0 && !is_mat(id) && !free_value(id) && !temporary(id)) {
         mark(id, Materialization{id, Why::held});
       }
       if (!is_library_op(n.op)) continue;
@@ -145,7 +187,9 @@ class Partitioner {
   std::vector<NodeId> mark(NodeId id, std::optional<Materialization> why) {
     std::vector<NodeId> fresh;
     while (true) {
-      if (!mat_.insert(id).second) break;
+      std::uint8_t& m = mat_[pos_(id)];
+      if (m) break;
+      m = 1;
       fresh.push_back(id);
       if (why) why_.push_back(*why);
       const Node& n = g_[id];
@@ -164,25 +208,45 @@ class Partitioner {
   void cap_kernel_sizes() {
     std::vector<std::int64_t>& w = size_;
     w.assign(s_.order.size(), 0);
+    budget_ = 8 * static_cast<std::int64_t>(s_.order.size()) + 4096;
     auto base = [&](NodeId in) {
-      while (!g_[in].evaluated() && !mat_.count(in) && is_view(g_[in].op)) in = g_[in].inputs[0];
+      while (!g_[in].evaluated() && !is_mat(in) && is_view(g_[in].op)) in = g_[in].inputs[0];
       return in;
     };
-    auto cost = [&](NodeId in) -> std::int64_t {
-      in = base(in);
-      const Node& m = g_[in];
-      if (m.evaluated() || mat_.count(in) || m.op == Op::Constant) return 0;
-      return w[pos_.at(in)];
+    auto stored = [&](NodeId b) -> std::int64_t {
+      const Node& m = g_[b];
+      if (m.evaluated() || is_mat(b) || m.op == Op::Constant) return 0;
+      return w[pos_(b)];
+    };
+    // One level of the estimate: 1 + its distinct producers' sizes (the same
+    // producer twice, x * x or x[1:] + x[:-1], is computed once).
+    auto shallow = [&](NodeId id) {
+      const Node& n = g_[id];
+      NodeId bases[3] = {kNoNode, kNoNode, kNoNode};
+      std::int64_t sum = 1;
+      for (std::size_t k = 0; k < n.inputs.size() && k < 3; ++k) {
+        bases[k] = base(n.inputs[k]);
+        bool again = false;
+        for (std::size_t j = 0; j < k; ++j) again |= bases[j] == bases[k];
+        if (!again) sum += stored(bases[k]);
+      }
+      return sum;
+    };
+    // A producer's size now: what was counted when it was visited, or less
+    // if a cut since then materialized one of its own producers.
+    auto cost = [&](NodeId b) -> std::int64_t {
+      const std::int64_t was = stored(b);
+      return was == 0 ? 0 : std::min(was, shallow(b));
     };
     auto estimate = [&](NodeId id) {
       const Node& n = g_[id];
+      NodeId bases[3] = {kNoNode, kNoNode, kNoNode};
       std::int64_t sum = 1;
-      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
-        if (std::find(n.inputs.begin(), n.inputs.begin() + static_cast<std::ptrdiff_t>(k), n.inputs[k]) !=
-            n.inputs.begin() + static_cast<std::ptrdiff_t>(k)) {
-          continue;  // the same input twice (x * x) is computed once
-        }
-        sum += cost(n.inputs[k]);
+      for (std::size_t k = 0; k < n.inputs.size() && k < 3; ++k) {
+        bases[k] = base(n.inputs[k]);
+        bool again = false;
+        for (std::size_t j = 0; j < k; ++j) again |= bases[j] == bases[k];
+        if (!again) sum += cost(bases[k]);
       }
       if (sum > kMaxKernelNodes) sum = exact_size(id, kMaxKernelNodes + 1);
       return sum;
@@ -193,10 +257,16 @@ class Partitioner {
       if (is_view(n.op) || is_library_op(n.op)) continue;
       std::int64_t size = estimate(id);
       while (size > kMaxKernelNodes) {
+        // Cut the costliest producer, preferring one several nodes read (a
+        // loop's state, where a stencil stores its levels anyway).
         NodeId cut = kNoNode;
         std::int64_t most = 0;
+        bool shared = false;
         for (NodeId in : n.inputs) {
-          if (cost(in) > most) most = cost(in), cut = base(in);
+          const NodeId b = base(in);
+          const std::int64_t c = cost(b);
+          const bool sh = g_[b].uses > 1;
+          if (c > 0 && (sh > shared || (sh == shared && c > most))) most = c, cut = b, shared = sh;
         }
         if (cut == kNoNode) break;
         mark(cut, Materialization{cut, Why::size_cap, id, kMaxKernelNodes});
@@ -207,19 +277,27 @@ class Partitioner {
   }
 
   // Nodes computed in the kernel of `id` (views and constants free, loads
-  // free), counted up to `limit`.
-  std::int64_t exact_size(NodeId id, std::int64_t limit) const {
-    NodeSet seen{id};
-    std::vector<NodeId> stack{id};
+  // free), counted up to `limit`. Counting costs up to `limit` visits; past a
+  // budget linear in the graph it is not done (the estimate is trusted, so a
+  // kernel is cut early, never late): planning stays linear even where every
+  // estimate overcounts (a DAG that reads each level twice).
+  std::int64_t exact_size(NodeId id, std::int64_t limit) {
+    if (budget_ <= 0) return limit;
+    const std::uint32_t mark = ++seen_mark_;
+    std::vector<NodeId>& stack = scratch_;
+    stack.assign(1, id);
+    seen_[pos_(id)] = mark;
     std::int64_t count = 0;
     while (!stack.empty() && count < limit) {
       const NodeId x = stack.back();
       stack.pop_back();
+      --budget_;
       const Node& n = g_[x];
       if (!is_view(n.op) && n.op != Op::Constant) ++count;
       for (NodeId in : n.inputs) {
         const Node& m = g_[in];
-        if (m.evaluated() || mat_.count(in) || !seen.insert(in).second) continue;
+        if (m.evaluated() || is_mat(in) || seen_[pos_(in)] == mark) continue;
+        seen_[pos_(in)] = mark;
         stack.push_back(in);
       }
     }
@@ -243,7 +321,7 @@ class Partitioner {
 
   // The work rule's ledger: what each step evaluates, summed per node.
   void count_work(std::size_t step, int sign) {
-    for (const auto& [id, points] : step_work_[step]) evaluations_[id] += sign * points;
+    for (const auto& [id, points] : step_work_[step]) evaluations_[pos_(id)] += sign * points;
   }
 
   void set_kernel(std::size_t index, Lowered&& lw, const Sig& sig) {
@@ -271,9 +349,9 @@ class Partitioner {
     s_.layouts.clear();
     s_.step_of.clear();
     step_work_.clear();
-    evaluations_.clear();
+    std::fill(evaluations_.begin(), evaluations_.end(), 0);
     for (NodeId id : s_.order) {
-      if (!mat_.count(id) || s_.step_of.count(id)) continue;
+      if (!is_mat(id) || s_.step_of.count(id)) continue;
       if (!place_with_boundaries(id)) return false;
     }
     return true;
@@ -302,7 +380,7 @@ class Partitioner {
         for (NodeId f : mark(m.node, m)) fresh.push_back(f);
       }
       if (fresh.empty()) return false;  // no progress: give up this plan
-      std::sort(fresh.begin(), fresh.end(), [&](NodeId a, NodeId b) { return pos_.at(a) > pos_.at(b); });
+      std::sort(fresh.begin(), fresh.end(), [&](NodeId a, NodeId b) { return pos_(a) > pos_(b); });
       todo.insert(todo.end(), fresh.begin(), fresh.end());
     }
     return true;
@@ -369,7 +447,7 @@ class Partitioner {
   // lowers without a boundary, stays under the caps and reads only what
   // exists before it; else a kernel of its own.
   bool place_kernel(NodeId id, std::vector<Materialization>* found) {
-    const Sig sig = signature(id, mat_);
+    const Sig sig = signature(id, [this](NodeId x) { return is_mat(x); }, pos_, seen_, ++seen_mark_);
     int tries = fuse_ops_ ? 0 : kMergeTries;  // unfused: never share a kernel
     int looked = 0;
     for (std::size_t i = s_.steps.size(); i-- > 0 && tries < kMergeTries && looked < kMergeLookback; ++looked) {
@@ -377,7 +455,7 @@ class Partitioner {
       if (st.kind != Step::Kind::kernel || st.copy || st.outputs.size() >= kMaxKernelOutputs) continue;
       auto merged = merge(Sig{st.space, st.axes}, sig);
       if (!merged) continue;
-      if (!size_.empty() && st.kernel.instrs.size() + static_cast<std::size_t>(size_[pos_.at(id)]) > kMaxMergedInstrs) {
+      if (!size_.empty() && st.kernel.instrs.size() + static_cast<std::size_t>(size_[pos_(id)]) > kMaxMergedInstrs) {
         continue;  // would not fit: not worth lowering
       }
       ++tries;
@@ -419,26 +497,41 @@ class Partitioner {
       for (const auto& [id, points] : work) ++kernels[id];
     }
     bool again = false;
-    for (NodeId id : s_.order) {
-      auto it = evaluations_.find(id);
-      if (it == evaluations_.end() || it->second <= g_[id].numel()) continue;
+    for (std::size_t i = 0; i < s_.order.size(); ++i) {
+      const NodeId id = s_.order[i];
+      if (evaluations_[i] <= g_[id].numel()) continue;
       again = true;
       mark(id, Materialization{id, Why::several_kernels, kNoNode, kernels[id]});
     }
     return again;
   }
 
+  static Schedule ordered(const std::vector<NodeId>& roots) {
+    Schedule s;
+    s.roots = roots;
+    s.order = unevaluated_order(roots);
+    return s;
+  }
+  bool is_mat(NodeId id) const {
+    const std::uint32_t p = pos_(id);
+    return p != Positions::kNone && mat_[p];
+  }
+
   Graph& g_;
   bool fuse_ops_ = true;
   Schedule s_;
+  Positions pos_;                   // position in s_.order; the vectors below are by position
+  std::vector<std::uint8_t> mat_;   // materialized: a step of its own
+  std::vector<std::int64_t> size_;  // nodes the kernel of a node computes (cap_kernel_sizes)
+  std::vector<std::int64_t> evaluations_;  // the work ledger: points all steps evaluate a node at
+  std::vector<std::uint32_t> seen_;  // walk marks (signature, exact_size)
+  std::uint32_t seen_mark_ = 0;
+  std::vector<NodeId> scratch_;
+  std::int64_t budget_ = 0;          // exact_size visits left
   LowerContext ctx_;
-  NodeSet mat_;
   std::vector<Materialization> why_;
-  std::unordered_map<NodeId, std::size_t> pos_;  // position in s_.order
-  std::vector<std::int64_t> size_;  // by position: nodes the kernel of a node computes (cap_kernel_sizes)
-  // The work ledger: per step, (node, points) it evaluates; per node, the sum.
+  // Per step, the (node, points) it evaluates (evaluations_ is their sum).
   std::vector<std::vector<std::pair<NodeId, std::int64_t>>> step_work_;
-  std::unordered_map<NodeId, std::int64_t> evaluations_;
 };
 
 }  // namespace
@@ -477,8 +570,10 @@ int Schedule::kernels() const {
 }
 
 Schedule fuse(const std::vector<NodeId>& roots, bool fuse_ops) {
-  Partitioner p(roots, fuse_ops);
-  if (p.run()) return p.take();
+  {
+    Partitioner p(roots, fuse_ops);  // gone before another starts (Positions)
+    if (p.run()) return p.take();
+  }
   // Did not converge: one kernel per op is always a plan.
   if (!fuse_ops) internal_error("fuse: planning one kernel per op did not converge");
   return fuse(roots, false);
