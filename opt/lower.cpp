@@ -298,7 +298,10 @@ class Lowerer {
   struct Kids {
     std::array<Req, 3> req;
     std::size_t n = 0;
-    void push_back(const Req& r) { req[n++] = r; }
+    void push_back(const Req& r) {
+      if (n == req.size()) internal_error("lower: a kernel node with more than 3 inputs");
+      req[n++] = r;
+    }
   };
 
   static std::uint64_t key_of(const Req& r) {
