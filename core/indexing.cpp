@@ -263,16 +263,14 @@ Array update_slice(const Array& a, const std::vector<Slice>& slices, const Opera
   const Shape shape = a.shape();  // a copy: making nodes may move the node table
   // One pad: v placed into a (outside the slice, a's own elements).
   if (!add) return pad_node(v, a, ints, shape, loc);
-  // slice_add: a's slice, walked in the same (forward) order, plus v.
-  std::vector<Slice> forward;
-  for (int d = 0; d < a.ndim(); ++d) {
-    const auto du = static_cast<std::size_t>(d);
-    const std::int64_t start = ints[2 * du], step = ints[2 * du + 1];
-    forward.push_back(Slice(start, start + step * (p.shape[d] - 1) + 1, step));
-  }
-  Array own = slice(a, forward, loc);
-  Array sum = a.dtype() == DType::bool_ ? (Operand(own, loc) || Operand(v, loc)) : (Operand(own, loc) + Operand(v, loc));
-  return pad_node(sum, a, ints, shape, loc);
+  // slice_add: a plus v placed into zeros. a is read once per element at
+  // its own index (the work rule then never stores a computed a first), v
+  // only where the slice is.
+  // (-0.0 for floats: x + -0.0 is x for every x, -0.0 included.)
+  const Scalar z = a.dtype() == DType::bool_ ? Scalar(false) : is_float(a.dtype()) ? Scalar(-0.0) : Scalar(0);
+  const Array zero = trace::broadcast(trace::constant(z, a.dtype(), name, loc), shape, loc);
+  const Array placed = pad_node(v, zero, ints, shape, loc);
+  return a.dtype() == DType::bool_ ? (Operand(a, loc) || Operand(placed, loc)) : (Operand(a, loc) + Operand(placed, loc));
 }
 
 // roll along one axis: the last s elements first, then the rest.

@@ -67,10 +67,14 @@ Array log_softmax(const Array& x, Axes axes_in, Loc loc) try {
   const Array xf = as_float(x, "log_softmax", loc);
   const std::vector<int> axes = axis_list(xf, axes_in, "log_softmax", loc);
   if (count_over(xf, axes) == 0) return xf;
+  // x - (m + log(sum(exp(x - m)))): x - m is computed inside the exp-sum's
+  // kernel only, m + log(...) after each line of it, and the last kernel
+  // subtracts one value per line (every element computed once).
   const Array m = max(xf, Axes(axes), true, loc);
   const Array shifted = subtract(Operand(xf, loc), Operand(m, loc));
-  const Array lse = log(Operand(sum(exp(Operand(shifted, loc)), Axes(axes), true, loc), loc));
-  return subtract(Operand(shifted, loc), Operand(lse, loc));
+  const Array s = sum(exp(Operand(shifted, loc)), Axes(axes), false, loc);  // reduced: the epilogue runs per line
+  const Array t = add(Operand(log(Operand(s, loc)), loc), Operand(reshape(m, s.shape(), loc), loc));
+  return subtract(Operand(xf, loc), Operand(reshape(t, m.shape(), loc), loc));
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("log_softmax", loc);
 }
@@ -83,10 +87,13 @@ Array logsumexp(const Array& x, Axes axes_in, bool keepdims, Loc loc) try {
   }
   // The maximum clipped to the finite range: a line of only -inf sums
   // exp(-inf) = 0 (log: -inf), one with +inf sums inf, NaN stays NaN; finite
-  // maxima are unchanged. (Two cheap ops on m: recomputed where needed.)
+  // maxima are unchanged. The max of the clipped values is the clipped max,
+  // and clipping each element inside the max's kernel keeps the shift a
+  // reduction's output (no kernel of its own for two ops on m).
   const double big = xf.dtype() == DType::f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
-  const Array m = max(xf, Axes(axes), true, loc);
-  const Array shift = clip(Operand(m, loc), Operand(-big, loc), Operand(big, loc));
+  const Array shift =
+      max(clip(Operand(xf, loc), Operand(-big, loc), Operand(big, loc)), Axes(axes), true, loc);
+  const Array& m = shift;
   // The sum reduced (not kept): log and + shift then run after each line in
   // the sum's own kernel; keepdims is a reshape of that.
   const Array s = sum(exp(Operand(subtract(Operand(xf, loc), Operand(shift, loc)), loc)), Axes(axes), false, loc);

@@ -1,6 +1,7 @@
 #include "opt/lower.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <map>
 #include <unordered_map>
@@ -11,6 +12,22 @@
 namespace aj {
 
 Layout contiguous_layout(const Shape& s) { return {contiguous_strides(s), 0}; }
+
+bool counts_as_work(Op op) {
+  switch (op_category(op)) {
+    case OpCategory::Unary:
+    case OpCategory::Binary:
+    case OpCategory::Ternary:
+    case OpCategory::Reduce:
+    case OpCategory::Scan: return true;
+    case OpCategory::Generator: return !op_has(op, opflag::Cheap);  // random numbers
+    case OpCategory::Leaf:
+    case OpCategory::View:
+    case OpCategory::Remap:  // an address (gather) or a select (pad); their operands count
+    case OpCategory::Other: return false;
+  }
+  return false;
+}
 
 KScalar scalar_value(const ScalarSource& src, const KScalar& like) {
   if (src.node == kNoNode || src.field == ScalarSource::fixed) return like;
@@ -151,6 +168,8 @@ class Lowerer {
       if (!std::binary_search(axes.begin(), axes.end(), d)) outer_.push_back(d);
     }
     reduced_ = reduced_shape(space, axes);
+    canon_[0] = intern(canonical(0));
+    canon_[1] = intern(canonical(1));
   }
 
   Lowered run() {
@@ -162,7 +181,7 @@ class Lowerer {
         r_.conflict = true;
         continue;
       }
-      int v = value(root, canonical(phase), phase);
+      int v = value(root, canon_[phase], phase);
       KOutput o;
       o.value = v;
       o.phase = static_cast<std::uint8_t>(phase);
@@ -172,6 +191,7 @@ class Lowerer {
       r_.outputs.push_back(root);
     }
     r_.ok = !r_.conflict && r_.boundaries.empty();
+    for (NodeId id : order_) r_.evaluations.push_back({id, work_.at(id).points});
     return std::move(r_);
   }
 
@@ -235,10 +255,18 @@ class Lowerer {
     return static_cast<int>(r_.inputs.size() - 1);
   }
 
-  int failed(NodeId boundary) {
-    if (boundary != kNoNode &&
-        std::find(r_.boundaries.begin(), r_.boundaries.end(), boundary) == r_.boundaries.end()) {
-      r_.boundaries.push_back(boundary);
+  using Why = Materialization::Why;
+
+  int failed(NodeId boundary, Why why = Why::reduction_elsewhere, NodeId by = kNoNode, std::int64_t count = 0) {
+    if (boundary != kNoNode) {
+      auto it = std::find(r_.boundaries.begin(), r_.boundaries.end(), boundary);
+      if (it == r_.boundaries.end()) {
+        r_.boundaries.push_back(boundary);
+        r_.why.push_back({boundary, why, by, count});
+      } else {  // met again (another offset): the count grows
+        Materialization& w = r_.why[static_cast<std::size_t>(it - r_.boundaries.begin())];
+        w.count = std::max(w.count, count);
+      }
     }
     if (dummy_ < 0) dummy_ = emit({KOp::Const, Op::Constant, DType::f64, 0, -1, -1, -1, scalar(DType::f64, 0, 0)});
     return dummy_;
@@ -356,85 +384,173 @@ class Lowerer {
     return g_[id].evaluated() || (ctx_.is_materialized(id) && !is_root(id));
   }
 
+  // Index maps are interned: a request names its map by number, so walking a
+  // chain under one map allocates nothing per node.
+  struct MapHash {
+    std::size_t operator()(const Map& m) const {
+      std::uint64_t h = 0x9e3779b97f4a7c15ull;
+      for (const Row& r : m) {
+        for (std::int64_t v : {std::int64_t{r.col}, r.coef, r.add, std::int64_t{r.dyn}, r.dcoef}) {
+          h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull + (h >> 29);
+        }
+      }
+      return static_cast<std::size_t>(h);
+    }
+  };
+  int intern(Map m) {
+    auto [it, fresh] = map_ids_.emplace(std::move(m), static_cast<int>(maps_.size()));
+    if (fresh) maps_.push_back(&it->first);  // node-based map: the key stays put
+    return it->second;
+  }
+  const Map& map(int id) const { return *maps_[static_cast<std::size_t>(id)]; }
+
   // A node wanted under map m in `phase`; where `guard` (a bool value, or -1)
   // is false its value is never used, and its loads touch no memory there.
   struct Req {
-    NodeId id;
-    Map m;
-    int phase;
+    NodeId id = kNoNode;
+    int m = 0;  // interned map
+    int phase = 0;
     int guard = -1;
+    // The points it is evaluated at, for the work rule: -1 for every point
+    // of its phase; under a pad's mask, only the pad's share of them.
+    std::int64_t points = -1;
+    NodeId by = kNoNode;  // the nearest node above that is not a view (explain's "read by")
+  };
+  // Up to three inputs (elementwise ops; a gather's index then operand, a
+  // pad's operand and fill; reductions and views have one).
+  struct Kids {
+    std::array<Req, 3> req;
+    std::size_t n = 0;
+    void push_back(const Req& r) {
+      if (n == req.size()) internal_error("lower: a kernel node with more than 3 inputs");
+      req[n++] = r;
+    }
   };
 
-  static std::vector<std::int64_t> key_of(const Req& r) {
-    std::vector<std::int64_t> key{r.id, r.phase, r.guard};
-    for (auto& row : r.m) key.insert(key.end(), {row.col, row.coef, row.add, row.dyn, row.dcoef});
-    return key;
+  struct Key {
+    std::uint64_t node_map_phase;
+    std::int64_t guard;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      return static_cast<std::size_t>((k.node_map_phase ^ static_cast<std::uint64_t>(k.guard) * 0x9e3779b97f4a7c15ull) *
+                                      0xff51afd7ed558ccdull >> 7);
+    }
+  };
+  static Key key_of(const Req& r) {
+    return {static_cast<std::uint64_t>(r.id) << 32 | static_cast<std::uint64_t>(r.m) << 1 |
+                static_cast<std::uint64_t>(r.phase),
+            r.guard};
   }
 
   // The value of node `id` under map m. Iterative (an explicit stack), so a
-  // chain of 100000 ops does not overflow the C++ stack.
-  int value(NodeId id, const Map& m, int phase) {
-    struct Frame {
-      Req req;
-      std::vector<std::int64_t> key;
-      std::vector<Req> kids;
-      bool expanded = false;
-    };
-    // Frames are built member by member, never by a braced aggregate: GCC 12
-    // destroys the members of a half-built aggregate twice when one of them
-    // throws (bad_alloc), which the out-of-memory sweep in test_bad_inputs hits.
-    std::vector<Frame> stack;
-    stack.emplace_back();
-    stack.back().req.id = id;
-    stack.back().req.m = m;
-    stack.back().req.phase = phase;
-    stack.back().key = key_of(stack.back().req);
+  // chain of 100000 ops does not overflow the C++ stack; each (node, map)
+  // is expanded once and its inputs visited in order.
+  struct Frame {
+    Req req;
+    Kids kids;
+    std::array<int, 3> vals{};
+    std::size_t nvals = 0;
+    bool expanded = false;
+  };
+  int value(NodeId id, int m, int phase) {
+    std::vector<Frame>& stack = frames_;
+    stack.clear();
+    stack.push_back({Req{id, m, phase}, {}, {}, 0, false});
     int result = -1;
+    auto done = [&](int v) {
+      result = v;
+      stack.pop_back();
+      if (!stack.empty()) {
+        Frame& up = stack.back();
+        up.vals[up.nvals++] = v;
+      }
+    };
     while (!stack.empty()) {
       Frame& f = stack.back();
-      if (auto it = memo_.find(f.key); it != memo_.end()) {
-        result = it->second;
-        stack.pop_back();
-        continue;
-      }
       if (!f.expanded) {
+        if (auto it = memo_.find(key_of(f.req)); it != memo_.end()) {
+          done(it->second);
+          continue;
+        }
         f.expanded = true;
-        int now = expand(f.req, &f.kids);
+        const int now = expand(f.req, &f.kids);
         if (now >= 0) {
-          memo_[f.key] = result = now;
-          stack.pop_back();
+          memo_.emplace(key_of(f.req), now);
+          done(now);
           continue;
         }
       }
-      // Push the first input not computed yet; when none is left, combine
-      // (which may ask for more inputs: a gather's operand needs its index).
-      bool pushed = false;
-      for (const Req& k : f.kids) {
-        auto key = key_of(k);
-        if (!memo_.count(key)) {
-          Req copy = k;
-          stack.emplace_back();
-          stack.back().req = std::move(copy);
-          stack.back().key = std::move(key);
-          pushed = true;
-          break;
-        }
+      if (f.nvals < f.kids.n) {  // the next input, in order
+        Req kid = f.kids.req[f.nvals];
+        if (kid.by == kNoNode) kid.by = is_view(g_[f.req.id].op) ? f.req.by : f.req.id;
+        stack.push_back({kid, {}, {}, 0, false});
+        continue;
       }
-      if (pushed) continue;
-      std::vector<int> vals;
-      for (const Req& k : f.kids) vals.push_back(memo_.at(key_of(k)));
-      int v = combine(f.req, vals, &f.kids);
-      if (v < 0) continue;  // more inputs were added
-      memo_[f.key] = result = v;
-      stack.pop_back();
+      // combine may ask for more inputs (a gather's operand needs its index).
+      const int v = combine(f.req, f.vals.data(), f.nvals, &f.kids);
+      if (v < 0) continue;
+      memo_.emplace(key_of(f.req), v);
+      done(v);
     }
     return result;
   }
 
+  // Cheap arithmetic on index generators and constants only (a pad's or a
+  // gather's index computed from an iota): it reads no memory and costs what
+  // an address does, so the work rule lets it be recomputed like the
+  // generators themselves. At most 16 ops deep.
+  bool index_arithmetic(NodeId id, int depth = 0) {
+    if (auto it = index_arith_.find(id); it != index_arith_.end()) return it->second;
+    const Node& n = g_[id];
+    bool yes;
+    if (n.evaluated() || depth > 16 || (ctx_.is_materialized(id) && !is_root(id))) {
+      yes = false;
+    } else if (n.op == Op::Constant || (is_generator(n.op) && !counts_as_work(n.op))) {
+      yes = true;
+    } else if (is_view(n.op) || (is_elementwise(n.op) && op_has(n.op, opflag::Cheap))) {
+      yes = true;
+      for (NodeId in : n.inputs) yes = yes && index_arithmetic(in, depth + 1);
+    } else {
+      yes = false;
+    }
+    index_arith_[id] = yes;
+    return yes;
+  }
+
+  std::int64_t points_of(const Req& r) const {
+    return r.points >= 0 ? r.points : r.phase ? reduced_.numel() : space_.numel();
+  }
+
+  // The work rule: false (and a boundary) when evaluating node `id` here
+  // would make the plan evaluate it at more points than it has elements.
+  bool within_work(const Req& r) {
+    const Node& n = g_[r.id];
+    if (!counts_as_work(n.op) || index_arithmetic(r.id)) return true;
+    const std::int64_t points = points_of(r);
+    Work& mine = work_[r.id];
+    if (ctx_.evaluations_elsewhere && !is_root(r.id)) {
+      const std::int64_t other = ctx_.evaluations_elsewhere(r.id);
+      if (other + mine.points + points > n.numel()) {
+        const Why why = other > 0 ? Why::several_kernels : mine.points > 0 ? Why::several_maps : Why::broadcast;
+        const std::int64_t count = why == Why::several_maps ? ++mine.maps
+                                   : why == Why::broadcast ? points
+                                                           : 2;
+        failed(r.id, why, r.by, count);
+        return false;
+      }
+    }
+    if (mine.points == 0) order_.push_back(r.id);
+    mine.points += points;
+    ++mine.maps;
+    return true;
+  }
+
   // Either the value right away (>= 0) or -1 and the inputs it needs.
-  int expand(const Req& r, std::vector<Req>* kids) {
+  int expand(const Req& r, Kids* kids) {
     const NodeId id = r.id;
-    const Map& m = r.m;
+    const Map& m = map(r.m);
     const int phase = r.phase;
     const Node& n = g_[id];
     const auto ph = static_cast<std::uint8_t>(phase);
@@ -443,10 +559,11 @@ class Lowerer {
       return load(id, n.dtype, layout_of(id), m, phase, r.guard, n.shape);
     }
     r_.touched.push_back(id);
-    if (is_root(id) && (m != canonical(phase) || n.shape != (phase ? reduced_ : space_))) {
+    if (is_root(id) && (r.m != canon_[phase] || n.shape != (phase ? reduced_ : space_))) {
       r_.conflict = true;  // another root needs this one at a different index
       return failed(kNoNode);
     }
+    if (!within_work(r)) return dummy_;
     switch (op_category(n.op)) {
       case OpCategory::Leaf:
         if (n.op != Op::Constant) internal_error("lower: an input leaf without storage");
@@ -470,32 +587,32 @@ class Lowerer {
       case OpCategory::Binary:
       case OpCategory::Ternary:
         r_.computed.push_back(id);
-        for (NodeId in : n.inputs) kids->push_back({in, m, phase, r.guard});
+        for (NodeId in : n.inputs) kids->push_back({in, r.m, phase, r.guard, r.points});
         return -1;
       case OpCategory::Reduce: {
         const bool here = phase == 1 && n.op != Op::ArgMax && n.op != Op::ArgMin &&
                           n.ints == axes_ && g_[n.inputs[0]].shape == space_ &&
-                          m == canonical(1) && r.guard < 0;
-        if (!here) return failed(id);
+                          r.m == canon_[1] && r.guard < 0;
+        if (!here) return failed(id, Why::reduction_elsewhere, r.by);
         r_.computed.push_back(id);
-        kids->push_back({n.inputs[0], canonical(0), 0});
+        kids->push_back({n.inputs[0], canon_[0], 0});
         return -1;
       }
       case OpCategory::Scan: {
         // A scan is computed where the kernel walks its axis in order: at
         // its own index, in a kernel whose reduce axes are the scan's.
         const bool here = phase == 0 && n.ints == axes_ && g_[n.inputs[0]].shape == space_ &&
-                          m == canonical(0);
-        if (!here) return failed(id);
+                          r.m == canon_[0];
+        if (!here) return failed(id, Why::reduction_elsewhere, r.by);
         r_.computed.push_back(id);
-        kids->push_back({n.inputs[0], canonical(0), 0});
+        kids->push_back({n.inputs[0], canon_[0], 0});
         return -1;
       }
       case OpCategory::View: {
         NodeId u = n.inputs[0];
         if (leaf(u)) {
           auto l = view_layout(n, g_[u], layout_of(u));
-          if (!l) return failed(id);  // the reference copies here: a step of its own
+          if (!l) return failed(id, Why::not_a_view, r.by);  // the reference copies here: a step of its own
           if (!g_[u].evaluated()) r_.deps.push_back(u);
           // A view of the buffer reaches outside it only if the index in
           // the buffer's own node does (u[1:-1] read at -1 is u[0]).
@@ -504,20 +621,20 @@ class Lowerer {
           return load(u, n.dtype, *l, m, phase, in_u ? -1 : r.guard, n.shape);
         }
         auto mu = through_view(n, g_[u], m);
-        if (!mu) return failed(u);
-        kids->push_back({u, std::move(*mu), phase, r.guard});
+        if (!mu) return failed(u, Why::not_a_view, id);
+        kids->push_back({u, intern(std::move(*mu)), phase, r.guard, r.points});
         return -1;
       }
       case OpCategory::Remap:
         r_.computed.push_back(id);
         if (n.op == Op::Gather) {
-          kids->push_back({n.inputs[1], m, phase, r.guard});  // the index first
+          kids->push_back({n.inputs[1], r.m, phase, r.guard, r.points});  // the index first
           return -1;
         }
         return expand_pad(r, kids);
-      case OpCategory::Other: return failed(id);
+      case OpCategory::Other: return failed(id, Why::library_operand, r.by);
     }
-    return failed(id);
+    return failed(id, Why::library_operand, r.by);
   }
 
   // pad(x, fill) under map m: per padded axis the source position
@@ -525,14 +642,15 @@ class Lowerer {
   // x is read at q / step under that mask (its loads touch no memory where
   // it is false), fill (of the pad's own shape) at m everywhere else. Axes
   // whose range is inside are free.
-  int expand_pad(const Req& r, std::vector<Req>* kids) {
+  int expand_pad(const Req& r, Kids* kids) {
     const Node& n = g_[r.id];
     const Node& x = g_[n.inputs[0]];
+    const Map& rm = map(r.m);
     // Pads of one placement under one map share their mask (slice_update's
     // values and its mask are two pads).
     std::vector<std::int64_t> key{r.phase};
-    for (std::size_t d = 0; d < r.m.size(); ++d) {
-      const Row& row = r.m[d];
+    for (std::size_t d = 0; d < rm.size(); ++d) {
+      const Row& row = rm[d];
       key.insert(key.end(), {row.col, row.coef, row.add, row.dyn, row.dcoef, n.ints[2 * d], n.ints[2 * d + 1],
                              x.shape[static_cast<int>(d)]});
     }
@@ -541,12 +659,17 @@ class Lowerer {
     const PadMask& pm = it->second;
     pad_valid_[key_of(r)] = pm.valid;
     if (pm.valid == kFillOnly) {
-      kids->push_back({n.inputs[1], r.m, r.phase, r.guard});
+      kids->push_back({n.inputs[1], r.m, r.phase, r.guard, r.points});
       return -1;
     }
     auto conj = [&](int a, int b) { return a < 0 ? b : bin(Op::And, DType::bool_, a, b, r.phase); };
-    kids->push_back({n.inputs[0], pm.inner, r.phase, pm.valid < 0 ? r.guard : conj(r.guard, pm.valid)});
-    if (pm.valid >= 0) kids->push_back({n.inputs[1], r.m, r.phase, r.guard});
+    // The operand is evaluated only where the mask holds: at the pad's
+    // points times the share of them inside (its elements over the pad's).
+    const std::int64_t all = points_of(r);
+    const std::int64_t inside = n.numel() == 0 ? 0 : (all * x.numel() + n.numel() - 1) / n.numel();
+    kids->push_back({n.inputs[0], intern(pm.inner), r.phase, pm.valid < 0 ? r.guard : conj(r.guard, pm.valid),
+                     pm.valid < 0 ? all : inside});
+    if (pm.valid >= 0) kids->push_back({n.inputs[1], r.m, r.phase, r.guard, all});
     return -1;
   }
 
@@ -556,11 +679,12 @@ class Lowerer {
   };
 
   PadMask pad_mask(const Req& r, const Node& n, const Node& x) {
-    Map inner = r.m;
+    const Map& rm = map(r.m);
+    Map inner = rm;
     int valid = -1;
     auto conj = [&](int a, int b) { return a < 0 ? b : bin(Op::And, DType::bool_, a, b, r.phase); };
-    for (std::size_t d = 0; d < r.m.size(); ++d) {
-      const Row& row = r.m[d];
+    for (std::size_t d = 0; d < rm.size(); ++d) {
+      const Row& row = rm[d];
       const std::int64_t start = n.ints[2 * d], step = n.ints[2 * d + 1], extent = x.shape[static_cast<int>(d)];
       if (step == 1) {
         inner[d] = {row.col, row.coef, row.add - start, row.dyn, row.dcoef};
@@ -597,14 +721,14 @@ class Lowerer {
     return {valid, std::move(inner)};
   }
 
-  int combine(const Req& r, const std::vector<int>& v, std::vector<Req>* kids) {
+  int combine(const Req& r, const int* v, std::size_t nv, Kids* kids) {
     const Node& n = g_[r.id];
     const auto ph = static_cast<std::uint8_t>(r.phase);
     if (is_view(n.op)) return v[0];
     if (is_reduction(n.op)) return emit({KOp::Reduce, n.op, n.dtype, 1, v[0], -1, -1, -1});
     if (is_scan(n.op)) return emit({KOp::Scan, sem::scan_combiner(n.op), n.dtype, 0, v[0], -1, -1, -1});
     if (n.op == Op::Gather) {
-      if (v.size() == 2) return v[1];
+      if (nv == 2) return v[1];
       // The index, counted from the end when negative, clamped into the axis.
       const NodeId a = n.inputs[0];
       if (!leaf(a) && !cheap_to_gather_from(a)) return failed(a);
@@ -616,9 +740,9 @@ class Lowerer {
       i = emit({KOp::Where, Op::Where, DType::i64, ph, neg, bin(Op::Add, DType::i64, i, ext, r.phase), i, -1});
       i = bin(Op::Max, DType::i64, i, zero, r.phase);
       i = bin(Op::Min, DType::i64, i, i64_const(extent - 1, r.phase), r.phase);
-      Map ma = r.m;
+      Map ma = map(r.m);
       ma[static_cast<std::size_t>(axis)] = {-1, 0, 0, i, 1};
-      kids->push_back({a, std::move(ma), r.phase, r.guard});
+      kids->push_back({a, intern(std::move(ma)), r.phase, r.guard, r.points});
       return -1;
     }
     if (n.op == Op::Pad) {
@@ -626,7 +750,7 @@ class Lowerer {
       return valid == kFillOnly || valid < 0 ? v[0] : emit({KOp::Where, Op::Where, n.dtype, ph, valid, v[0], v[1], -1});
     }
     int a[3] = {-1, -1, -1};
-    for (std::size_t i = 0; i < v.size(); ++i) a[i] = v[i];
+    for (std::size_t i = 0; i < nv; ++i) a[i] = v[i];
     KOp kind = n.op == Op::Where ? KOp::Where
                : op_category(n.op) == OpCategory::Binary ? KOp::Binary
                                                          : KOp::Unary;
@@ -641,11 +765,22 @@ class Lowerer {
   std::vector<int> outer_;
   Shape reduced_;
   Lowered r_;
-  std::map<std::vector<std::int64_t>, int> memo_;
+  std::unordered_map<Map, int, MapHash> map_ids_;
+  std::vector<const Map*> maps_;
+  int canon_[2] = {0, 0};
+  std::unordered_map<Key, int, KeyHash> memo_;  // (node, map, phase, guard) -> value
+  std::vector<Frame> frames_;  // value()'s stack, kept between roots
+  struct Work {
+    std::int64_t points = 0;  // work rule: points this kernel evaluates the node at
+    std::int64_t maps = 0;    // index maps it is evaluated under
+  };
+  std::unordered_map<NodeId, Work> work_;
+  std::vector<NodeId> order_;  // nodes of work_, first seen first
   static constexpr int kFillOnly = -2;
-  std::map<std::vector<std::int64_t>, int> pad_valid_;  // per pad request: its mask (-1: none; kFillOnly)
+  std::unordered_map<Key, int, KeyHash> pad_valid_;  // per pad request: its mask (-1: none; kFillOnly)
   std::map<std::vector<std::int64_t>, PadMask> pad_masks_;
   std::unordered_map<NodeId, bool> cheap_;
+  std::unordered_map<NodeId, bool> index_arith_;
   int dummy_ = -1;
 };
 

@@ -78,7 +78,16 @@ void run_pass(const char* name, const std::vector<NodeId>& roots, Body&& body) {
 // hit is checked against planning from scratch.
 bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, Plan* p) {
   if (!plan_cache::enabled() || !disabled_passes().empty()) return false;
+  using Clock = std::chrono::steady_clock;
+  const bool show = logging("passes");
+  const Clock::time_point t0 = show ? Clock::now() : Clock::time_point{};
   *key = &plan_cache::make_key(roots);
+  if (show) {
+    char text[64];
+    std::snprintf(text, sizeof text, "plan cache key: %.3f ms, %zu words",
+                  std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), (*key)->words.size());
+    detail::log("passes", text);
+  }
   if (!plan_cache::lookup(**key, &p->schedule, &p->buffers)) return false;
   if (logging("passes")) detail::log("passes", "plan cache: hit (fuse, assign_buffers skipped)");
   if (verify_enabled()) {
@@ -90,6 +99,15 @@ bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, 
     }
   }
   return true;
+}
+
+// aj::stats(): what this evaluation stores beyond its roots.
+void count_stored(const Schedule& s) {
+  auto& st = detail::stats_mut();
+  for (const Materialization& m : s.materialized) {
+    if (m.why == Materialization::Why::held) ++st.held_values_stored;
+    else ++st.values_materialized;
+  }
 }
 
 }  // namespace
@@ -106,6 +124,7 @@ Plan plan(const std::vector<NodeId>& roots, bool use_cache) {
   const plan_cache::Key* key = nullptr;
   if (use_cache && cached_plan(roots, &key, &p)) {
     ++detail::stats_mut().plan_cache_hits;
+    count_stored(p.schedule);
     return p;
   }
   ++detail::stats_mut().plans_built;
@@ -122,6 +141,7 @@ Plan plan(const std::vector<NodeId>& roots, bool use_cache) {
            std::to_string(p.buffers.lower_bound);
   });
   if (key) plan_cache::insert(*key, p.schedule, p.buffers);
+  if (use_cache) count_stored(p.schedule);  // an evaluation (explain passes false)
   return p;
 }
 

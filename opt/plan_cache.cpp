@@ -99,6 +99,11 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
   out->step_of.clear();
   out->step_of.reserve(in.step_of.size());
   for (const auto& [id, k] : in.step_of) out->step_of.emplace(map(id), k);
+  out->materialized = in.materialized;
+  for (Materialization& m : out->materialized) {
+    m.node = map(m.node);
+    m.by = map(m.by);
+  }
   *bout = bin;
   for (BufferValue& v : bout->values) {
     v.node = map(v.node);
@@ -170,6 +175,7 @@ const Key& make_key(const std::vector<NodeId>& roots) {
     m.epoch = 1;
   }
   auto& w = k.words;
+  const TemporaryRule looks_temporary(roots);
   auto put_shape = [&](const Shape& s) {
     w.push_back(static_cast<std::uint64_t>(s.ndim()));
     for (auto d : s) w.push_back(static_cast<std::uint64_t>(d));
@@ -214,7 +220,10 @@ const Key& make_key(const std::vector<NodeId>& roots) {
     for (auto v : n.ints) w.push_back(static_cast<std::uint64_t>(v));
     w.push_back(n.inputs.size());
     for (NodeId in : n.inputs) w.push_back(m.pos[in]);
-    w.push_back(static_cast<std::uint64_t>(n.uses) << 1 | (g.ext_count(id) > 0));
+    // Handles decide donation and which values are stored (fuse.hpp).
+    const bool handle = g.ext_count(id) > 0;
+    const bool temporary = handle && looks_temporary(id);
+    w.push_back(static_cast<std::uint64_t>(n.uses) << 2 | static_cast<std::uint64_t>(temporary) << 1 | handle);
     m.pos[id] = static_cast<std::uint32_t>(k.nodes.size());
     k.nodes.push_back(id);
   };
@@ -310,7 +319,7 @@ void insert(const Key& key, const Schedule& schedule, const BufferPlan& buffers)
 
 bool same_plan(const Schedule& a, const BufferPlan& ab, const Schedule& b, const BufferPlan& bb) {
   if (a.roots != b.roots || a.order != b.order || a.steps.size() != b.steps.size() ||
-      a.layouts != b.layouts || a.step_of != b.step_of) {
+      a.layouts != b.layouts || a.step_of != b.step_of || a.materialized != b.materialized) {
     return false;
   }
   for (std::size_t k = 0; k < a.steps.size(); ++k) {

@@ -286,17 +286,28 @@ void verify(const BufferPlan& b, const Schedule& s, const char* after_pass) {
     if (v.slot >= 0 && b.slot_bytes[static_cast<std::size_t>(v.slot)] < v.bytes) {
       fail("node " + std::to_string(v.node) + " does not fit its slot");
     }
-    for (std::size_t j = i + 1; j < b.values.size(); ++j) {
-      const BufferValue& w = b.values[j];
-      if (v.slot < 0 || v.slot != w.slot) continue;
-      const BufferValue& first = v.def <= w.def ? v : w;
-      const BufferValue& second = v.def <= w.def ? w : v;
-      const bool apart = first.last < second.def;
-      const bool handed_on = second.donor == first.node && first.last <= second.def;
-      if (!apart && !handed_on) {
-        fail("nodes " + std::to_string(v.node) + " and " + std::to_string(w.node) +
-             " share slot " + std::to_string(v.slot) + " while both are live");
+  }
+  // Values sharing a slot, in order of their def: each must be dead before
+  // the next begins, or hand its buffer on to it (a donation). Checked
+  // against every earlier value still live, so a plan of thousands of values
+  // verifies in about linear time.
+  std::vector<std::vector<const BufferValue*>> by_slot(b.slot_bytes.size());
+  for (const BufferValue& v : b.values) {
+    if (v.slot >= 0) by_slot[static_cast<std::size_t>(v.slot)].push_back(&v);
+  }
+  for (auto& vs : by_slot) {
+    std::stable_sort(vs.begin(), vs.end(), [](const BufferValue* a, const BufferValue* b) { return a->def < b->def; });
+    std::vector<const BufferValue*> live;
+    for (const BufferValue* second : vs) {
+      std::erase_if(live, [&](const BufferValue* first) { return first->last < second->def; });
+      for (const BufferValue* first : live) {
+        const bool handed_on = second->donor == first->node && first->last <= second->def;
+        if (!handed_on) {
+          fail("nodes " + std::to_string(first->node) + " and " + std::to_string(second->node) +
+               " share slot " + std::to_string(second->slot) + " while both are live");
+        }
       }
+      live.push_back(second);
     }
   }
   for (const Donation& d : b.donations) {

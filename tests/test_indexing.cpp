@@ -652,18 +652,31 @@ TEST_CASE("a gather is index arithmetic inside the kernel: take fuses with its i
   Array x = aj::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4}).eval();
   Array i = aj::from_vector<std::int32_t>({3, -1, 0, 9, 2}).eval();
   Array y = aj::from_vector<float>({10, 20, 30, 40, 50}).eval();
-  // (i + 1) % 4 computed inside, the gather, * 2 + y: one kernel.
-  Array r = aj::take(x, (i + 1) % 4, 1) * 2.0f + y;
+  // (i + 1) % 8 computed inside, the gather, * 2 + y: one kernel (the index
+  // producer is evaluated once per element: 5 points, 5 elements).
+  Array flat = x.reshape({8});
+  Array r = aj::take(flat, (i + 1) % 8, 0) * 2.0f + y;
   const std::string plan = aj::explain(r);
   CAPTURE(plan);
   CHECK(plan.find("1 kernels") != std::string::npos);
   CHECK(plan.find("gather") != std::string::npos);
   CHECK(kernels_for({r}) == 1);
-  CHECK(r.to_vector<float>() == std::vector<float>{12, 22, 34, 46, 58, 20, 30, 42, 54, 66});
-  // A cheap gathered operand is computed at the gathered indices, inside too.
-  Array c = aj::take(x * 3.0f + 1.0f, i, 1);
+  CHECK(r.to_vector<float>() == std::vector<float>{20, 22, 34, 46, 58});
+  // Broadcast over x's 2 rows, the same index producer would be evaluated at
+  // 10 points for its 5 elements: the work rule stores it first.
+  Array r2 = aj::take(x, (i + 1) % 4, 1) * 2.0f;
+  CHECK(kernels_for({r2}) == 2);
+  CHECK(r2.to_vector<float>() == std::vector<float>{2, 2, 4, 6, 8, 10, 10, 12, 14, 16});
+  // A cheap gathered operand is computed at the gathered indices, inside
+  // too, while it is evaluated at no more points than it has elements.
+  Array j = aj::from_vector<std::int32_t>({3, -1, 0}).eval();
+  Array c = aj::take(x * 3.0f + 1.0f, j, 1);
   CHECK(kernels_for({c}) == 1);
-  CHECK(c.to_vector<float>() == std::vector<float>{13, 13, 4, 13, 10, 25, 25, 16, 25, 22});
+  CHECK(c.to_vector<float>() == std::vector<float>{13, 13, 4, 25, 25, 16});
+  // At 10 gathered points for its 8 elements it is stored once, then gathered.
+  Array c2 = aj::take(x * 3.0f + 1.0f, i, 1);
+  CHECK(kernels_for({c2}) == 2);
+  CHECK(c2.to_vector<float>() == std::vector<float>{13, 13, 4, 13, 10, 25, 25, 16, 25, 22});
   // An expensive one (exp) is materialized first: 2 kernels.
   Array e = aj::take(aj::exp(x), i, 1);
   CHECK(kernels_for({e}) == 2);
@@ -684,12 +697,20 @@ TEST_CASE("pads, slice updates and rolls of computed values are one kernel, read
            0.25f * (aj::slice(v, {Slice(2, std::nullopt)}) - 2.0f * aj::slice(v, {Slice(1, -1)}) +
                     aj::slice(v, {Slice(std::nullopt, -2)}));
   };
-  Array heat1 = aj::slice_update(u, {Slice(1, -1)}, lap(u * u));
-  Array heat2 = aj::pad(lap(u * u), {{1, 1}}, aj::PadMode::constant, 5.0);
+  // lap(uu) is computed (the stencil's arithmetic) and fuses with the pad
+  // or slice update; its operand is evaluated, so reading it at 3 offsets
+  // costs loads only.
+  const Array uu = (u * u).eval();
+  Array heat1 = aj::slice_update(u, {Slice(1, -1)}, lap(uu));
+  Array heat2 = aj::pad(lap(uu), {{1, 1}}, aj::PadMode::constant, 5.0);
+  // A computed operand read at 3 offsets is stored first (the work rule): 2.
+  Array heat3 = aj::slice_update(u, {Slice(1, -1)}, lap(u * u));
   Array rolled = aj::roll(u * 2.0f, 3) + 1.0f;
   Array padded = aj::pad(u.reshape({8, 8}) * 2.0f, {{1, 2}, {3, 0}}, aj::PadMode::constant, -1.0) + 1.0f;
   Array added = aj::slice_add(u.reshape({8, 8}) + 1.0f, {Slice(1, std::nullopt, 2), Slice(std::nullopt, std::nullopt, -3)}, 100.0f);
   for (Array* a : {&heat1, &heat2, &rolled, &padded, &added}) CHECK(kernels_for({*a}) == 1);
+  CHECK(kernels_for({heat3}) == 2);
+  CHECK(heat3.to_vector<float>() == heat1.to_vector<float>());
   const auto h1 = heat1.to_vector<float>(), h2 = heat2.to_vector<float>();
   for (int k = 0; k < 64; ++k) {
     CAPTURE(k);
@@ -747,12 +768,20 @@ TEST_CASE("pads seen through reversed, strided and transposed views: the JIT's s
   }
 }
 
-TEST_CASE("edge and reflect pads gather from their operand: cheap producers fuse") {
+TEST_CASE("edge and reflect pads gather from their operand: cheap producers fuse, repeated reads are stored first") {
   Array x = aj::arange(12, DType::f64).reshape({3, 4}).eval();
+  // Read from an evaluated array: one kernel with its consumer.
+  Array p0 = aj::pad(x, {{2, 1}, {1, 3}}, aj::PadMode::reflect) + 1.0;
+  CHECK(kernels_for({p0}) == 1);
+  // A computed operand read at 48 points for its 12 elements: the work rule
+  // stores it first (2 kernels), the values are the same.
   Array p = aj::pad(x * 2.0, {{2, 1}, {1, 3}}, aj::PadMode::reflect) + 1.0;
-  CHECK(kernels_for({p}) == 1);
+  CHECK(kernels_for({p}) == 2);
+  const auto pv = p.to_vector<double>(), p0v = p0.to_vector<double>();
+  REQUIRE(pv.size() == p0v.size());
+  for (std::size_t k = 0; k < pv.size(); ++k) CHECK(pv[k] == 2.0 * (p0v[k] - 1.0) + 1.0);
   Array e = aj::pad(x - 1.0, {{1, 1}}, aj::PadMode::edge);
-  CHECK(kernels_for({e}) == 1);
+  CHECK(kernels_for({e}) == 2);
   CHECK(e.shape() == Shape{5, 6});
   CHECK(e.to_vector<double>()[0] == -1.0);
 }

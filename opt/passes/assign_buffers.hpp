@@ -58,6 +58,31 @@ struct BufferPlan {
 
 BufferPlan assign_buffers(const Schedule& s);
 
+// Why a kernel output did not take an input's buffer (aj::explain): one entry
+// per input array it reads, for every output that was not donated.
+struct NotInPlace {
+  enum class Why : std::uint8_t {
+    taken,           // the buffer went to another output of this kernel (`other`)
+    other_index,     // read at another index or layout than the output writes
+    item_size,       // its elements are another size than the output's
+    sizes_differ,    // its buffer holds another number of bytes
+    borrowed,        // caller memory (aj::borrow): never written
+    view,            // a view's storage (shared with the array it views)
+    shared,          // its storage is shared with another array (`other`: a view of it)
+    held,            // a user handle holds it
+    read_outside,    // a node outside this evaluation reads it
+    root,            // a root of this evaluation: its value survives
+    later_reader,    // `other` reads it at step `step`, after this kernel
+  };
+  int step = 0;
+  int output = 0;
+  NodeId input = kNoNode;
+  Why why = Why::other_index;
+  NodeId other = kNoNode;
+  int reader_step = -1;
+};
+std::vector<NotInPlace> not_in_place(const Schedule& s, const BufferPlan& b);
+
 // The run-time half of the donation rule: the storage is on the device the
 // step runs on, not shared (no other node or view holds it), not borrowed.
 bool donation_applies(NodeId from, std::size_t bytes, Device device);
