@@ -9,7 +9,7 @@
 //    compiles (or fetches) and launches the kernel; outputs become leaves.
 //  - view: the node becomes a leaf sharing its input's storage with the
 //    planned strides and offset (no copy, no backend call).
-//  - library: matmul, concatenate, argmax/argmin as a LibraryCall into a new
+//  - library: matmul, concatenate as a LibraryCall into a new
 //    contiguous buffer.
 // With verification on, the layouts steps produce are checked against the
 // plan and no two buffers the plan has live at once may overlap.

@@ -116,6 +116,7 @@ std::string dump(const Kernel& k) {
         break;
       case KOp::Reduce:
         os << "reduce_" << op_name(in.op) << " " << dtype_name(in.dtype) << " v" << in.a;
+        if (in.b >= 0) os << " at v" << in.b;  // arg reductions: candidate indices
         break;
       case KOp::Index:
         os << op_name(in.op) << " " << dtype_name(in.dtype) << " in" << in.arg << " s" << in.a

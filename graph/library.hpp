@@ -1,5 +1,5 @@
-// Library steps: the ops that are not Kernel IR (matmul, concatenate,
-// argmax/argmin) have whole-array algorithms of their own on every backend.
+// Library steps: the ops that are not Kernel IR (matmul, concatenate) have
+// whole-array algorithms of their own on every backend.
 // A LibraryCall describes one without graph nodes, as Kernel IR describes a
 // kernel: backends see this, never the graph.
 //
@@ -10,7 +10,6 @@
 //  - MatMul: inputs are [batch..., m, k] and [batch..., k, n], batch axes
 //    already broadcast to the result's (stride 0 allowed).
 //  - Concat: inputs are written one after another along `axis`.
-//  - ArgMax/ArgMin: one input, reduced over `axis`; the result is i64.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +36,7 @@ struct LibraryCall {
 
 // Ops that run as library steps rather than inside kernels.
 constexpr bool is_library_op(Op op) {
-  return op_category(op) == OpCategory::Other || op == Op::ArgMax || op == Op::ArgMin;
+  return op_category(op) == OpCategory::Other;
 }
 
 }  // namespace aj

@@ -342,8 +342,7 @@ class Lowerer {
         for (NodeId in : n.inputs) kids->push_back({in, m, phase});
         return -1;
       case OpCategory::Reduce: {
-        const bool here = phase == 1 && n.op != Op::ArgMax && n.op != Op::ArgMin &&
-                          n.ints == axes_ && g_[n.inputs[0]].shape == space_ &&
+        const bool here = phase == 1 && n.ints == axes_ && g_[n.inputs[0]].shape == space_ &&
                           m == canonical(1);
         if (!here) return failed(id);
         r_.computed.push_back(id);

@@ -1,8 +1,7 @@
 // Library steps on the host (graph/library.hpp): matmul (host_matmul.hpp:
-// OpenBLAS for floats, operands read in place), concatenate and argmax/argmin
-// over strided operands into a contiguous result, with the
-// semantics of base/semantics.hpp (integers wrap, argmax takes the first NaN,
-// ties the first index). Node-free: called by the host backend.
+// OpenBLAS for floats, operands read in place) and concatenate over strided
+// operands into a contiguous result, with the semantics of
+// base/semantics.hpp. Node-free: called by the host backend.
 #pragma once
 
 #include <vector>

@@ -198,7 +198,7 @@ llvm::Constant* ScalarCodegen::identity(Op op, DType t) const {
     case Op::ReduceMin: return t == DType::bool_ ? num(1, 1) : num(inf, imax);
     case Op::All: return num(1, 1);
     case Op::Any: return num(0, 0);
-    case Op::ArgMax: case Op::ArgMin:  // library steps
+    case Op::ArgMax: case Op::ArgMin:  // (value, index) pairs: codegen.cpp
     AJ_CASES_OUTSIDE(Reduce) break;
   }
   internal_error(std::string("jit: no reduction identity for ") + op_name(op));
@@ -408,7 +408,7 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
                 : b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, a, b);
     case Op::All: return boolean ? b_.CreateAnd(a, b) : both(true);
     case Op::Any: return boolean ? b_.CreateOr(a, b) : both(false);
-    case Op::ArgMax: case Op::ArgMin:  // fuse() leaves these to library steps
+    case Op::ArgMax: case Op::ArgMin:  // (value, index) pairs: codegen.cpp
     case Op::Input: case Op::Constant: case Op::Iota: case Op::Linspace: case Op::Eye:
     case Op::RandUniform: case Op::RandNormal: case Op::Reshape: case Op::Transpose:
     case Op::Broadcast: case Op::Slice: case Op::Concat: case Op::MatMul:

@@ -12,7 +12,7 @@
 //    reduction) share a kernel with several outputs when their inputs allow.
 //  - A reduction whose result is needed at another index (broadcast back over
 //    its own input, e.g. x - max(x)) or inside another reduction ends a kernel.
-//  - MatMul, Concat, ArgMax/ArgMin are library steps (graph/library.hpp:
+//  - MatMul and Concat are library steps (graph/library.hpp:
 //    whole-array algorithms each backend implements); views
 //    that are roots (or feed those steps) are view steps: strides, no copy.
 //    A reshape of strided data that no strides can express is a copy kernel
