@@ -4,7 +4,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
+#include "arrayjit/error.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "jit/host_kernel.hpp"
 
@@ -402,6 +404,28 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
     auto* x = static_cast<const Ctx*>(c);
     x->fn(x->args, lo, hi);
   }, &ctx, outer, chunks, threads);
+}
+
+struct KernelRanges::Impl {
+  Kernel collapsed;
+  const Kernel* k;
+  jit::HostKernelFn fn;
+  std::unique_ptr<Args> args;
+};
+
+KernelRanges::KernelRanges(const Kernel& original, const std::vector<const void*>& inputs,
+                           const std::vector<void*>& outputs)
+    : impl_(new Impl) {
+  if (original.is_reduction()) internal_error("KernelRanges: a reduction kernel");
+  impl_->k = collapse_axes(original, &impl_->collapsed) ? &impl_->collapsed : &original;
+  impl_->fn = jit::host_kernel(*impl_->k, jit::exact_aliases(*impl_->k, inputs, outputs));
+  impl_->args = std::make_unique<Args>(*impl_->k, inputs, outputs);
+}
+
+KernelRanges::~KernelRanges() { delete impl_; }
+
+void KernelRanges::run(std::int64_t begin, std::int64_t end) const {
+  if (begin < end) impl_->fn(impl_->args->get(), begin, end);
 }
 
 bool jit_enabled() { return jit_flag().load(std::memory_order_relaxed) != 0; }

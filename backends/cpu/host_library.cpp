@@ -5,6 +5,7 @@
 
 #include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/host_matmul.hpp"
+#include "backends/cpu/kernel_interpreter.hpp"
 #include "base/semantics.hpp"
 #include "graph/graph.hpp"
 #include "graph/strided_walk.hpp"
@@ -33,14 +34,30 @@ void concat(const LibraryCall& c, const std::vector<const void*>& in, void* out)
   });
 }
 
-void matmul(const LibraryCall& c, const std::vector<const void*>& in, void* out) {
+void matmul(const LibraryCall& c, const std::vector<const void*>& in, void* out, const BlocksDone& done = {}) {
   const auto& a = c.inputs[0];
   const auto& b = c.inputs[1];
   cpu::matmul(c.dtype, c.shape, a.shape.back(), {in[0], a.offset, a.strides}, {in[1], b.offset, b.strides}, out,
-              num_threads());
+              num_threads(), done);
 }
 
 }  // namespace
+
+void run_library_then(const LibraryCall& call, const std::vector<const void*>& inputs, void* out,
+                      const Kernel& epilogue, const std::vector<const void*>& epilogue_inputs,
+                      const std::vector<void*>& epilogue_outputs) {
+  if (call.op != Op::MatMul || !jit_enabled() || epilogue.is_reduction()) {
+    run_library(call, inputs, out);
+    if (jit_enabled()) run_kernel_compiled(epilogue, epilogue_inputs, epilogue_outputs);
+    else run_kernel(epilogue, epilogue_inputs, epilogue_outputs);
+    return;
+  }
+  const KernelRanges ranges(epilogue, epilogue_inputs, epilogue_outputs);
+  const BlocksDone done{[](const void* ctx, std::int64_t lo, std::int64_t hi) {
+                          static_cast<const KernelRanges*>(ctx)->run(lo, hi);
+                        }, &ranges};
+  matmul(call, inputs, out, done);
+}
 
 void run_library(const LibraryCall& call, const std::vector<const void*>& inputs, void* out) {
   if (call.op == Op::MatMul) return matmul(call, inputs, out);
