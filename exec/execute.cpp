@@ -35,15 +35,25 @@ const Storage* input_storage(NodeId id, Backend& target, Staged& staged) {
   return staged.back().get();
 }
 
+// Buffers of concatenates that kernels write pieces into before the
+// concatenate's own step (Step::into), by concatenate node.
+using Pending = std::unordered_map<NodeId, std::shared_ptr<Storage>>;
+
+std::shared_ptr<Storage> pending_buffer(Pending& pending, NodeId c, Backend& target) {
+  std::shared_ptr<Storage>& s = pending[c];
+  if (!s) s = target.allocate(static_cast<std::size_t>(graph()[c].numel()) * itemsize(graph()[c].dtype));
+  return s;
+}
+
 // A kernel step's buffers: its inputs (with any staged copies) and its
-// outputs (a destination hook's, a donated input's, or new).
+// outputs (a concatenate's, a destination hook's, a donated input's, or new).
 struct KernelBuffers {
   Staged staged;
   std::vector<const Storage*> ins, out_ptrs;
   std::vector<std::shared_ptr<Storage>> outs;
 };
 
-KernelBuffers kernel_buffers(const opt::Plan& p, std::size_t k, Backend& target) {
+KernelBuffers kernel_buffers(const opt::Plan& p, std::size_t k, Backend& target, Pending& pending) {
   Graph& g = graph();
   const Step& st = p.schedule.steps[k];
   KernelBuffers b;
@@ -55,7 +65,8 @@ KernelBuffers kernel_buffers(const opt::Plan& p, std::size_t k, Backend& target)
     const Node& n = g[st.outputs[j]];
     const std::size_t bytes = static_cast<std::size_t>(n.numel()) * itemsize(n.dtype);
     std::shared_ptr<Storage> s;
-    if (g_destination && target.device().kind == Device::Kind::cpu) s = g_destination(st.outputs[j], bytes);
+    if (j < st.into.size() && st.into[j] != kNoNode) s = pending_buffer(pending, st.into[j], target);
+    if (!s && g_destination && target.device().kind == Device::Kind::cpu) s = g_destination(st.outputs[j], bytes);
     for (const Donation& d : p.buffers.donations) {
       if (!s && d.step == static_cast<int>(k) && d.output == static_cast<int>(j) &&
           donation_applies(d.from, bytes, target.device())) {
@@ -70,20 +81,25 @@ KernelBuffers kernel_buffers(const opt::Plan& p, std::size_t k, Backend& target)
   return b;
 }
 
-void set_kernel_results(const Step& st, KernelBuffers& b) {
+void set_kernel_results(const opt::Plan& p, const Step& st, KernelBuffers& b) {
   Graph& g = graph();
   ++detail::stats_mut().kernels_launched;
   for (std::size_t j = 0; j < st.outputs.size(); ++j) {
     const NodeId id = st.outputs[j];
+    if (j < st.into.size() && st.into[j] != kNoNode) {  // a view of the concatenate's buffer
+      const Layout& l = p.schedule.layouts.at(id);
+      g.set_result(id, std::move(b.outs[j]), l.strides, l.offset);
+      continue;
+    }
     g.set_result(id, std::move(b.outs[j]), contiguous_strides(g[id].shape), 0);
   }
 }
 
-void run_kernel_step(const opt::Plan& p, std::size_t k, Backend& target) {
-  KernelBuffers b = kernel_buffers(p, k, target);
+void run_kernel_step(const opt::Plan& p, std::size_t k, Backend& target, Pending& pending) {
+  KernelBuffers b = kernel_buffers(p, k, target, pending);
   const Step& st = p.schedule.steps[k];
   target.run_kernel(st.kernel, b.ins, b.out_ptrs);
-  set_kernel_results(st, b);
+  set_kernel_results(p, st, b);
 }
 
 // Does kernel step e run as the epilogue of library step k
@@ -133,7 +149,7 @@ bool overlaps(const Storage* a, const Storage* b) {
 
 // Library step k and its epilogue, kernel step k + 1, in one backend call.
 // `epilogue_reads`: the spans the epilogue reads, for the overlap check.
-void run_library_with_epilogue(const opt::Plan& p, std::size_t k, Backend& target,
+void run_library_with_epilogue(const opt::Plan& p, std::size_t k, Backend& target, Pending& pending,
                                std::vector<const Storage*>* epilogue_reads) {
   Graph& g = graph();
   const NodeId id = p.schedule.steps[k].node;
@@ -153,7 +169,7 @@ void run_library_with_epilogue(const opt::Plan& p, std::size_t k, Backend& targe
   const Storage* out = g[id].storage.get();
   const Step& st = p.schedule.steps[k + 1];
   if (epilogue_reads) *epilogue_reads = {};
-  KernelBuffers b = kernel_buffers(p, k + 1, target);
+  KernelBuffers b = kernel_buffers(p, k + 1, target, pending);
   if (epilogue_reads) {
     for (const Storage* s : b.ins) if (s) epilogue_reads->push_back(s);
   }
@@ -171,21 +187,37 @@ void run_library_with_epilogue(const opt::Plan& p, std::size_t k, Backend& targe
     target.run_kernel(st.kernel, b.ins, b.out_ptrs);
   }
   ++detail::stats_mut().kernels_launched;
-  set_kernel_results(st, b);
+  set_kernel_results(p, st, b);
 }
 
-void run_library_step(NodeId id, Backend& target) {
+void run_library_step(NodeId id, Backend& target, Pending& pending) {
   Graph& g = graph();
   const Node& n = g[id];
   if (!is_library_op(n.op)) internal_error(std::string("exec: a library step of ") + op_name(n.op));
   Staged staged;
   std::vector<const Storage*> ins;
   for (NodeId i : n.inputs) ins.push_back(input_storage(i, target, staged));
-  auto out = target.allocate(static_cast<std::size_t>(n.numel()) * itemsize(n.dtype));
+  // A concatenate some of whose pieces their kernels wrote already.
+  std::shared_ptr<Storage> out;
+  if (auto it = pending.find(id); it != pending.end()) {
+    out = std::move(it->second);
+    pending.erase(it);
+  } else {
+    out = target.allocate(static_cast<std::size_t>(n.numel()) * itemsize(n.dtype));
+  }
   std::vector<Layout> layouts;
   for (NodeId i : n.inputs) layouts.push_back({g[i].strides, g[i].offset});
-  target.run_library(library_call(n, layouts), ins, *out);
-  ++detail::stats_mut().kernels_launched;
+  LibraryCall call = library_call(n, layouts);
+  bool work = true;
+  if (n.op == Op::Concat) {
+    work = false;
+    for (std::size_t k = 0; k < call.inputs.size(); ++k) {
+      call.inputs[k].in_place = ins[k] == out.get();
+      work |= !call.inputs[k].in_place;
+    }
+  }
+  target.run_library(call, ins, *out);
+  if (work) ++detail::stats_mut().kernels_launched;
   g.set_result(id, std::move(out), contiguous_strides(n.shape), 0);
 }
 
@@ -340,6 +372,7 @@ Device plan_device(const opt::Plan& p) {
 
 void execute(const opt::Plan& p, Backend& target) {
   const Schedule& s = p.schedule;
+  Pending pending;
   std::optional<OverlapCheck> check;
   if (verify_enabled()) check.emplace(p);
   for (std::size_t k = 0; k < s.steps.size(); ++k) {
@@ -348,7 +381,7 @@ void execute(const opt::Plan& p, Backend& target) {
     if (check) reads = OverlapCheck::input_spans(st);
     if (st.kind == Step::Kind::library && !graph()[st.node].evaluated() && is_epilogue(p, k, k + 1)) {
       std::vector<const Storage*> epilogue_reads;
-      run_library_with_epilogue(p, k, target, &epilogue_reads);
+      run_library_with_epilogue(p, k, target, pending, &epilogue_reads);
       check_layout(s, st.node);
       if (check) check->after_step(k, reads);
       ++k;
@@ -358,7 +391,7 @@ void execute(const opt::Plan& p, Backend& target) {
     }
     switch (st.kind) {
       case Step::Kind::kernel:
-        run_kernel_step(p, k, target);
+        run_kernel_step(p, k, target, pending);
         for (NodeId o : st.outputs) check_layout(s, o);
         break;
       case Step::Kind::view:
@@ -366,7 +399,7 @@ void execute(const opt::Plan& p, Backend& target) {
         check_layout(s, st.node);
         break;
       case Step::Kind::library:
-        if (!graph()[st.node].evaluated()) run_library_step(st.node, target);
+        if (!graph()[st.node].evaluated()) run_library_step(st.node, target, pending);
         check_layout(s, st.node);
         break;
     }

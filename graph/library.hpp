@@ -9,7 +9,9 @@
 //    shape, offset) of an input buffer, in the order of the node's inputs.
 //  - MatMul: inputs are [batch..., m, k] and [batch..., k, n], batch axes
 //    already broadcast to the result's (stride 0 allowed).
-//  - Concat: inputs are written one after another along `axis`.
+//  - Concat: inputs are written one after another along `axis`; an operand
+//    marked `in_place` is there already (its producer wrote it into its
+//    slice of the result, opt/passes/concat_slices.hpp) and is not copied.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@ struct LibraryOperand {
   DType dtype = DType::f32;
   std::vector<std::int64_t> shape, strides;
   std::int64_t offset = 0;
+  bool in_place = false;  // Concat: already in its slice of the result
 };
 
 struct LibraryCall {

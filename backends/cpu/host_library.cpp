@@ -6,32 +6,38 @@
 #include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/host_matmul.hpp"
 #include "backends/cpu/kernel_interpreter.hpp"
-#include "base/semantics.hpp"
 #include "graph/graph.hpp"
-#include "graph/strided_walk.hpp"
 
 namespace aj::cpu {
 
 namespace {
 
-using namespace aj::sem;
-
+// Each operand into its slice of the result by a copy kernel (Kernel IR:
+// one load with the operand's strides, one store with the result's), so the
+// copy is compiled, vectorized and split over threads like any kernel;
+// contiguous pieces collapse to one loop. Operands already in place are
+// skipped.
 void concat(const LibraryCall& c, const std::vector<const void*>& in, void* out) {
   const auto axis = static_cast<std::size_t>(c.axis);
   const auto out_strides = contiguous_strides(Shape(c.shape));
   std::int64_t base = 0;  // where the current piece starts along the axis
-  visit_dtype(c.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T* o = static_cast<T*>(out);
-    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-      const LibraryOperand& op = c.inputs[k];
-      const T* src = static_cast<const T*>(in[k]);
-      const Shape shape(op.shape);
-      StridedWalk w(shape, {&op.strides, &out_strides}, {op.offset, base * out_strides[axis]});
-      for (std::int64_t i = shape.numel(); i > 0; --i, w.next()) o[w.offset(1)] = src[w.offset(0)];
-      base += op.shape[axis];
+  for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+    const LibraryOperand& op = c.inputs[k];
+    const std::int64_t start = base;
+    base += op.shape[axis];
+    if (op.in_place || Shape(op.shape).numel() == 0) continue;
+    Kernel copy;
+    copy.shape = op.shape;
+    KStream from{c.dtype, op.strides, op.offset, false}, to{c.dtype, out_strides, start * out_strides[axis], false};
+    for (std::size_t d = 0; d < op.shape.size(); ++d) {
+      if (op.shape[d] == 1) from.strides[d] = to.strides[d] = 0;
     }
-  });
+    copy.inputs.push_back(std::move(from));
+    copy.instrs.push_back({KOp::Load, Op::Input, c.dtype, 0, -1, -1, -1, 0});
+    copy.outputs.push_back({0, 0, std::move(to)});
+    if (jit_enabled()) run_kernel_compiled(copy, {in[k]}, {out});
+    else run_kernel(copy, {in[k]}, {out});
+  }
 }
 
 void matmul(const LibraryCall& c, const std::vector<const void*>& in, void* out, const BlocksDone& done = {}) {

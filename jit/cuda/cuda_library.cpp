@@ -267,7 +267,9 @@ std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<
     const auto axis = static_cast<std::size_t>(c.axis);
     std::int64_t base = 0;  // where the current input starts along the axis
     for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-      launches.push_back(plan_copy(c.dtype, c.inputs[k].shape, ref(k), {out, strides, base * strides[axis]}, sms));
+      if (!c.inputs[k].in_place) {  // else its producer wrote it into its slice
+        launches.push_back(plan_copy(c.dtype, c.inputs[k].shape, ref(k), {out, strides, base * strides[axis]}, sms));
+      }
       base += c.inputs[k].shape[axis];
     }
   } else {

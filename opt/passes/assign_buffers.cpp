@@ -82,16 +82,33 @@ class Planner {
     }
   }
 
+  // A kernel output written into a concatenate's buffer (Step::into) is no
+  // value of its own: the concatenate's value starts at the first such step.
+  static NodeId into(const Step& st, std::size_t j) { return j < st.into.size() ? st.into[j] : kNoNode; }
+
   void collect_values() {
+    std::unordered_map<NodeId, int> first_into;
+    for (std::size_t k = 0; k < s_.steps.size(); ++k) {
+      for (std::size_t j = 0; j < s_.steps[k].into.size(); ++j) {
+        const NodeId c = s_.steps[k].into[j];
+        if (c != kNoNode && !first_into.count(c)) first_into[c] = static_cast<int>(k);
+      }
+    }
     for (std::size_t k = 0; k < s_.steps.size(); ++k) {
       const Step& st = s_.steps[k];
       const int ki = static_cast<int>(k);
       std::vector<NodeId> reads;
       if (st.kind == Step::Kind::kernel) {
-        for (NodeId o : st.outputs) add_value(o, ki);
+        for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+          if (into(st, j) == kNoNode) add_value(st.outputs[j], ki);
+        }
         reads = st.inputs;
       } else {
-        if (st.kind == Step::Kind::library) add_value(st.node, ki);
+        if (st.kind == Step::Kind::library) {
+          auto f = first_into.find(st.node);
+          add_value(st.node, f == first_into.end() ? ki : f->second);
+          p_.values.back().last = ki;
+        }
         reads = g_[st.node].inputs;
       }
       for (NodeId r : reads) {
@@ -127,6 +144,7 @@ class Planner {
       const Step& st = s_.steps[k];
       if (st.kind != Step::Kind::kernel) continue;
       for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+        if (into(st, j) != kNoNode) continue;  // goes into a concatenate's buffer
         const KOutput& out = st.kernel.outputs[j];
         const std::size_t bytes = bytes_of(g_[st.outputs[j]]);
         for (std::size_t e = 0; e < st.inputs.size(); ++e) {

@@ -48,6 +48,10 @@ struct Step {
   Shape space;
   std::vector<std::int64_t> axes;
   bool copy = false;  // a copy kernel for a reshape of strided data (node: outputs[0])
+  // Per kernel output: the concatenate whose buffer it is written into (at
+  // the slice its stream addresses), or kNoNode; empty: none
+  // (opt/passes/concat_slices.hpp).
+  std::vector<NodeId> into;
   std::vector<ScalarSource> scalar_sources;  // per kernel scalar (plan cache refresh)
 };
 
