@@ -106,12 +106,19 @@ TEST_CASE("reductions write into their slices, also split over threads; a piece 
         aj::concatenate({aj::sum(x, 0, true), aj::max(x, 0, true)}, 0),  // outer-axis reductions
     };
   });
-  // A piece that is also a result keeps a buffer of its own, and is right.
-  Array piece = x * 3.0f;
-  Array both = aj::concatenate({piece, x}, 0);
+  // A piece that is also a result keeps a buffer of its own; a piece only
+  // held by a handle is a view of the result's buffer. Both read right.
+  Array piece = x * 3.0f, held = x * 4.0f;
+  Array both = aj::concatenate({piece, x, held}, 0);
   aj::eval({piece, both});
   CHECK(piece.to_vector<float>() == (x * 3.0f).eval().to_vector<float>());
+  CHECK(held.is_evaluated());
+  CHECK(held.to_vector<float>() == (x * 4.0f).eval().to_vector<float>());
   CHECK(aj::slice(both, 0, 0, 3).eval().to_vector<float>() == piece.to_vector<float>());
+  CHECK(aj::slice(both, 0, 6, 9).eval().to_vector<float>() == held.to_vector<float>());
+  held = held + 1.0f;  // not in place: the buffer is the concatenate's too
+  held.eval();
+  CHECK(aj::slice(both, 0, 6, 9).eval().to_vector<float>() == (x * 4.0f).eval().to_vector<float>());
 }
 
 TEST_CASE("no piece gets a buffer of its own: one allocation, explain names the slices") {

@@ -1,22 +1,67 @@
 #include "backends/cpu/host_library.hpp"
 
+#include <cstring>
 #include <memory>
 #include <string>
 
 #include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/host_matmul.hpp"
 #include "backends/cpu/kernel_interpreter.hpp"
+#include "backends/cpu/thread_pool.hpp"
 #include "graph/graph.hpp"
 
 namespace aj::cpu {
 
 namespace {
 
-// Each operand into its slice of the result by a copy kernel (Kernel IR:
-// one load with the operand's strides, one store with the result's), so the
-// copy is compiled, vectorized and split over threads like any kernel;
-// contiguous pieces collapse to one loop. Operands already in place are
-// skipped.
+// A copy that is rows of contiguous elements on both sides once the axes
+// both walk as one are merged (a contiguous piece of a concatenate along
+// any axis): a memcpy per row, rows split over threads when there are
+// megabytes of them. False for other layouts (nothing copied).
+bool copy_rows(std::size_t item, const std::vector<std::int64_t>& shape, const LibraryOperand& from,
+               const void* src, const std::vector<std::int64_t>& to_strides, std::int64_t to_offset, void* dst) {
+  struct Axis { std::int64_t extent, from, to; };
+  std::vector<Axis> axes;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    const Axis a{shape[d], from.strides[d], to_strides[d]};
+    if (!axes.empty() && axes.back().from == a.from * a.extent && axes.back().to == a.to * a.extent) {
+      axes.back() = {axes.back().extent * a.extent, a.from, a.to};
+      continue;
+    }
+    axes.push_back(a);
+  }
+  if (axes.empty()) axes.push_back({1, 1, 1});
+  if (axes.size() > 2 || axes.back().from != 1 || axes.back().to != 1) return false;
+  struct Rows {
+    const char* src;
+    char* dst;
+    std::int64_t from_stride, to_stride, bytes;
+  } rows{static_cast<const char*>(src) + from.offset * static_cast<std::int64_t>(item),
+         static_cast<char*>(dst) + to_offset * static_cast<std::int64_t>(item),
+         axes.size() == 2 ? axes[0].from * static_cast<std::int64_t>(item) : 0,
+         axes.size() == 2 ? axes[0].to * static_cast<std::int64_t>(item) : 0,
+         axes.back().extent * static_cast<std::int64_t>(item)};
+  const std::int64_t n = axes.size() == 2 ? axes[0].extent : 1;
+  auto run = [](const void* ctx, std::int64_t lo, std::int64_t hi) {
+    const Rows& r = *static_cast<const Rows*>(ctx);
+    for (std::int64_t i = lo; i < hi; ++i) {
+      std::memcpy(r.dst + i * r.to_stride, r.src + i * r.from_stride, static_cast<std::size_t>(r.bytes));
+    }
+  };
+  const int threads = num_threads() > 0 ? num_threads() : hardware_threads();
+  if (n * rows.bytes >= (std::int64_t{1} << 20) && threads > 1 && n > 1) {
+    parallel_chunks(run, &rows, n, std::min<std::int64_t>(n, 4 * threads), threads);
+  } else {
+    run(&rows, 0, n);
+  }
+  return true;
+}
+
+// Each operand into its slice of the result: rows of contiguous elements
+// by memcpy, any other layout by a copy kernel (Kernel IR: one load with the
+// operand's strides, one store with the result's), compiled, vectorized and
+// split over threads like any kernel. Operands already in place are skipped.
 void concat(const LibraryCall& c, const std::vector<const void*>& in, void* out) {
   const auto axis = static_cast<std::size_t>(c.axis);
   const auto out_strides = contiguous_strides(Shape(c.shape));
@@ -26,6 +71,7 @@ void concat(const LibraryCall& c, const std::vector<const void*>& in, void* out)
     const std::int64_t start = base;
     base += op.shape[axis];
     if (op.in_place || Shape(op.shape).numel() == 0) continue;
+    if (copy_rows(itemsize(c.dtype), op.shape, op, in[k], out_strides, start * out_strides[axis], out)) continue;
     Kernel copy;
     copy.shape = op.shape;
     KStream from{c.dtype, op.strides, op.offset, false}, to{c.dtype, out_strides, start * out_strides[axis], false};

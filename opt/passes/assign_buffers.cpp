@@ -88,10 +88,13 @@ class Planner {
 
   void collect_values() {
     std::unordered_map<NodeId, int> first_into;
+    std::unordered_map<NodeId, NodeId> into_of;  // piece -> the concatenate holding it
     for (std::size_t k = 0; k < s_.steps.size(); ++k) {
       for (std::size_t j = 0; j < s_.steps[k].into.size(); ++j) {
         const NodeId c = s_.steps[k].into[j];
-        if (c != kNoNode && !first_into.count(c)) first_into[c] = static_cast<int>(k);
+        if (c == kNoNode) continue;
+        if (!first_into.count(c)) first_into[c] = static_cast<int>(k);
+        into_of[s_.steps[k].outputs[j]] = c;
       }
     }
     for (std::size_t k = 0; k < s_.steps.size(); ++k) {
@@ -123,6 +126,7 @@ class Planner {
       bool survives = held_outside(id);
       for (NodeId c : consumers_[id]) survives |= release_.at(c) == BufferPlan::kEnd;
       NodeId b = base_value(id);
+      if (auto it = into_of.find(b); it != into_of.end()) b = it->second;  // a held piece keeps the whole result
       if (survives && b != kNoNode) extend(b, BufferPlan::kEnd);
     }
   }

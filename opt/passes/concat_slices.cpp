@@ -34,8 +34,9 @@ std::optional<Layout> through_reshape(const Node& v, const Node& src, const Layo
   return l;
 }
 
-// Read by exactly one node, no handle.
-bool only_read_by(const Node& n) { return n.ext == 0 && n.uses == 1; }
+// Read by one node only (handles may hold it: it becomes a view of the
+// concatenate's buffer, which then stays alive while they do).
+bool only_read_by(const Node& n) { return n.uses == 1; }
 
 // The strides over kernel k's iteration space of output o stored with layout l.
 std::vector<std::int64_t> over_space(const Kernel& k, const KOutput& o, const Layout& l) {
@@ -67,14 +68,15 @@ int place_concat_slices(Schedule& s) {
     for (NodeId piece : cn.inputs) {
       const Layout slice{cstr, base * cstr[axis]};
       base += g[piece].shape[static_cast<int>(axis)];
-      if (g[piece].evaluated() || !only_read_by(g[piece]) || !s.step_of.count(piece)) continue;
+      const auto is_root = [&](NodeId id) { return std::find(s.roots.begin(), s.roots.end(), id) != s.roots.end(); };
+      if (g[piece].evaluated() || !only_read_by(g[piece]) || !s.step_of.count(piece) || is_root(piece)) continue;
       NodeId src = piece;
       Layout want = slice;
       const Step& ps = s.steps[static_cast<std::size_t>(s.step_of.at(piece))];
       if (ps.kind == Step::Kind::view) {
         src = g[piece].inputs[0];
         auto l = through_reshape(g[piece], g[src], slice);
-        if (!l || g[src].evaluated() || !only_read_by(g[src]) || !s.step_of.count(src)) continue;
+        if (!l || g[src].evaluated() || !only_read_by(g[src]) || !s.step_of.count(src) || is_root(src)) continue;
         want = *l;
       }
       auto it = s.step_of.find(src);

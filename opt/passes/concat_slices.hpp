@@ -4,8 +4,10 @@
 // Guarantees:
 //  - A piece of a Concat step (an input, or the input of a reshape view that
 //    only inserts or removes size-1 axes, as stack makes) that a kernel step
-//    before it produces, that nothing else reads and no handle holds, is
-//    written by that kernel into the concatenate's buffer: the kernel
+//    before it produces, that no other node reads and that is not a root of
+//    the evaluation, is written by that kernel into the concatenate's
+//    buffer (a handle may hold the piece: it is then a view of that buffer,
+//    which stays alive as long as the handle does): the kernel
 //    output's stream addresses the slice (the concatenate's strides, the
 //    slice's offset), Step::into names the concatenate, and the piece's
 //    layout (Schedule::layouts) is that slice. The piece is then a view of
