@@ -265,7 +265,7 @@ template <class T> T reduce_identity(Op op) {
       else return std::numeric_limits<T>::max();
     case Op::All: return T(1);
     case Op::Any: return T(0);
-    case Op::ArgMax: case Op::ArgMin:  // library steps: no identity
+    case Op::ArgMax: case Op::ArgMin:  // (value, index) pairs: arg_take
     AJ_CASES_OUTSIDE(Reduce) break;
   }
   internal_error(std::string("sem::reduce_identity: ") + op_name(op));
@@ -278,7 +278,7 @@ template <class T> T reduce_combine(Op op, T acc, T x) {
     case Op::ReduceMin: return binary(Op::Min, acc, x);
     case Op::All: return static_cast<T>(acc && x);
     case Op::Any: return static_cast<T>(acc || x);
-    case Op::ArgMax: case Op::ArgMin:  // library steps (arg_better)
+    case Op::ArgMax: case Op::ArgMin:  // (value, index) pairs: arg_take
     AJ_CASES_OUTSIDE(Reduce) break;
   }
   internal_error(std::string("sem::reduce_combine: ") + op_name(op));
@@ -291,6 +291,11 @@ template <class T> bool arg_better(Op op, T x, T best) {
     if (std::isnan(x)) return true;
   }
   return op == Op::ArgMax ? x > best : x < best;
+}
+// Does candidate (x, xi) replace (best, bi)? The lowest index among the best
+// values, whatever order candidates come in (vector lanes, thread parts).
+template <class T> bool arg_take(Op op, T x, std::int64_t xi, T best, std::int64_t bi) {
+  return arg_better(op, x, best) || (!arg_better(op, best, x) && xi < bi);
 }
 
 // Scans (cumsum, cumprod): the running value starts from this and combines

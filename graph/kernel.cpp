@@ -141,6 +141,7 @@ std::string dump(const Kernel& k) {
         break;
       case KOp::Reduce:
         os << "reduce_" << op_name(in.op) << " " << dtype_name(in.dtype) << " v" << in.a;
+        if (in.b >= 0) os << " at v" << in.b;  // arg reductions: candidate indices
         break;
       case KOp::Scan:
         os << "scan_" << op_name(in.op) << " " << dtype_name(in.dtype) << " v" << in.a;

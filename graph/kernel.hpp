@@ -31,6 +31,13 @@
 //    touches no memory and gives 0. A stream read with a data-dependent
 //    offset is `gathered`: it is never read at exactly the output's index,
 //    so it is never taken over in place.
+//  - Arg reductions (`Reduce` with op ArgMax/ArgMin, dtype i64) carry a value
+//    and an index: `a` is the value (phase 0, any dtype), `b` the candidate
+//    index (phase 0, i64) or -1 for the point's position along the reduce
+//    axis (a kernel with an arg reduction has exactly one reduce axis). The
+//    result is the lowest index among the best values, where a value is
+//    better as sem::arg_better says (the first NaN wins; -0 ties +0), so it
+//    does not depend on the order points are visited in (sem::arg_take).
 //  - Scalars (`scalars`) and extents (`shape`) are run-time arguments and are
 //    not part of `structural_hash`: a changing learning rate or a growing size
 //    reuses the same compiled kernel. Reduction order over the reduce axes is
@@ -54,7 +61,8 @@ enum class KOp : std::uint8_t {
   Unary,   // op(a); also Cast (to dtype, from the dtype of a)
   Binary,  // op(a, b); compare ops give bool
   Where,   // a ? b : c
-  Reduce,  // combiner op (Sum, Prod, ReduceMax, ...) over the reduce axes of a
+  Reduce,  // combiner op (Sum, Prod, ReduceMax, ...) over the reduce axes of a;
+           // ArgMax/ArgMin: index of the best a (candidate indices from b if >= 0)
   Scan,    // running combiner op (Sum, Prod) of a along the reduce axes (phase 0)
   Index,   // generator op evaluated at the flat index read from index stream `arg`
            // (plus the i64 value b, or -1); payload scalars start at `a`

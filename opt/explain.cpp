@@ -179,6 +179,7 @@ std::string describe_plan(const Schedule& s, const BufferPlan& b) {
           os << " (in place of " << name(d.from) << ")";
         }
       }
+      if (j < st.into.size() && st.into[j] != kNoNode) os << " (into its slice of " << name(st.into[j]) << ")";
       os << note(st.outputs[j]) << "\n";
     }
     for (; r < refused.size() && refused[r].step == static_cast<int>(k); ++r) {

@@ -590,10 +590,15 @@ class Lowerer {
         for (NodeId in : n.inputs) kids->push_back({in, r.m, phase, r.guard, r.points});
         return -1;
       case OpCategory::Reduce: {
-        const bool here = phase == 1 && n.op != Op::ArgMax && n.op != Op::ArgMin &&
-                          n.ints == axes_ && g_[n.inputs[0]].shape == space_ &&
+        const bool here = phase == 1 && n.ints == axes_ && g_[n.inputs[0]].shape == space_ &&
                           r.m == canon_[1] && r.guard < 0;
         if (!here) return failed(id, Why::reduction_elsewhere, r.by);
+        if (n.op == Op::ArgMax || n.op == Op::ArgMin) {
+          // Arg reductions walk their axis in interleaved lanes
+          // (jit/llvm/codegen.cpp), a scan in order: not in one kernel.
+          has_arg_ = true;
+          for (NodeId s : scans_) failed(s, Why::reduction_elsewhere, id);
+        }
         r_.computed.push_back(id);
         kids->push_back({n.inputs[0], canon_[0], 0});
         return -1;
@@ -602,8 +607,9 @@ class Lowerer {
         // A scan is computed where the kernel walks its axis in order: at
         // its own index, in a kernel whose reduce axes are the scan's.
         const bool here = phase == 0 && n.ints == axes_ && g_[n.inputs[0]].shape == space_ &&
-                          r.m == canon_[0];
+                          r.m == canon_[0] && !has_arg_;
         if (!here) return failed(id, Why::reduction_elsewhere, r.by);
+        scans_.push_back(id);
         r_.computed.push_back(id);
         kids->push_back({n.inputs[0], canon_[0], 0});
         return -1;
@@ -781,6 +787,8 @@ class Lowerer {
   std::map<std::vector<std::int64_t>, PadMask> pad_masks_;
   std::unordered_map<NodeId, bool> cheap_;
   std::unordered_map<NodeId, bool> index_arith_;
+  bool has_arg_ = false;        // an ArgMax/ArgMin is computed here
+  std::vector<NodeId> scans_;   // scans computed here
   int dummy_ = -1;
 };
 

@@ -1,5 +1,5 @@
 // The optimizing pipeline, as a table of contents: simplify, (plan cache,)
-// fuse, assign buffers. The plan it returns is run by exec/execute.hpp.
+// fuse, concat slices, assign buffers. The plan it returns is run by exec/execute.hpp.
 #include "opt/pipeline.hpp"
 
 #include <chrono>
@@ -13,6 +13,7 @@
 #include "graph/dump.hpp"
 #include "opt/explain.hpp"
 #include "opt/passes/assign_buffers.hpp"
+#include "opt/passes/concat_slices.hpp"
 #include "opt/passes/fuse.hpp"
 #include "opt/passes/simplify.hpp"
 #include "opt/plan_cache.hpp"
@@ -93,6 +94,7 @@ bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, 
   if (verify_enabled()) {
     verify(p->buffers, p->schedule, "plan_cache");
     Schedule s = fuse(roots);
+    place_concat_slices(s);
     BufferPlan b = assign_buffers(s);
     if (!plan_cache::same_plan(p->schedule, p->buffers, s, b)) {
       internal_error("plan_cache: a stored plan differs from planning this graph from scratch");
@@ -132,6 +134,9 @@ Plan plan(const std::vector<NodeId>& roots, bool use_cache) {
     p.schedule = fuse(roots, on);
     return std::to_string(p.schedule.steps.size()) + " steps, " +
            std::to_string(p.schedule.kernels()) + " kernels";
+  });
+  run_pass("concat_slices", roots, [&](bool on) {  // off: concatenate copies every piece
+    return on ? std::to_string(place_concat_slices(p.schedule)) + " pieces written in place" : std::string();
   });
   run_pass("assign_buffers", roots, [&](bool on) {  // off: no donation, a fresh buffer per value
     p.buffers = on ? assign_buffers(p.schedule) : BufferPlan{};

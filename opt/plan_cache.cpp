@@ -91,6 +91,7 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
     map_all(st.outputs);
     map_all(st.computed);
     map_all(st.touched);
+    map_all(st.into);
     for (ScalarSource& src : st.scalar_sources) src.node = map(src.node);
   }
   out->layouts.clear();
@@ -326,7 +327,7 @@ bool same_plan(const Schedule& a, const BufferPlan& ab, const Schedule& b, const
     const Step &x = a.steps[k], &y = b.steps[k];
     if (x.kind != y.kind || x.node != y.node || x.inputs != y.inputs || x.outputs != y.outputs ||
         x.computed != y.computed || x.touched != y.touched || x.space != y.space || x.axes != y.axes ||
-        x.copy != y.copy || x.scalar_sources != y.scalar_sources ||
+        x.copy != y.copy || x.into != y.into || x.scalar_sources != y.scalar_sources ||
         !same(x.kernel, y.kernel)) {
       return false;
     }

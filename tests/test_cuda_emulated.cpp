@@ -6,8 +6,8 @@
 // plan_launch plans it for a one-SM device with parameters from pack_params.
 // Elementwise results must be bit-identical (same libm on both sides);
 // reductions of floats may differ by their summation order.
-// The library kernels (matmul, argmax/argmin, concatenate) are checked the
-// same way against the reference interpreter (bottom of this file).
+// The library kernels (matmul, concatenate) are checked the same way against
+// the reference interpreter (bottom of this file).
 // Needs a host C++ compiler at test time ($CXX or c++); skips without one.
 #include <doctest/doctest.h>
 
@@ -257,7 +257,7 @@ TEST_CASE("cuda emulated: the random-graph suite's kernels match the interpreter
   check_programs(ps);
 }
 
-// ---- library kernels (matmul, argmax/argmin, concatenate's copies) --------------------
+// ---- library kernels (matmul, concatenate's copies) -----------------------------------
 //
 // Each library step of a program is evaluated twice: by the reference
 // interpreter, and by the library kernels the CUDA backend plans for it
@@ -504,30 +504,32 @@ TEST_CASE("cuda emulated: matmul library kernels match the interpreter (edge til
   check_library_programs(ps);
 }
 
-TEST_CASE("cuda emulated: argmax/argmin library kernels match the interpreter (ties, NaN, strides, every thread split)") {
+TEST_CASE("cuda emulated: argmax/argmin kernels match the interpreter (ties, NaN, strides, every launch mode)") {
   if (!have_cxx()) {
     MESSAGE("no host C++ compiler: skipped");
     return;
   }
-  std::vector<std::pair<Program, int>> ps;
+  std::vector<Program> ps;
   std::uint64_t seed = 100;
   for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
     for (bool nans : {false, true}) {
       if (nans && !aj::is_float(t)) continue;
       auto small = [&](aj::Shape s) { return random_small(t, s, seed++, nans); };
       Array m = small({37, 300});
-      // A warp per result (axis 1), a thread per result (short axis 0), a
+      // A block per result (axis 1), a thread per result (short axis 0), a
       // strided axis (the transpose), a middle axis of rank 3.
-      ps.push_back({plan({aj::argmax(m, 1), aj::argmin(m, 1), aj::argmax(m, 0), aj::argmin(m.T(), 0),
-                          aj::argmax(small({6, 50, 7}), 1), aj::argmin(small({6, 50, 7}), -1)}), 1});
+      ps.push_back(plan({aj::argmax(m, 1), aj::argmin(m, 1), aj::argmax(m, 0), aj::argmin(m.T(), 0),
+                          aj::argmax(small({6, 50, 7}), 1), aj::argmin(small({6, 50, 7}), -1)}));
       // Column walks: one thread per result, neighbours at neighbouring addresses.
       Array c = small({65, 4096});
-      ps.push_back({plan({aj::argmax(c, 0), aj::argmin(c, 0)}), 1});
-      // Long axes: a block per result; few results: split in parts + finishing pass.
+      ps.push_back(plan({aj::argmax(c, 0), aj::argmin(c, 0)}));
+      // Long axes: a block per result; few results: split in parts + finishing
+      // pass; a producer fused in and an epilogue after.
       Array l = small({3, 5000});
-      ps.push_back({plan({aj::argmax(l, 1), aj::argmin(l.T(), 0)}), 1});
-      ps.push_back({plan({aj::argmax(small({60, 200})), aj::argmin(small({9001}))}), 4});
-      ps.push_back({plan({aj::argmax(aj::slice(small({15001}), 0, std::nullopt, std::nullopt, -3))}), 2});
+      ps.push_back(plan({aj::argmax(l, 1), aj::argmin(l.T(), 0)}));
+      ps.push_back(plan({aj::argmax(small({60, 200})), aj::argmin(small({9001}))}));
+      ps.push_back(plan({aj::argmax(aj::slice(small({15001}), 0, std::nullopt, std::nullopt, -3))}));
+      ps.push_back(plan({aj::argmax(small({9001}) * 3) + 1, aj::argmin(small({40, 700}) - 1, 1) * 2}));
     }
   }
   // Extremes: the first of equal infinities / lowest values, and all-NaN rows.
@@ -535,9 +537,9 @@ TEST_CASE("cuda emulated: argmax/argmin library kernels match the interpreter (t
   Array e = aj::from_vector<double>({inf, 1, inf, -inf, -inf, 0, nan, nan, nan, -0.0, 0.0, -0.0}, aj::Shape{4, 3});
   for (DType t : {DType::f32, DType::f64}) {
     Array et = e.astype(t).eval();
-    ps.push_back({plan({aj::argmax(et, 1), aj::argmin(et, 1), aj::argmax(et), aj::argmin(et)}), 1});
+    ps.push_back(plan({aj::argmax(et, 1), aj::argmin(et, 1), aj::argmax(et), aj::argmin(et)}));
   }
-  check_library_programs(ps);
+  check_programs(ps);
 }
 
 TEST_CASE("cuda emulated: concatenate's library copies match the interpreter (middle axis, strided and empty inputs)") {

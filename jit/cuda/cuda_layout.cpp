@@ -64,8 +64,8 @@ bool innermost_is_outer(const Kernel& k) {
 }
 
 int reductions(const Kernel& k) {
-  int n = 0;
-  for (auto& in : k.instrs) n += in.kind == KOp::Reduce;
+  int n = 0;  // an arg reduction keeps its best value and its index
+  for (auto& in : k.instrs) n += in.kind == KOp::Reduce ? (in.op == Op::ArgMax || in.op == Op::ArgMin ? 2 : 1) : 0;
   return n;
 }
 

@@ -134,7 +134,7 @@ std::string combine_expr(Op op, DType t, const std::string& acc, const std::stri
     case Op::All: return std::string("(") + ctype(t) + ")(" + acc + " && " + x + ")";
     case Op::Any: return std::string("(") + ctype(t) + ")(" + acc + " || " + x + ")";
     case Op::ArgMax:
-    case Op::ArgMin:  // library kernels
+    case Op::ArgMin:  // (value, index) pairs: cuda_source.cpp
     AJ_CASES_OUTSIDE(Reduce) break;
   }
   internal_error(std::string("cuda codegen: not a combiner: ") + op_name(op));
@@ -163,7 +163,7 @@ std::string identity_expr(Op op, DType t) {
       return "aj_t<" + T + ">::" + (max ? "lo()" : "hi()");
     }
     case Op::ArgMax:
-    case Op::ArgMin:  // library kernels
+    case Op::ArgMin:  // (value, index) pairs: cuda_source.cpp
     AJ_CASES_OUTSIDE(Reduce) break;
   }
   internal_error(std::string("cuda codegen: not a combiner: ") + op_name(op));

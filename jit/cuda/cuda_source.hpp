@@ -78,7 +78,8 @@ std::vector<std::int64_t> pack_params(const Kernel& collapsed, const std::vector
 // Whether the innermost axis is an outer (kept) axis: then neighbouring outer
 // points are neighbouring addresses and aj_k_serial reads coalesced.
 bool innermost_is_outer(const Kernel& collapsed);
-// Number of Reduce instructions (scratch slots per outer point and part).
+// Scratch slots per outer point and part: one per Reduce instruction, two
+// for an argmax/argmin (its best value and its index).
 int reductions(const Kernel& collapsed);
 
 }  // namespace aj::cuda

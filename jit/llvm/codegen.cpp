@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <limits>
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/MDBuilder.h>
@@ -47,7 +48,10 @@ class KernelCodegen {
     else if (!reduce_.empty() && reduce_.back() == rank_ - 1) mode_ = Mode::inner_reduce;
     else mode_ = Mode::outer_reduce;
     seg_axis_ = mode_ != Mode::inner_reduce && rank_ > 0 ? rank_ - 1 : -1;
-    for (const KInstr& in : k.instrs) has_scan_ |= in.kind == KOp::Scan;
+    for (const KInstr& in : k.instrs) {
+      has_scan_ |= in.kind == KOp::Scan;
+      arg_ |= is_arg(in);
+    }
     validate();
   }
 
@@ -58,6 +62,12 @@ class KernelCodegen {
     f_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_);
     f_->addFnAttr(llvm::Attribute::NoUnwind);
     f_->addFnAttr(llvm::Attribute::MustProgress);
+    // Vector registers live across a SLEEF call are spilled. Without this the
+    // prologue keeps the caller's 16-byte alignment and spill slots of 32- or
+    // 64-byte vectors straddle cache lines in 3 of 4 processes (the stack's
+    // alignment mod 64 follows ASLR): the chain exp(-x*x/2)*sin(3x)+0.5cos(x)
+    // ran 17 or 28 ms per 16M f32 by process on Zen 4.
+    f_->addFnAttr(llvm::Attribute::getWithStackAlignment(c_, llvm::Align(64)));
     entry_ = llvm::BasicBlock::Create(c_, "entry", f_);
     b_.SetInsertPoint(entry_);
     load_args(f_->getArg(0));
@@ -86,6 +96,51 @@ class KernelCodegen {
   enum class Mode { elementwise, inner_reduce, outer_reduce };
   using Pos = std::vector<Value*>;  // element offset per stream
 
+  static bool is_arg(const KInstr& in) {
+    return in.kind == KOp::Reduce && (in.op == Op::ArgMax || in.op == Op::ArgMin);
+  }
+  // The dtype an accumulator holds the best value of: an arg reduction's
+  // operand, else the result.
+  DType value_dtype(const KInstr& in) const {
+    return is_arg(in) ? k_.instrs[static_cast<std::size_t>(in.a)].dtype : in.dtype;
+  }
+
+  // --- arg reductions: (best value, index) pairs -----------------------------------------
+  // With candidate indices from operand b, accumulators start at (the
+  // max/min identity, INT64_MAX) and take sem::arg_take: the first candidate
+  // either beats the identity or ties it with a lower index. With positions
+  // (b < 0) a lane or slot sees its candidates in increasing order, so it
+  // starts at (identity, its first position) and takes strictly better
+  // values only: if nothing beats the identity, its first point holds the
+  // identity's value (nothing is worse), and that index is the answer.
+  llvm::Constant* arg_identity(const KInstr& in) {
+    const DType t = value_dtype(in);
+    llvm::Constant* c = sc_.identity(in.op == Op::ArgMax ? Op::ReduceMax : Op::ReduceMin, t);
+    if (t != DType::bool_) return c;
+    return llvm::ConstantInt::get(b_.getInt8Ty(), llvm::cast<llvm::ConstantInt>(c)->getZExtValue());
+  }
+  llvm::Constant* no_index() { return b_.getInt64(std::numeric_limits<std::int64_t>::max()); }
+
+  // Is x better than y (sem::arg_better)? Floats: a NaN y is never beaten,
+  // a NaN x beats any other y (fcmp ugt is true when either is NaN).
+  Value* arg_better(Op op, DType t, Value* x, Value* y) {
+    const bool mx = op == Op::ArgMax;
+    if (t == DType::bool_) return mx ? b_.CreateAnd(x, b_.CreateNot(y)) : b_.CreateAnd(b_.CreateNot(x), y);
+    if (is_float(t)) {
+      Value* beats = mx ? b_.CreateFCmpUGT(x, y) : b_.CreateFCmpULT(x, y);
+      return b_.CreateAnd(beats, b_.CreateFCmpORD(y, y));
+    }
+    return mx ? b_.CreateICmpSGT(x, y) : b_.CreateICmpSLT(x, y);
+  }
+  // sem::arg_take: does (x, xi) replace (best, bi)?
+  Value* arg_take(Op op, DType t, Value* x, Value* xi, Value* best, Value* bi) {
+    Value* tie = b_.CreateAnd(b_.CreateNot(arg_better(op, t, best, x)), b_.CreateICmpSLT(xi, bi));
+    return b_.CreateOr(arg_better(op, t, x, best), tie);
+  }
+  // Memory form of a best value (bool as i8) and back.
+  Value* to_slot(Value* v, DType t) { return t == DType::bool_ ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
+  Value* from_slot(Value* v, DType t) { return t == DType::bool_ ? b_.CreateICmpNE(v, b_.getInt8(0)) : v; }
+
   void validate() const {
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
@@ -98,6 +153,9 @@ class KernelCodegen {
       }
       if (in.kind == KOp::Reduce && !k_.is_reduction()) internal_error("jit: Reduce in an elementwise kernel");
       if (in.kind == KOp::Scan && (!k_.is_reduction() || in.phase != 0)) internal_error("jit: Scan outside phase 0 of a reduction kernel");
+      if (is_arg(in) && (reduce_.size() != 1 || in.dtype != DType::i64)) {
+        internal_error("jit: an arg reduction needs one reduce axis and an i64 result");
+      }
     }
     if (alias_.size() != k_.outputs.size()) internal_error("jit: alias list of the wrong length");
   }
@@ -220,6 +278,7 @@ class KernelCodegen {
     std::int64_t bytes = 0;
     for (const KInstr& in : k_.instrs) {
       if (in.kind == KOp::Reduce || in.kind == KOp::Scan) bytes += static_cast<std::int64_t>(itemsize(in.dtype));
+      if (is_arg(in)) bytes += static_cast<std::int64_t>(itemsize(value_dtype(in)));
     }
     int block = 64;
     while (block * 2 * bytes <= kOuterAccBytes) block *= 2;
@@ -271,6 +330,10 @@ class KernelCodegen {
       case Mode::inner_reduce: {
         // inner_rows() consecutive outputs at a time where the segment's
         // range and the last outer axis have that many left, else one.
+        if (arg_) {
+          inner_reduce_lanes(base);
+          break;
+        }
         const int rows = inner_rows();
         if (outer_.empty() || rows == 1) {
           inner_reduce(base, 1);
@@ -351,6 +414,102 @@ class KernelCodegen {
     }
   }
 
+  // Reducing the last axis in a kernel with an arg reduction: kArgLanes
+  // accumulators per Reduce, lane l taking the points l, l + kArgLanes, ...
+  // (the loop over lanes is what the vectorizer widens: select-based
+  // (value, index) updates are no reduction pattern it knows), then the lanes
+  // are folded, an arg reduction keeping the lowest index among its best
+  // values (sem::arg_take), so the order of the lanes does not matter. A lane
+  // no point reached (a row shorter than the lanes) still holds (identity,
+  // its lane number >= the row length): it loses every tie to a real one.
+  void inner_reduce_lanes(const Pos& base) {
+    const int lanes = arg_lanes();
+    const std::size_t ni = k_.instrs.size();
+    std::vector<llvm::AllocaInst*> acc(ni, nullptr), best(ni, nullptr);
+    auto at = [&](llvm::AllocaInst* a, llvm::Type* t, Value* l) { return b_.CreateInBoundsGEP(t, a, l); };
+    Value* L = b_.getInt64(lanes);
+    for (std::size_t j = 0; j < ni; ++j) {
+      const KInstr& in = k_.instrs[j];
+      if (in.kind != KOp::Reduce) continue;
+      acc[j] = entry_alloca(sc_.type(in.dtype), lanes);
+      if (is_arg(in)) best[j] = entry_alloca(sc_.mem_type(value_dtype(in)), lanes);
+    }
+    loop(L, true, [&](Value* l) {
+      for (std::size_t j = 0; j < ni; ++j) {
+        const KInstr& in = k_.instrs[j];
+        if (!acc[j]) continue;
+        if (best[j]) {
+          b_.CreateStore(in.b >= 0 ? static_cast<Value*>(no_index()) : l, at(acc[j], i64_, l));
+          b_.CreateStore(arg_identity(in), at(best[j], sc_.mem_type(value_dtype(in)), l));
+        } else {
+          b_.CreateStore(sc_.identity(in.op, in.dtype), at(acc[j], sc_.type(in.dtype), l));
+        }
+      }
+    });
+    const int d = reduce_[0];
+    auto update = [&](Value* l, Value* i) {
+      std::vector<Value*> v = point(0, step(base, d, i), nullptr);
+      for (std::size_t j = 0; j < ni; ++j) {
+        const KInstr& in = k_.instrs[j];
+        if (!acc[j]) continue;
+        Value* x = v[static_cast<std::size_t>(in.a)];
+        Value* ap = at(acc[j], sc_.type(in.dtype), l);
+        Value* cur = b_.CreateLoad(sc_.type(in.dtype), ap);
+        if (best[j]) {
+          const DType t = value_dtype(in);
+          Value* bp = at(best[j], sc_.mem_type(t), l);
+          Value* cur_best = from_slot(b_.CreateLoad(sc_.mem_type(t), bp), t);
+          Value* xi = in.b >= 0 ? v[static_cast<std::size_t>(in.b)] : i;
+          Value* take = in.b >= 0 ? arg_take(in.op, t, x, xi, cur_best, cur) : arg_better(in.op, t, x, cur_best);
+          b_.CreateStore(to_slot(b_.CreateSelect(take, x, cur_best), t), bp);
+          b_.CreateStore(b_.CreateSelect(take, xi, cur), ap);
+        } else {
+          b_.CreateStore(sc_.op(in, in.dtype, cur, x, nullptr, true), ap);
+        }
+      }
+    };
+    Value* ext = ext_[static_cast<std::size_t>(d)];
+    Value* groups = b_.CreateUDiv(ext, L);
+    loop(groups, false, [&](Value* g) {
+      Value* first = b_.CreateMul(g, L, "", true, true);
+      loop(L, true, [&](Value* l) { update(l, b_.CreateAdd(first, l, "", true, true)); });
+    });
+    Value* done = b_.CreateMul(groups, L, "", true, true);
+    loop(b_.CreateSub(ext, done), false, [&](Value* r) { update(r, b_.CreateAdd(done, r, "", true, true)); });
+    // Fold the lanes.
+    std::vector<Value*> result(ni, nullptr);
+    for (std::size_t j = 0; j < ni; ++j) {
+      const KInstr& in = k_.instrs[j];
+      if (!acc[j]) continue;
+      llvm::Type* at_t = sc_.type(in.dtype);
+      Value* r = b_.CreateLoad(at_t, at(acc[j], at_t, b_.getInt64(0)));
+      const DType t = value_dtype(in);
+      Value* rb = best[j] ? from_slot(b_.CreateLoad(sc_.mem_type(t), at(best[j], sc_.mem_type(t), b_.getInt64(0))), t) : nullptr;
+      for (int l = 1; l < lanes; ++l) {
+        Value* x = b_.CreateLoad(at_t, at(acc[j], at_t, b_.getInt64(l)));
+        if (!best[j]) {
+          r = sc_.op(in, in.dtype, r, x, nullptr, true);
+          continue;
+        }
+        Value* xb = from_slot(b_.CreateLoad(sc_.mem_type(t), at(best[j], sc_.mem_type(t), b_.getInt64(l))), t);
+        Value* take = arg_take(in.op, t, xb, x, rb, r);
+        rb = b_.CreateSelect(take, xb, rb);
+        r = b_.CreateSelect(take, x, r);
+      }
+      result[j] = r;
+    }
+    point(1, base, [&](std::size_t j) { return result[j]; });
+  }
+
+  // Lanes of inner_reduce_lanes: 64 bytes of the widest accumulated value.
+  int arg_lanes() const {
+    std::size_t widest = 1;
+    for (const KInstr& in : k_.instrs) {
+      if (in.kind == KOp::Reduce) widest = std::max(widest, itemsize(value_dtype(in)));
+    }
+    return widest >= 8 ? kArgLanes / 2 : kArgLanes;
+  }
+
   // Reducing outer axes: up to kOuterBlock outputs along the last axis at a
   // time, one accumulator slot each (the block stays in L1 while rows stream
   // through); the inner loop runs along the row. The innermost reduced axis
@@ -358,24 +517,41 @@ class KernelCodegen {
   // in order, and is stored once, so the row streams are read side by side
   // and each output is still summed in row-major order (bit-exact).
   void outer_reduce(const Pos& base, Value* n) {
-    std::vector<llvm::AllocaInst*> acc(k_.instrs.size(), nullptr);
+    // acc: the accumulator (an arg reduction's index); best: an arg
+    // reduction's best value.
+    std::vector<llvm::AllocaInst*> acc(k_.instrs.size(), nullptr), best(k_.instrs.size(), nullptr);
     const int L = seg_axis_;
     auto slot = [&](std::size_t j, Value* i) {
       return b_.CreateInBoundsGEP(sc_.type(k_.instrs[j].dtype), acc[j], i);
+    };
+    auto best_slot = [&](std::size_t j, Value* i) {
+      return b_.CreateInBoundsGEP(sc_.mem_type(value_dtype(k_.instrs[j])), best[j], i);
     };
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
       if (in.kind != KOp::Reduce && in.kind != KOp::Scan) continue;
       acc[j] = entry_alloca(sc_.type(in.dtype), outer_block());
+      if (is_arg(in)) {
+        best[j] = entry_alloca(sc_.mem_type(value_dtype(in)), outer_block());
+        loop(n, true, [&](Value* i) {
+          b_.CreateStore(in.b >= 0 ? no_index() : b_.getInt64(0), slot(j, i));
+          b_.CreateStore(arg_identity(in), best_slot(j, i));
+        });
+        continue;
+      }
       loop(n, true, [&](Value* i) { b_.CreateStore(start_value(in), slot(j, i)); });
     }
     // `rows` consecutive rows of the innermost reduced axis from `first`.
     const int d = reduce_.back();
     auto rows = [&](const Pos& pos, Value* first, int count) {
       loop(n, true, [&](Value* i) {
-        std::vector<Value*> cur(k_.instrs.size(), nullptr);
+        std::vector<Value*> cur(k_.instrs.size(), nullptr), cur_best(k_.instrs.size(), nullptr);
         for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
           if (acc[j]) cur[j] = b_.CreateLoad(sc_.type(k_.instrs[j].dtype), slot(j, i));
+          if (best[j]) {
+            const DType t = value_dtype(k_.instrs[j]);
+            cur_best[j] = from_slot(b_.CreateLoad(sc_.mem_type(t), best_slot(j, i)), t);
+          }
         }
         auto scan = [&](std::size_t j, Value* x) {
           const KInstr& in = k_.instrs[j];
@@ -386,13 +562,22 @@ class KernelCodegen {
           std::vector<Value*> v = point(0, step(step(pos, d, row), L, i), nullptr, scan);
           for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
             const KInstr& in = k_.instrs[j];
-            if (acc[j] && in.kind == KOp::Reduce) {
-              cur[j] = sc_.op(in, in.dtype, cur[j], v[static_cast<std::size_t>(in.a)], nullptr, false);
+            if (!acc[j] || in.kind != KOp::Reduce) continue;
+            Value* x = v[static_cast<std::size_t>(in.a)];
+            if (best[j]) {
+              Value* xi = in.b >= 0 ? v[static_cast<std::size_t>(in.b)] : row;
+              Value* take = in.b >= 0 ? arg_take(in.op, value_dtype(in), x, xi, cur_best[j], cur[j])
+                                      : arg_better(in.op, value_dtype(in), x, cur_best[j]);
+              cur_best[j] = b_.CreateSelect(take, x, cur_best[j]);
+              cur[j] = b_.CreateSelect(take, xi, cur[j]);
+              continue;
             }
+            cur[j] = sc_.op(in, in.dtype, cur[j], x, nullptr, false);
           }
         }
         for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
           if (acc[j]) b_.CreateStore(cur[j], slot(j, i));
+          if (best[j]) b_.CreateStore(to_slot(cur_best[j], value_dtype(k_.instrs[j])), best_slot(j, i));
         }
       });
     };
@@ -625,6 +810,7 @@ class KernelCodegen {
   int rank_, nin_, nstreams_;
   std::vector<int> outer_, reduce_;
   Mode mode_ = Mode::elementwise;
+  bool arg_ = false;  // the kernel has an arg reduction
   int seg_axis_ = -1;
   bool has_scan_ = false;
   bool inside_ = false;  // range_split's middle loop: every InRange is true

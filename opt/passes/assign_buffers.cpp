@@ -101,16 +101,36 @@ class Planner {
     }
   }
 
+  // A kernel output written into a concatenate's buffer (Step::into) is no
+  // value of its own: the concatenate's value starts at the first such step.
+  static NodeId into(const Step& st, std::size_t j) { return j < st.into.size() ? st.into[j] : kNoNode; }
+
   void collect_values() {
+    std::unordered_map<NodeId, int> first_into;
+    std::unordered_map<NodeId, NodeId> into_of;  // piece -> the concatenate holding it
+    for (std::size_t k = 0; k < s_.steps.size(); ++k) {
+      for (std::size_t j = 0; j < s_.steps[k].into.size(); ++j) {
+        const NodeId c = s_.steps[k].into[j];
+        if (c == kNoNode) continue;
+        if (!first_into.count(c)) first_into[c] = static_cast<int>(k);
+        into_of[s_.steps[k].outputs[j]] = c;
+      }
+    }
     for (std::size_t k = 0; k < s_.steps.size(); ++k) {
       const Step& st = s_.steps[k];
       const int ki = static_cast<int>(k);
       std::vector<NodeId> reads;
       if (st.kind == Step::Kind::kernel) {
-        for (NodeId o : st.outputs) add_value(o, ki);
+        for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+          if (into(st, j) == kNoNode) add_value(st.outputs[j], ki);
+        }
         reads = st.inputs;
       } else {
-        if (st.kind == Step::Kind::library) add_value(st.node, ki);
+        if (st.kind == Step::Kind::library) {
+          auto f = first_into.find(st.node);
+          add_value(st.node, f == first_into.end() ? ki : f->second);
+          p_.values.back().last = ki;
+        }
         reads = g_[st.node].inputs;
       }
       for (NodeId r : reads) {
@@ -125,6 +145,7 @@ class Planner {
       bool survives = held_outside(id);
       for (NodeId c : consumers_[id]) survives |= release_.at(c) == BufferPlan::kEnd;
       NodeId b = base_value(id);
+      if (auto it = into_of.find(b); it != into_of.end()) b = it->second;  // a held piece keeps the whole result
       if (survives && b != kNoNode) extend(b, BufferPlan::kEnd);
     }
   }
@@ -149,6 +170,7 @@ class Planner {
       }
       if (st.kind != Step::Kind::kernel) continue;
       for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+        if (into(st, j) != kNoNode) continue;  // goes into a concatenate's buffer
         for (std::size_t e = 0; e < st.inputs.size(); ++e) {
           NodeId from = st.inputs[e];
           if (from == kNoNode || st.kernel.inputs[e].index_only) continue;

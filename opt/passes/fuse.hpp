@@ -21,7 +21,7 @@
 //    (KOp::Scan): producers run inside it, elementwise consumers at the same
 //    index and reductions over the same axis after it; needed at another
 //    index or along another axis, it ends a kernel.
-//  - MatMul, Concat, ArgMax/ArgMin, Sort/ArgSort/TopK/ArgTopK, Scatter/ScatterAdd
+//  - MatMul, Concat, Sort/ArgSort/TopK/ArgTopK, Scatter/ScatterAdd
 //    are library steps (graph/library.hpp:
 //    whole-array algorithms each backend implements); views
 //    that are roots (or feed those steps) are view steps: strides, no copy.
@@ -73,6 +73,10 @@ struct Step {
   Shape space;
   std::vector<std::int64_t> axes;
   bool copy = false;  // a copy kernel for a reshape of strided data (node: outputs[0])
+  // Per kernel output: the concatenate whose buffer it is written into (at
+  // the slice its stream addresses), or kNoNode; empty: none
+  // (opt/passes/concat_slices.hpp).
+  std::vector<NodeId> into;
   std::vector<ScalarSource> scalar_sources;  // per kernel scalar (plan cache refresh)
 };
 
