@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/semantics.hpp"
+#include "core/autodiff_trace.hpp"
 #include "core/device.hpp"
 #include "core/executor.hpp"
 #include "base/stats.hpp"
@@ -76,6 +77,7 @@ void eval(const std::vector<Array>& arrays, Loc loc) try {
     if (!graph()[id].evaluated()) roots.push_back(id);
   }
   if (roots.empty()) return;
+  detail::check_eval_while_tracing(roots, loc);  // grad/vjp/jvp of an f that reads its arguments
   ++detail::stats_mut().evals;
   detail::evaluate(roots);
 } catch (const std::bad_alloc&) {

@@ -149,7 +149,10 @@ class Planner {
     }
   }
 
-  // Every read of `from` in the kernel is at exactly the output's index.
+  // Every read of `from` in the kernel is at exactly the output's index, and
+  // none comes after the write: a phase-0 output is stored during the
+  // reduction loop, before phase 1 loads (equal strides there mean reduce
+  // axes of extent 1, where both address the same element).
   static bool same_index_everywhere(const Step& st, NodeId from, const KOutput& out) {
     for (std::size_t e = 0; e < st.inputs.size(); ++e) {
       if (st.inputs[e] != from) continue;
@@ -157,6 +160,9 @@ class Planner {
       if (in.index_only || in.strides != out.stream.strides || in.offset != out.stream.offset ||
           itemsize(in.dtype) != itemsize(out.stream.dtype)) {
         return false;
+      }
+      for (const KInstr& i : st.kernel.instrs) {
+        if (i.kind == KOp::Load && i.arg == static_cast<std::int32_t>(e) && i.phase > out.phase) return false;
       }
     }
     return true;
