@@ -459,3 +459,34 @@ TEST_CASE("donation: an output written during a reduction never takes the buffer
   CHECK(y.item<double>() == 6);
   CHECK(r.item<double>() == 6);
 }
+
+TEST_CASE("autodiff: an MLP's gradient is one plan: transposed matmul operands are views, nothing for the data") {
+  aj::random::seed(9);
+  const Array X = aj::random::normal({64, 30}, 0, 1, DType::f32);
+  const Array Y = aj::random::uniform({64, 5}, 0, 1, DType::f32);
+  std::vector<Array> p = {aj::random::normal({30, 16}, 0, 0.2, DType::f32), aj::zeros({16}),
+                          aj::random::normal({16, 5}, 0, 0.2, DType::f32), aj::zeros({5})};
+  aj::eval({X, Y});
+  aj::eval(p);
+  auto loss = [&](const std::vector<Array>& q) {
+    Array h = aj::maximum(aj::matmul(X, q[0]) + q[1], 0.0f);
+    Array z = aj::matmul(h, q[2]) + q[3];
+    Array d = z - Y;
+    return aj::mean(d * d);
+  };
+  auto [l, g] = aj::value_and_grad(loss, {0, 1, 2, 3})(p);
+  std::vector<Array> all{l};
+  all.insert(all.end(), g.begin(), g.end());
+  const std::string plan = aj::explain(all);
+  INFO(plan);
+  auto count = [&](const std::string& what) {
+    int n = 0;
+    for (std::size_t at = plan.find(what); at != std::string::npos; at = plan.find(what, at + 1)) ++n;
+    return n;
+  };
+  // forward X @ W1, h @ W2; backward h^T @ dz, dz @ W2^T, X^T @ dh (no dX: X is not differentiated)
+  CHECK(count("= matmul") == 5);
+  CHECK(count("copy:") == 0);  // every transposed operand is read in place (a BLAS transpose flag)
+  CHECK(count("= transpose of") >= 3);
+  CHECK(count("(no copy)") == count("step ") - count("kernel k") - count("library"));
+}

@@ -23,8 +23,8 @@
 //    get no gradient: vjp/jvp give zeros of their shape and dtype, grad and
 //    value_and_grad refuse them (aj::Error, as JAX).
 //  - Ties: max/min (elementwise and reductions) split the gradient equally
-//    between tied elements (JAX's rule); abs and sign have derivative 0 at 0
-//    for abs... see the semantics table; floor/ceil/round/sign: 0.
+//    between tied elements (JAX's rule). abs has derivative sign(x) (0 at 0);
+//    floor, ceil, round and sign have derivative 0.
 #pragma once
 
 #include <concepts>
