@@ -490,3 +490,13 @@ TEST_CASE("autodiff: an MLP's gradient is one plan: transposed matmul operands a
   CHECK(count("= transpose of") >= 3);
   CHECK(count("(no copy)") == count("step ") - count("kernel k") - count("library"));
 }
+
+TEST_CASE("autodiff: explain() inside f (which simplifies the graph) keeps tracers and stop_gradient") {
+  const Array x = f64({1, 2, 3, 4, 5, 6}, {2, 3});
+  Array g = aj::grad([](const Array& a) {
+    Array y = aj::reshape(a, {6}) * aj::reshape(aj::stop_gradient(a), {6});
+    (void)aj::explain(y);  // plans (simplify folds reshapes of reshapes) without evaluating
+    return aj::sum(y);
+  })(x);
+  check_close(vals(g), {1, 2, 3, 4, 5, 6});  // not 2x, not 0
+}
