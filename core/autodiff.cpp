@@ -256,7 +256,8 @@ Array stop_gradient(const Array& x, Loc loc) try {
   detail::out_of_memory("stop_gradient", loc);
 }
 
-Array sum_to_shape(const Array& x, const Shape& shape, Loc loc) try {
+Array sum_to_shape(const Array& x, const Shape& shape_in, Loc loc) try {
+  const Shape shape = shape_in;  // a copy: shape_in may lie in the node table, which the sum may move
   const Node& n = trace::node(x, "sum_to_shape", loc);
   const Shape from = n.shape;
   const DType t = n.dtype;

@@ -202,9 +202,11 @@ Shape kept_shape(const Shape& in, const std::vector<std::int64_t>& axes) {
   return Shape(std::move(d));
 }
 
-// A reduced value spread back over the input's shape.
-Array expand(const Array& r, const Shape& in, const std::vector<std::int64_t>& axes, const Loc& loc) {
-  return broadcast_to(reshape(r, kept_shape(in, axes), loc), in, loc);
+// A reduced value spread back over the input's shape. Shapes are taken by
+// value here and below: a Shape& into the node table dangles once an op is traced.
+Array expand(const Array& r, Shape in, const std::vector<std::int64_t>& axes, const Loc& loc) {
+  Array k = reshape(r, kept_shape(in, axes), loc);
+  return broadcast_to(k, std::move(in), loc);
 }
 
 std::vector<int> axes_of(const NodeInfo& n) { return {n.ints.begin(), n.ints.end()}; }
@@ -241,7 +243,7 @@ Array reduction_weights(const NodeInfo& n) {
 void vjp_reduce(const NodeInfo& n, const Array& g, const std::vector<bool>& need,
                 std::vector<Array>& cts) {
   if (!need[0]) return;
-  const Array gb = expand(g, n.in[0].shape(), n.ints, n.loc);
+  const Array gb = expand(g, Shape(n.in[0].shape()), n.ints, n.loc);
   cts[0] = n.op == Op::Sum ? gb : At{n.loc}.mul(gb, reduction_weights(n));
 }
 Array jvp_reduce(const NodeInfo& n, const std::vector<Array>& t) {
@@ -271,7 +273,7 @@ Array jvp_transpose(const NodeInfo& n, const std::vector<Array>& t) {
 
 void vjp_broadcast(const NodeInfo& n, const Array& g, const std::vector<bool>& need,
                    std::vector<Array>& cts) {
-  if (need[0]) cts[0] = sum_to_shape(g, n.in[0].shape(), n.loc);
+  if (need[0]) cts[0] = sum_to_shape(g, Shape(n.in[0].shape()), n.loc);
 }
 Array jvp_broadcast(const NodeInfo& n, const std::vector<Array>& t) { return broadcast_to(t[0], n.shape, n.loc); }
 
@@ -279,7 +281,7 @@ Array jvp_broadcast(const NodeInfo& n, const std::vector<Array>& t) { return bro
 // elsewhere: per axis, a negative step is walked forwards (a reversed view),
 // a step k > 1 interleaves k-1 zeros after each element, and zeros pad the
 // front and the back (concatenations of zero fills).
-Array unslice(Array g, const Shape& in, const std::vector<std::int64_t>& ints, const Loc& loc) {
+Array unslice(Array g, const Shape in, const std::vector<std::int64_t>& ints, const Loc& loc) {
   const DType t = g.dtype();
   if (g.size() == 0) return zeros(in, t, loc);
   auto with = [](const Shape& s, int axis, std::int64_t extent) {
@@ -318,7 +320,7 @@ Array unslice(Array g, const Shape& in, const std::vector<std::int64_t>& ints, c
 
 void vjp_slice(const NodeInfo& n, const Array& g, const std::vector<bool>& need,
                std::vector<Array>& cts) {
-  if (need[0]) cts[0] = unslice(g, n.in[0].shape(), n.ints, n.loc);
+  if (need[0]) cts[0] = unslice(g, Shape(n.in[0].shape()), n.ints, n.loc);
 }
 // The same slice of the tangent (the node's payload, applied as it is).
 Array jvp_slice(const NodeInfo& n, const std::vector<Array>& t) {
