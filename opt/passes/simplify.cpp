@@ -218,6 +218,7 @@ void fold_view(NodeId id) {
   if (auto v = fill_of(n.inputs[0])) return make_fill(id, *v);
   if (m.evaluated() || m.op != n.op) return;
   if (n.op == Op::Reshape) {
+    if (m.i0 != 0) return;  // autodiff's tracers and stop_gradient (ops.def) stay in the path
     Node like = n;
     like.inputs = {m.inputs[0]};
     return g.rewrite(id, like);  // an alias when the shapes agree
