@@ -10,9 +10,11 @@
 #include <arrayjit/arrayjit.hpp>
 
 #include <cmath>
+#include <future>
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/autodiff_check.hpp"
@@ -499,4 +501,112 @@ TEST_CASE("autodiff: explain() inside f (which simplifies the graph) keeps trace
     return aj::sum(y);
   })(x);
   check_close(vals(g), {1, 2, 3, 4, 5, 6});  // not 2x, not 0
+}
+
+TEST_CASE("autodiff: arrays of another thread as primals, cotangents, tangents and captured constants") {
+  // Made and evaluated on a thread that has exited by the time they are used
+  // (its graph lives on while they do): every entry point imports them.
+  Array x, c, t, k, lazy;
+  std::thread([&] {
+    x = f64({0.5, -1, 2}, {3});
+    c = f64({1, 2, 3}, {3});
+    t = f64({-1, 0.5, 1}, {3});
+    k = f64({2, 3, 4}, {3});
+    lazy = x * 2.0;  // left unevaluated: evaluated in its own graph when imported
+    aj::eval({x, c, t, k});
+  }).join();
+  auto f = [&](const Array& a) { return aj::sin(a) * k; };
+  check_close(vals(aj::grad([&](const Array& a) { return aj::sum(f(a)); })(x)),
+              {2 * std::cos(0.5), 3 * std::cos(-1.0), 4 * std::cos(2.0)});
+  auto [v, g] = aj::value_and_grad([&](const Array& a) { return aj::sum(f(a)); })(x);
+  check_close({v.item<double>()}, {2 * std::sin(0.5) + 3 * std::sin(-1.0) + 4 * std::sin(2.0)});
+  auto [y, ct] = aj::vjp(f, x, c);
+  check_close(vals(ct), {2 * std::cos(0.5), 6 * std::cos(-1.0), 12 * std::cos(2.0)});
+  check_close(vals(y), {2 * std::sin(0.5), 3 * std::sin(-1.0), 4 * std::sin(2.0)});
+  auto [y2, tan] = aj::jvp(f, x, t);
+  check_close(vals(tan), {-2 * std::cos(0.5), 1.5 * std::cos(-1.0), 4 * std::cos(2.0)});
+  check_close(vals(aj::grad([](const Array& a) { return aj::sum(a * a); })(lazy)), {2, -4, 8});
+  // f returning another thread's array: a constant (no derivative)
+  auto [outs, cts] = aj::vjp([&](const std::vector<Array>& a) { return std::vector<Array>{a[0] * 2.0, k}; },
+                             std::vector<Array>{x}, std::vector<Array>{c, c});
+  check_close(vals(cts[0]), {2, 4, 6});
+  check_close(vals(outs[1]), {2, 3, 4});
+  check_close(vals(aj::stop_gradient(k)), {2, 3, 4});
+  check_close(vals(aj::sum_to_shape(aj::broadcast_to(k, {2, 3}), {1, 3})), {4, 6, 8});
+}
+
+TEST_CASE("autodiff: f may wait on another thread that uses this thread's arrays") {
+  // No graph lock is held while f runs: a thread f waits for can evaluate and
+  // read arrays of the graph f traces into.
+  const Array w = f64({1, 2, 3}, {3});
+  w.eval();
+  const Array x = f64({0.1, 0.2, 0.3}, {3});
+  Array g = aj::grad([&](const Array& a) {
+    const double s = std::async(std::launch::async, [&] { return aj::sum(w * w).item<double>(); }).get();
+    return aj::sum(a * w) * s;
+  })(x);
+  check_close(vals(g), {14, 28, 42});
+}
+
+TEST_CASE("autodiff: threads running value_and_grad at once on their own arrays") {
+  // Each thread trains a least-squares model on its own data for a few steps
+  // (its gradients traced, planned and run in its own graph) and checks
+  // every step against the gradient worked out in doubles.
+  constexpr int kThreads = 4, kSteps = 25, kN = 16, kD = 5;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int id = 0; id < kThreads; ++id) {
+    threads.emplace_back([id, &failures] {
+      std::mt19937_64 rng(100 + static_cast<std::uint64_t>(id));
+      const std::vector<double> xv = ajtest::normal_values(kN * kD, rng), yv = ajtest::normal_values(kN, rng);
+      std::vector<double> w = ajtest::normal_values(kD, rng);
+      const Array X = f64(xv, {kN, kD}), Y = f64(yv, {kN});
+      auto loss = [&](const Array& p) {
+        Array r = aj::matmul(X, p) - Y;
+        return aj::mean(r * r);
+      };
+      auto step = aj::value_and_grad(loss);
+      Array p = f64(w, {kD});
+      for (int s = 0; s < kSteps; ++s) {
+        auto [l, g] = step(p);
+        Array next = p - 0.05 * g;
+        aj::eval({l, g, next});
+        // by hand: r = X w - y, loss = |r|^2 / n, grad = 2 X^T r / n
+        std::vector<double> r(kN), gw(kD, 0.0);
+        double want = 0;
+        for (int i = 0; i < kN; ++i) {
+          double acc = -yv[static_cast<std::size_t>(i)];
+          for (int j = 0; j < kD; ++j) acc += xv[static_cast<std::size_t>(i * kD + j)] * w[static_cast<std::size_t>(j)];
+          r[static_cast<std::size_t>(i)] = acc;
+          want += acc * acc / kN;
+        }
+        for (int i = 0; i < kN; ++i) {
+          for (int j = 0; j < kD; ++j) gw[static_cast<std::size_t>(j)] += 2 * xv[static_cast<std::size_t>(i * kD + j)] * r[static_cast<std::size_t>(i)] / kN;
+        }
+        const std::vector<double> got = vals(g);
+        bool ok = std::fabs(l.item<double>() - want) <= 1e-12 * (1 + want);
+        for (int j = 0; j < kD; ++j) ok = ok && std::fabs(got[static_cast<std::size_t>(j)] - gw[static_cast<std::size_t>(j)]) <= 1e-12 * (1 + std::fabs(gw[static_cast<std::size_t>(j)]));
+        if (!ok) {
+          failures[static_cast<std::size_t>(id)] = "thread " + std::to_string(id) + " step " + std::to_string(s);
+          return;
+        }
+        for (int j = 0; j < kD; ++j) w[static_cast<std::size_t>(j)] -= 0.05 * gw[static_cast<std::size_t>(j)];
+        p = next;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const std::string& f : failures) CHECK_MESSAGE(f.empty(), f);
+}
+
+TEST_CASE("autodiff: explain() inside f keeps the tracer of a primal that is a fill") {
+  // simplify folds views of fills into fills; a tracer (a marked reshape) of
+  // aj::ones must stay a tracer, or the gradient is lost.
+  const Array x = aj::full({3}, 2.0, DType::f64);
+  Array g = aj::grad([](const Array& a) {
+    Array y = a * a;
+    (void)aj::explain(y);
+    return aj::sum(y);
+  })(x);
+  check_close(vals(g), {4, 4, 4});
 }
