@@ -9,7 +9,11 @@
 //    positive base), where (a comparison of two values), max/min, reductions
 //    over random axes, views (transpose, strided and reversed slices,
 //    reshape, broadcast_to, expand_dims, squeeze), matmul (batched,
-//    broadcast, vectors), concatenate/stack, stop_gradient-free;
+//    broadcast, vectors), concatenate/stack, stop_gradient-free; scans
+//    (cumsum, cumprod of a bounded value), sort, topk, and the indexing ops
+//    (take, take_along_axis, scatter_add, scatter, pad, slice_update, roll)
+//    with constant indices drawn from the seed: negative, repeated, and out
+//    of range (clamped by gathers, dropped by scatters);
 //  - sometimes a gradient inside the program (grad of grad);
 //  - values are kept moderate (a value whose magnitude bound passes 8 is
 //    divided by that bound, a linear op), so no step overflows.
@@ -159,9 +163,9 @@ class DiffProgram {
   }
 
   void step() {
-    static const int w[] = {22, 24, 12, 18, 7, 5, 3};
-    int r = uni(0, 90), k = 0;
-    while (k < 6 && r >= w[k]) r -= w[k++];
+    static const int w[] = {22, 24, 12, 18, 7, 5, 3, 14};
+    int r = uni(0, 104), k = 0;
+    while (k < 7 && r >= w[k]) r -= w[k++];
     switch (k) {
       case 0: return unary();
       case 1: return binary();
@@ -169,15 +173,16 @@ class DiffProgram {
       case 3: return view();
       case 4: return matmul();
       case 5: return concat();
-      default: return inner_grad();
+      case 6: return inner_grad();
+      default: return indexing();
     }
   }
 
   void unary() {
     const Val x = any();
     static const char* ops[] = {"neg", "sin", "cos", "tanh", "sigmoid", "exp", "log", "log1p",
-                                "expm1", "sqrt", "rsqrt", "tan", "abs", "clip", "square"};
-    const std::string op = ops[uni(0, 14)];
+                                "expm1", "sqrt", "rsqrt", "tan", "abs", "clip", "square", "erf", "erfc"};
+    const std::string op = ops[uni(0, 16)];
     const aj::Array& a = x.a;
     const std::string n = x.name;
     if (op == "neg") return put(-a, x.mag, "-" + n, op);
@@ -194,6 +199,8 @@ class DiffProgram {
     if (op == "tan") return put(aj::tan(aj::tanh(a)), 1.56, "tan(tanh(" + n + "))", op);
     if (op == "abs") return put(aj::abs(a), x.mag, "abs(" + n + ")", op);
     if (op == "clip") return put(aj::clip(a, -0.8, 0.6), 0.8, "clip(" + n + ", -0.8, 0.6)", op);
+    if (op == "erf") return put(aj::erf(a), 1, "erf(" + n + ")", op);
+    if (op == "erfc") return put(aj::erfc(a), 2, "erfc(" + n + ")", op);
     put(aj::pow(a, 2.0), x.mag * x.mag, "pow(" + n + ", 2)", op);
   }
 
@@ -377,6 +384,108 @@ class DiffProgram {
       expr = "grad(sum(sqrt(a^2 + 1) cos(a)))(" + x.name + ")";
     }
     put(g, x.mag + 2, expr, "grad");
+  }
+
+  // Constant indices for an axis of extent n: in [-n, n) mostly (negative
+  // ones count from the end), repeats likely, sometimes outside.
+  aj::Array indices(const Dims& d, std::int64_t n) {
+    std::vector<std::int64_t> v(static_cast<std::size_t>(numel(d)));
+    for (auto& i : v) i = coin(0.1) ? (coin(0.5) ? n + uni(0, 2) : -n - 1 - uni(0, 2)) : uni(static_cast<int>(-n), static_cast<int>(n) - 1);
+    return aj::from_vector(v, aj::Shape(d));
+  }
+  // A pool value that broadcasts to exactly d, or a constant of shape d.
+  Val operand_for(const Dims& d) {
+    std::vector<std::size_t> ok;
+    for (std::size_t k = 0; k < pool_.size(); ++k) {
+      Dims b;
+      if (broadcast(d, pool_[k].dims(), &b) && b == d) ok.push_back(k);
+    }
+    if (!ok.empty() && coin(0.7)) return pool_[ok[static_cast<std::size_t>(uni(0, static_cast<int>(ok.size()) - 1))]];
+    return {constant(d), 1.5, "c" + dims_str(d)};
+  }
+
+  void indexing() {
+    const Val x = any();
+    const Dims d = x.dims();
+    const int r = static_cast<int>(d.size());
+    if (r == 0) return;
+    const int axis = uni(0, r - 1);
+    const std::int64_t n = d[static_cast<std::size_t>(axis)];
+    const std::string on = "(" + x.name + ", axis " + std::to_string(axis);
+    static const char* ops[] = {"cumsum", "cumprod", "sort", "topk", "take", "take_along_axis",
+                                "scatter_add", "scatter", "pad", "slice_update", "roll"};
+    const std::string op = ops[uni(0, 10)];
+    if (op == "cumsum") return put(aj::cumsum(x.a, axis), static_cast<double>(std::max<std::int64_t>(n, 1)) * x.mag, "cumsum" + on + ")", op);
+    if (op == "cumprod") {
+      return put(aj::cumprod(aj::tanh(x.a) * 1.2, axis), std::pow(1.2, static_cast<double>(n)), "cumprod(tanh" + on + ") * 1.2)", op);
+    }
+    if (op == "sort") return put(aj::sort(x.a, axis), x.mag, "sort" + on + ")", op);
+    if (op == "topk") {
+      const int k = uni(0, static_cast<int>(n));
+      return put(aj::topk(x.a, k, axis).values, x.mag, "topk" + on + ", k " + std::to_string(k) + ")", op);
+    }
+    if (op == "pad") {
+      std::vector<aj::PadWidth> widths;
+      std::string w;
+      Dims out;
+      for (int i = 0; i < r; ++i) {
+        widths.emplace_back(uni(0, 2), uni(0, 1));
+        w += std::to_string(widths.back().before) + "/" + std::to_string(widths.back().after) + " ";
+        out.push_back(d[static_cast<std::size_t>(i)] + widths.back().before + widths.back().after);
+      }
+      const int m = numel(d) == 0 ? 0 : uni(0, 2);
+      if (numel(out) > kMaxNumel) return;
+      return put(aj::pad(x.a, widths, static_cast<aj::PadMode>(m), 0.3), std::max(x.mag, 0.3),
+                 "pad(" + x.name + ", " + w + "mode " + std::to_string(m) + ")", op);
+    }
+    if (op == "roll") {
+      const int shift = uni(-3, 3);
+      if (coin(0.3)) return put(aj::roll(x.a, shift), x.mag, "roll(" + x.name + ", " + std::to_string(shift) + ")", op);
+      return put(aj::roll(x.a, shift, axis), x.mag, "roll" + on + ", " + std::to_string(shift) + ")", op);
+    }
+    if (op == "slice_update") {
+      std::vector<aj::Slice> sl;
+      Dims vd;
+      std::string s;
+      for (int i = 0; i < r; ++i) {
+        static const std::int64_t steps[] = {1, 2, -1};
+        const std::int64_t step = steps[uni(0, 2)];
+        const std::int64_t e = d[static_cast<std::size_t>(i)];
+        const std::int64_t start = e > 0 && coin(0.5) ? uni(0, static_cast<int>(e) - 1) : (step > 0 ? 0 : e - 1);
+        sl.emplace_back(step > 0 || e > 0 ? std::optional<std::int64_t>(start) : std::nullopt, std::nullopt, step);
+        vd.push_back(e == 0 ? 0 : step > 0 ? (e - start + step - 1) / step : start + 1);
+        s += std::to_string(start) + "::" + std::to_string(step) + " ";
+      }
+      const Val v = operand_for(vd);
+      return put(aj::slice_update(x.a, sl, v.a), std::max(x.mag, v.mag), "slice_update(" + x.name + ", " + s + ", " + v.name + ")", op);
+    }
+    if (n == 0) return;
+    Dims id;  // take-shaped index arrays: rank 0-2
+    for (int k = uni(0, 2); k > 0; --k) id.push_back(uni(1, 3));
+    Dims full(d.begin(), d.begin() + axis);
+    full.insert(full.end(), id.begin(), id.end());
+    full.insert(full.end(), d.begin() + axis + 1, d.end());
+    if (numel(full) > kMaxNumel) return;
+    const aj::Array idx = indices(id, n);
+    const std::string at = " at " + dims_str(id);
+    if (op == "take") return put(aj::take(x.a, idx, axis), x.mag, "take" + on + ")" + at, op);
+    if (op == "take_along_axis") {
+      Dims td = d;
+      td[static_cast<std::size_t>(axis)] = uni(1, 3);
+      for (int i = 0; i < r; ++i) {
+        if (i != axis && coin(0.3)) td[static_cast<std::size_t>(i)] = 1;
+      }
+      if (numel(td) > kMaxNumel) return;
+      return put(aj::take_along_axis(x.a, indices(td, n), axis), x.mag, "take_along_axis" + on + ") at " + dims_str(td), op);
+    }
+    if (id.empty()) id.push_back(1), full.insert(full.begin() + axis, 1);  // scatters take rank >= 1 indices here
+    const aj::Array sidx = indices(id, n);
+    const Val u = operand_for(full);
+    if (op == "scatter_add") {
+      return put(aj::scatter_add(x.a, sidx, u.a, axis), x.mag + static_cast<double>(numel(id)) * u.mag,
+                 "scatter_add" + on + ", " + u.name + ") at " + dims_str(id), op);
+    }
+    put(aj::scatter(x.a, sidx, u.a, axis), std::max(x.mag, u.mag), "scatter" + on + ", " + u.name + ") at " + dims_str(id), op);
   }
 
   std::uint64_t seed_;
