@@ -18,13 +18,21 @@
 // return the value from f instead (vjp returns all of f's outputs). Values
 // that do not depend on the arguments may be evaluated freely.
 //
+// Threads: primals, cotangents, tangents and arrays f captures may belong to
+// another thread's graph (imported like any op's operands); no graph lock is
+// held while f runs.
+//
 // Rules (docs/semantics.md, "Differentiation", has the full table):
 //  - Only floating-point values carry derivatives. Integer and bool arguments
 //    get no gradient: vjp/jvp give zeros of their shape and dtype, grad and
 //    value_and_grad refuse them (aj::Error, as JAX).
 //  - Ties: max/min (elementwise and reductions) split the gradient equally
 //    between tied elements (JAX's rule). abs has derivative sign(x) (0 at 0);
-//    floor, ceil, round and sign have derivative 0.
+//    floor, ceil, round and sign have derivative 0. sort/topk send each
+//    cotangent to the element the (stable) order put there.
+//  - Indexing: take and scatter_add are each other's transposes (repeated
+//    indices accumulate); scatter's update gets a cotangent only where it won
+//    its position; dropped (out-of-range) updates get 0.
 #pragma once
 
 #include <concepts>
