@@ -550,6 +550,20 @@ TEST_CASE("the bad-input table: every row is a located aj::Error that changes no
       BAD("aj::explain", aj::explain(none)),
       BAD("aj::explain", aj::explain(std::vector<Array>{f, none})),
       BAD("aj::jit::kernel_ir", aj::jit::kernel_ir(none)),
+      // ---- autodiff (arrayjit/autodiff.hpp) ----
+      BAD("aj::grad", aj::grad([](const Array& x) { return x * 2.0f; })(f)),  // not a scalar
+      BAD("aj::grad", aj::grad([](const Array& x) { return aj::sum(x); })(i)),  // integer argument
+      BAD("aj::grad", aj::grad([](const Array& x) { return aj::sum(x); }, 1)(f)),  // argnum out of range
+      BAD("aj::grad", aj::grad([](const Array& x) { return aj::sum(x); })(none)),
+      BAD("aj::value_and_grad", aj::value_and_grad([](const Array& x) { return aj::sum(x).astype(DType::i32); })(f)),
+      BAD("aj::vjp", aj::vjp([](const Array& x) { return x * 2.0f; }, f, d)),  // cotangent's shape
+      BAD("aj::vjp", aj::vjp([](const std::vector<Array>& x) { return x; }, {f}, {f, f})),  // cotangent count
+      BAD("aj::jvp", aj::jvp([](const Array& x) { return x; }, f, d)),  // tangent's shape
+      BAD("aj::jvp", aj::jvp([](const Array& x) { return x; }, f, b)),  // bool tangent
+      BAD("aj::eval", aj::grad([](const Array& x) { return aj::sum(x).eval(); })(f)),  // evaluating inside f
+      BAD("aj::sum_to_shape", aj::sum_to_shape(f, {4})),
+      BAD("aj::sum_to_shape", aj::sum_to_shape(b, {3})),
+      BAD("aj::stop_gradient", aj::stop_gradient(none)),
   };
 
   CHECK(table.size() >= 150);

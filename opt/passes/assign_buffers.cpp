@@ -265,6 +265,14 @@ class Planner {
       if (in.index_only || in.gathered || in.strides != out.stream.strides || in.offset != out.stream.offset) {
         return NotInPlace::Why::other_index;
       }
+      // None comes after the write: a phase-0 output is stored during the
+      // reduction loop, before phase 1 loads (equal strides there mean
+      // reduce axes of extent 1, where both address the same element).
+      for (const KInstr& i : st.kernel.instrs) {
+        if (i.kind == KOp::Load && i.arg == static_cast<std::int32_t>(e) && i.phase > out.phase) {
+          return NotInPlace::Why::other_index;
+        }
+      }
     }
     return std::nullopt;
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "arrayjit/array.hpp"
+#include "arrayjit/autodiff.hpp"
 #include "arrayjit/cuda.hpp"
 #include "arrayjit/dtype.hpp"
 #include "arrayjit/error.hpp"
