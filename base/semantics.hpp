@@ -143,6 +143,7 @@ template <class T> T unary(Op op, T x) {
       case Op::Neg: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round:
       case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos:
       case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
+      case Op::Erf: case Op::Erfc:
       case Op::Cast: return x;  // tracing never asks
       AJ_CASES_OUTSIDE(Unary) break;
     }
@@ -157,6 +158,7 @@ template <class T> T unary(Op op, T x) {
       case Op::Not:
       case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos:
       case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
+      case Op::Erf: case Op::Erfc:
       case Op::Cast: return x;  // tracing casts integers to float for these
       AJ_CASES_OUTSIDE(Unary) break;
     }
@@ -179,6 +181,8 @@ template <class T> T unary(Op op, T x) {
       case Op::Sigmoid: return T(1) / (T(1) + std::exp(-x));
       case Op::Sqrt: return std::sqrt(x);
       case Op::Rsqrt: return T(1) / std::sqrt(x);
+      case Op::Erf: return std::erf(x);
+      case Op::Erfc: return std::erfc(x);
       case Op::Not:
       case Op::Cast: return x;
       AJ_CASES_OUTSIDE(Unary) break;
@@ -261,7 +265,7 @@ template <class T> T reduce_identity(Op op) {
       else return std::numeric_limits<T>::max();
     case Op::All: return T(1);
     case Op::Any: return T(0);
-    case Op::ArgMax: case Op::ArgMin:  // library steps: no identity
+    case Op::ArgMax: case Op::ArgMin:  // (value, index) pairs: arg_take
     AJ_CASES_OUTSIDE(Reduce) break;
   }
   internal_error(std::string("sem::reduce_identity: ") + op_name(op));
@@ -274,7 +278,7 @@ template <class T> T reduce_combine(Op op, T acc, T x) {
     case Op::ReduceMin: return binary(Op::Min, acc, x);
     case Op::All: return static_cast<T>(acc && x);
     case Op::Any: return static_cast<T>(acc || x);
-    case Op::ArgMax: case Op::ArgMin:  // library steps (arg_better)
+    case Op::ArgMax: case Op::ArgMin:  // (value, index) pairs: arg_take
     AJ_CASES_OUTSIDE(Reduce) break;
   }
   internal_error(std::string("sem::reduce_combine: ") + op_name(op));
@@ -288,6 +292,25 @@ template <class T> bool arg_better(Op op, T x, T best) {
   }
   return op == Op::ArgMax ? x > best : x < best;
 }
+// Does candidate (x, xi) replace (best, bi)? The lowest index among the best
+// values, whatever order candidates come in (vector lanes, thread parts).
+template <class T> bool arg_take(Op op, T x, std::int64_t xi, T best, std::int64_t bi) {
+  return arg_better(op, x, best) || (!arg_better(op, best, x) && xi < bi);
+}
+
+// Scans (cumsum, cumprod): the running value starts from this and combines
+// each element in order along the axis with reduce_combine (Sum, Prod). A
+// float running sum starts from -0.0, the identity that keeps every first
+// element's bits (-0.0 + x == x, also for x == -0.0): as NumPy, which copies
+// the first element.
+template <class T> T scan_identity(Op combiner) {
+  if constexpr (is_fp<T>) {
+    if (combiner == Op::Sum) return T(-0.0);
+  }
+  return reduce_identity<T>(combiner);
+}
+// The combiner a scan op runs (Kernel IR's KOp::Scan carries it).
+constexpr Op scan_combiner(Op scan) { return scan == Op::CumProd ? Op::Prod : Op::Sum; }
 
 // Counter-based random numbers: a value depends only on (key, index).
 inline std::uint64_t splitmix64(std::uint64_t x) {
@@ -301,6 +324,10 @@ inline double uniform01(std::uint64_t key, std::uint64_t index, std::uint64_t st
   std::uint64_t h = splitmix64(key ^ splitmix64(index * 2 + stream));
   return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
+// 64 random bits: the hash uniform01 takes its 53 bits from.
+inline std::uint64_t random_bits(std::uint64_t key, std::uint64_t index) {
+  return splitmix64(key ^ splitmix64(index * 2));
+}
 // Standard normal by Box-Muller on two uniforms of the same index.
 inline double normal01(std::uint64_t key, std::uint64_t index) {
   double u1 = 1.0 - uniform01(key, index, 0);  // (0, 1]: log is finite
@@ -311,7 +338,7 @@ inline double normal01(std::uint64_t key, std::uint64_t index) {
 // A generator's value at flat index i: iota (start f0, step f1), linspace
 // (f0 to f1 in `extra` points), eye (diagonal i0 of a matrix of `extra`
 // columns), uniform in [f0, f1) and normal (mean f0, stddev f1) random
-// numbers of key i0. The one definition: the reference interpreter, the
+// numbers of key i0, and 64 random bits of key i0 (as i64). The one definition: the reference interpreter, the
 // kernel interpreter and the host JIT (through runtime helpers) call it;
 // Kernel IR passes the payload as four scalars (graph/kernel.hpp, KOp::Index).
 template <class T>
@@ -345,6 +372,11 @@ T generate_value(Op op, double f0, double f1, std::int64_t i0, std::int64_t extr
         return v;
       }
       internal_error("generate: random numbers of a non-float type");
+    case Op::RandBits:
+      if constexpr (std::is_same_v<T, std::int64_t>) {
+        return static_cast<std::int64_t>(random_bits(static_cast<std::uint64_t>(i0), static_cast<std::uint64_t>(i)));
+      }
+      internal_error("generate: random bits of a type other than i64");
     AJ_CASES_OUTSIDE(Generator) break;
   }
   internal_error(std::string("generate: not a generator: ") + op_name(op));

@@ -339,7 +339,16 @@ void bench_two_pass() {
   Array x = aj::borrow(x0.data(), {n, n}), g = aj::borrow(g0.data(), {n}), b = aj::borrow(b0.data(), {n});
   const double bytes = 12.0 * static_cast<double>(total);
   const float eps = 1e-5f;
-  auto softmax = [&] {
+  // As a function would write it: `e` is a local the caller never sees, so
+  // the division may take over its buffer.
+  auto softmax_of = [](const Array& v) {
+    Array e = aj::exp(v - aj::max(v, 1, true));
+    return e / aj::sum(e, 1, true);
+  };
+  auto softmax = [&] { softmax_of(x).eval(); };
+  // The same with exp(x - max) still held by a handle while it is evaluated:
+  // it must be stored whole, and the result needs a buffer of its own.
+  auto softmax_held = [&] {
     Array e = aj::exp(x - aj::max(x, 1, true));
     (e / aj::sum(e, 1, true)).eval();
   };
@@ -372,14 +381,130 @@ void bench_two_pass() {
     }
     g_sink = g_sink + out[0];
   };
+  const double th = median_ms(hand_softmax);
   {
     const auto [t1, t2] = one_two(softmax);
-    bw_rows("softmax over rows 4096x4096 f32", bytes, t1, t2, "hand-written loop", median_ms(hand_softmax));
+    bw_rows("softmax over rows 4096x4096 f32", bytes, t1, t2, "hand-written loop", th);
+  }
+  {
+    const auto [t1, t2] = one_two(softmax_held);
+    bw_rows("softmax, exp(x - max) held, 4096x4096 f32", bytes, t1, t2, "hand-written loop", th);
   }
   {
     const auto [t1, t2] = one_two(layernorm);
     bw_rows("layernorm over rows 4096x4096 f32", bytes, t1, t2, "hand-written loop", median_ms(hand_layernorm));
   }
+}
+
+// argmax over rows and over columns of f32 [8192, 4096] (JIT reductions
+// carrying a value and an index), against NumPy's argmax and a hand loop
+// (first index of the largest, as NumPy), held to a read of the input.
+void bench_argmax() {
+  std::vector<float> x0 = random_floats(static_cast<std::size_t>(kRows * kCols), 13, -1, 1);
+  Array x = aj::borrow(x0.data(), {kRows, kCols});
+  const double bytes = 4.0 * static_cast<double>(kRows * kCols);
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(std::max(kRows, kCols)));
+  std::vector<float> best(static_cast<std::size_t>(kCols));
+  for (int axis : {1, 0}) {
+    auto ours = [&] {
+      aj::argmax(x, axis).eval();
+      g_sink = g_sink + 1;
+    };
+    auto hand = [&] {
+      if (axis == 1) {
+        for (std::int64_t i = 0; i < kRows; ++i) {
+          const float* r = x0.data() + i * kCols;
+          std::int64_t b = 0;
+          for (std::int64_t j = 1; j < kCols; ++j) b = r[j] > r[b] ? j : b;
+          idx[static_cast<std::size_t>(i)] = b;
+        }
+      } else {
+        std::copy(x0.begin(), x0.begin() + kCols, best.begin());
+        std::fill(idx.begin(), idx.begin() + kCols, 0);
+        for (std::int64_t i = 1; i < kRows; ++i) {
+          const float* r = x0.data() + i * kCols;
+          for (std::int64_t j = 0; j < kCols; ++j) {
+            const bool better = r[j] > best[static_cast<std::size_t>(j)];
+            best[static_cast<std::size_t>(j)] = better ? r[j] : best[static_cast<std::size_t>(j)];
+            idx[static_cast<std::size_t>(j)] = better ? i : idx[static_cast<std::size_t>(j)];
+          }
+        }
+      }
+      g_sink = g_sink + static_cast<double>(idx[0]);
+    };
+    const auto [t1, t2] = one_two(ours);
+    const double tn = numpy_ms(axis == 0 ? "x.argmax(0)" : "x.argmax(1)");
+    const std::string name = std::string("argmax(x, ") + std::to_string(axis) + ") 8192x4096 f32";
+    bw_rows(name, bytes, t1, t2, "NumPy (1 thread)", tn);
+    row((name + ", 1 thread").c_str(), t1, "hand-written loop", median_ms(hand));
+  }
+}
+
+// concatenate of evaluated arrays against memcpy of the same bytes: pieces
+// one after another (axis 0: contiguous blocks) and side by side (axis 1:
+// a row piece each); the 64K f32 case of issue 13; a computed piece written
+// straight into its slice (heat-equation boundary) against a hand loop.
+void bench_concat() {
+  struct Case { const char* name; std::int64_t rows, cols; int pieces, axis; };
+  const Case cases[] = {{"concatenate 3 x [2048, 4096] f32, axis 0", 2048, 4096, 3, 0},
+                        {"concatenate 3 x [6144, 1365] f32, axis 1", 6144, 1365, 3, 1},
+                        {"concatenate 4 x 16K f32 (64K f32)", 1, 16384, 4, 1}};
+  for (const Case& c : cases) {
+    std::vector<std::vector<float>> host;
+    std::vector<Array> pieces;
+    for (int k = 0; k < c.pieces; ++k) {
+      host.push_back(random_floats(static_cast<std::size_t>(c.rows * c.cols), 20 + static_cast<unsigned>(k), -1, 1));
+      pieces.push_back(aj::borrow(host.back().data(), {c.rows, c.cols}));
+    }
+    const std::size_t total = static_cast<std::size_t>(c.rows * c.cols) * static_cast<std::size_t>(c.pieces);
+    std::vector<float> dst(total);
+    auto ours = [&] {
+      aj::concatenate(pieces, c.axis).eval();
+      g_sink = g_sink + 1;
+    };
+    auto copy = [&] {
+      if (c.axis == 0) {
+        for (int k = 0; k < c.pieces; ++k) {
+          std::memcpy(dst.data() + static_cast<std::size_t>(k * c.rows * c.cols), host[static_cast<std::size_t>(k)].data(),
+                      static_cast<std::size_t>(c.rows * c.cols) * 4);
+        }
+      } else {
+        const std::int64_t out_cols = c.cols * c.pieces;
+        for (std::int64_t i = 0; i < c.rows; ++i) {
+          for (int k = 0; k < c.pieces; ++k) {
+            std::memcpy(dst.data() + i * out_cols + k * c.cols, host[static_cast<std::size_t>(k)].data() + i * c.cols,
+                        static_cast<std::size_t>(c.cols) * 4);
+          }
+        }
+      }
+      g_sink = g_sink + dst[1];
+    };
+    const double tm = median_ms(copy);
+    const auto [t1, t2] = one_two(ours);
+    row((std::string(c.name) + ", 1 thread").c_str(), t1, "memcpy (1 thread)", tm);
+    row((std::string(c.name) + ", 2 threads").c_str(), t2, "memcpy (1 thread)", tm);
+  }
+  // u = [u[0], (u[:-2] + u[2:]) / 2, u[-1]], 4M f64: the interior is computed
+  // into the new array's slice, the two boundary elements are copied.
+  const std::int64_t n = 4 << 20;
+  std::vector<double> u0 = random_vec(static_cast<std::size_t>(n), 21), a = u0, b(static_cast<std::size_t>(n));
+  Array u = aj::from_vector(u0);
+  auto ours = [&] {
+    Array interior = (aj::slice(u, 0, 0, n - 2) + aj::slice(u, 0, 2, n)) * 0.5;
+    u = aj::concatenate({aj::slice(u, 0, 0, 1), interior, aj::slice(u, 0, n - 1, n)});
+    u.eval();
+  };
+  auto hand = [&] {
+    b[0] = a[0];
+    for (std::int64_t i = 1; i + 1 < n; ++i) b[static_cast<std::size_t>(i)] = (a[static_cast<std::size_t>(i - 1)] + a[static_cast<std::size_t>(i + 1)]) * 0.5;
+    b[static_cast<std::size_t>(n - 1)] = a[static_cast<std::size_t>(n - 1)];
+    std::swap(a, b);
+    g_sink = g_sink + a[1];
+  };
+  const double th = median_ms(hand);
+  const auto [t1, t2] = one_two(ours);
+  row("heat step with concatenate, 4M f64, 1 thread", t1, "hand-written loop", th);
+  row("heat step with concatenate, 4M f64, 2 threads", t2, "hand-written loop", th);
 }
 
 // --- dispatch: a 10-op chain on 1000 elements, trace + cache hit + run ------------------
@@ -469,8 +594,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[first], "--quick") == 0) g_reps = 3;
     if (std::strcmp(argv[first], "--cpu-time") == 0) g_cpu_time = true;
   }
-  // Further arguments pick groups: "bandwidth" (triad, axis sums, softmax,
-  // layernorm), "other" (the rest); none runs both.
+  // Further arguments pick groups: "bandwidth" (triad, axis sums, argmax,
+  // softmax, layernorm), "library" (concatenate), "other" (the rest); none
+  // runs all.
   auto want = [&](const char* group) {
     if (first >= argc) return true;
     for (int i = first; i < argc; ++i) if (std::strcmp(argv[i], group) == 0) return true;
@@ -482,8 +608,10 @@ int main(int argc, char** argv) {
   if (want("bandwidth")) {
     bench_triad();
     bench_axis_sums();
+    bench_argmax();
     bench_two_pass();
   }
+  if (want("library")) bench_concat();
   if (!want("other")) return 0;
   bench_seed(1000);
   bench_seed(4000);

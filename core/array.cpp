@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/semantics.hpp"
+#include "core/autodiff_trace.hpp"
 #include "core/device.hpp"
 #include "core/executor.hpp"
 #include "base/stats.hpp"
@@ -95,6 +96,7 @@ void eval(const std::vector<Array>& arrays, Loc loc) try {
       if (arrays[k].graph_of() == g && !graph()[arrays[k].node_id()].evaluated()) roots.push_back(arrays[k].node_id());
     }
     if (roots.empty()) continue;
+    detail::check_eval_while_tracing(roots, loc);  // grad/vjp/jvp of an f that reads its arguments
     ++detail::stats_mut().evals;
     detail::evaluate(roots);
   }

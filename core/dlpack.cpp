@@ -5,7 +5,6 @@
 #include <memory>
 #include <string>
 
-#include "arrayjit/c_handle.hpp"
 #include "arrayjit/cuda.hpp"
 #include "arrayjit/dlpack.hpp"
 #include "core/c_boundary.hpp"
@@ -127,39 +126,34 @@ Array from_dlpack(DLManagedTensor* t, Loc loc) { return import_tensor(t, "from_d
 
 using aj::c_api::c_call;
 using aj::c_api::c_error;
+using aj::c_api::c_make;
 
 extern "C" {
 
-aj_status aj_to_dlpack_versioned(const aj_array* a, void* stream, DLManagedTensorVersioned** out) {
+aj_status aj_to_dlpack_versioned(aj_array a, void* stream, DLManagedTensorVersioned** out) {
+  if (out) *out = nullptr;
   return c_call("aj_to_dlpack_versioned", [&] {
-    if (!a || !out) c_error("null argument");
-    *out = aj::to_dlpack_versioned(aj::from_c(a), stream);
+    aj::c_api::check_not_tracing("aj_to_dlpack_versioned");
+    if (!out) c_error("null output pointer");
+    *out = aj::to_dlpack_versioned(aj::c_api::get_array(a, "the array").array, stream);
   });
 }
 
-aj_status aj_to_dlpack(const aj_array* a, void* stream, DLManagedTensor** out) {
+aj_status aj_to_dlpack(aj_array a, void* stream, DLManagedTensor** out) {
+  if (out) *out = nullptr;
   return c_call("aj_to_dlpack", [&] {
-    if (!a || !out) c_error("null argument");
-    *out = aj::to_dlpack(aj::from_c(a), stream);
+    aj::c_api::check_not_tracing("aj_to_dlpack");
+    if (!out) c_error("null output pointer");
+    *out = aj::to_dlpack(aj::c_api::get_array(a, "the array").array, stream);
   });
 }
 
-aj_status aj_from_dlpack_versioned(DLManagedTensorVersioned* t, aj_array** out) {
-  return c_call("aj_from_dlpack_versioned", [&] {
-    if (!out) c_error("null output");
-    auto handle = std::make_unique<aj_array>();  // first: nothing may throw once the import is armed
-    handle->array = aj::from_dlpack(t);
-    *out = handle.release();
-  });
+aj_status aj_from_dlpack_versioned(DLManagedTensorVersioned* t, aj_array* out) {
+  return c_make("aj_from_dlpack_versioned", out, [&] { return aj::from_dlpack(t); });
 }
 
-aj_status aj_from_dlpack(DLManagedTensor* t, aj_array** out) {
-  return c_call("aj_from_dlpack", [&] {
-    if (!out) c_error("null output");
-    auto handle = std::make_unique<aj_array>();
-    handle->array = aj::from_dlpack(t);
-    *out = handle.release();
-  });
+aj_status aj_from_dlpack(DLManagedTensor* t, aj_array* out) {
+  return c_make("aj_from_dlpack", out, [&] { return aj::from_dlpack(t); });
 }
 
 }  // extern "C"

@@ -262,6 +262,8 @@ Array sign(const Operand& a) { return unary(Op::Sign, a); }
 Array floor(const Operand& a) { return unary(Op::Floor, a); }
 Array ceil(const Operand& a) { return unary(Op::Ceil, a); }
 Array round(const Operand& a) { return unary(Op::Round, a); }
+Array erf(const Operand& a) { return unary(Op::Erf, a); }
+Array erfc(const Operand& a) { return unary(Op::Erfc, a); }
 
 Array where(const Operand& cond, const Operand& a, const Operand& b) try {
   trace::Scope scope;

@@ -1,7 +1,7 @@
 // What the executor (exec/execute.hpp) needs from a device. backends/cpu and
 // backends/cuda implement it; a third backend implements these methods and
-// nothing else. A backend sees Kernel IR, LibraryCalls and Storage, never
-// graph nodes, plans or passes.
+// nothing else (run_library_then has a default). A backend sees Kernel IR,
+// LibraryCalls and Storage, never graph nodes, plans or passes.
 //
 // Ordering: every method that enqueues work (copies, launches) orders it on
 // the backend's current stream (on the host: runs it at once). Storage freed
@@ -43,6 +43,18 @@ class Backend {
   // Run a library step into `out` (contiguous, bytes for the whole result).
   virtual void run_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,
                            const Storage& out) = 0;
+
+  // A library step, then an elementwise kernel that reads its result `out`
+  // at its own index (the epilogue of a matmul: bias, scale, activation) and
+  // may write it in place: a backend may run the kernel on each block of
+  // the result while the block is in cache (the host does for matmul). The
+  // kernel's outputs never overlap the step's inputs.
+  virtual void run_library_then(const LibraryCall& call, const std::vector<const Storage*>& inputs,
+                                const Storage& out, const Kernel& k, const std::vector<const Storage*>& k_inputs,
+                                const std::vector<const Storage*>& k_outputs) {
+    run_library(call, inputs, out);
+    run_kernel(k, k_inputs, k_outputs);
+  }
 
   // Wait until the work enqueued so far is done.
   virtual void synchronize() = 0;

@@ -9,8 +9,11 @@
 //    compiles (or fetches) and launches the kernel; outputs become leaves.
 //  - view: the node becomes a leaf sharing its input's storage with the
 //    planned strides and offset (no copy, no backend call).
-//  - library: matmul, concatenate, argmax/argmin as a LibraryCall into a new
-//    contiguous buffer.
+//  - library: matmul, concatenate, sort/argsort/topk, scatter as a
+//    LibraryCall into a new contiguous buffer, or (scatter, when the plan
+//    donates it and the run-time check agrees) into its first input's
+//    buffer, in place; a concatenate into the buffer its pieces' kernels
+//    wrote into already (Step::into).
 // With verification on, the layouts steps produce are checked against the
 // plan and no two buffers the plan has live at once may overlap.
 #pragma once

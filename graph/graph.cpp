@@ -29,7 +29,7 @@ std::size_t structural_hash(const Node& n) {
   h = mix(h, std::bit_cast<std::uint64_t>(n.f0));
   h = mix(h, std::bit_cast<std::uint64_t>(n.f1));
   for (auto v : n.ints) h = mix(h, static_cast<std::uint64_t>(v));
-  return h;
+  return (h ^ (h >> 31)) * 0x9e3779b97f4a7c15ull ^ (h >> 17);  // mixed: the table indexes by low bits
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 std::uint64_t stream_shape_hash(std::uint64_t h, const KStream& s, const std::vector<std::int64_t>& shape) {
   h = mix(h, static_cast<std::uint64_t>(s.dtype));
   h = mix(h, s.index_only);
+  h = mix(h, s.gathered);
   // Contiguous over the iteration space (row-major, ignoring broadcast axes)?
   std::int64_t acc = 1;
   bool contiguous = true;
@@ -35,6 +36,23 @@ std::uint64_t stream_shape_hash(std::uint64_t h, const KStream& s, const std::ve
 }
 
 }  // namespace
+
+KOperands operands(const KInstr& in) {
+  KOperands o;
+  switch (in.kind) {
+    case KOp::Load: o.v[1] = in.b; o.v[2] = in.c; break;
+    case KOp::Index: o.v[1] = in.b; break;
+    case KOp::Const:
+    case KOp::Position:
+    case KOp::InRange: break;
+    case KOp::Unary:
+    case KOp::Binary:
+    case KOp::Where:
+    case KOp::Reduce:
+    case KOp::Scan: o.v[0] = in.a; o.v[1] = in.b; o.v[2] = in.c; break;
+  }
+  return o;
+}
 
 std::int64_t Kernel::points() const {
   std::int64_t n = 1;
@@ -92,6 +110,7 @@ std::string dump(const Kernel& k) {
   for (std::size_t i = 0; i < k.inputs.size(); ++i) {
     const KStream& s = k.inputs[i];
     os << "  in" << i << ": " << dtype_name(s.dtype) << (s.index_only ? " index" : "")
+       << (s.gathered ? " gathered" : "")
        << " strides " << dump_list(s.strides) << " offset " << s.offset << "\n";
   }
   for (std::size_t i = 0; i < k.scalars.size(); ++i) {
@@ -103,7 +122,13 @@ std::string dump(const Kernel& k) {
     const KInstr& in = k.instrs[i];
     os << "  " << (in.phase ? "  " : "") << "v" << i << " = ";
     switch (in.kind) {
-      case KOp::Load: os << "load " << dtype_name(in.dtype) << " in" << in.arg; break;
+      case KOp::Load:
+        os << "load " << dtype_name(in.dtype) << " in" << in.arg;
+        if (in.b >= 0) os << " + v" << in.b;
+        if (in.c >= 0) os << " if v" << in.c;
+        break;
+      case KOp::Position: os << "position i64 in" << in.arg; break;
+      case KOp::InRange: os << "in_range bool in" << in.arg << " [s" << in.a << ", s" << in.b << ")"; break;
       case KOp::Const: os << "const " << dtype_name(in.dtype) << " s" << in.arg; break;
       case KOp::Unary:
         os << op_name(in.op) << " " << dtype_name(in.dtype) << " v" << in.a;
@@ -116,10 +141,15 @@ std::string dump(const Kernel& k) {
         break;
       case KOp::Reduce:
         os << "reduce_" << op_name(in.op) << " " << dtype_name(in.dtype) << " v" << in.a;
+        if (in.b >= 0) os << " at v" << in.b;  // arg reductions: candidate indices
+        break;
+      case KOp::Scan:
+        os << "scan_" << op_name(in.op) << " " << dtype_name(in.dtype) << " v" << in.a;
         break;
       case KOp::Index:
-        os << op_name(in.op) << " " << dtype_name(in.dtype) << " in" << in.arg << " s" << in.a
-           << "..s" << in.a + 3;
+        os << op_name(in.op) << " " << dtype_name(in.dtype) << " in" << in.arg;
+        if (in.b >= 0) os << " + v" << in.b;
+        os << " s" << in.a << "..s" << in.a + 3;
         break;
     }
     os << "\n";

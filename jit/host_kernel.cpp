@@ -15,7 +15,7 @@ std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& 
     const KStream& o = k.outputs[j].stream;
     for (std::size_t i = 0; i < k.inputs.size(); ++i) {
       const KStream& s = k.inputs[i];
-      if (!s.index_only && inputs[i] == outputs[j] && s.dtype == o.dtype && s.offset == o.offset &&
+      if (!s.index_only && !s.gathered && inputs[i] == outputs[j] && s.dtype == o.dtype && s.offset == o.offset &&
           s.strides == o.strides) {
         alias[j] = static_cast<int>(i);
         break;
@@ -38,6 +38,7 @@ std::string jit_structure_key(const Kernel& k, const std::vector<int>& alias) {
   auto stream = [&](const KStream& st) {
     small(static_cast<int>(st.dtype));
     small(st.index_only);
+    small(st.gathered);
     for (auto v : st.strides) small(v == 0 ? 0 : v == 1 ? 1 : 2);
   };
   small(static_cast<int>(k.shape.size()));

@@ -91,6 +91,7 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
     map_all(st.outputs);
     map_all(st.computed);
     map_all(st.touched);
+    map_all(st.into);
     for (ScalarSource& src : st.scalar_sources) src.node = map(src.node);
   }
   out->layouts.clear();
@@ -99,6 +100,11 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
   out->step_of.clear();
   out->step_of.reserve(in.step_of.size());
   for (const auto& [id, k] : in.step_of) out->step_of.emplace(map(id), k);
+  out->materialized = in.materialized;
+  for (Materialization& m : out->materialized) {
+    m.node = map(m.node);
+    m.by = map(m.by);
+  }
   *bout = bin;
   for (BufferValue& v : bout->values) {
     v.node = map(v.node);
@@ -112,7 +118,8 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
 }
 
 bool same(const KStream& a, const KStream& b) {
-  return a.dtype == b.dtype && a.strides == b.strides && a.offset == b.offset && a.index_only == b.index_only;
+  return a.dtype == b.dtype && a.strides == b.strides && a.offset == b.offset && a.index_only == b.index_only &&
+         a.gathered == b.gathered;
 }
 
 bool same(const Kernel& a, const Kernel& b) {
@@ -169,6 +176,7 @@ const Key& make_key(const std::vector<NodeId>& roots) {
     m.epoch = 1;
   }
   auto& w = k.words;
+  const TemporaryRule looks_temporary(roots);
   auto put_shape = [&](const Shape& s) {
     w.push_back(static_cast<std::uint64_t>(s.ndim()));
     for (auto d : s) w.push_back(static_cast<std::uint64_t>(d));
@@ -213,7 +221,10 @@ const Key& make_key(const std::vector<NodeId>& roots) {
     for (auto v : n.ints) w.push_back(static_cast<std::uint64_t>(v));
     w.push_back(n.inputs.size());
     for (NodeId in : n.inputs) w.push_back(m.pos[in]);
-    w.push_back(static_cast<std::uint64_t>(n.uses) << 1 | (g.ext_count(id) > 0));
+    // Handles decide donation and which values are stored (fuse.hpp).
+    const bool handle = g.ext_count(id) > 0;
+    const bool temporary = handle && looks_temporary(id);
+    w.push_back(static_cast<std::uint64_t>(n.uses) << 2 | static_cast<std::uint64_t>(temporary) << 1 | handle);
     m.pos[id] = static_cast<std::uint32_t>(k.nodes.size());
     k.nodes.push_back(id);
   };
@@ -309,14 +320,14 @@ void insert(const Key& key, const Schedule& schedule, const BufferPlan& buffers)
 
 bool same_plan(const Schedule& a, const BufferPlan& ab, const Schedule& b, const BufferPlan& bb) {
   if (a.roots != b.roots || a.order != b.order || a.steps.size() != b.steps.size() ||
-      a.layouts != b.layouts || a.step_of != b.step_of) {
+      a.layouts != b.layouts || a.step_of != b.step_of || a.materialized != b.materialized) {
     return false;
   }
   for (std::size_t k = 0; k < a.steps.size(); ++k) {
     const Step &x = a.steps[k], &y = b.steps[k];
     if (x.kind != y.kind || x.node != y.node || x.inputs != y.inputs || x.outputs != y.outputs ||
         x.computed != y.computed || x.touched != y.touched || x.space != y.space || x.axes != y.axes ||
-        x.copy != y.copy || x.scalar_sources != y.scalar_sources ||
+        x.copy != y.copy || x.into != y.into || x.scalar_sources != y.scalar_sources ||
         !same(x.kernel, y.kernel)) {
       return false;
     }

@@ -459,7 +459,10 @@ TEST_CASE("cuda fake driver: matmul, concatenate and argmax/argmin run as device
   }
   CHECK(got.on_device);
   CHECK(got.results == 4 * 6 + 4);
-  CHECK(got.launches >= 4 * 8 + 6);  // concatenate: 3 copies; argmax of the whole array: 2 passes
+  // concatenate: 3 copies per dtype; 2 matmuls per dtype but bool; the
+  // argmax/argmin reductions of one iteration space share a kernel across
+  // dtypes: 3 kernels, the whole-array one in 2 passes.
+  CHECK(got.launches >= 5 * 3 + 4 * 2 + 4);
   CHECK(got.uploads == 0);            // nothing went through the host
   CHECK(got.downloads == 0);
   REQUIRE(got.values.size() == want.size());
@@ -546,4 +549,72 @@ TEST_CASE("cuda fake driver: the trace-time device check follows results that mo
   CHECK(c.device() == Device::cuda(0));
   CHECK_NOTHROW((void)(c + d));
   CHECK_THROWS_WITH_AS((void)(c + h), doctest::Contains("operands are on different devices"), aj::Error);
+}
+
+TEST_CASE("cuda fake driver: gathers, pads and scatters run on the device; scatter_add updates a dead device array in place") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  const std::vector<DType> types = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
+  auto ops = [](DType t, const Array& x, const Array& i, const Array& u) {
+    std::vector<Array> r;
+    r.push_back(aj::take(x, i, 1));
+    r.push_back(aj::take(x, (i + 2) % 5, 0));
+    r.push_back(aj::pad(x, {{1, 2}, {3, 0}}, aj::PadMode::reflect));
+    r.push_back(aj::roll(x, 3, 1));
+    r.push_back(aj::slice_update(x, {aj::Slice(1, 7, 2)}, aj::take(x, aj::slice(i, 0, 3, 4), 0)));
+    r.push_back(aj::scatter_add(x, i, u, 1));
+    r.push_back(aj::scatter(aj::zeros({9, 40}, t), i, u, 1));
+    return r;
+  };
+  std::vector<std::vector<Array>> host;
+  std::uint64_t seed = 40;
+  Array i = aj::from_vector<std::int64_t>({3, -1, 30, 0, -50, 3}).eval();
+  for (DType t : types) host.push_back({random_small(t, {9, 31}, seed++), random_small(t, {9, 6}, seed++)});
+  FakeGpu gpu;
+  struct Out {
+    std::vector<std::vector<double>> values;
+    int uploads = 0, downloads = 0, reused = 0;
+    bool on_device = true;
+    std::vector<double> in_place;
+  };
+  auto body = [&] {
+    Out o;
+    Array di = i.to(Device::cuda(0)).eval();
+    std::vector<std::vector<Array>> dev;
+    for (auto& h : host) dev.push_back({h[0].to(Device::cuda(0)).eval(), h[1].to(Device::cuda(0)).eval()});
+    const int uploads = fake().uploads, downloads = fake().downloads;
+    std::vector<Array> results;
+    for (std::size_t k = 0; k < types.size(); ++k) {
+      for (auto& r : ops(types[k], dev[k][0], di, dev[k][1])) results.push_back(r);
+    }
+    aj::eval(results);
+    o.uploads = fake().uploads - uploads;
+    o.downloads = fake().downloads - downloads;
+    for (auto& r : results) {
+      o.on_device &= r.device() == Device::cuda(0);
+      o.values.push_back(doubles(r));
+    }
+    // A dead device array scattered into: its buffer is updated in place.
+    Array table = (dev[3][0] + 1.0f).eval();
+    const std::uint64_t before = aj::stats().inplace_reuses;
+    table = aj::scatter_add(table, di, dev[3][1], 1);
+    table.eval();
+    o.reused = static_cast<int>(aj::stats().inplace_reuses - before);
+    o.in_place = doubles(table);
+    return o;
+  };
+  const Out got = gpu.twice(body);
+  std::vector<std::vector<double>> want;
+  for (std::size_t k = 0; k < types.size(); ++k) {
+    for (auto& r : ops(types[k], host[k][0], i, host[k][1])) want.push_back(doubles(r));
+  }
+  CHECK(got.on_device);
+  CHECK(got.uploads == 0);  // nothing went through the host
+  CHECK(got.downloads == 0);
+  REQUIRE(got.values.size() == want.size());
+  for (std::size_t k = 0; k < want.size(); ++k) CHECK_MESSAGE(same(got.values[k], want[k]), "result " << k);
+  CHECK(got.reused == 1);
+  CHECK(same(got.in_place, doubles(aj::scatter_add(host[3][0] + 1.0f, i, host[3][1], 1))));
 }

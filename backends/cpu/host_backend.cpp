@@ -41,6 +41,17 @@ class HostBackend final : public exec::Backend {
     cpu::run_library(call, ins, out.data);
   }
 
+  void run_library_then(const LibraryCall& call, const std::vector<const Storage*>& inputs, const Storage& out,
+                        const Kernel& k, const std::vector<const Storage*>& k_inputs,
+                        const std::vector<const Storage*>& k_outputs) override {
+    std::vector<const void*> ins, kins;
+    std::vector<void*> kouts;
+    for (const Storage* s : inputs) ins.push_back(s->data);
+    for (const Storage* s : k_inputs) kins.push_back(data_of(s));
+    for (const Storage* s : k_outputs) kouts.push_back(s->data);
+    cpu::run_library_then(call, ins, out.data, k, kins, kouts);
+  }
+
   void synchronize() override {}  // host work runs at once
 
  private:

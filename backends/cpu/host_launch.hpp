@@ -6,6 +6,7 @@
 // split over its reduced range instead (two kernels; see host_launch.cpp).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "graph/kernel.hpp"
@@ -15,6 +16,23 @@ namespace aj::cpu {
 // Same contract as run_kernel (kernel_interpreter.hpp).
 void run_kernel_compiled(const Kernel& k, const std::vector<const void*>& inputs,
                          const std::vector<void*>& outputs);
+
+// An elementwise kernel compiled once and run over ranges of its points
+// (row-major flat indices), each range on the calling thread: a matmul runs
+// its epilogue on each block of the result it has just computed, while the
+// block is in cache (host_library.cpp). Ranges may run concurrently.
+class KernelRanges {
+ public:
+  KernelRanges(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+  ~KernelRanges();
+  KernelRanges(const KernelRanges&) = delete;
+  KernelRanges& operator=(const KernelRanges&) = delete;
+  void run(std::int64_t begin, std::int64_t end) const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
 
 // Compiled code (default) or the kernel interpreter (AJ_JIT=0); the threads
 // a large kernel is split over (0: all cores). aj::jit's switches.

@@ -46,7 +46,8 @@ std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::s
     case Op::Linspace:
     case Op::Eye:
     case Op::RandUniform:
-    case Op::RandNormal: return bad();
+    case Op::RandNormal:
+    case Op::RandBits: return bad();
     // Unary. Integers and bool see only the ops tracing allows; the rest
     // return x unchanged, as sem::unary does.
     case Op::Neg: return b ? x : f ? "(-" + x + ")" : "aj_wneg(" + x + ")";
@@ -68,6 +69,8 @@ std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::s
     case Op::Sigmoid: return f ? "(" + one + " / (" + one + " + " + fn(t, "exp", "-" + x) + "))" : x;
     case Op::Sqrt: return f ? fn(t, "sqrt", x) : x;
     case Op::Rsqrt: return f ? "(" + one + " / " + fn(t, "sqrt", x) + ")" : x;  // not rsqrt: same bits as host
+    case Op::Erf: return f ? fn(t, "erf", x) : x;
+    case Op::Erfc: return f ? fn(t, "erfc", x) : x;
     case Op::Cast: return std::string("aj_cvt<") + ctype(to) + ">(" + x + ")";
     // Binary.
     case Op::Add: return b ? x : f ? "(" + x + " + " + y + ")" : "aj_wadd(" + x + ", " + y + ")";
@@ -106,7 +109,17 @@ std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::s
     case Op::Broadcast:
     case Op::Slice:
     case Op::Concat:
-    case Op::MatMul: return bad();
+    case Op::MatMul:
+    case Op::CumSum:  // scans run KOp::Scan with Sum/Prod (combine_expr)
+    case Op::CumProd:
+    case Op::Sort:
+    case Op::ArgSort:
+    case Op::TopK:
+    case Op::ArgTopK:
+    case Op::Gather:
+    case Op::Pad:
+    case Op::ScatterAdd:
+    case Op::Scatter: return bad();
   }
   return bad();
 }
@@ -121,10 +134,15 @@ std::string combine_expr(Op op, DType t, const std::string& acc, const std::stri
     case Op::All: return std::string("(") + ctype(t) + ")(" + acc + " && " + x + ")";
     case Op::Any: return std::string("(") + ctype(t) + ")(" + acc + " || " + x + ")";
     case Op::ArgMax:
-    case Op::ArgMin:  // library kernels
+    case Op::ArgMin:  // (value, index) pairs: cuda_source.cpp
     AJ_CASES_OUTSIDE(Reduce) break;
   }
   internal_error(std::string("cuda codegen: not a combiner: ") + op_name(op));
+}
+
+std::string scan_identity_expr(Op op, DType t) {
+  if (op == Op::Sum && is_float(t)) return t == DType::f32 ? "(-0.0f)" : "(-0.0)";  // sem::scan_identity
+  return identity_expr(op, t);
 }
 
 std::string identity_expr(Op op, DType t) {
@@ -145,7 +163,7 @@ std::string identity_expr(Op op, DType t) {
       return "aj_t<" + T + ">::" + (max ? "lo()" : "hi()");
     }
     case Op::ArgMax:
-    case Op::ArgMin:  // library kernels
+    case Op::ArgMin:  // (value, index) pairs: cuda_source.cpp
     AJ_CASES_OUTSIDE(Reduce) break;
   }
   internal_error(std::string("cuda codegen: not a combiner: ") + op_name(op));

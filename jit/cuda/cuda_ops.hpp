@@ -17,5 +17,7 @@ std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::s
 // sem::reduce_combine and reduce_identity.
 std::string combine_expr(Op op, DType t, const std::string& acc, const std::string& x);
 std::string identity_expr(Op op, DType t);
+// sem::scan_identity: where a scan's running value starts.
+std::string scan_identity_expr(Op op, DType t);
 
 }  // namespace aj::cuda

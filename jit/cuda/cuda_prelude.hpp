@@ -115,6 +115,10 @@ __device__ __forceinline__ double aj_uniform01(u64 key, u64 index, u64 stream) {
   u64 h = aj_splitmix64(key ^ aj_splitmix64(index * 2 + stream));
   return (double)(h >> 11) * 0x1.0p-53;
 }
+// sem::random_bits
+__device__ __forceinline__ i64 aj_rand_bits(u64 key, u64 index) {
+  return (i64)aj_splitmix64(key ^ aj_splitmix64(index * 2));
+}
 __device__ __forceinline__ double aj_normal01(u64 key, u64 index) {
   double u1 = 1.0 - aj_uniform01(key, index, 0);
   double u2 = aj_uniform01(key, index, 1);

@@ -150,9 +150,11 @@ Value* ScalarCodegen::exp_f32(Value* x) {
   Value* n1 = b_.CreateAShr(ni, 1);
   Value* n2 = b_.CreateSub(ni, n1);
   auto pow2 = [&](Value* e) { return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(e, b_.getInt32(127)), 23), f); };
+  // No tests for overflow or underflow: the clamps make them come out of
+  // the arithmetic. Above 88.72 n is 128 and p * 2^128 rounds to +inf (as
+  // expf) once p > 1 - 2^-25; below -103.97 n is -150 and p <= 1, so
+  // p * 2^-150 rounds to 0.
   Value* y = b_.CreateFMul(b_.CreateFMul(p, pow2(n1)), pow2(n2));
-  y = b_.CreateSelect(b_.CreateFCmpOGT(x, k(88.72283935546875)), k(std::numeric_limits<double>::infinity()), y);
-  y = b_.CreateSelect(b_.CreateFCmpOLT(x, k(-103.97208)), k(0.0), y);
   return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, y);
 }
 
@@ -198,7 +200,7 @@ llvm::Constant* ScalarCodegen::identity(Op op, DType t) const {
     case Op::ReduceMin: return t == DType::bool_ ? num(1, 1) : num(inf, imax);
     case Op::All: return num(1, 1);
     case Op::Any: return num(0, 0);
-    case Op::ArgMax: case Op::ArgMin:  // library steps
+    case Op::ArgMax: case Op::ArgMin:  // (value, index) pairs: codegen.cpp
     AJ_CASES_OUTSIDE(Reduce) break;
   }
   internal_error(std::string("jit: no reduction identity for ") + op_name(op));
@@ -247,6 +249,8 @@ Value* ScalarCodegen::unary_float(Op op, Value* x) {
     case Op::Sigmoid: return b_.CreateFDiv(one, b_.CreateFAdd(one, math("exp", b_.CreateFNeg(x))));
     case Op::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
     case Op::Rsqrt: return b_.CreateFDiv(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+    case Op::Erf: return math("erf", x);
+    case Op::Erfc: return math("erfc", x);
     case Op::Not: case Op::Cast: return x;  // as sem::unary (Cast is convert())
     AJ_CASES_OUTSIDE(Unary) break;
   }
@@ -357,6 +361,7 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
     case Op::Neg: case Op::Not: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil:
     case Op::Round: case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin:
     case Op::Cos: case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
+    case Op::Erf: case Op::Erfc:
       if (boolean) return in.op == Op::Not ? b_.CreateNot(a) : a;
       if (fp) return unary_float(in.op, a);
       switch (in.op) {
@@ -372,7 +377,7 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
         case Op::Floor: case Op::Ceil: case Op::Round: return a;  // integers are whole already
         case Op::Not: case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin:
         case Op::Cos: case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
-        case Op::Cast:
+        case Op::Erf: case Op::Erfc: case Op::Cast:
           return a;  // as sem::unary: tracing gives these no integers
         AJ_CASES_OUTSIDE(Unary) break;
       }
@@ -408,10 +413,13 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
                 : b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, a, b);
     case Op::All: return boolean ? b_.CreateAnd(a, b) : both(true);
     case Op::Any: return boolean ? b_.CreateOr(a, b) : both(false);
-    case Op::ArgMax: case Op::ArgMin:  // fuse() leaves these to library steps
+    case Op::ArgMax: case Op::ArgMin:  // (value, index) pairs: codegen.cpp
     case Op::Input: case Op::Constant: case Op::Iota: case Op::Linspace: case Op::Eye:
     case Op::RandUniform: case Op::RandNormal: case Op::Reshape: case Op::Transpose:
     case Op::Broadcast: case Op::Slice: case Op::Concat: case Op::MatMul:
+    case Op::RandBits: case Op::CumSum: case Op::CumProd:  // scans run KOp::Scan with Sum/Prod
+    case Op::Sort: case Op::ArgSort: case Op::TopK: case Op::ArgTopK:
+    case Op::Gather: case Op::Pad: case Op::ScatterAdd: case Op::Scatter:
       break;
   }
   internal_error(std::string("jit: op '") + op_name(in.op) + "' cannot appear in a kernel instruction");

@@ -317,6 +317,8 @@ Array sign(const Operand& a);
 Array floor(const Operand& a);
 Array ceil(const Operand& a);
 Array round(const Operand& a);  // half to even, as NumPy
+Array erf(const Operand& a);    // floats; integers compute in f64
+Array erfc(const Operand& a);   // 1 - erf(a) without its cancellation
 
 // ---- reductions ----------------------------------------------------------------
 
@@ -381,6 +383,23 @@ Array uniform(Shape shape, double lo = 0.0, double hi = 1.0, DType dtype = DType
               Loc loc = Loc::current());
 Array normal(Shape shape, double mean = 0.0, double stddev = 1.0, DType dtype = DType::f32,
              Loc loc = Loc::current());
+// ---- more random arrays (issue 14), counter-based as uniform: the same
+// values on every backend. ----
+// Integers uniform in [lo, hi) (lo < hi, both fitting dtype, hi - lo below
+// 2^63), i32 or i64: lo + (64 random bits mod (hi - lo)).
+Array randint(Shape shape, std::int64_t lo, std::int64_t hi, DType dtype = DType::i64, Loc loc = Loc::current());
+// A random permutation of 0 .. n-1 (i64): the positions that sort n random
+// 64-bit keys (argsort, stable: a repeated key still gives a permutation).
+Array permutation(std::int64_t n, Loc loc = Loc::current());
+// true with probability p (0 <= p <= 1): uniform(0, 1) in f64 < p.
+Array bernoulli(Shape shape, double p = 0.5, Loc loc = Loc::current());
 }  // namespace random
+
+// ---- creation from another array's shape (issue 14) ------------------------------
+// Fills of a's shape, and of a's dtype unless one is given; like zeros(), a
+// fill has no device of its own (it is made where it is used).
+Array zeros_like(const Array& a, std::optional<DType> dtype = std::nullopt, Loc loc = Loc::current());
+Array ones_like(const Array& a, std::optional<DType> dtype = std::nullopt, Loc loc = Loc::current());
+Array full_like(const Array& a, Scalar value, std::optional<DType> dtype = std::nullopt, Loc loc = Loc::current());
 
 }  // namespace aj
