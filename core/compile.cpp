@@ -133,6 +133,7 @@ Key CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars)
 std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& args) {
   const exec::Program& p = *e.program;
   std::vector<exec::Value> values(static_cast<std::size_t>(p.values));
+  std::size_t next = 0;  // program values 0 .. args-1 are the array arguments, in order
   for (std::size_t k = 0; k < args.size(); ++k) {
     CallArg& a = args[k];
     if (a.is_scalar) continue;
@@ -140,7 +141,7 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
       Graph& g = *a.array->graph_of();
       GraphScope in(g);
       const Node& n = g[a.array->node_id()];
-      values[k] = {n.storage, n.strides, n.offset};
+      values[next++] = {n.storage, n.strides, n.offset};
     }
     if (a.donated) Array given_up = std::move(*a.array);  // its buffer may now be ours alone
   }

@@ -52,7 +52,10 @@ namespace aj {
 struct Donated {
   Array array;
 };
-inline Donated donate(Array a) { return Donated{std::move(a)}; }
+// Takes the handle: the caller's variable is left empty, so the call holds
+// the only reference and may write the buffer in place.
+inline Donated donate(Array& a) { return Donated{std::move(a)}; }
+inline Donated donate(Array&& a) { return Donated{std::move(a)}; }
 
 namespace detail {
 
