@@ -14,6 +14,7 @@
 #include <bit>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -83,28 +84,29 @@ class CompiledCore {
   }
 
  private:
-  // The signature; `with_scalars` false leaves scalar values out (kinds stay).
-  Key signature(const std::vector<CallArg>& args, bool with_scalars) const;
+  // The signature into `k`; `with_scalars` false leaves scalar values out (kinds stay).
+  void signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const;
   std::vector<Array> replay(const Entry& e, std::vector<CallArg>& args);
   std::vector<Array> trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
                                 const Key& exact, const Key& scalar_free);
 
   std::string where_;
   mutable std::mutex mu_;
-  std::unordered_map<Key, Entry, KeyHash> exact_;
+  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> exact_;
   // Per signature without scalar values: the last program traced (to learn
   // bindings from the next trace), and an entry once bindings are known.
   std::unordered_map<Key, std::shared_ptr<const exec::Program>, KeyHash> last_trace_;
   std::unordered_map<Key, std::vector<Scalar>, KeyHash> last_scalars_;
-  std::unordered_map<Key, Entry, KeyHash> scalar_free_;
+  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> scalar_free_;
   CompiledCounts counts_;
   static constexpr std::size_t kMaxPrograms = 64;  // per compiled function (then all are dropped)
 };
 
-Key CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars) const {
-  Key k;
-  k.reserve(8 * args.size() + 2);
+void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const {
+  k.clear();
   k.push_back(args.size());
+  Graph* locked = nullptr;  // one scope for the run of arguments of one graph (usually all)
+  std::optional<GraphScope> in;
   for (const CallArg& a : args) {
     if (a.is_scalar) {
       k.push_back(0x5ca1a0 + static_cast<std::uint64_t>(a.scalar.kind));
@@ -114,7 +116,11 @@ Key CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars)
       continue;
     }
     Graph& g = *a.array->graph_of();
-    GraphScope in(g);
+    if (&g != locked) {
+      in.reset();
+      in.emplace(g);
+      locked = &g;
+    }
     const Node& n = g[a.array->node_id()];
     k.push_back(0xa77a7 + (static_cast<std::uint64_t>(n.dtype) << 8) + (a.donated ? 1u << 16 : 0u));
     k.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 | static_cast<std::uint32_t>(n.storage->device.index));
@@ -125,7 +131,6 @@ Key CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars)
     k.push_back(n.storage->bytes);
     k.push_back(n.storage->borrowed);
   }
-  return k;
 }
 
 // Runs a kept program on this call's arguments; the results are new arrays
@@ -134,28 +139,31 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
   const exec::Program& p = *e.program;
   std::vector<exec::Value> values(static_cast<std::size_t>(p.values));
   std::size_t next = 0;  // program values 0 .. args-1 are the array arguments, in order
-  for (std::size_t k = 0; k < args.size(); ++k) {
-    CallArg& a = args[k];
-    if (a.is_scalar) continue;
-    {
+  {
+    Graph* locked = nullptr;
+    std::optional<GraphScope> in;
+    for (const CallArg& a : args) {
+      if (a.is_scalar) continue;
       Graph& g = *a.array->graph_of();
-      GraphScope in(g);
+      if (&g != locked) {
+        in.reset();
+        in.emplace(g);
+        locked = &g;
+      }
       const Node& n = g[a.array->node_id()];
-      values[next++] = {n.storage, n.strides, n.offset};
+      values[next++] = {n.storage};
     }
-    if (a.donated) Array given_up = std::move(*a.array);  // its buffer may now be ours alone
   }
-  const exec::Program* run = &p;
-  exec::Program bound;  // a copy with this call's scalar values, when some are bound
-  if (!e.bindings.empty()) {
-    bound = p;
-    for (const ScalarBinding& b : e.bindings) {
-      KScalar& slot = bound.steps[static_cast<std::size_t>(b.step)].kernel.scalars[static_cast<std::size_t>(b.scalar)];
-      slot = as_kernel_scalar(args[static_cast<std::size_t>(b.arg)].scalar, slot.dtype);
-    }
-    run = &bound;
+  for (CallArg& a : args) {
+    if (a.donated && !a.is_scalar) Array given_up = std::move(*a.array);  // its buffer may now be ours alone
   }
-  exec::run_program(*run, backend_for(p.device), values);
+  std::vector<exec::ScalarOverride> overrides;  // this call's scalar values (bindings are sorted by step)
+  overrides.reserve(e.bindings.size());
+  for (const ScalarBinding& b : e.bindings) {
+    const KScalar& slot = p.steps[static_cast<std::size_t>(b.step)].kernel.scalars[static_cast<std::size_t>(b.scalar)];
+    overrides.push_back({b.step, b.scalar, as_kernel_scalar(args[static_cast<std::size_t>(b.arg)].scalar, slot.dtype)});
+  }
+  exec::run_program(p, backend_for(p.device), values, overrides);
   ++stats_mut().compiled_replays;
   trace::Scope scope;
   std::vector<Array> out;
@@ -167,8 +175,8 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
     n.dtype = p.result_dtypes[r];
     n.shape = p.result_shapes[r];
     n.storage = v.storage;
-    n.strides = v.strides;
-    n.offset = v.offset;
+    n.strides = p.result_layouts[r].strides;
+    n.offset = p.result_layouts[r].offset;
     out.push_back(Array::from_node(graph().add(std::move(n))));
   }
   return out;
@@ -231,9 +239,14 @@ bool learn_bindings(const exec::Program& before, const exec::Program& after, con
 
 std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
                                             const Key& exact, const Key& scalar_free) {
+  // What the program needs of the arguments is read now: once the function
+  // has run, a vector argument passed as an rvalue is gone.
   std::vector<NodeId> arg_nodes;
+  bool all_local = true;
   for (const CallArg& a : args) {
-    if (!a.is_scalar) arg_nodes.push_back(a.array->node_id());
+    if (a.is_scalar) continue;
+    arg_nodes.push_back(a.array->node_id());
+    all_local &= a.array->graph_of() == &graph();
   }
   std::vector<Array> results;
   {
@@ -242,8 +255,11 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     results = trace();
     set_tracing_compiled(nullptr);
   }
+  // Donated handles are given up now. The elements of a vector passed as an
+  // rvalue are not touched: the function took the vector (its elements are
+  // gone with it, or are the function's to keep).
   for (CallArg& a : args) {
-    if (a.donated && a.is_scalar == false && a.array->valid()) Array given_up = std::move(*a.array);
+    if (a.donated && !a.is_scalar && !a.element && a.array->valid()) Array given_up = std::move(*a.array);
   }
   ++stats_mut().compiled_traces;
   // The results as arrays of this thread's graph, evaluated with the plan caught.
@@ -259,8 +275,6 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
   Capture capture;
   capture.args = &arg_nodes;
   capture.results = &result_nodes;
-  bool all_local = true;
-  for (const CallArg& a : args) all_local &= a.is_scalar || a.array->graph_of() == &graph();
   std::vector<NodeId> roots;
   for (NodeId r : result_nodes) {
     if (!graph()[r].evaluated()) roots.push_back(r);
@@ -277,6 +291,7 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     }
   }
   if (capture.program) {
+    exec::prepare_program(*capture.program, backend_for(capture.program->device));
     std::shared_ptr<const exec::Program> prog = std::move(capture.program);
     std::vector<Scalar> scalars;
     for (const CallArg& a : args) scalars.push_back(a.scalar);
@@ -287,13 +302,13 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
       last_trace_.clear();
       last_scalars_.clear();
     }
-    exact_[exact] = Entry{prog, {}};
+    exact_[exact] = std::make_shared<const Entry>(Entry{prog, {}});
     // Learn which kernel scalars follow scalar arguments from the trace before.
     auto last = last_trace_.find(scalar_free);
     if (last != last_trace_.end() && exact != scalar_free) {
       std::vector<ScalarBinding> bindings;
       if (learn_bindings(*last->second, *prog, last_scalars_[scalar_free], args, &bindings) && !bindings.empty()) {
-        scalar_free_[scalar_free] = Entry{prog, std::move(bindings)};
+        scalar_free_[scalar_free] = std::make_shared<const Entry>(Entry{prog, std::move(bindings)});
       }
     }
     last_trace_[scalar_free] = prog;
@@ -303,32 +318,54 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
 }
 
 std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace) {
-  // Arguments are evaluated first: a program starts from buffers.
-  for (CallArg& a : args) {
-    if (a.is_scalar) continue;
-    if (!a.array->valid()) {
-      throw Error(Error::Kind::user, "aj::compile: an empty Array handle (default-constructed or moved-from) "
-                                     "passed to the function compiled at " + where_);
+  // Arguments are evaluated first (together: one plan): a program starts
+  // from buffers.
+  std::vector<Array> pending;
+  {
+    Graph* locked = nullptr;
+    std::optional<GraphScope> in;
+    for (CallArg& a : args) {
+      if (a.is_scalar) continue;
+      if (!a.array->valid()) {
+        throw Error(Error::Kind::user, "aj::compile: an empty Array handle (default-constructed or moved-from) "
+                                       "passed to the function compiled at " + where_);
+      }
+      Graph& g = *a.array->graph_of();
+      if (&g != locked) {
+        in.reset();
+        in.emplace(g);
+        locked = &g;
+      }
+      if (!g[a.array->node_id()].evaluated()) pending.push_back(*a.array);
     }
-    a.array->eval();
   }
-  const Key exact = signature(args, true);
+  if (!pending.empty()) aj::eval(pending);
+  // The keys are built in this thread's buffers (a replay allocates none).
+  thread_local Key exact, scalar_free;
   bool has_scalars = false;
   for (const CallArg& a : args) has_scalars |= a.is_scalar && !a.structural;
-  const Key scalar_free = has_scalars ? signature(args, false) : exact;
-  Entry hit;
+  std::shared_ptr<const Entry> hit;
+  if (has_scalars) {
+    // Scalars whose kernel slots are known replay whatever their values.
+    signature(args, false, scalar_free);
+    std::lock_guard lock(mu_);
+    if (auto it = scalar_free_.find(scalar_free); it != scalar_free_.end()) hit = it->second;
+  }
+  if (!hit) {
+    signature(args, true, exact);
+    if (!has_scalars) scalar_free = exact;
+    std::lock_guard lock(mu_);
+    if (auto it = exact_.find(exact); it != exact_.end()) hit = it->second;
+  }
   {
     std::lock_guard lock(mu_);
-    if (auto it = exact_.find(exact); it != exact_.end()) {
-      hit = it->second;
-    } else if (auto jt = scalar_free_.find(scalar_free); has_scalars && jt != scalar_free_.end()) {
-      hit = jt->second;
-    }
-    if (hit.program) ++counts_.replays;
+    if (hit) ++counts_.replays;
     else ++counts_.traces;
   }
-  if (hit.program) return replay(hit, args);
-  return trace_call(args, trace, exact, scalar_free);
+  if (hit) return replay(*hit, args);
+  // Copies: the function being traced may call compiled functions itself.
+  const Key exact_key = exact, scalar_free_key = scalar_free;
+  return trace_call(args, trace, exact_key, scalar_free_key);
 }
 
 std::shared_ptr<CompiledCore> make_compiled_core(Loc where) { return std::make_shared<CompiledCore>(where); }

@@ -9,6 +9,7 @@
 // (the backend's allocator orders frees on the stream).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,12 @@
 #include "graph/library.hpp"
 
 namespace aj::exec {
+
+// What a backend keeps of a kernel it will launch many times
+// (Backend::prepare_kernel).
+struct PreparedKernel {
+  virtual ~PreparedKernel() = default;
+};
 
 class Backend {
  public:
@@ -39,6 +46,20 @@ class Backend {
   // this device; offsets and strides come from the kernel.
   virtual void run_kernel(const Kernel& k, const std::vector<const Storage*>& inputs,
                           const std::vector<const Storage*>& outputs) = 0;
+
+  // A kernel that will be launched many times with the same layout (a
+  // compiled function's program): whatever can be done once is done here.
+  // Null: nothing to keep, run_prepared runs run_kernel.
+  virtual std::shared_ptr<const PreparedKernel> prepare_kernel(const Kernel&) { return nullptr; }
+  // Runs `k` as run_kernel does, `p` its prepare_kernel result (or null) and
+  // `scalars` its run-time scalars (null: k's own; else k.scalars.size() of them).
+  virtual void run_prepared(const PreparedKernel* /*p*/, const Kernel& k, const KScalar* scalars,
+                            const std::vector<const Storage*>& inputs, const std::vector<const Storage*>& outputs) {
+    if (!scalars) return run_kernel(k, inputs, outputs);
+    Kernel bound = k;
+    std::copy(scalars, scalars + k.scalars.size(), bound.scalars.begin());
+    run_kernel(bound, inputs, outputs);
+  }
 
   // Run a library step into `out` (contiguous, bytes for the whole result).
   virtual void run_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,

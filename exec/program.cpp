@@ -24,7 +24,7 @@ std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<Node
   auto capture = [&](NodeId id) {
     if (id == kNoNode || value.count(id) || !g[id].evaluated()) return;
     const Node& n = g[id];
-    prog->captured.push_back({n.storage, n.strides, n.offset});
+    prog->captured.push_back({n.storage});
     value.emplace(id, next++);
   };
   for (const Step& st : s.steps) {
@@ -36,6 +36,7 @@ std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<Node
   }
   for (NodeId r : results) capture(r);
 
+  std::unordered_map<int, Layout> made_layout;  // the layout each step gives its output values
   auto made = [&](NodeId id) {
     const int v = next++;
     value[id] = v;
@@ -71,6 +72,7 @@ std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<Node
           ps.bytes.push_back(bytes_of(o));
           ps.out_strides.push_back(contiguous_strides(g[o].shape));
           ps.outputs.push_back(made(o));
+          made_layout[ps.outputs.back()] = Layout{ps.out_strides.back(), 0};
           ps.donors.push_back(-1);
         }
         for (const Donation& d : p.buffers.donations) {
@@ -89,6 +91,7 @@ std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<Node
         ps.view_strides = l.strides;
         ps.view_offset = l.offset;
         ps.outputs.push_back(made(st.node));
+        made_layout[ps.outputs.back()] = l;
         break;
       }
       case Step::Kind::library: {
@@ -104,6 +107,7 @@ std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<Node
         ps.call = library_call(n, layouts);
         ps.bytes.push_back(bytes_of(st.node));
         ps.outputs.push_back(made(st.node));
+        made_layout[ps.outputs.back()] = Layout{contiguous_strides(Shape(ps.call.shape)), 0};
         break;
       }
     }
@@ -116,6 +120,7 @@ std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<Node
     prog->results.push_back(v);
     prog->result_dtypes.push_back(g[r].dtype);
     prog->result_shapes.push_back(g[r].shape);
+    prog->result_layouts.push_back(made_layout.count(v) ? made_layout.at(v) : layout_of(r));
   }
 
   // Let a step's buffers go after their last reader (results and values the
@@ -135,14 +140,24 @@ std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<Node
   return prog;
 }
 
-void run_program(const Program& p, Backend& target, std::vector<Value>& values) {
+void prepare_program(Program& p, Backend& target) {
+  for (ProgramStep& st : p.steps) {
+    if (st.kind == ProgramStep::Kind::kernel) st.prepared = target.prepare_kernel(st.kernel);
+  }
+}
+
+void run_program(const Program& p, Backend& target, std::vector<Value>& values,
+                 const std::vector<ScalarOverride>& overrides) {
   values.resize(static_cast<std::size_t>(p.values));
   for (std::size_t i = 0; i < p.captured.size(); ++i) values[static_cast<std::size_t>(p.args) + i] = p.captured[i];
   detail::Counters& stats = detail::stats_mut();
   std::vector<const Storage*> ins;
   std::vector<const Storage*> out_ptrs;
   std::vector<std::shared_ptr<Storage>> outs;
-  for (const ProgramStep& st : p.steps) {
+  std::vector<KScalar> scalars;
+  std::size_t next_override = 0;
+  for (std::size_t step = 0; step < p.steps.size(); ++step) {
+    const ProgramStep& st = p.steps[step];
     ins.clear();
     for (int v : st.inputs) ins.push_back(v < 0 ? nullptr : values[static_cast<std::size_t>(v)].storage.get());
     switch (st.kind) {
@@ -165,21 +180,26 @@ void run_program(const Program& p, Backend& target, std::vector<Value>& values) 
           out_ptrs.push_back(s.get());
           outs.push_back(std::move(s));
         }
-        target.run_kernel(st.kernel, ins, out_ptrs);
+        const KScalar* bound = nullptr;
+        if (next_override < overrides.size() && overrides[next_override].step == static_cast<int>(step)) {
+          scalars = st.kernel.scalars;
+          for (; next_override < overrides.size() && overrides[next_override].step == static_cast<int>(step);
+               ++next_override) {
+            scalars[static_cast<std::size_t>(overrides[next_override].scalar)] = overrides[next_override].value;
+          }
+          bound = scalars.data();
+        }
+        target.run_prepared(st.prepared.get(), st.kernel, bound, ins, out_ptrs);
         ++stats.kernels_launched;
         for (std::size_t j = 0; j < st.outputs.size(); ++j) {
           Value& v = values[static_cast<std::size_t>(st.outputs[j])];
           v.storage = std::move(outs[j]);
-          v.strides = st.out_strides[j];
-          v.offset = 0;
         }
         break;
       }
       case ProgramStep::Kind::view: {
         Value& v = values[static_cast<std::size_t>(st.outputs[0])];
         v.storage = values[static_cast<std::size_t>(st.inputs[0])].storage;
-        v.strides = st.view_strides;
-        v.offset = st.view_offset;
         break;
       }
       case ProgramStep::Kind::library: {
@@ -188,8 +208,6 @@ void run_program(const Program& p, Backend& target, std::vector<Value>& values) 
         ++stats.kernels_launched;
         Value& v = values[static_cast<std::size_t>(st.outputs[0])];
         v.storage = std::move(out);
-        v.strides = contiguous_strides(Shape(st.call.shape));
-        v.offset = 0;
         break;
       }
     }

@@ -20,16 +20,17 @@
 
 namespace aj::exec {
 
+// A value's buffer during a run. Its layout is fixed by the program (the
+// steps carry their own strides; a result's is Program::result_layouts).
 struct Value {
   std::shared_ptr<Storage> storage;
-  std::vector<std::int64_t> strides;  // elements, one per axis
-  std::int64_t offset = 0;
 };
 
 struct ProgramStep {
   enum class Kind { kernel, view, library };
   Kind kind = Kind::kernel;
   Kernel kernel;                           // kernel: strides, offsets, scalars as planned
+  std::shared_ptr<const PreparedKernel> prepared;  // kernel: the backend's, when it keeps one
   std::vector<int> inputs;                 // kernel: per stream (-1: index stream); others: operands
   std::vector<int> outputs;                // kernel: per output; view/library: one
   std::vector<int> donors;                 // kernel: per output, the value it may take over (-1: none)
@@ -49,6 +50,7 @@ struct Program {
   std::vector<int> results;         // the value of each result
   std::vector<DType> result_dtypes;
   std::vector<Shape> result_shapes;
+  std::vector<Layout> result_layouts;  // strides and offset of each result
   Device device;
 };
 
@@ -60,10 +62,22 @@ struct Program {
 std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<NodeId>& args,
                                       const std::vector<NodeId>& results, Device device);
 
+// Makes every kernel step ready for many launches on `target`
+// (Backend::prepare_kernel).
+void prepare_program(Program& p, Backend& target);
+
+// A kernel scalar of one replay that is not the program's (aj::compile's
+// scalar arguments); sorted by step.
+struct ScalarOverride {
+  int step = 0, scalar = 0;
+  KScalar value;
+};
+
 // Runs the program on `target` with `values[0 .. args)` bound to the
 // arguments (the rest sized and filled here); afterwards values[results[k]]
 // is result k. An argument whose buffer nothing else holds (use_count 1) may
 // be written in place where the plan donated it.
-void run_program(const Program& p, Backend& target, std::vector<Value>& values);
+void run_program(const Program& p, Backend& target, std::vector<Value>& values,
+                 const std::vector<ScalarOverride>& overrides = {});
 
 }  // namespace aj::exec

@@ -45,6 +45,12 @@ std::string jit_structure_key(const Kernel& k, const std::vector<int>& alias);
 // caller holds a CodeInUse from before this call until the function returned.
 HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias);
 
+// Changes whenever compiled functions leave the in-memory cache: a function
+// pointer kept from host_kernel (a prepared launch, host_launch.hpp) is
+// still valid while this returns what it returned when the pointer was
+// looked up, read inside a CodeInUse.
+std::uint64_t host_kernels_generation();
+
 // Held by a thread while it looks up and runs compiled kernels (nests): code
 // dropped from the cache (clear_memory_cache, or the cache full) is freed
 // only once every thread that might still run it has let go.

@@ -256,6 +256,58 @@ TEST_CASE("compile: one compiled function called from several threads at once") 
   CHECK(cf.counts().replays > 0);
 }
 
+TEST_CASE("compile: a training step with rvalue vectors and changing scalars replays, matching uncompiled steps") {
+  // The shape of a training loop: parameters and optimizer state in vectors
+  // moved into the call, data by const&, a bias correction that changes every
+  // step; the results put back. Regression: the vector's elements were read
+  // after the function had taken the vector.
+  auto step = [](const Array& x, std::vector<Array> p, std::vector<Array> m, float c) {
+    auto [l, g] = aj::value_and_grad([&](const std::vector<Array>& q) { return aj::mean(aj::tanh(aj::matmul(x, q[0]) + q[1])); },
+                                     {0, 1})(p);
+    std::vector<Array> out{l};
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      Array mi = 0.9f * m[i] + 0.1f * g[i];
+      out.push_back(p[i] - 0.05f * mi / c);
+      out.push_back(mi);
+    }
+    return out;
+  };
+  auto cstep = aj::compile(step);
+  const Array x = input({6, 5}, 31);
+  // (m starts as buffers like the ones steps make: aj::zeros is a broadcast
+  // view, another layout, so another signature.)
+  std::vector<Array> p{input({5, 3}, 32), input({3}, 33)}, m{input({5, 3}, 34) * 0.01f, input({3}, 35) * 0.01f};
+  std::vector<Array> p2 = p, m2 = m;
+  aj::eval(p), aj::eval(m);
+  for (int t = 1; t <= 8; ++t) {
+    const float c = 1.0f - std::pow(0.9f, static_cast<float>(t));
+    std::vector<Array> r = cstep(x, std::move(p), std::move(m), c);
+    std::vector<Array> e = step(x, p2, m2, c);
+    aj::eval(e);
+    REQUIRE(r.size() == 5);
+    CHECK(same_bits(vals(r[0]), vals(e[0])));
+    p = {r[1], r[3]}, m = {r[2], r[4]};
+    p2 = {e[1], e[3]}, m2 = {e[2], e[4]};
+    for (std::size_t i = 0; i < p.size(); ++i) CHECK(same_bits(vals(p[i]), vals(p2[i])));
+  }
+  CHECK(cstep.counts().traces == 2);  // the second learns which kernel scalars follow c
+  CHECK(cstep.counts().replays == 6);
+}
+
+TEST_CASE("compile: a replay survives the JIT's memory cache being emptied") {
+  // Programs keep each kernel's compiled function: one dropped from the
+  // cache is looked up (or compiled) again, never called.
+  auto cf = aj::compile([](const Array& x, float s) { return aj::exp(x * s) + x; });
+  const Array x = input({257}, 41);
+  (void)cf(x, 0.5f), (void)cf(x, 0.25f);
+  for (int k = 0; k < 3; ++k) {
+    aj::jit::clear_memory_cache();
+    const float s = 0.1f * static_cast<float>(k + 1);
+    CHECK(same_bits(vals(cf(x, s)), vals(aj::exp(x * s) + x)));
+  }
+  CHECK(cf.counts().traces == 2);
+}
+
 TEST_CASE("compile: random functions replay with new data and new extents exactly as uncompiled calls") {
   const int n = long_mode() ? 1000 : 120;
   int mismatches = 0, replays = 0;

@@ -34,6 +34,24 @@ class HostBackend final : public exec::Backend {
     else cpu::run_kernel(k, ins, outs);
   }
 
+  std::shared_ptr<const exec::PreparedKernel> prepare_kernel(const Kernel& k) override {
+    return prepare_compiled(k);
+  }
+
+  void run_prepared(const exec::PreparedKernel* p, const Kernel& k, const KScalar* scalars,
+                    const std::vector<const Storage*>& inputs, const std::vector<const Storage*>& outputs) override {
+    if (!p || !jit_enabled()) return Backend::run_prepared(nullptr, k, scalars, inputs, outputs);
+    // This thread's pointer lists, reused (a replay launches many small
+    // kernels; a launch never starts another on its thread).
+    thread_local std::vector<const void*> ins;
+    thread_local std::vector<void*> outs;
+    ins.clear();
+    outs.clear();
+    for (const Storage* s : inputs) ins.push_back(data_of(s));
+    for (const Storage* s : outputs) outs.push_back(s->data);
+    run_prepared_compiled(*p, scalars, ins, outs);
+  }
+
   void run_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,
                    const Storage& out) override {
     std::vector<const void*> ins;

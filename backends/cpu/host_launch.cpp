@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 #include "arrayjit/error.hpp"
 #include "backends/cpu/thread_pool.hpp"
@@ -81,7 +82,8 @@ bool collapse_axes(const Kernel& k, Kernel* out) {
 // them on the stack (a small call allocates nothing).
 class Args {
  public:
-  Args(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs)
+  Args(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+       const KScalar* scalars = nullptr)
       : rank_(k.shape.size()), n_(k.inputs.size() + k.outputs.size()) {
     if (n_ > kSmall || n_ * rank_ > kSmall * 4 || rank_ > kSmall) {
       ptr_vec_.resize(n_);
@@ -101,7 +103,7 @@ class Args {
       offs_[s] = st.offset;
       std::copy(st.strides.begin(), st.strides.end(), strides_ + s * rank_);
     }
-    args_ = {ptrs_, shape_, strides_, offs_, k.scalars.data()};
+    args_ = {ptrs_, shape_, strides_, offs_, scalars ? scalars : k.scalars.data()};
   }
   Args(const Args&) = delete;
   Args& operator=(const Args&) = delete;
@@ -379,25 +381,33 @@ bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const st
 
 }  // namespace
 
-void run_kernel_compiled(const Kernel& original, const std::vector<const void*>& inputs,
-                         const std::vector<void*>& outputs) {
-  jit::CodeInUse in_use;  // the compiled code stays loaded until this launch is done
-  Kernel collapsed;
-  const Kernel& k = collapse_axes(original, &collapsed) ? collapsed : original;
+namespace {
+
+// Launches the collapsed kernel `k` (its compiled function from `fn_for`,
+// given the launch's aliasing), `scalars` its run-time scalars. The caller
+// holds a CodeInUse.
+template <class FnFor>
+void launch(const Kernel& k, const KScalar* scalars, const std::vector<const void*>& inputs,
+            const std::vector<void*>& outputs, FnFor&& fn_for) {
   const std::int64_t outer = k.outer_points();
   if (outer == 0) return;  // nothing to write (reductions of empty axes still have outer points)
 
   const long long work = static_cast<long long>(k.points()) * static_cast<long long>(std::max<std::size_t>(1, k.instrs.size()));
   int threads = num_threads();
   if (threads <= 0) threads = hardware_threads();
-  if (work >= kParallelWork && threads > 1 && k.is_reduction() && outer < threads &&
-      run_split(k, inputs, outputs, threads)) {
-    return;
+  if (work >= kParallelWork && threads > 1 && k.is_reduction() && outer < threads) {
+    // Split over the reduced range (the split kernels carry the scalars).
+    if (scalars == k.scalars.data()) {
+      if (run_split(k, inputs, outputs, threads)) return;
+    } else {
+      Kernel bound = k;
+      std::copy(scalars, scalars + k.scalars.size(), bound.scalars.begin());
+      if (run_split(bound, inputs, outputs, threads)) return;
+    }
   }
   threads = static_cast<int>(std::min<std::int64_t>(threads, outer));
-  std::vector<int> alias = jit::exact_aliases(k, inputs, outputs);
-  jit::HostKernelFn fn = jit::host_kernel(k, alias);
-  Args args(k, inputs, outputs);
+  jit::HostKernelFn fn = fn_for(jit::exact_aliases(k, inputs, outputs));
+  Args args(k, inputs, outputs, scalars);
   if (work < kParallelWork || threads <= 1) {
     fn(args.get(), 0, outer);
     return;
@@ -417,6 +427,59 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
     auto* x = static_cast<const Ctx*>(c);
     x->fn(x->args, lo, hi);
   }, &ctx, outer, chunks, threads);
+}
+
+}  // namespace
+
+void run_kernel_compiled(const Kernel& original, const std::vector<const void*>& inputs,
+                         const std::vector<void*>& outputs) {
+  jit::CodeInUse in_use;  // the compiled code stays loaded until this launch is done
+  Kernel collapsed;
+  const Kernel& k = collapse_axes(original, &collapsed) ? collapsed : original;
+  launch(k, k.scalars.data(), inputs, outputs, [&](const std::vector<int>& alias) { return jit::host_kernel(k, alias); });
+}
+
+// A kernel collapsed once, and its compiled function per aliasing pattern
+// seen, each valid while the JIT's cache generation is the one it was
+// looked up in.
+struct PreparedHostKernel final : exec::PreparedKernel {
+  Kernel k;  // collapsed
+  mutable std::mutex mu;
+  struct Fn {
+    std::vector<int> alias;
+    jit::HostKernelFn fn;
+    std::uint64_t generation;
+  };
+  mutable std::vector<Fn> fns;
+
+  jit::HostKernelFn fn_for(const std::vector<int>& alias) const {
+    const std::uint64_t gen = jit::host_kernels_generation();
+    {
+      std::lock_guard lock(mu);
+      for (const Fn& f : fns) {
+        if (f.alias == alias && f.generation == gen) return f.fn;
+      }
+    }
+    jit::HostKernelFn fn = jit::host_kernel(k, alias);
+    std::lock_guard lock(mu);
+    std::erase_if(fns, [&](const Fn& f) { return f.alias == alias || f.generation != gen; });
+    fns.push_back({alias, fn, gen});
+    return fn;
+  }
+};
+
+std::shared_ptr<const exec::PreparedKernel> prepare_compiled(const Kernel& original) {
+  auto p = std::make_shared<PreparedHostKernel>();
+  if (!collapse_axes(original, &p->k)) p->k = original;
+  return p;
+}
+
+void run_prepared_compiled(const exec::PreparedKernel& prepared, const KScalar* scalars,
+                           const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+  const auto& p = static_cast<const PreparedHostKernel&>(prepared);
+  jit::CodeInUse in_use;  // read the generation inside: a function it vouches for stays loaded
+  launch(p.k, scalars ? scalars : p.k.scalars.data(), inputs, outputs,
+         [&](const std::vector<int>& alias) { return p.fn_for(alias); });
 }
 
 struct KernelRanges::Impl {

@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <vector>
 
+#include <memory>
+
+#include "exec/backend.hpp"
 #include "graph/kernel.hpp"
 
 namespace aj::cpu {
@@ -16,6 +19,14 @@ namespace aj::cpu {
 // Same contract as run_kernel (kernel_interpreter.hpp).
 void run_kernel_compiled(const Kernel& k, const std::vector<const void*>& inputs,
                          const std::vector<void*>& outputs);
+
+// A kernel made ready for many launches (exec::Backend::prepare_kernel):
+// its axes collapsed once, its compiled function looked up once per
+// aliasing pattern (and again only when the JIT's cache dropped it).
+// `scalars`: the launch's run-time scalars (null: the kernel's own).
+std::shared_ptr<const exec::PreparedKernel> prepare_compiled(const Kernel& k);
+void run_prepared_compiled(const exec::PreparedKernel& p, const KScalar* scalars,
+                           const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
 
 // An elementwise kernel compiled once and run over ranges of its points
 // (row-major flat indices), each range on the calling thread: a matmul runs

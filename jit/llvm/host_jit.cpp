@@ -422,6 +422,7 @@ class HostJit {
   }
 
   std::vector<llvm::orc::JITDylib*> take_all_locked() {
+    generation_.fetch_add(1, std::memory_order_seq_cst);  // functions looked up before may go
     std::vector<llvm::orc::JITDylib*> out;
     for (auto& [key, e] : fns_) out.push_back(e.jd);
     fns_.clear();
@@ -438,6 +439,10 @@ class HostJit {
   }
 
   std::mutex mu_;
+ public:
+  std::atomic<std::uint64_t> generation_{0};
+
+ private:
   std::optional<llvm::orc::JITTargetMachineBuilder> jtmb_;
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
@@ -462,6 +467,8 @@ CodeInUse::~CodeInUse() {
 HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias) {
   return HostJit::get().kernel(k, alias);
 }
+
+std::uint64_t host_kernels_generation() { return HostJit::get().generation_.load(std::memory_order_seq_cst); }
 
 std::string host_kernel_ir(const Kernel& k, const std::vector<int>& alias, bool optimized) {
   return HostJit::get().ir(k, alias, optimized, false);

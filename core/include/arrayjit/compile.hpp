@@ -65,6 +65,7 @@ struct CallArg {
   bool donated = false;
   bool is_scalar = false;
   bool structural = false;  // a scalar that is part of the structure (a vector's length)
+  bool element = false;     // an element of a std::vector argument (gone once the function took the vector)
   Scalar scalar;
 };
 
@@ -150,6 +151,7 @@ void describe_arg(std::vector<CallArg>& out, A&& a) {
       CallArg c2;
       c2.array = const_cast<Array*>(&e);
       c2.donated = donated;
+      c2.element = true;
       out.push_back(c2);
     }
     return;
@@ -174,7 +176,7 @@ class Compiled {
   auto operator()(Args&&... args) const {
     using R = std::decay_t<decltype(std::invoke(f_, detail::pass(std::forward<Args>(args))...))>;
     std::vector<detail::CallArg> cargs;
-    cargs.reserve(sizeof...(Args));
+    cargs.reserve(sizeof...(Args) + 16);  // vector arguments add their elements
     (detail::describe_arg(cargs, std::forward<Args>(args)), ...);
     std::vector<Array> out = detail::compiled_call(*core_, cargs, [&] {
       return detail::flatten(std::invoke(f_, detail::pass(std::forward<Args>(args))...));
