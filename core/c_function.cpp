@@ -2,18 +2,22 @@
 // an aj_function wraps a C callback that records ops; aj_function_call runs it
 // on new inputs and evaluates the outputs together.
 //
-// Today every call traces the callback again (the plan cache makes an
-// unchanged structure cheap to plan and free to compile). Function::trace is
-// the seam for aj::compile: it is the function as C++ sees it, inputs to
-// outputs, and a compiled callable wrapping it replaces the call to it in
-// aj_function_call_donate.
+// A call goes through aj::compile's core (arrayjit/compile.hpp): the first
+// call with a signature traces the callback (Function::trace, the function
+// as C++ sees it: inputs to outputs) and keeps the plan; later calls like it
+// replay without calling back. Weak scalar inputs are the compiled call's
+// scalars (a changing learning rate replays). Inside another callback's
+// trace (or a C++ compiled function's) the ops are recorded inline.
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "arrayjit/compile.hpp"
+#include "core/autodiff_trace.hpp"
 #include "core/c_boundary.hpp"
+#include "core/evaluate.hpp"
 
 namespace aj::c_api {
 
@@ -26,7 +30,8 @@ class Function {
  public:
   explicit Function(const aj_function_desc& d)
       : trace_fn_(d.trace), context_(d.context), release_(d.release), n_inputs_(d.n_inputs),
-        n_outputs_(d.n_outputs), name_(d.name ? d.name : "(unnamed)") {}
+        n_outputs_(d.n_outputs), name_(d.name ? d.name : "(unnamed)"),
+        core_(aj::detail::make_compiled_core("the C function '" + name_ + "'")) {}
   ~Function() {
     if (armed_ && release_) release_(context_);
   }
@@ -38,6 +43,7 @@ class Function {
   int n_inputs() const { return n_inputs_; }
   int n_outputs() const { return n_outputs_; }
   const std::string& name() const { return name_; }
+  aj::detail::CompiledCore& core() const { return *core_; }
 
   // The callback traced on `inputs`: its outputs (unevaluated). Handles it
   // makes are released when it returns; a failed callback is a StatusError
@@ -50,6 +56,7 @@ class Function {
   aj_release_fn release_;
   int n_inputs_, n_outputs_;
   std::string name_;
+  std::shared_ptr<aj::detail::CompiledCore> core_;  // its kept programs
   bool armed_ = false;
 };
 
@@ -176,22 +183,73 @@ aj_status aj_function_call_donate(aj_function f, aj_array* inputs, const int* do
     }
     std::vector<std::unique_ptr<Reservation>> slots;  // first: once outputs exist, nothing may fail
     for (int i = 0; i < n_out; ++i) slots.push_back(std::make_unique<Reservation>());
-    std::vector<ArrayRef> results = fun->trace(args);
-    args.clear();  // no reference of ours may keep a donated buffer from being reused
-    // Donated handles are consumed from here on, whatever happens: running
-    // may write their buffers in place.
-    if (donate) {
-      std::unordered_set<std::uint64_t> released;
-      for (int i = 0; i < n_in; ++i) {
-        if (!donate[i]) continue;
-        if (released.insert(inputs[i]._id).second) release_array(inputs[i]);
-        inputs[i] = aj_array{0};
+    std::vector<ArrayRef> results;
+    if (t_tracing || aj::detail::tracing_compiled() || aj::detail::t_autodiff_traces > 0) {
+      // Inside another trace: the ops are recorded inline, nothing runs.
+      results = fun->trace(args);
+      args.clear();
+      if (donate) {
+        std::unordered_set<std::uint64_t> released;
+        for (int i = 0; i < n_in; ++i) {
+          if (!donate[i]) continue;
+          if (released.insert(inputs[i]._id).second) release_array(inputs[i]);
+          inputs[i] = aj_array{0};
+        }
       }
-    }
-    if (!t_tracing) {  // inside another callback the ops are recorded inline, not run
-      std::vector<aj::Array> arrays;
-      for (const ArrayRef& r : results) arrays.push_back(r.array);
-      aj::eval(arrays);
+    } else {
+      // A compiled call. Array inputs are its array arguments (our own
+      // references); weak scalars are its scalars. A donated input's handle
+      // is released when the call takes it: after a successful trace, or
+      // before a replay runs (then its buffer may be written in place). A
+      // failing callback consumes nothing.
+      std::vector<aj::Array> arrays(static_cast<std::size_t>(n_in));
+      std::vector<aj::detail::CallArg> cargs(static_cast<std::size_t>(n_in));
+      struct GiveUp {
+        aj_array* inputs;
+        std::unordered_set<std::uint64_t> released;
+      } give_up{inputs, {}};
+      for (int i = 0; i < n_in; ++i) {
+        auto& c = cargs[static_cast<std::size_t>(i)];
+        const ArrayRef& r = args[static_cast<std::size_t>(i)];
+        if (r.weak) {
+          c.is_scalar = true;
+          c.scalar = r.scalar;
+          continue;
+        }
+        arrays[static_cast<std::size_t>(i)] = r.array;
+        c.array = &arrays[static_cast<std::size_t>(i)];
+        if (donate && donate[i]) {
+          c.donated = true;
+          c.give_up_context = &give_up;
+          c.give_up_index = static_cast<std::size_t>(i);
+          c.give_up = [](void* ctx, std::size_t k) {
+            auto* g = static_cast<GiveUp*>(ctx);
+            if (g->released.insert(g->inputs[k]._id).second) release_array(g->inputs[k]);
+            g->inputs[k] = aj_array{0};
+          };
+        }
+      }
+      // Only `arrays` (which the call takes when donated) and the weak
+      // scalars stay referenced: no other reference of ours may keep a
+      // donated buffer from being reused in place.
+      std::vector<ArrayRef> scalars(static_cast<std::size_t>(n_in));
+      for (int i = 0; i < n_in; ++i) {
+        if (args[static_cast<std::size_t>(i)].weak) scalars[static_cast<std::size_t>(i)] = args[static_cast<std::size_t>(i)];
+      }
+      args.clear();
+      std::vector<aj::Array> out = aj::detail::compiled_call(fun->core(), cargs, [&] {
+        std::vector<ArrayRef> in;
+        for (int i = 0; i < n_in; ++i) {
+          const auto k = static_cast<std::size_t>(i);
+          in.push_back(cargs[k].is_scalar ? scalars[k] : ArrayRef{arrays[k], false, aj::Scalar()});
+        }
+        std::vector<ArrayRef> traced = fun->trace(in);
+        in.clear();
+        std::vector<aj::Array> as_arrays;
+        for (ArrayRef& r : traced) as_arrays.push_back(std::move(r.array));
+        return as_arrays;
+      });
+      for (aj::Array& a : out) results.push_back(ArrayRef{std::move(a), false, aj::Scalar()});
     }
     for (int i = 0; i < n_out; ++i) outputs[i] = slots[static_cast<std::size_t>(i)]->fill(std::move(results[static_cast<std::size_t>(i)]));
   });

@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "base/stats.hpp"
+#include "core/autodiff_trace.hpp"
 #include "core/evaluate.hpp"
 #include "core/trace.hpp"
 #include "exec/program.hpp"
@@ -73,7 +74,7 @@ bool same_scalar(const KScalar& a, const KScalar& b) {
 
 class CompiledCore {
  public:
-  explicit CompiledCore(Loc where) : where_(loc_str(where)) {}
+  explicit CompiledCore(std::string where) : where_(std::move(where)) {}
 
   std::vector<Array> call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace);
   CompiledCounts counts() const {
@@ -155,7 +156,9 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
     }
   }
   for (CallArg& a : args) {
-    if (a.donated && !a.is_scalar) Array given_up = std::move(*a.array);  // its buffer may now be ours alone
+    if (!a.donated || a.is_scalar) continue;
+    Array given_up = std::move(*a.array);  // its buffer may now be ours alone
+    if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
   }
   std::vector<exec::ScalarOverride> overrides;  // this call's scalar values (bindings are sorted by step)
   overrides.reserve(e.bindings.size());
@@ -259,7 +262,9 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
   // rvalue are not touched: the function took the vector (its elements are
   // gone with it, or are the function's to keep).
   for (CallArg& a : args) {
-    if (a.donated && !a.is_scalar && !a.element && a.array->valid()) Array given_up = std::move(*a.array);
+    if (!a.donated || a.is_scalar || a.element) continue;
+    if (a.array->valid()) Array given_up = std::move(*a.array);
+    if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
   }
   ++stats_mut().compiled_traces;
   // The results as arrays of this thread's graph, evaluated with the plan caught.
@@ -318,6 +323,10 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
 }
 
 std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace) {
+  // Inside another compiled function's trace, or while grad/vjp/jvp trace
+  // their function, the ops are recorded inline (a replay here would run now
+  // and its results would be taken as constants).
+  if (tracing_compiled() || t_autodiff_traces > 0) return trace();
   // Arguments are evaluated first (together: one plan): a program starts
   // from buffers.
   std::vector<Array> pending;
@@ -368,7 +377,8 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
   return trace_call(args, trace, exact_key, scalar_free_key);
 }
 
-std::shared_ptr<CompiledCore> make_compiled_core(Loc where) { return std::make_shared<CompiledCore>(where); }
+std::shared_ptr<CompiledCore> make_compiled_core(Loc where) { return std::make_shared<CompiledCore>(loc_str(where)); }
+std::shared_ptr<CompiledCore> make_compiled_core(std::string name) { return std::make_shared<CompiledCore>(std::move(name)); }
 
 std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
                                  const std::function<std::vector<Array>()>& trace) {

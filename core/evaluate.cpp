@@ -81,6 +81,7 @@ constinit thread_local const char* t_tracing [[gnu::tls_model("initial-exec")]] 
 
 void set_eval_observer(EvalObserver* observer) { t_observer = observer; }
 void set_tracing_compiled(const char* where) { t_tracing = where; }
+const char* tracing_compiled() { return t_tracing; }
 
 // The caller holds the lock of the current graph (a GraphScope).
 void evaluate(const std::vector<NodeId>& roots_in) {

@@ -25,6 +25,7 @@ struct EvalObserver {
 };
 void set_eval_observer(EvalObserver* observer);
 void set_tracing_compiled(const char* where);  // null: not tracing
+const char* tracing_compiled();                // the function being traced on this thread, or null
 
 // The backend of a device (throws aj::Error for a GPU that is unavailable).
 exec::Backend& backend_for(Device d);

@@ -345,11 +345,14 @@ AJ_C_API aj_status aj_array_dump(aj_array a, char* buf, size_t cap, size_t* len)
  * An aj_function wraps a C callback that builds its outputs from its inputs
  * with the ops above. aj_function_call runs it on new inputs and evaluates the
  * outputs together. The callback is traced: it is called with handles that
- * stand for the inputs and must only record ops on them. Today every call
- * traces it again (plans are cached, so an unchanged structure is not
- * re-optimized or recompiled); when arrayjit's compile lands, a call with the
- * same input signature (dtypes, ranks, devices, which extents are 0 or 1)
- * replays the recorded plan without calling back. So the callback must not:
+ * stand for the inputs and must only record ops on them. Calls are compiled
+ * (aj::compile in C++): the first call with an input signature (each array's
+ * dtype, shape, layout and device, each weak scalar's kind) traces the
+ * callback and keeps its plan; a later call with the same signature replays
+ * the plan on the new inputs without calling back (a weak scalar whose value
+ * reaches the kernels as it is, such as a learning rate, is rebound; one the
+ * callback computes with traces again). New shapes trace once more and compile
+ * no kernel. So the callback must not:
  *  - evaluate or read values (aj_eval*, aj_array_read, aj_array_item_*,
  *    aj_array_to_string, aj_view_acquire, DLPack exports): AJ_ERROR_USER
  *    while tracing;
@@ -367,6 +370,8 @@ AJ_C_API aj_status aj_array_dump(aj_array a, char* buf, size_t cap, size_t* len)
  * returns an error status (its message is passed on). Handles it makes and
  * does not return are released when it returns (it may release them itself).
  * Calling another aj_function inside a callback records its ops inline.
+ * A replay runs the plan the trace produced: a donated input is written in
+ * place when nothing else holds its buffer, as on the first call.
  */
 typedef aj_status (*aj_trace_fn)(void* context, const aj_array* inputs, aj_array* outputs);
 

@@ -33,11 +33,14 @@
 //    side effects (printing, counters) happen only when it is traced.
 // Arguments: aj::Array (by value, const&, &&), aj::Donated, std::vector<Array>
 // (each element an argument; an rvalue vector donates them all), and
-// arithmetic scalars. Results: an Array, a std::vector<Array>, or a std::tuple / pair
+// arithmetic scalars. Called while another compiled function or a
+// grad/vjp/jvp is being traced, a compiled function is traced inline (its
+// ops become part of the outer trace). Results: an Array, a std::vector<Array>, or a std::tuple / pair
 // of Arrays. A Compiled may be called from several threads at once.
 #pragma once
 
 #include <functional>
+#include <string>
 #include <memory>
 #include <tuple>
 #include <type_traits>
@@ -66,11 +69,17 @@ struct CallArg {
   bool is_scalar = false;
   bool structural = false;  // a scalar that is part of the structure (a vector's length)
   bool element = false;     // an element of a std::vector argument (gone once the function took the vector)
+  // Called when the call takes a donated argument (after a successful trace,
+  // or before a replay runs): the C API releases the caller's handle there.
+  void (*give_up)(void* context, std::size_t index) = nullptr;
+  void* give_up_context = nullptr;
+  std::size_t give_up_index = 0;
   Scalar scalar;
 };
 
 class CompiledCore;
 std::shared_ptr<CompiledCore> make_compiled_core(Loc where);
+std::shared_ptr<CompiledCore> make_compiled_core(std::string name);  // named for messages (the C API)
 
 // One call: replays a program kept for arguments like these, or calls
 // `trace` (the user's function, results flattened) and keeps its program.
