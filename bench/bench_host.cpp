@@ -483,6 +483,16 @@ void bench_concat() {
     const auto [t1, t2] = one_two(ours);
     row((std::string(c.name) + ", 1 thread").c_str(), t1, "memcpy (1 thread)", tm);
     row((std::string(c.name) + ", 2 threads").c_str(), t2, "memcpy (1 thread)", tm);
+    // The same through aj::compile: the op's own cost, without tracing and
+    // planning it again (what a small concatenate in a loop pays otherwise).
+    auto compiled = aj::compile([axis = c.axis](const std::vector<Array>& p) { return aj::concatenate(p, axis); });
+    auto ours_compiled = [&] {
+      Array r = compiled(pieces);
+      g_sink = g_sink + 1;
+    };
+    const auto [tc1, tc2] = one_two(ours_compiled);
+    (void)tc2;
+    row((std::string(c.name) + ", aj::compile'd, 1 thread").c_str(), tc1, "memcpy (1 thread)", tm);
   }
   // u = [u[0], (u[:-2] + u[2:]) / 2, u[-1]], 4M f64: the interior is computed
   // into the new array's slice, the two boundary elements are copied.

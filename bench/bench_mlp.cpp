@@ -92,6 +92,40 @@ struct Ours {
     return aj::mean(aj::sum(Y * (lse - z), 1));
   }
 
+  // The same step through aj::compile: traced once, then replayed (no
+  // tracing, no planning; the bias corrections c1, c2 are rebound each call).
+  static std::vector<aj::Array> step_fn(const aj::Array& X, const aj::Array& Y, std::vector<aj::Array> p,
+                                        std::vector<aj::Array> m, std::vector<aj::Array> v, float c1, float c2) {
+    auto loss_of = [&](const std::vector<aj::Array>& q) {
+      aj::Array h = aj::maximum(aj::matmul(X, q[0]) + q[1], 0.0f);
+      aj::Array z = aj::matmul(h, q[2]) + q[3];
+      aj::Array mx = aj::stop_gradient(aj::max(z, 1, true));
+      aj::Array lse = aj::log(aj::sum(aj::exp(z - mx), 1, true)) + mx;
+      return aj::mean(aj::sum(Y * (lse - z), 1));
+    };
+    auto [l, g] = aj::value_and_grad(loss_of, {0, 1, 2, 3})(p);
+    std::vector<aj::Array> out{l};
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      aj::Array mi = kBeta1 * m[i] + (1 - kBeta1) * g[i];
+      aj::Array vi = kBeta2 * v[i] + (1 - kBeta2) * g[i] * g[i];
+      out.push_back(p[i] - kLr * (mi / c1) / (aj::sqrt(vi / c2) + kEps));
+      out.push_back(mi);
+      out.push_back(vi);
+    }
+    return out;
+  }
+  aj::Compiled<decltype(&step_fn)> compiled{&step_fn};
+
+  float step_compiled() {
+    ++t;
+    const float c1 = 1 - std::pow(kBeta1, static_cast<float>(t)), c2 = 1 - std::pow(kBeta2, static_cast<float>(t));
+    std::vector<aj::Array> r = compiled(X, Y, std::move(p), std::move(m), std::move(v), c1, c2);
+    const std::size_t n = (r.size() - 1) / 3;
+    p.resize(n), m.resize(n), v.resize(n);
+    for (std::size_t i = 0; i < n; ++i) p[i] = r[1 + 3 * i], m[i] = r[2 + 3 * i], v[i] = r[3 + 3 * i];
+    return r[0].item<float>();
+  }
+
   float step() {
     auto [l, g] = aj::value_and_grad([this](const std::vector<aj::Array>& q) { return loss(q); },
                                      {0, 1, 2, 3})(p);
@@ -233,11 +267,15 @@ int main(int argc, char** argv) {
   // Same start, same steps: the loss curves must agree (f32, different
   // summation orders: 1e-3 relative).
   {
-    Ours ours(d);
+    Ours ours(d), comp(d);
     ByHand eig(d);
     std::printf("losses, steps 1-5: ");
     for (int k = 0; k < 5; ++k) {
-      const float a = ours.step(), b = eig.step();
+      const float a = ours.step(), b = eig.step(), c = comp.step_compiled();
+      if (a != c) {
+        std::printf("\nFAILED: the compiled step's loss %.8f differs from the traced step's %.8f at step %d\n", c, a, k + 1);
+        return 1;
+      }
       std::printf("%.5f/%.5f ", a, b);
       if (!(std::fabs(a - b) <= 1e-3f * std::fabs(b))) {
         std::printf("\nFAILED: arrayjit's loss %.6f differs from Eigen's %.6f at step %d\n", a, b, k + 1);
@@ -250,11 +288,11 @@ int main(int argc, char** argv) {
   for (int threads : {1, 2}) {
     aj::jit::set_num_threads(threads);
     Eigen::setNbThreads(threads);
-    Ours ours(d);
+    Ours ours(d), comp(d);
     ByHand eig(d);
-    for (int k = 0; k < warm; ++k) ours.step(), eig.step();
+    for (int k = 0; k < warm; ++k) ours.step(), eig.step(), comp.step_compiled();
     aj::reset_stats();
-    std::vector<double> t_ours, t_eigen;
+    std::vector<double> t_ours, t_eigen, t_comp;
     for (int r = 0; r < runs; ++r) {
       double t0 = now_ms();
       for (int k = 0; k < steps; ++k) ours.step();
@@ -262,9 +300,13 @@ int main(int argc, char** argv) {
       t0 = now_ms();
       for (int k = 0; k < steps; ++k) eig.step();
       t_eigen.push_back((now_ms() - t0) / steps);
+      t0 = now_ms();
+      for (int k = 0; k < steps; ++k) comp.step_compiled();
+      t_comp.push_back((now_ms() - t0) / steps);
     }
     const aj::Stats s = aj::stats();
-    const double n = static_cast<double>(runs * steps);
+    const auto cc = comp.compiled.counts();
+    const double n = static_cast<double>(2 * runs * steps);  // both arrayjit variants' steps
     // The trace alone (value_and_grad and the update written, nothing run).
     std::vector<double> t_trace;
     for (int r = 0; r < runs; ++r) {
@@ -282,12 +324,15 @@ int main(int argc, char** argv) {
     std::printf("  arrayjit value_and_grad + Adam  %8.3f ms/step   (tracing the gradient alone: %.3f ms)\n", mo,
                 median(t_trace));
     std::printf("  Eigen by hand                   %8.3f ms/step   ratio arrayjit/Eigen %.2f\n", me, mo / me);
+    std::printf("  arrayjit, the step aj::compile'd %8.3f ms/step   ratio compiled/Eigen %.2f  (%llu traces, %llu replays)\n",
+                median(t_comp), median(t_comp) / me, static_cast<unsigned long long>(cc.traces),
+                static_cast<unsigned long long>(cc.replays));
     if (np.ms >= 0) {
       std::printf("  NumPy (OpenBLAS)                %8.3f ms/step   ratio arrayjit/NumPy %.2f\n", np.ms, mo / np.ms);
     } else {
       std::printf("  NumPy: did not run (%s)\n", np.error.c_str());
     }
-    std::printf("  arrayjit per step: %.1f kernels+library calls, %.2f system allocations, %.2f compiles, "
+    std::printf("  arrayjit per step (both variants): %.1f kernels+library calls, %.2f system allocations, %.2f compiles, "
                 "%.2f plans built, %.1f outputs in place\n",
                 static_cast<double>(s.kernels_launched) / n, static_cast<double>(s.system_allocs) / n,
                 static_cast<double>(s.kernels_compiled + s.kernel_disk_hits) / n,

@@ -8,9 +8,9 @@
 
 namespace aj::jit {
 
-std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& inputs,
-                               const std::vector<void*>& outputs) {
-  std::vector<int> alias(k.outputs.size(), -1);
+void exact_aliases_into(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                        std::vector<int>& alias) {
+  alias.assign(k.outputs.size(), -1);
   for (std::size_t j = 0; j < k.outputs.size(); ++j) {
     const KStream& o = k.outputs[j].stream;
     for (std::size_t i = 0; i < k.inputs.size(); ++i) {
@@ -22,6 +22,12 @@ std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& 
       }
     }
   }
+}
+
+std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& inputs,
+                               const std::vector<void*>& outputs) {
+  std::vector<int> alias;
+  exact_aliases_into(k, inputs, outputs, alias);
   return alias;
 }
 

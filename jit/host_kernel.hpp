@@ -34,6 +34,9 @@ using HostKernelFn = void (*)(const HostArgs*, std::int64_t begin, std::int64_t 
 // dependence instead of a possible overlap. Part of the cache key.
 std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& inputs,
                                const std::vector<void*>& outputs);
+// The same into `alias` (its storage reused: a launch allocates nothing for it).
+void exact_aliases_into(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                        std::vector<int>& alias);
 
 // Everything code generation depends on, as bytes: rank, reduce axes, stream
 // dtypes and the kind of every stride (0, 1 or other), instructions, outputs,

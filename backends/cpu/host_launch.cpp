@@ -406,7 +406,9 @@ void launch(const Kernel& k, const KScalar* scalars, const std::vector<const voi
     }
   }
   threads = static_cast<int>(std::min<std::int64_t>(threads, outer));
-  jit::HostKernelFn fn = fn_for(jit::exact_aliases(k, inputs, outputs));
+  thread_local std::vector<int> alias;  // reused (looked up before any nested launch)
+  jit::exact_aliases_into(k, inputs, outputs, alias);
+  jit::HostKernelFn fn = fn_for(alias);
   Args args(k, inputs, outputs, scalars);
   if (work < kParallelWork || threads <= 1) {
     fn(args.get(), 0, outer);
