@@ -172,6 +172,51 @@ TEST_CASE("cuda interop: a borrowed device buffer is read by kernels but never w
   CHECK(o.no_sync_before_read);
 }
 
+TEST_CASE("cuda interop: a compiled function given a borrowed device buffer to donate does not write it") {
+  if (std::system("c++ --version > /dev/null 2>&1") != 0) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  const std::vector<float> v = random_floats(2048, 13);
+  std::vector<float> want(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) want[i] = v[i] * 2.f + 1.f;
+  FakeGpu gpu;
+  ForeignBuffer buf(v);
+  struct Out {
+    std::uint64_t own_reuses = 0, borrowed_reuses = 0;
+    std::vector<float> own, borrowed;
+    int released = 0;
+  };
+  auto body = [&] {
+    Out o;
+    auto step = aj::compile([](Array x) { return x * 2.f + 1.f; });
+    Array own = aj::from_vector<float>(v).to(Device::cuda(0)).eval();
+    own = step(aj::donate(own));  // traced
+    own = aj::from_vector<float>(v).to(Device::cuda(0)).eval();
+    std::uint64_t before = aj::stats().inplace_reuses;
+    own = step(aj::donate(own));  // replayed: our buffer is written in place
+    own.eval();
+    o.own_reuses = aj::stats().inplace_reuses - before;
+    o.own = own.to_vector<float>();
+    int released = 0;
+    Array x = aj::cuda::borrow(buf.data(), DType::f32, {2048}, {}, 0, aj::cuda::no_sync(), [&] { ++released; });
+    before = aj::stats().inplace_reuses;
+    Array y = step(aj::donate(x));
+    y.eval();
+    o.borrowed_reuses = aj::stats().inplace_reuses - before;
+    o.borrowed = y.to_vector<float>();
+    o.released = released;
+    return o;
+  };
+  const Out o = gpu.twice(body);
+  CHECK(o.own_reuses == 1);
+  CHECK(o.own == want);
+  CHECK(o.borrowed_reuses == 0);
+  CHECK(o.borrowed == want);
+  CHECK(buf.values() == v);
+  CHECK(o.released == 1);  // the donated handle was the last user
+}
+
 TEST_CASE("cuda interop: the release waits for an event after arrayjit's last use, and runs exactly once") {
   FakeGpu gpu;
   const CUstream mine = ours();

@@ -116,7 +116,8 @@ inline void* no_sync() { return reinterpret_cast<void*>(static_cast<std::intptr_
 // (an event recorded on the buffer's last stream): at once if done, else at a
 // later arrayjit CUDA call (a launch, a copy, trim_memory,
 // Stream::synchronize, release_borrowed) on that call's thread; never on a
-// driver thread. Errors (aj::Error, user): null `ptr` for a nonempty shape,
+// driver thread. It may run inside an arrayjit call: it must not call
+// arrayjit (giving the memory back to its owner is what it is for). Errors (aj::Error, user): null `ptr` for a nonempty shape,
 // memory the driver does not know as device memory of `device` (a host
 // pointer, pinned host memory, another device's memory), a stream of another
 // context; nothing is taken and `release` is not called then.
