@@ -486,6 +486,7 @@ TEST_CASE("cuda gpu: a borrowed device buffer with its producer's stream compute
   }
   const std::vector<float> v = random_floats(1 << 16, 21);
   // The producer: arrayjit itself, on a stream of the producer's own.
+  (void)aj::cuda::current_stream(0);  // the device's primary context made current
   CUstream producer = nullptr;
   REQUIRE(require_driver().cuStreamCreate(&producer, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
   Array src;
