@@ -8,6 +8,7 @@
 
 #include "arrayjit/cuda.hpp"
 #include "backends/cpu/host_memory.hpp"
+#include "backends/cuda/cuda_borrowed.hpp"
 #include "core/c_boundary.hpp"
 #include "core/foreign_storage.hpp"
 #include "core/trace.hpp"
@@ -44,7 +45,8 @@ const char* buffer_format(DType t) {
 }
 
 Array import_borrowed(void* data, DType dtype, Shape shape, std::vector<std::int64_t> strides,
-                      std::function<void()> give_back, const char* fn, const Loc& loc) {
+                      std::function<void()> give_back, const char* fn, const Loc& loc, Device device,
+                      void* producer_stream) {
   trace::Scope scope;
   if (static_cast<int>(strides.size()) != shape.ndim()) user_error(fn, "strides and shape differ in length", loc);
   std::int64_t n = trace::checked_numel(shape.dims(), fn, loc);
@@ -57,11 +59,34 @@ Array import_borrowed(void* data, DType dtype, Shape shape, std::vector<std::int
     }
   }
   const auto item = static_cast<std::int64_t>(itemsize(dtype));
-  auto s = std::make_shared<ForeignStorage>();
-  s->data = static_cast<char*>(data) + lo * item;
-  s->bytes = static_cast<std::size_t>(n > 0 ? (hi - lo + 1) * item : 0);
-  s->device = Device::cpu();
-  s->borrowed = true;
+  void* first = static_cast<char*>(data) + lo * item;
+  const auto bytes = static_cast<std::size_t>(n > 0 ? (hi - lo + 1) * item : 0);
+  std::shared_ptr<Storage> s;
+  std::function<void()>* arm = nullptr;
+  if (device.kind == Device::Kind::cuda) {
+    if (device.index < 0) user_error(fn, "negative CUDA device index " + std::to_string(device.index), loc);
+    if (!cuda::available()) {
+      runtime_error(std::string("aj::") + fn + ": cannot borrow CUDA memory of " + device.str() + ": " +
+                    cuda::unavailable_reason() + " (at " + loc_str(loc) + ")");
+    }
+    const auto stream = static_cast<cuda::CUstream>(producer_stream);
+    std::string why = cuda::check_device_pointer(device.index, first, bytes);
+    if (why.empty()) why = cuda::check_stream(device.index, stream);
+    if (!why.empty()) {
+      user_error(fn, "cannot borrow " + trace::describe(dtype, shape) + " at " + device.str() + ": " + why, loc);
+    }
+    auto d = cuda::borrow_device_buffer(device.index, first, bytes, stream);
+    arm = &d->give_back;
+    s = std::move(d);
+  } else {
+    auto f = std::make_shared<ForeignStorage>();
+    f->data = first;
+    f->bytes = bytes;
+    f->device = Device::cpu();
+    f->borrowed = true;
+    arm = &f->give_back;
+    s = std::move(f);
+  }
   Node node;
   node.op = Op::Input;
   node.dtype = dtype;
@@ -70,7 +95,7 @@ Array import_borrowed(void* data, DType dtype, Shape shape, std::vector<std::int
   node.offset = -lo;
   node.storage = s;
   Array a = Array::from_node(graph().add(std::move(node)));
-  s->give_back = std::move(give_back);  // armed only now: a throw above took nothing
+  *arm = std::move(give_back);  // armed only now: a throw above took nothing
   return a;
 }
 
@@ -86,7 +111,13 @@ void check_view_size(const aj_view* view) {
   }
 }
 
-Array import_view(const aj_view* view, aj_release_fn release, void* context, bool copy, const char* fn) {
+// `producer_stream`: kNoStream for host views (aj_array_from_view,
+// aj_array_copy_view), else the CUDA producer's stream (aj_array_from_cuda_view).
+char no_stream_tag;
+void* const kNoStream = &no_stream_tag;
+
+Array import_view(const aj_view* view, aj_release_fn release, void* context, bool copy, const char* fn,
+                  void* producer_stream = kNoStream) {
   if (!view) c_error("null view");
   check_view_size(view);
   const DType t = dtype_arg(view->dtype, "view->dtype");
@@ -94,7 +125,17 @@ Array import_view(const aj_view* view, aj_release_fn release, void* context, boo
   if (view->itemsize != item) {
     c_error("itemsize " + std::to_string(view->itemsize) + " does not match " + dtype_name(t));
   }
-  if (view->device_type != AJ_DEVICE_CPU && view->device_type != AJ_DEVICE_CUDA_HOST) {
+  const bool on_cuda = producer_stream != kNoStream;
+  if (on_cuda && view->device_type != AJ_DEVICE_CUDA) {
+    c_error("device type " + std::to_string(view->device_type) + " is not CUDA device memory (use aj_array_from_view)");
+  }
+  if (!on_cuda && view->device_type == AJ_DEVICE_CUDA) {
+    c_error(copy ? "device type CUDA: a copy of device memory is not supported (borrow it with "
+                   "aj_array_from_cuda_view, then compute from it)"
+                 : "device type CUDA: borrow device memory with aj_array_from_cuda_view, which takes the "
+                   "producer's stream");
+  }
+  if (!on_cuda && view->device_type != AJ_DEVICE_CPU && view->device_type != AJ_DEVICE_CUDA_HOST) {
     c_error("device type " + std::to_string(view->device_type) + " is not host memory (CPU or CUDA-host)");
   }
   Shape shape = shape_arg(view->shape, view->ndim, "view->shape");
@@ -114,7 +155,8 @@ Array import_view(const aj_view* view, aj_release_fn release, void* context, boo
     std::function<void()> give_back;
     if (release) give_back = [release, context] { release(context); };
     return import_borrowed(view->data, t, std::move(shape), std::move(strides), std::move(give_back), fn,
-                           Loc::current());
+                           Loc::current(), on_cuda ? Device::cuda(view->device_id) : Device::cpu(),
+                           on_cuda ? producer_stream : nullptr);
   }
   // A copy: the borrowed view written row-major into a buffer of arrayjit's.
   Array borrowed = import_borrowed(view->data, t, shape, std::move(strides), {}, fn, Loc::current());
@@ -211,6 +253,21 @@ void aj_view_release(aj_view* view) {
 aj_status aj_array_from_view(const aj_view* view, aj_release_fn release, void* context, aj_array* out) {
   return c_make("aj_array_from_view", out, [&] {
     return aj::c_api::import_view(view, release, context, false, "aj_array_from_view");
+  });
+}
+
+aj_status aj_array_from_cuda_view(const aj_view* view, void* producer_stream, aj_release_fn release, void* context,
+                                  aj_array* out) {
+  return c_make("aj_array_from_cuda_view", out, [&] {
+    return aj::c_api::import_view(view, release, context, false, "aj_array_from_cuda_view", producer_stream);
+  });
+}
+
+aj_status aj_cuda_current_stream(int32_t device_id, void** out) {
+  if (out) *out = nullptr;
+  return aj::c_api::c_call("aj_cuda_current_stream", [&] {
+    if (!out) c_error("null output pointer");
+    *out = aj::cuda::current_stream(device_id).handle();
   });
 }
 

@@ -213,6 +213,11 @@ TEST_CASE("the bad-input table: every row is a located aj::Error that changes no
       BAD("aj::borrow", aj::borrow(p, {2}, {i64{1} << 61})),
       BAD("aj::borrow", aj::borrow(p, {2}, {-(i64{1} << 50)})),
       BAD("aj::borrow", aj::borrow(static_cast<const float*>(p), {2, 2}, {1, kMin})),
+      // ---- cuda::borrow: checked before any driver call (none on most machines) ----
+      BAD("aj::cuda::borrow", aj::cuda::borrow(nullptr, DType::f32, {3}, {}, 0, aj::cuda::no_sync())),
+      BAD("aj::cuda::borrow", aj::cuda::borrow(p, DType::f32, {2, 3}, {1}, 0, aj::cuda::no_sync())),
+      BAD("aj::cuda::borrow", aj::cuda::borrow(p, DType::f32, {-3}, {}, 0, aj::cuda::no_sync())),
+      BAD("aj::cuda::borrow", aj::cuda::borrow(p, DType::f32, {3}, {}, -1, aj::cuda::no_sync())),
       // ---- random: parameters, dtypes, extents ----
       BAD("aj::random::uniform", aj::random::uniform({3}, 1.0, 0.0)),
       BAD("aj::random::uniform", aj::random::uniform({3}, -kInf, kInf)),

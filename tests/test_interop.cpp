@@ -310,7 +310,8 @@ TEST_CASE("interop: DLPack import rejects what arrayjit cannot read, taking noth
   CHECK_THROWS_WITH_AS(aj::from_dlpack(m), doctest::Contains("4 lanes"), aj::Error);
   m->dl_tensor.dtype = {kDLBool, 8, 1};
   m->dl_tensor.device = {kDLCUDA, 0};
-  CHECK_THROWS_WITH_AS(aj::from_dlpack(m), doctest::Contains("CUDA device memory"), aj::Error);
+  // Host memory posing as CUDA memory: the driver does not know it (or there is none).
+  CHECK_THROWS_WITH_AS(aj::from_dlpack(m), doctest::Contains("cannot borrow"), aj::Error);
   m->dl_tensor.device = {kDLOpenCL, 0};
   CHECK_THROWS_WITH_AS(aj::from_dlpack(m), doctest::Contains("device type 4"), aj::Error);
   m->dl_tensor.device = {kDLCPU, 0};

@@ -447,6 +447,22 @@ AJ_C_API void aj_view_release(aj_view* view);
 AJ_C_API aj_status aj_array_from_view(const aj_view* view, aj_release_fn release, void* context, aj_array* out);
 /* A copy of the memory `view` describes (any strides); the caller keeps it. */
 AJ_C_API aj_status aj_array_copy_view(const aj_view* view, aj_array* out);
+/* An array that borrows CUDA device memory (view->device_type AJ_DEVICE_CUDA,
+ * view->device_id the device; the CUDA Array Interface rule: the producer
+ * names the stream its writes were enqueued on). `producer_stream` is that
+ * CUstream (NULL: the default stream; 1, 2: CU_STREAM_LEGACY/PER_THREAD;
+ * (void*)-1: nothing to wait for). arrayjit's stream waits on an event
+ * recorded there (no synchronization). The memory is checked with the driver
+ * (host memory is an error); arrayjit never writes it. `release(context)` is
+ * called exactly once, after the last array using it died AND arrayjit's
+ * work reading it completed (an event; the call happens then or at a later
+ * arrayjit CUDA call, on that call's thread, never on a driver thread). */
+AJ_C_API aj_status aj_array_from_cuda_view(const aj_view* view, void* producer_stream, aj_release_fn release,
+                                           void* context, aj_array* out);
+/* The CUstream arrayjit enqueues work for CUDA device `device_id` on, on
+ * this thread: the stream to name to a producer (DLPack's __dlpack__(stream))
+ * or to wait on. AJ_ERROR_RUNTIME where CUDA or the device is unavailable. */
+AJ_C_API aj_status aj_cuda_current_stream(int32_t device_id, void** out);
 
 #ifdef __cplusplus
 }
