@@ -157,9 +157,10 @@ bool overlaps(const Storage* a, const Storage* b) {
 }
 
 // Library step k and its epilogue, kernel step k + 1, in one backend call.
-// `epilogue_reads`: the spans the epilogue reads, for the overlap check.
+// `epilogue_reads`: the spans the epilogue reads, for the overlap check
+// (taken now: the storages may be gone once the results are set).
 void run_library_with_epilogue(const opt::Plan& p, std::size_t k, Backend& target, Pending& pending,
-                               std::vector<const Storage*>* epilogue_reads) {
+                               std::vector<Span>* epilogue_reads) {
   Graph& g = graph();
   const NodeId id = p.schedule.steps[k].node;
   const Node& n = g[id];
@@ -180,7 +181,9 @@ void run_library_with_epilogue(const opt::Plan& p, std::size_t k, Backend& targe
   if (epilogue_reads) *epilogue_reads = {};
   KernelBuffers b = kernel_buffers(p, k + 1, target, pending);
   if (epilogue_reads) {
-    for (const Storage* s : b.ins) if (s) epilogue_reads->push_back(s);
+    for (const Storage* s : b.ins) {
+      if (s) epilogue_reads->push_back({static_cast<const char*>(s->data), static_cast<const char*>(s->data) + s->bytes});
+    }
   }
   // An operand the epilogue writes (a caller's destination buffer that
   // overlaps it) would change under the blocks still to come: then one
@@ -292,12 +295,6 @@ class OverlapCheck {
     return out;
   }
 
-  static std::vector<Span> spans(const std::vector<const Storage*>& storages) {
-    std::vector<Span> out;
-    for (const Storage* st : storages) out.push_back(span_of(*st));
-    return out;
-  }
-
   void after_step(std::size_t k, const std::vector<Span>& input_spans) {
     const Step& st = p_.schedule.steps[k];
     const int ki = static_cast<int>(k);
@@ -406,13 +403,13 @@ void execute(const opt::Plan& p, Backend& target) {
     std::vector<Span> reads;
     if (check) reads = OverlapCheck::input_spans(st);
     if (st.kind == Step::Kind::library && !graph()[st.node].evaluated() && is_epilogue(p, k, k + 1)) {
-      std::vector<const Storage*> epilogue_reads;
+      std::vector<Span> epilogue_reads;
       run_library_with_epilogue(p, k, target, pending, &epilogue_reads);
       check_layout(s, st.node);
       if (check) check->after_step(k, reads);
       ++k;
       for (NodeId o : s.steps[k].outputs) check_layout(s, o);
-      if (check) check->after_step(k, OverlapCheck::spans(epilogue_reads));
+      if (check) check->after_step(k, epilogue_reads);
       continue;
     }
     switch (st.kind) {

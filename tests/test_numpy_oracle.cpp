@@ -216,3 +216,17 @@ TEST_CASE("numpy differences: `reduction-overflow-order` (a prod that overflows 
   const float jit = aj::prod(aj::from_vector<float>(v)).item<float>();
   CHECK((std::isnan(jit) || jit == 0.0f));  // either order's answer, nothing else
 }
+
+TEST_CASE("numpy differences: `reduction-overflow-order` in matmul (overflowing products under FMA)") {
+  // NumPy: 3e38 * 2 + 3e38 * -2 = inf - inf = NaN. A fused multiply-add keeps
+  // the second product exact, so inf + (-6e38) = inf. Either is allowed;
+  // a finite result is not.
+  const aj::Array a = aj::from_vector<float>({3e38f, 3e38f}, {1, 2});
+  const aj::Array b = aj::from_vector<float>({2.0f, -2.0f}, {2, 1});
+  for (bool jit : {false, true}) {
+    aj::jit::set_enabled(jit);
+    const float r = aj::matmul(a, b).item<float>();
+    CHECK((std::isnan(r) || std::isinf(r)));
+  }
+  aj::jit::set_enabled(true);
+}
