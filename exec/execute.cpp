@@ -111,11 +111,13 @@ void run_kernel_step(const opt::Plan& p, std::size_t k, Backend& target, Pending
   set_kernel_results(p, st, b);
 }
 
+}  // namespace
+
 // Does kernel step e run as the epilogue of library step k
 // (Backend::run_library_then)? A matmul's result read by the next step, an
 // elementwise kernel over its shape that reads it only at its own index and
 // whose other inputs exist already.
-bool is_epilogue(const opt::Plan& p, std::size_t k, std::size_t e) {
+bool is_epilogue(const opt::Plan& p, std::size_t k, std::size_t e, const std::function<bool(NodeId)>* ready) {
   const Graph& g = graph();
   const std::vector<Step>& steps = p.schedule.steps;
   if (e >= steps.size()) return false;
@@ -134,7 +136,7 @@ bool is_epilogue(const opt::Plan& p, std::size_t k, std::size_t e) {
     const KStream& in = st.kernel.inputs[i];
     if (in.index_only) continue;
     if (st.inputs[i] != m) {
-      if (!g[st.inputs[i]].evaluated()) return false;
+      if (!(ready ? (*ready)(st.inputs[i]) : g[st.inputs[i]].evaluated())) return false;
       continue;
     }
     if (in.dtype != g[m].dtype || in.offset != 0 || in.strides != own) return false;
@@ -150,6 +152,8 @@ bool is_epilogue(const opt::Plan& p, std::size_t k, std::size_t e) {
   }
   return reads;
 }
+
+namespace {
 
 bool overlaps(const Storage* a, const Storage* b) {
   const char *a0 = static_cast<const char*>(a->data), *b0 = static_cast<const char*>(b->data);
@@ -402,7 +406,7 @@ void execute(const opt::Plan& p, Backend& target) {
     const Step& st = s.steps[k];
     std::vector<Span> reads;
     if (check) reads = OverlapCheck::input_spans(st);
-    if (st.kind == Step::Kind::library && !graph()[st.node].evaluated() && is_epilogue(p, k, k + 1)) {
+    if (st.kind == Step::Kind::library && !graph()[st.node].evaluated() && is_epilogue(p, k, k + 1, nullptr)) {
       std::vector<Span> epilogue_reads;
       run_library_with_epilogue(p, k, target, pending, &epilogue_reads);
       check_layout(s, st.node);

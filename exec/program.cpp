@@ -96,6 +96,11 @@ std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<Node
       }
       case Step::Kind::library: {
         ps.kind = ProgramStep::Kind::library;
+        {
+          // Its epilogue runs with it when its other inputs exist before it.
+          const std::function<bool(NodeId)> ready = [&](NodeId id) { return value.count(id) > 0; };
+          ps.then = is_epilogue(p, k, k + 1, &ready);
+        }
         const Node& n = g[st.node];
         std::vector<Layout> layouts;
         for (NodeId in : n.inputs) {
@@ -160,41 +165,45 @@ void run_program(const Program& p, Backend& target, std::vector<Value>& values,
     const ProgramStep& st = p.steps[step];
     ins.clear();
     for (int v : st.inputs) ins.push_back(v < 0 ? nullptr : values[static_cast<std::size_t>(v)].storage.get());
+    // A kernel step's outputs: a donor's buffer when nothing but this
+    // program holds it, else a new one.
+    auto kernel_outputs = [&](const ProgramStep& ks) {
+      outs.clear();
+      out_ptrs.clear();
+      for (std::size_t j = 0; j < ks.outputs.size(); ++j) {
+        std::shared_ptr<Storage> s;
+        const int d = ks.donors[j];
+        if (d >= 0) {
+          std::shared_ptr<Storage>& from = values[static_cast<std::size_t>(d)].storage;
+          if (from && from.use_count() == 1 && !from->borrowed && from->device == target.device() &&
+              from->bytes == ks.bytes[j]) {
+            s = from;
+            ++stats.inplace_reuses;
+          }
+        }
+        if (!s) s = target.allocate(ks.bytes[j]);
+        out_ptrs.push_back(s.get());
+        outs.push_back(std::move(s));
+      }
+    };
+    // This call's scalars of kernel step `k` (null: the kernel's own).
+    auto bound_scalars = [&](const ProgramStep& ks, std::size_t k) -> const KScalar* {
+      if (next_override >= overrides.size() || overrides[next_override].step != static_cast<int>(k)) return nullptr;
+      scalars = ks.kernel.scalars;
+      for (; next_override < overrides.size() && overrides[next_override].step == static_cast<int>(k); ++next_override) {
+        scalars[static_cast<std::size_t>(overrides[next_override].scalar)] = overrides[next_override].value;
+      }
+      return scalars.data();
+    };
+    auto set_outputs = [&](const ProgramStep& ks) {
+      for (std::size_t j = 0; j < ks.outputs.size(); ++j) values[static_cast<std::size_t>(ks.outputs[j])].storage = std::move(outs[j]);
+    };
     switch (st.kind) {
       case ProgramStep::Kind::kernel: {
-        outs.clear();
-        out_ptrs.clear();
-        for (std::size_t j = 0; j < st.outputs.size(); ++j) {
-          std::shared_ptr<Storage> s;
-          const int d = st.donors[j];
-          if (d >= 0) {
-            // The donor's buffer, when nothing but this program holds it.
-            std::shared_ptr<Storage>& from = values[static_cast<std::size_t>(d)].storage;
-            if (from && from.use_count() == 1 && !from->borrowed && from->device == target.device() &&
-                from->bytes == st.bytes[j]) {
-              s = from;
-              ++stats.inplace_reuses;
-            }
-          }
-          if (!s) s = target.allocate(st.bytes[j]);
-          out_ptrs.push_back(s.get());
-          outs.push_back(std::move(s));
-        }
-        const KScalar* bound = nullptr;
-        if (next_override < overrides.size() && overrides[next_override].step == static_cast<int>(step)) {
-          scalars = st.kernel.scalars;
-          for (; next_override < overrides.size() && overrides[next_override].step == static_cast<int>(step);
-               ++next_override) {
-            scalars[static_cast<std::size_t>(overrides[next_override].scalar)] = overrides[next_override].value;
-          }
-          bound = scalars.data();
-        }
-        target.run_prepared(st.prepared.get(), st.kernel, bound, ins, out_ptrs);
+        kernel_outputs(st);
+        target.run_prepared(st.prepared.get(), st.kernel, bound_scalars(st, step), ins, out_ptrs);
         ++stats.kernels_launched;
-        for (std::size_t j = 0; j < st.outputs.size(); ++j) {
-          Value& v = values[static_cast<std::size_t>(st.outputs[j])];
-          v.storage = std::move(outs[j]);
-        }
+        set_outputs(st);
         break;
       }
       case ProgramStep::Kind::view: {
@@ -204,11 +213,33 @@ void run_program(const Program& p, Backend& target, std::vector<Value>& values,
       }
       case ProgramStep::Kind::library: {
         auto out = target.allocate(st.bytes[0]);
-        target.run_library(st.call, ins, *out);
+        if (!st.then) {
+          target.run_library(st.call, ins, *out);
+          ++stats.kernels_launched;
+          values[static_cast<std::size_t>(st.outputs[0])].storage = std::move(out);
+          break;
+        }
+        // With its epilogue, the next step: the kernel runs on each block of
+        // the result while it is in cache (Backend::run_library_then).
+        values[static_cast<std::size_t>(st.outputs[0])].storage = out;
+        const ProgramStep& ep = p.steps[step + 1];
+        std::vector<const Storage*> lib_ins = ins;
+        ins.clear();
+        for (int v : ep.inputs) ins.push_back(v < 0 ? nullptr : values[static_cast<std::size_t>(v)].storage.get());
+        kernel_outputs(ep);
+        const KScalar* b = bound_scalars(ep, step + 1);
+        Kernel bound;
+        if (b) {
+          bound = ep.kernel;
+          std::copy(b, b + bound.scalars.size(), bound.scalars.begin());
+        }
+        target.run_library_then(st.call, lib_ins, *out, b ? bound : ep.kernel, ins, out_ptrs);
         ++stats.kernels_launched;
-        Value& v = values[static_cast<std::size_t>(st.outputs[0])];
-        v.storage = std::move(out);
-        break;
+        set_outputs(ep);
+        for (int r : st.release) values[static_cast<std::size_t>(r)] = Value{};
+        ++step;  // the epilogue ran
+        for (int r : ep.release) values[static_cast<std::size_t>(r)] = Value{};
+        continue;
       }
     }
     for (int r : st.release) values[static_cast<std::size_t>(r)] = Value{};

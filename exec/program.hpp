@@ -37,6 +37,7 @@ struct ProgramStep {
   std::vector<std::size_t> bytes;          // per output
   std::vector<std::vector<std::int64_t>> out_strides;  // kernel: per output, row-major
   LibraryCall call;                        // library
+  bool then = false;                       // library: the next step is its epilogue, run with it
   std::vector<std::int64_t> view_strides;  // view: the output's layout
   std::int64_t view_offset = 0;
   std::vector<int> release;                // values whose last reader this step is
