@@ -8,6 +8,11 @@
 
 namespace aj::exec {
 
+namespace {
+// From this many result elements a matmul runs its epilogue blockwise.
+constexpr std::int64_t kEpilogueMinElements = 1 << 14;
+}  // namespace
+
 std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<NodeId>& args,
                                       const std::vector<NodeId>& results, Device device) {
   const Graph& g = graph();
@@ -99,7 +104,9 @@ std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<Node
         {
           // Its epilogue runs with it when its other inputs exist before it.
           const std::function<bool(NodeId)> ready = [&](NodeId id) { return value.count(id) > 0; };
-          ps.then = is_epilogue(p, k, k + 1, &ready);
+          // Small results run the two apart: blockwise epilogues cost more
+          // than they save below a few cache lines per block.
+          ps.then = g[st.node].numel() >= kEpilogueMinElements && is_epilogue(p, k, k + 1, &ready);
         }
         const Node& n = g[st.node];
         std::vector<Layout> layouts;

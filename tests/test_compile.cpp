@@ -329,6 +329,23 @@ TEST_CASE("compile: a compiled function called while another is traced, or insid
   for (std::size_t i = 0; i < gv.size(); ++i) CHECK(gv[i] == doctest::Approx(ev[i]).epsilon(1e-5));
 }
 
+TEST_CASE("compile: a matmul replays with its epilogue run blockwise, as the executor runs it") {
+  // A result of >= 16K elements: the program runs bias + relu on each block
+  // of the product (Backend::run_library_then); smaller ones run it apart.
+  auto f = [](const Array& x, const Array& w, const Array& b, float s) { return aj::maximum(aj::matmul(x, w) + b, 0.0f) * s; };
+  auto cf = aj::compile(f);
+  for (unsigned k = 0; k < 4; ++k) {
+    const Array x = input({160, 48}, 60 + k), w = input({48, 130}, 70 + k), b = input({130}, 80 + k);
+    const float s = 0.5f + 0.25f * static_cast<float>(k);
+    const aj::Stats s0 = aj::stats();
+    const Array r = cf(x, w, b, s);
+    if (k >= 2) CHECK(aj::stats().kernels_launched - s0.kernels_launched == 1);  // replays: one blockwise step
+    CHECK(same_bits(vals(r), vals(f(x, w, b, s))));
+  }
+  CHECK(cf.counts().traces == 2);
+  CHECK(cf.counts().replays == 2);
+}
+
 TEST_CASE("compile: random functions replay with new data and new extents exactly as uncompiled calls") {
   const int n = long_mode() ? 1000 : 120;
   int mismatches = 0, replays = 0;
