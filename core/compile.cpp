@@ -173,14 +173,8 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
   out.reserve(p.results.size());
   for (std::size_t r = 0; r < p.results.size(); ++r) {
     exec::Value& v = values[static_cast<std::size_t>(p.results[r])];
-    Node n;
-    n.op = Op::Input;
-    n.dtype = p.result_dtypes[r];
-    n.shape = p.result_shapes[r];
-    n.storage = v.storage;
-    n.strides = p.result_layouts[r].strides;
-    n.offset = p.result_layouts[r].offset;
-    out.push_back(Array::from_node(graph().add(std::move(n))));
+    out.push_back(Array::from_node(graph().add_leaf(p.result_dtypes[r], p.result_shapes[r], v.storage,
+                                                    p.result_layouts[r].strides, p.result_layouts[r].offset)));
   }
   return out;
 }

@@ -123,6 +123,41 @@ NodeId Graph::grow() {
   return id;
 }
 
+NodeId Graph::add_leaf(DType dtype, const Shape& shape, std::shared_ptr<Storage> storage,
+                       const std::vector<std::int64_t>& strides, std::int64_t offset) {
+  NodeId id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else {
+    id = grow();
+  }
+  Node& n = (*this)[id];
+  n.op = Op::Input;
+  n.dtype = dtype;
+  n.alive = true;
+  n.in_cse = false;
+  n.ext = 0;
+  n.uses = 0;
+  n.claim = 0;
+  n.inputs.clear();
+  n.shape = shape;      // copies into the slot's memory when it has room
+  n.strides = strides;
+  n.storage = std::move(storage);
+  n.offset = offset;
+  n.i0 = n.i1 = 0;
+  n.f0 = n.f1 = 0.0;
+  n.ints.clear();
+  n.loc = Loc{};
+  n.hash = 0;
+  n.dev_epoch = 0;
+  n.has_dev = false;
+  n.dev = Device{};
+  live_.fetch_add(1, std::memory_order_relaxed);
+  ++detail::stats_mut().nodes_created;
+  return id;
+}
+
 NodeId Graph::add(Node n) {
   const bool cse = n.op != Op::Input && !n.storage;
   if (cse) {
@@ -213,7 +248,14 @@ void Graph::maybe_free(NodeId first) {
     if (!unreferenced(n)) continue;
     cse_erase(id);
     std::vector<NodeId> inputs = std::move(n.inputs);
-    n = Node{};  // drops the storage: back to the allocator now
+    // Drops the storage (back to the allocator now). The shape and strides
+    // vectors keep their memory for add_leaf; a dead node's contents are
+    // never read.
+    Shape shape = std::move(n.shape);
+    std::vector<std::int64_t> strides = std::move(n.strides);
+    n = Node{};
+    n.shape = std::move(shape);
+    n.strides = std::move(strides);
     free_.push_back(id);
     live_.fetch_sub(1, std::memory_order_relaxed);
     for (NodeId in : inputs) {

@@ -105,6 +105,11 @@ class Graph {
   // instead). Takes a use of each input. The returned id has no references
   // yet; wrap it with Array::from_node or another node's inputs right away.
   NodeId add(Node n);
+  // An evaluated leaf (an Input node over `storage`), its shape and strides
+  // copied into a recycled slot's vectors: no allocation when a freed node
+  // left them large enough (aj::compile's replays make their results so).
+  NodeId add_leaf(DType dtype, const Shape& shape, std::shared_ptr<Storage> storage,
+                  const std::vector<std::int64_t>& strides, std::int64_t offset);
   Node& operator[](NodeId id) { return *slot(id); }
   const Node& operator[](NodeId id) const { return *slot(id); }
   // One more than the largest id ever issued (walk marks are sized by it).
