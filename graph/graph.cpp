@@ -123,36 +123,26 @@ NodeId Graph::grow() {
   return id;
 }
 
+// A slot for a new node: a freed one (a default Node but for the memory its
+// shape and strides vectors kept, see maybe_free) or a fresh one.
+NodeId Graph::take_slot() {
+  if (free_.empty()) return grow();
+  const NodeId id = free_.back();
+  free_.pop_back();
+  return id;
+}
+
 NodeId Graph::add_leaf(DType dtype, const Shape& shape, std::shared_ptr<Storage> storage,
                        const std::vector<std::int64_t>& strides, std::int64_t offset) {
-  NodeId id;
-  if (!free_.empty()) {
-    id = free_.back();
-    free_.pop_back();
-  } else {
-    id = grow();
-  }
-  Node& n = (*this)[id];
+  const NodeId id = take_slot();
+  Node& n = (*this)[id];  // a default Node: set what differs
   n.op = Op::Input;
   n.dtype = dtype;
   n.alive = true;
-  n.in_cse = false;
-  n.ext = 0;
-  n.uses = 0;
-  n.claim = 0;
-  n.inputs.clear();
-  n.shape = shape;      // copies into the slot's memory when it has room
+  n.shape = shape;  // copies into the slot's memory when it has room
   n.strides = strides;
   n.storage = std::move(storage);
   n.offset = offset;
-  n.i0 = n.i1 = 0;
-  n.f0 = n.f1 = 0.0;
-  n.ints.clear();
-  n.loc = Loc{};
-  n.hash = 0;
-  n.dev_epoch = 0;
-  n.has_dev = false;
-  n.dev = Device{};
   live_.fetch_add(1, std::memory_order_relaxed);
   ++detail::stats_mut().nodes_created;
   return id;
@@ -168,13 +158,7 @@ NodeId Graph::add(Node n) {
     });
     if (same != kNoNode) return same;
   }
-  NodeId id;
-  if (!free_.empty()) {
-    id = free_.back();
-    free_.pop_back();
-  } else {
-    id = grow();
-  }
+  const NodeId id = take_slot();
   for (NodeId in : n.inputs) ++(*this)[in].uses;
   n.alive = true;
   n.ext = 0;

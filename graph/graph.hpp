@@ -174,6 +174,7 @@ class Graph {
     return dir_.load(std::memory_order_acquire)[id >> kSegmentShift] + (id & (kSegment - 1));
   }
   NodeId grow();
+  NodeId take_slot();
 
   void maybe_free(NodeId id);
   void cse_erase(NodeId id);
