@@ -70,6 +70,25 @@ bool same_scalar(const KScalar& a, const KScalar& b) {
   return a.dtype == b.dtype && a.i == b.i && bits(a.f) == bits(b.f);
 }
 
+// The nodes of array arguments, read under their graph's lock: one scope
+// for each run of arguments of one graph (usually all of them).
+class ArgNodes {
+ public:
+  const Node& operator()(const CallArg& a) {
+    Graph& g = *a.array->graph_of();
+    if (&g != locked_) {
+      in_.reset();
+      in_.emplace(g);
+      locked_ = &g;
+    }
+    return g[a.array->node_id()];
+  }
+
+ private:
+  Graph* locked_ = nullptr;
+  std::optional<GraphScope> in_;
+};
+
 }  // namespace
 
 class CompiledCore {
@@ -106,8 +125,7 @@ class CompiledCore {
 void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const {
   k.clear();
   k.push_back(args.size());
-  Graph* locked = nullptr;  // one scope for the run of arguments of one graph (usually all)
-  std::optional<GraphScope> in;
+  ArgNodes node_of;
   for (const CallArg& a : args) {
     if (a.is_scalar) {
       k.push_back(0x5ca1a0 + static_cast<std::uint64_t>(a.scalar.kind));
@@ -116,13 +134,7 @@ void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars
       }
       continue;
     }
-    Graph& g = *a.array->graph_of();
-    if (&g != locked) {
-      in.reset();
-      in.emplace(g);
-      locked = &g;
-    }
-    const Node& n = g[a.array->node_id()];
+    const Node& n = node_of(a);
     k.push_back(0xa77a7 + (static_cast<std::uint64_t>(n.dtype) << 8) + (a.donated ? 1u << 16 : 0u));
     k.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 | static_cast<std::uint32_t>(n.storage->device.index));
     k.push_back(static_cast<std::uint64_t>(n.shape.ndim()));
@@ -141,18 +153,9 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
   std::vector<exec::Value> values(static_cast<std::size_t>(p.values));
   std::size_t next = 0;  // program values 0 .. args-1 are the array arguments, in order
   {
-    Graph* locked = nullptr;
-    std::optional<GraphScope> in;
+    ArgNodes node_of;
     for (const CallArg& a : args) {
-      if (a.is_scalar) continue;
-      Graph& g = *a.array->graph_of();
-      if (&g != locked) {
-        in.reset();
-        in.emplace(g);
-        locked = &g;
-      }
-      const Node& n = g[a.array->node_id()];
-      values[next++] = {n.storage};
+      if (!a.is_scalar) values[next++] = {node_of(a).storage};
     }
   }
   for (CallArg& a : args) {
@@ -325,21 +328,14 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
   // from buffers.
   std::vector<Array> pending;
   {
-    Graph* locked = nullptr;
-    std::optional<GraphScope> in;
+    ArgNodes node_of;
     for (CallArg& a : args) {
       if (a.is_scalar) continue;
       if (!a.array->valid()) {
         throw Error(Error::Kind::user, "aj::compile: an empty Array handle (default-constructed or moved-from) "
                                        "passed to the function compiled at " + where_);
       }
-      Graph& g = *a.array->graph_of();
-      if (&g != locked) {
-        in.reset();
-        in.emplace(g);
-        locked = &g;
-      }
-      if (!g[a.array->node_id()].evaluated()) pending.push_back(*a.array);
+      if (!node_of(a).evaluated()) pending.push_back(*a.array);
     }
   }
   if (!pending.empty()) aj::eval(pending);
