@@ -32,10 +32,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
+
 namespace {
 
 constexpr int B = 256, D = 784, H = 256, C = 10;
-constexpr float kLr = 1e-3f, kBeta1 = 0.9f, kBeta2 = 0.999f, kEps = 1e-8f;
+constexpr float kLr = ajbench::kAdam.lr, kBeta1 = ajbench::kAdam.beta1, kBeta2 = ajbench::kAdam.beta2,
+                kEps = ajbench::kAdam.eps;
 
 struct Data {
   std::vector<float> X, Y, W1, W2;  // row-major; biases start at zero
@@ -84,62 +87,24 @@ struct Ours {
     aj::eval(all);
   }
 
-  aj::Array loss(const std::vector<aj::Array>& q) const {
-    aj::Array h = aj::maximum(aj::matmul(X, q[0]) + q[1], 0.0f);
-    aj::Array z = aj::matmul(h, q[2]) + q[3];
-    aj::Array mx = aj::stop_gradient(aj::max(z, 1, true));
-    aj::Array lse = aj::log(aj::sum(aj::exp(z - mx), 1, true)) + mx;
-    return aj::mean(aj::sum(Y * (lse - z), 1));
+  aj::Array loss(const std::vector<aj::Array>& q) const { return ajbench::mlp_loss(X, Y, q); }
+
+  // The step as one traced call, evaluated at once: value_and_grad and the
+  // out-of-place Adam update (bench_util.hpp), the old p, m, v given up.
+  float step() {
+    auto [c1, c2] = ajbench::adam_bias(++t);
+    std::vector<aj::Array> r = ajbench::mlp_adam_step(X, Y, std::move(p), std::move(m), std::move(v), c1, c2);
+    aj::eval(r);
+    return ajbench::take_step(p, m, v, std::move(r)).item<float>();
   }
 
   // The same step through aj::compile: traced once, then replayed (no
   // tracing, no planning; the bias corrections c1, c2 are rebound each call).
-  static std::vector<aj::Array> step_fn(const aj::Array& X, const aj::Array& Y, std::vector<aj::Array> p,
-                                        std::vector<aj::Array> m, std::vector<aj::Array> v, float c1, float c2) {
-    auto loss_of = [&](const std::vector<aj::Array>& q) {
-      aj::Array h = aj::maximum(aj::matmul(X, q[0]) + q[1], 0.0f);
-      aj::Array z = aj::matmul(h, q[2]) + q[3];
-      aj::Array mx = aj::stop_gradient(aj::max(z, 1, true));
-      aj::Array lse = aj::log(aj::sum(aj::exp(z - mx), 1, true)) + mx;
-      return aj::mean(aj::sum(Y * (lse - z), 1));
-    };
-    auto [l, g] = aj::value_and_grad(loss_of, {0, 1, 2, 3})(p);
-    std::vector<aj::Array> out{l};
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      aj::Array mi = kBeta1 * m[i] + (1 - kBeta1) * g[i];
-      aj::Array vi = kBeta2 * v[i] + (1 - kBeta2) * g[i] * g[i];
-      out.push_back(p[i] - kLr * (mi / c1) / (aj::sqrt(vi / c2) + kEps));
-      out.push_back(mi);
-      out.push_back(vi);
-    }
-    return out;
-  }
-  aj::Compiled<decltype(&step_fn)> compiled{&step_fn};
+  aj::Compiled<decltype(&ajbench::mlp_adam_step)> compiled{&ajbench::mlp_adam_step};
 
   float step_compiled() {
-    ++t;
-    const float c1 = 1 - std::pow(kBeta1, static_cast<float>(t)), c2 = 1 - std::pow(kBeta2, static_cast<float>(t));
-    std::vector<aj::Array> r = compiled(X, Y, std::move(p), std::move(m), std::move(v), c1, c2);
-    const std::size_t n = (r.size() - 1) / 3;
-    p.resize(n), m.resize(n), v.resize(n);
-    for (std::size_t i = 0; i < n; ++i) p[i] = r[1 + 3 * i], m[i] = r[2 + 3 * i], v[i] = r[3 + 3 * i];
-    return r[0].item<float>();
-  }
-
-  float step() {
-    auto [l, g] = aj::value_and_grad([this](const std::vector<aj::Array>& q) { return loss(q); },
-                                     {0, 1, 2, 3})(p);
-    ++t;
-    const float c1 = 1 - std::pow(kBeta1, static_cast<float>(t)), c2 = 1 - std::pow(kBeta2, static_cast<float>(t));
-    std::vector<aj::Array> all{l};
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      m[i] = kBeta1 * m[i] + (1 - kBeta1) * g[i];
-      v[i] = kBeta2 * v[i] + (1 - kBeta2) * g[i] * g[i];
-      p[i] = p[i] - kLr * (m[i] / c1) / (aj::sqrt(v[i] / c2) + kEps);
-      all.push_back(p[i]), all.push_back(m[i]), all.push_back(v[i]);
-    }
-    aj::eval(all);
-    return l.item<float>();
+    auto [c1, c2] = ajbench::adam_bias(++t);
+    return ajbench::take_step(p, m, v, compiled(X, Y, std::move(p), std::move(m), std::move(v), c1, c2)).item<float>();
   }
 };
 

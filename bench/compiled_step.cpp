@@ -28,8 +28,6 @@
 
 namespace {
 
-constexpr float kLr = 1e-3f, kBeta1 = 0.9f, kBeta2 = 0.999f, kEps = 1e-8f;
-
 struct Model {
   int B, D, H, C;
   aj::Array X, Y;
@@ -59,46 +57,6 @@ struct Model {
   }
 };
 
-aj::Array loss_of(const aj::Array& X, const aj::Array& Y, const std::vector<aj::Array>& q) {
-  aj::Array h = aj::maximum(aj::matmul(X, q[0]) + q[1], 0.0f);
-  aj::Array z = aj::matmul(h, q[2]) + q[3];
-  aj::Array mx = aj::stop_gradient(aj::max(z, 1, true));
-  aj::Array lse = aj::log(aj::sum(aj::exp(z - mx), 1, true)) + mx;
-  return aj::mean(aj::sum(Y * (lse - z), 1));
-}
-
-// One step, out of place: (loss, p', m', v') from (X, Y, p, m, v, c1, c2).
-std::vector<aj::Array> step_fn(const aj::Array& X, const aj::Array& Y, std::vector<aj::Array> p,
-                               std::vector<aj::Array> m, std::vector<aj::Array> v, float c1, float c2) {
-  auto [l, g] = aj::value_and_grad([&](const std::vector<aj::Array>& q) { return loss_of(X, Y, q); },
-                                   {0, 1, 2, 3})(p);
-  std::vector<aj::Array> out{l};
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    aj::Array mi = kBeta1 * m[i] + (1 - kBeta1) * g[i];
-    aj::Array vi = kBeta2 * v[i] + (1 - kBeta2) * g[i] * g[i];
-    out.push_back(p[i] - kLr * (mi / c1) / (aj::sqrt(vi / c2) + kEps));
-    out.push_back(mi);
-    out.push_back(vi);
-  }
-  return out;
-}
-
-// Puts a step's results back into the model; returns the loss array.
-aj::Array take(Model& md, std::vector<aj::Array>&& r) {
-  const std::size_t n = (r.size() - 1) / 3;  // the vectors may have been moved into the call
-  md.p.resize(n), md.m.resize(n), md.v.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    md.p[i] = std::move(r[1 + 3 * i]);
-    md.m[i] = std::move(r[2 + 3 * i]);
-    md.v[i] = std::move(r[3 + 3 * i]);
-  }
-  return std::move(r[0]);
-}
-
-std::pair<float, float> bias(int t) {
-  return {1 - std::pow(kBeta1, static_cast<float>(t)), 1 - std::pow(kBeta2, static_cast<float>(t))};
-}
-
 struct Result {
   double compiled_us = 0, uncompiled_us = 0;
   double traces = 0, plans = 0, compiles = 0, allocs = 0, launches = 0;
@@ -109,17 +67,17 @@ Result run(int B, int D, int H, int C, int steps, bool profile = false) {
   Model a(B, D, H, C, 7), b(B, D, H, C, 7);
   auto compiled = aj::compile([](const aj::Array& X, const aj::Array& Y, std::vector<aj::Array> p,
                                  std::vector<aj::Array> m, std::vector<aj::Array> v, float c1, float c2) {
-    return step_fn(X, Y, std::move(p), std::move(m), std::move(v), c1, c2);
+    return ajbench::mlp_adam_step(X, Y, std::move(p), std::move(m), std::move(v), c1, c2);
   });
   auto step_compiled = [&](Model& md) {
-    auto [c1, c2] = bias(++md.t);
-    return take(md, compiled(md.X, md.Y, std::move(md.p), std::move(md.m), std::move(md.v), c1, c2));
+    auto [c1, c2] = ajbench::adam_bias(++md.t);
+    return ajbench::take_step(md.p, md.m, md.v, compiled(md.X, md.Y, std::move(md.p), std::move(md.m), std::move(md.v), c1, c2));
   };
   auto step_plain = [&](Model& md) {
-    auto [c1, c2] = bias(++md.t);
-    std::vector<aj::Array> r = step_fn(md.X, md.Y, md.p, md.m, md.v, c1, c2);
+    auto [c1, c2] = ajbench::adam_bias(++md.t);
+    std::vector<aj::Array> r = ajbench::mlp_adam_step(md.X, md.Y, md.p, md.m, md.v, c1, c2);
     aj::eval(r);
-    return take(md, std::move(r));
+    return ajbench::take_step(md.p, md.m, md.v, std::move(r));
   };
   Result res;
   // Warm-up (the compiled step traces twice: the second learns which kernel
