@@ -56,6 +56,9 @@ struct Fake {
   std::vector<std::unique_ptr<std::uint64_t>> modules;
   std::vector<std::unique_ptr<FakeFn>> functions;
 };
+// Whether a host C++ compiler runs (the emulated kernels are compiled with it).
+inline bool have_cxx() { return std::system("c++ --version > /dev/null 2>&1") == 0; }
+
 inline Fake& fake() {
   static Fake f;
   return f;

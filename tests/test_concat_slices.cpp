@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/executor.hpp"
+#include "tests/compare_arrays.hpp"
 
 namespace {
 
@@ -53,20 +54,7 @@ void check(const std::function<std::vector<Array>()>& make) {
       aj::eval(got);
       for (std::size_t i = 0; i < got.size(); ++i) {
         CAPTURE(i);
-        REQUIRE(got[i].shape() == want[i].shape());
-        REQUIRE(got[i].dtype() == want[i].dtype());
-        const auto g = got[i].astype(DType::f64).to_vector<double>();
-        const auto w = want[i].astype(DType::f64).to_vector<double>();
-        std::size_t bad = 0;
-        for (std::size_t k = 0; k < g.size(); ++k) {
-          const bool ok = (std::isnan(g[k]) && std::isnan(w[k])) || g[k] == w[k] ||
-                          std::fabs(g[k] - w[k]) <= 1e-4 * (1 + std::fabs(w[k]));
-          if (!ok && bad++ == 0) {
-            CAPTURE(k);
-            CHECK(g[k] == w[k]);
-          }
-        }
-        CHECK(bad == 0);
+        ajtest::check_matches(got[i], want[i], 1e-4, true);
       }
     }
   }

@@ -42,8 +42,6 @@ using aj::Array;
 using aj::Device;
 using aj::DType;
 
-bool have_cxx() { return std::system("c++ --version > /dev/null 2>&1") == 0; }
-
 // Small random integers as dtype t (sums exact in any order, many ties);
 // with `nans` some NaNs and -0.0 among them.
 Array random_small(DType t, aj::Shape shape, std::uint64_t seed, bool nans = false) {

@@ -15,6 +15,7 @@
 
 #include "backends/cpu/host_matmul.hpp"
 #include "core/executor.hpp"
+#include "tests/compare_arrays.hpp"
 
 namespace {
 
@@ -46,19 +47,7 @@ void check(const std::function<std::vector<Array>()>& make, double tol = 0) {
     aj::eval(got);
     for (std::size_t i = 0; i < got.size(); ++i) {
       CAPTURE(i);
-      REQUIRE(got[i].shape() == want[i].shape());
-      REQUIRE(got[i].dtype() == want[i].dtype());
-      const auto g = got[i].astype(DType::f64).to_vector<double>();
-      const auto w = want[i].astype(DType::f64).to_vector<double>();
-      std::size_t bad = 0;
-      for (std::size_t k = 0; k < g.size(); ++k) {
-        const bool ok = tol > 0 ? std::fabs(g[k] - w[k]) <= tol * (1 + std::fabs(w[k])) : g[k] == w[k];
-        if (!ok && bad++ == 0) {
-          CAPTURE(k);
-          CHECK(g[k] == w[k]);
-        }
-      }
-      CHECK(bad == 0);
+      ajtest::check_matches(got[i], want[i], tol, false);
     }
   }
   aj::jit::set_num_threads(0);
