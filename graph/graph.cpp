@@ -148,8 +148,19 @@ NodeId Graph::add_leaf(DType dtype, const Shape& shape, std::shared_ptr<Storage>
   return id;
 }
 
+// Which new nodes CSE may merge: not leaves, and not the nodes whose values
+// reach kernels as run-time scalars (a constant, a generator's start, step or
+// key). Merging those by value would make the graph's structure, so the plan
+// cache's key, depend on a value: a learning rate that happens to equal
+// another constant of the step would share its node and build a new plan.
+// Each scalar the trace makes is its own node; an op over the same nodes is
+// still one node.
+static bool takes_part_in_cse(const Node& n) {
+  return n.op != Op::Input && !n.storage && n.op != Op::Constant && !is_generator(n.op);
+}
+
 NodeId Graph::add(Node n) {
-  const bool cse = n.op != Op::Input && !n.storage;
+  const bool cse = takes_part_in_cse(n);
   if (cse) {
     n.hash = structural_hash(n);
     const NodeId same = cse_->find(n.hash, [&](NodeId id) {
@@ -285,8 +296,8 @@ void Graph::rewrite(NodeId id, const Node& like) {
   n.f1 = like.f1;
   n.ints = like.ints;
   n.hash = structural_hash(n);
-  n.in_cse = true;
-  cse_->insert(n.hash, id);
+  n.in_cse = takes_part_in_cse(n);
+  if (n.in_cse) cse_->insert(n.hash, id);
   for (NodeId in : old) release_use(in);
 }
 

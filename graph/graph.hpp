@@ -102,7 +102,7 @@ class Graph {
   Graph& operator=(const Graph&) = delete;
 
   // Make a node (CSE: an identical unevaluated, unclaimed node is returned
-  // instead). Takes a use of each input. The returned id has no references
+  // instead; never for constants and generators, see takes_part_in_cse). Takes a use of each input. The returned id has no references
   // yet; wrap it with Array::from_node or another node's inputs right away.
   NodeId add(Node n);
   // An evaluated leaf (an Input node over `storage`), its shape and strides

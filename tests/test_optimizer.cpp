@@ -247,12 +247,23 @@ TEST_CASE("two reductions of one shared producer: the kernel count the work rule
     return std::vector<Array>{aj::sum(e, 0), aj::sum(e, 1)};
   });
   {
-    Array s0 = aj::sum(x * 2 + 1, 0), s1 = aj::sum(x * 2 + 1, 1);
+    Array e = x * 2 + 1;
+    Array s0 = aj::sum(e, 0), s1 = aj::sum(e, 1);
+    e = Array();
     aj::reset_stats();
     aj::eval({s0, s1});
     CHECK(aj::stats().kernels_launched == 2);
     CHECK(allocations() == 3);
     CHECK(aj::stats().values_materialized == 1);
+  }
+  {  // x * 2 + 1 traced twice is two producers (scalars are not merged by
+     // value, graph.cpp): each reduction computes its own, once.
+    Array s0 = aj::sum(x * 2 + 1, 0), s1 = aj::sum(x * 2 + 1, 1);
+    aj::reset_stats();
+    aj::eval({s0, s1});
+    CHECK(aj::stats().kernels_launched == 2);
+    CHECK(allocations() == 2);
+    CHECK(aj::stats().values_materialized == 0);
   }
   // Other axes, expensive producer (exp): materialized once, by the first
   // reduction's kernel, and loaded by the second.

@@ -261,6 +261,47 @@ TEST_CASE("a learning-rate schedule never replans or recompiles: scalars are ker
   for (std::size_t i = 0; i < n; ++i) REQUIRE(got[i] == doctest::Approx(hp[i]).epsilon(1e-5));
 }
 
+TEST_CASE("a scalar equal to another constant of the step plans nothing new (scalars are not merged by value)") {
+  // Before scalars had nodes of their own, a learning rate of 0.1 shared the
+  // node of (1 - b1) == 0.1f: another structure, so a new plan.
+  pc::clear();
+  const std::size_t n = 257;
+  std::vector<float> p0(n), g0(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    p0[i] = std::sin(0.29f * static_cast<float>(i) + 0.3f);
+    g0[i] = std::cos(0.13f * static_cast<float>(i)) * 0.25f;
+  }
+  Array p = aj::from_vector(p0), m = aj::zeros({static_cast<std::int64_t>(n)}),
+        v = aj::zeros({static_cast<std::int64_t>(n)});
+  const Array g = aj::from_vector(g0);
+  std::vector<double> hp(p0.begin(), p0.end()), hm(n, 0.0), hv(n, 0.0);
+  const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  // After 3 warm-up steps: rates equal (in f32) to 1 - b1, b1, 1 - b2, b2 and
+  // eps, the constants of this very step, then ones equal to nothing.
+  const std::vector<double> lrs = {0.01, 0.02, 0.005, 1 - b1, b1, 1 - b2, b2, eps, 0.003, 0.1, 0.001, 0.9};
+  aj::Stats warm;
+  for (std::size_t t = 1; t <= lrs.size(); ++t) {
+    const double lr = lrs[t - 1];
+    const double c1 = 1 - std::pow(b1, static_cast<double>(t + 2)), c2 = 1 - std::pow(b2, static_cast<double>(t + 2));
+    m = b1 * m + (1 - b1) * g;
+    v = b2 * v + (1 - b2) * g * g;
+    p = p - lr * (m / c1) / (aj::sqrt(v / c2) + eps);
+    aj::eval({p, m, v});
+    for (std::size_t i = 0; i < n; ++i) {
+      hm[i] = static_cast<float>(b1 * hm[i] + (1 - b1) * g0[i]);
+      hv[i] = static_cast<float>(b2 * hv[i] + (1 - b2) * g0[i] * g0[i]);
+      hp[i] = static_cast<float>(hp[i] - lr * (hm[i] / c1) / (std::sqrt(hv[i] / c2) + eps));
+    }
+    if (t == 3) warm = aj::stats();
+  }
+  const aj::Stats s = aj::stats();
+  CHECK(s.plans_built == warm.plans_built);
+  CHECK(s.kernels_compiled == warm.kernels_compiled);
+  CHECK(s.plan_cache_hits - warm.plan_cache_hits == lrs.size() - 3);
+  const std::vector<float> got = p.to_vector<float>();
+  for (std::size_t i = 0; i < n; ++i) REQUIRE(got[i] == doctest::Approx(hp[i]).epsilon(1e-5));
+}
+
 TEST_CASE("the plan cache can be switched off and cleared") {
   pc::clear();
   Array x = aj::from_vector(std::vector<double>{1, 2});
