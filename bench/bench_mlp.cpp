@@ -8,8 +8,9 @@
 //    compiled here with -O3 -march=native, OpenMP threads;
 //  - NumPy: bench/bench_mlp_numpy.py run by /usr/bin/python3 as a child
 //    process (Debian's NumPy, its BLAS is OpenBLAS), OPENBLAS_NUM_THREADS set.
-// Each prints the median over 7 runs of the mean wall time of 5 steps (after
-// 5 warm-up steps); ours and Eigen's runs alternate. The losses of the first
+// Each prints the median over 7 runs of the mean wall time of 10 steps, each
+// run after 5 untimed steps of its own (see `settle`); ours and Eigen's runs
+// alternate. AJ_BENCH_STEPS and AJ_BENCH_SETTLE change the 10 and the 5. The losses of the first
 // steps are compared between all three (they start from the same weights).
 // Also printed: arrayjit's kernels, allocations and compiles per step.
 //
@@ -217,7 +218,8 @@ void write_f32(const std::string& path, const std::vector<float>& v) {
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
-  const int warm = 5, runs = quick ? 3 : 7, steps = 5;
+  const char* steps_env = std::getenv("AJ_BENCH_STEPS");
+  const int warm = 5, runs = quick ? 3 : 7, steps = steps_env ? std::max(1, std::atoi(steps_env)) : 10;
   const Data d = make_data();
   const std::string dir = (std::filesystem::temp_directory_path() / "aj_bench_mlp").string();
   std::filesystem::create_directories(dir);
@@ -258,20 +260,31 @@ int main(int argc, char** argv) {
     for (int k = 0; k < warm; ++k) ours.step(), eig.step(), comp.step_compiled();
     aj::reset_stats();
     std::vector<double> t_ours, t_eigen, t_comp;
+    // Each timed block starts after `settle` untimed steps of the same
+    // variant: after Eigen returns, libgomp's idle workers spin for some
+    // milliseconds (OMP_WAIT_POLICY's default) and take one of the two cores
+    // from whatever runs next; timed at once, 5-step blocks of ours measured
+    // 1.1-1.2x Eigen at 2 threads, and 0.8-0.9x with OMP_WAIT_POLICY=passive.
+    // Settled, each library is timed in the steady state of a training loop.
+    const char* settle_env = std::getenv("AJ_BENCH_SETTLE");
+    const int settle = settle_env ? std::max(0, std::atoi(settle_env)) : 5;
     for (int r = 0; r < runs; ++r) {
+      for (int k = 0; k < settle; ++k) ours.step();
       double t0 = now_ms();
       for (int k = 0; k < steps; ++k) ours.step();
       t_ours.push_back((now_ms() - t0) / steps);
+      for (int k = 0; k < settle; ++k) eig.step();
       t0 = now_ms();
       for (int k = 0; k < steps; ++k) eig.step();
       t_eigen.push_back((now_ms() - t0) / steps);
+      for (int k = 0; k < settle; ++k) comp.step_compiled();
       t0 = now_ms();
       for (int k = 0; k < steps; ++k) comp.step_compiled();
       t_comp.push_back((now_ms() - t0) / steps);
     }
     const aj::Stats s = aj::stats();
     const auto cc = comp.compiled.counts();
-    const double n = static_cast<double>(2 * runs * steps);  // both arrayjit variants' steps
+    const double n = static_cast<double>(2 * runs * (settle + steps));  // both arrayjit variants' steps
     // The trace alone (value_and_grad and the update written, nothing run).
     std::vector<double> t_trace;
     for (int r = 0; r < runs; ++r) {
