@@ -118,6 +118,10 @@ class CompiledCore {
   std::unordered_map<Key, std::shared_ptr<const exec::Program>, KeyHash> last_trace_;
   std::unordered_map<Key, std::vector<Scalar>, KeyHash> last_scalars_;
   std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> scalar_free_;
+  // The last entry each map returned, with its key: calls in a loop with one
+  // signature compare one key instead of hashing it and probing.
+  Key last_free_key_, last_exact_key_;
+  std::shared_ptr<const Entry> last_free_, last_exact_;
   CompiledCounts counts_;
   static constexpr std::size_t kMaxPrograms = 64;  // per compiled function (then all are dropped)
 };
@@ -150,7 +154,15 @@ void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars
 // of this thread's graph.
 std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& args) {
   const exec::Program& p = *e.program;
-  std::vector<exec::Value> values(static_cast<std::size_t>(p.values));
+  // This thread's buffers, their memory reused (a replay allocates no
+  // vectors but its results'); emptied however the replay ends, so no
+  // storage stays referenced from here.
+  thread_local std::vector<exec::Value> values;
+  thread_local std::vector<exec::ScalarOverride> overrides;
+  struct Empty {
+    ~Empty() { values.clear(), overrides.clear(); }
+  } empty_after;
+  values.assign(static_cast<std::size_t>(p.values), exec::Value{});
   std::size_t next = 0;  // program values 0 .. args-1 are the array arguments, in order
   {
     ArgNodes node_of;
@@ -163,7 +175,7 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
     Array given_up = std::move(*a.array);  // its buffer may now be ours alone
     if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
   }
-  std::vector<exec::ScalarOverride> overrides;  // this call's scalar values (bindings are sorted by step)
+  // This call's scalar values (bindings are sorted by step).
   overrides.reserve(e.bindings.size());
   for (const ScalarBinding& b : e.bindings) {
     const KScalar& slot = p.steps[static_cast<std::size_t>(b.step)].kernel.scalars[static_cast<std::size_t>(b.scalar)];
@@ -303,6 +315,8 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
       scalar_free_.clear();
       last_trace_.clear();
       last_scalars_.clear();
+      last_free_.reset();
+      last_exact_.reset();
     }
     exact_[exact] = std::make_shared<const Entry>(Entry{prog, {}});
     // Learn which kernel scalars follow scalar arguments from the trace before.
@@ -348,13 +362,23 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
     // Scalars whose kernel slots are known replay whatever their values.
     signature(args, false, scalar_free);
     std::lock_guard lock(mu_);
-    if (auto it = scalar_free_.find(scalar_free); it != scalar_free_.end()) hit = it->second;
+    if (last_free_ && scalar_free == last_free_key_) {
+      hit = last_free_;
+    } else if (auto it = scalar_free_.find(scalar_free); it != scalar_free_.end()) {
+      hit = last_free_ = it->second;
+      last_free_key_ = scalar_free;
+    }
   }
   if (!hit) {
     signature(args, true, exact);
     if (!has_scalars) scalar_free = exact;
     std::lock_guard lock(mu_);
-    if (auto it = exact_.find(exact); it != exact_.end()) hit = it->second;
+    if (last_exact_ && exact == last_exact_key_) {
+      hit = last_exact_;
+    } else if (auto it = exact_.find(exact); it != exact_.end()) {
+      hit = last_exact_ = it->second;
+      last_exact_key_ = exact;
+    }
   }
   {
     std::lock_guard lock(mu_);

@@ -163,10 +163,15 @@ void run_program(const Program& p, Backend& target, std::vector<Value>& values,
   values.resize(static_cast<std::size_t>(p.values));
   for (std::size_t i = 0; i < p.captured.size(); ++i) values[static_cast<std::size_t>(p.args) + i] = p.captured[i];
   detail::Counters& stats = detail::stats_mut();
-  std::vector<const Storage*> ins;
-  std::vector<const Storage*> out_ptrs;
-  std::vector<std::shared_ptr<Storage>> outs;
-  std::vector<KScalar> scalars;
+  // This thread's work lists, their memory kept between runs: a replay
+  // allocates nothing here. (No step calls back into run_program.)
+  thread_local std::vector<const Storage*> ins;
+  thread_local std::vector<const Storage*> out_ptrs;
+  thread_local std::vector<std::shared_ptr<Storage>> outs;
+  thread_local std::vector<KScalar> scalars;
+  struct Empty {  // no buffer stays referenced from here, however the run ends
+    ~Empty() { outs.clear(); }
+  } empty_after;
   std::size_t next_override = 0;
   for (std::size_t step = 0; step < p.steps.size(); ++step) {
     const ProgramStep& st = p.steps[step];
@@ -196,7 +201,7 @@ void run_program(const Program& p, Backend& target, std::vector<Value>& values,
     // This call's scalars of kernel step `k` (null: the kernel's own).
     auto bound_scalars = [&](const ProgramStep& ks, std::size_t k) -> const KScalar* {
       if (next_override >= overrides.size() || overrides[next_override].step != static_cast<int>(k)) return nullptr;
-      scalars = ks.kernel.scalars;
+      scalars.assign(ks.kernel.scalars.begin(), ks.kernel.scalars.end());
       for (; next_override < overrides.size() && overrides[next_override].step == static_cast<int>(k); ++next_override) {
         scalars[static_cast<std::size_t>(overrides[next_override].scalar)] = overrides[next_override].value;
       }

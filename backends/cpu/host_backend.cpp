@@ -57,7 +57,8 @@ class HostBackend final : public exec::Backend {
 
   void run_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,
                    const Storage& out) override {
-    std::vector<const void*> ins;
+    thread_local std::vector<const void*> ins;  // memory reused: a replay allocates nothing
+    ins.clear();
     for (const Storage* s : inputs) ins.push_back(s->data);
     cpu::run_library(call, ins, out.data);
   }
@@ -65,8 +66,9 @@ class HostBackend final : public exec::Backend {
   void run_library_then(const LibraryCall& call, const std::vector<const Storage*>& inputs, const Storage& out,
                         const Kernel& k, const std::vector<const Storage*>& k_inputs,
                         const std::vector<const Storage*>& k_outputs) override {
-    std::vector<const void*> ins, kins;
-    std::vector<void*> kouts;
+    thread_local std::vector<const void*> ins, kins;
+    thread_local std::vector<void*> kouts;
+    ins.clear(), kins.clear(), kouts.clear();
     for (const Storage* s : inputs) ins.push_back(s->data);
     for (const Storage* s : k_inputs) kins.push_back(data_of(s));
     for (const Storage* s : k_outputs) kouts.push_back(s->data);

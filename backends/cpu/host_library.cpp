@@ -92,8 +92,12 @@ void concat(const LibraryCall& c, const std::vector<const void*>& in, void* out)
 void matmul(const LibraryCall& c, const std::vector<const void*>& in, void* out, const BlocksDone& done = {}) {
   const auto& a = c.inputs[0];
   const auto& b = c.inputs[1];
-  cpu::matmul(c.dtype, c.shape, a.shape.back(), {in[0], a.offset, a.strides}, {in[1], b.offset, b.strides}, out,
-              num_threads(), done);
+  // Kept per thread: their stride vectors' memory is reused, so a replayed
+  // step's products allocate nothing (cpu::matmul copies what it needs).
+  thread_local StridedOperand av, bv;
+  av.data = in[0], av.offset = a.offset, av.strides.assign(a.strides.begin(), a.strides.end());
+  bv.data = in[1], bv.offset = b.offset, bv.strides.assign(b.strides.begin(), b.strides.end());
+  cpu::matmul(c.dtype, c.shape, a.shape.back(), av, bv, out, num_threads(), done);
 }
 
 }  // namespace

@@ -187,9 +187,10 @@ class Compiled {
     std::vector<detail::CallArg> cargs;
     cargs.reserve(sizeof...(Args) + 16);  // vector arguments add their elements
     (detail::describe_arg(cargs, std::forward<Args>(args)), ...);
-    std::vector<Array> out = detail::compiled_call(*core_, cargs, [&] {
-      return detail::flatten(std::invoke(f_, detail::pass(std::forward<Args>(args))...));
-    });
+    auto trace = [&] { return detail::flatten(std::invoke(f_, detail::pass(std::forward<Args>(args))...)); };
+    // Through std::ref: a std::function holds a reference_wrapper without
+    // allocating (the lambda's captures would not fit in it).
+    std::vector<Array> out = detail::compiled_call(*core_, cargs, std::ref(trace));
     return detail::rebuild<R>(std::move(out));
   }
 
