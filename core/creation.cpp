@@ -44,6 +44,12 @@ Array fill(const char* op, Shape shape, Scalar value, DType dtype, const Loc& lo
 Array full(Shape shape, Scalar value, DType dtype, Loc loc) {
   return fill("full", std::move(shape), value, dtype, loc);
 }
+Array full(Shape shape, Scalar value, Loc loc) {
+  const DType t = value.kind == Scalar::Kind::boolean   ? DType::bool_
+                  : value.kind == Scalar::Kind::integer ? DType::i64
+                                                        : DType::f32;
+  return fill("full", std::move(shape), value, t, loc);
+}
 Array zeros(Shape shape, DType dtype, Loc loc) { return fill("zeros", std::move(shape), 0, dtype, loc); }
 Array ones(Shape shape, DType dtype, Loc loc) { return fill("ones", std::move(shape), 1, dtype, loc); }
 

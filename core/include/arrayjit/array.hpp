@@ -245,6 +245,9 @@ T Array::item(Loc loc) const {
 Array zeros(Shape shape, DType dtype = DType::f32, Loc loc = Loc::current());
 Array ones(Shape shape, DType dtype = DType::f32, Loc loc = Loc::current());
 Array full(Shape shape, Scalar value, DType dtype, Loc loc = Loc::current());
+// The dtype from the value, as zeros' and arange's defaults: a float is f32,
+// an integer i64, a bool bool (full({256}, 0.01) is f32).
+Array full(Shape shape, Scalar value, Loc loc = Loc::current());
 // Values start, start+step, ... below stop (NumPy's arange).
 Array arange(double start, double stop, double step = 1.0, DType dtype = DType::f32,
              Loc loc = Loc::current());
