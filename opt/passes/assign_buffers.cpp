@@ -68,7 +68,6 @@ class Planner {
     int step = -1;
   };
   std::optional<Held> reader_after(NodeId id, int k) const {
-    const Node& n = g_[id];
     if (g_.ext_count(id) > 0) return Held{NotInPlace::Why::held};
     if (held_outside(id)) return Held{NotInPlace::Why::read_outside};
     if (std::find(s_.roots.begin(), s_.roots.end(), id) != s_.roots.end()) return Held{NotInPlace::Why::root};
