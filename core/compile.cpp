@@ -50,6 +50,30 @@ struct Entry {
   std::vector<ScalarBinding> bindings;  // empty for an exact-scalar entry
 };
 
+// Kept programs by signature, with the last one found: calls in a loop with
+// one signature compare one key instead of hashing it and probing.
+class Programs {
+ public:
+  std::shared_ptr<const Entry> find(const Key& k) {
+    if (last_ && k == last_key_) return last_;
+    auto it = map_.find(k);
+    if (it == map_.end()) return nullptr;
+    last_key_ = k;
+    return last_ = it->second;
+  }
+  void put(const Key& k, std::shared_ptr<const Entry> e) { map_[k] = std::move(e); }
+  void clear() {
+    map_.clear();
+    last_.reset();
+  }
+  std::size_t size() const { return map_.size(); }
+
+ private:
+  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> map_;
+  Key last_key_;
+  std::shared_ptr<const Entry> last_;
+};
+
 std::uint64_t bits(double d) { return std::bit_cast<std::uint64_t>(d); }
 
 // The kernel scalar a C++ scalar becomes in a kernel scalar slot of dtype t
@@ -112,16 +136,12 @@ class CompiledCore {
 
   std::string where_;
   mutable std::mutex mu_;
-  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> exact_;
+  Programs exact_;
   // Per signature without scalar values: the last program traced (to learn
   // bindings from the next trace), and an entry once bindings are known.
   std::unordered_map<Key, std::shared_ptr<const exec::Program>, KeyHash> last_trace_;
   std::unordered_map<Key, std::vector<Scalar>, KeyHash> last_scalars_;
-  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> scalar_free_;
-  // The last entry each map returned, with its key: calls in a loop with one
-  // signature compare one key instead of hashing it and probing.
-  Key last_free_key_, last_exact_key_;
-  std::shared_ptr<const Entry> last_free_, last_exact_;
+  Programs scalar_free_;
   CompiledCounts counts_;
   static constexpr std::size_t kMaxPrograms = 64;  // per compiled function (then all are dropped)
 };
@@ -315,16 +335,14 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
       scalar_free_.clear();
       last_trace_.clear();
       last_scalars_.clear();
-      last_free_.reset();
-      last_exact_.reset();
     }
-    exact_[exact] = std::make_shared<const Entry>(Entry{prog, {}});
+    exact_.put(exact, std::make_shared<const Entry>(Entry{prog, {}}));
     // Learn which kernel scalars follow scalar arguments from the trace before.
     auto last = last_trace_.find(scalar_free);
     if (last != last_trace_.end() && exact != scalar_free) {
       std::vector<ScalarBinding> bindings;
       if (learn_bindings(*last->second, *prog, last_scalars_[scalar_free], args, &bindings) && !bindings.empty()) {
-        scalar_free_[scalar_free] = std::make_shared<const Entry>(Entry{prog, std::move(bindings)});
+        scalar_free_.put(scalar_free, std::make_shared<const Entry>(Entry{prog, std::move(bindings)}));
       }
     }
     last_trace_[scalar_free] = prog;
@@ -362,23 +380,13 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
     // Scalars whose kernel slots are known replay whatever their values.
     signature(args, false, scalar_free);
     std::lock_guard lock(mu_);
-    if (last_free_ && scalar_free == last_free_key_) {
-      hit = last_free_;
-    } else if (auto it = scalar_free_.find(scalar_free); it != scalar_free_.end()) {
-      hit = last_free_ = it->second;
-      last_free_key_ = scalar_free;
-    }
+    hit = scalar_free_.find(scalar_free);
   }
   if (!hit) {
     signature(args, true, exact);
     if (!has_scalars) scalar_free = exact;
     std::lock_guard lock(mu_);
-    if (last_exact_ && exact == last_exact_key_) {
-      hit = last_exact_;
-    } else if (auto it = exact_.find(exact); it != exact_.end()) {
-      hit = last_exact_ = it->second;
-      last_exact_key_ = exact;
-    }
+    hit = exact_.find(exact);
   }
   {
     std::lock_guard lock(mu_);
