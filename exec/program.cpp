@@ -165,7 +165,7 @@ void run_program(const Program& p, Backend& target, std::vector<Value>& values,
   detail::Counters& stats = detail::stats_mut();
   // This thread's work lists, their memory kept between runs: a replay
   // allocates nothing here. (No step calls back into run_program.)
-  thread_local std::vector<const Storage*> ins;
+  thread_local std::vector<const Storage*> ins, epilogue_ins;
   thread_local std::vector<const Storage*> out_ptrs;
   thread_local std::vector<std::shared_ptr<Storage>> outs;
   thread_local std::vector<KScalar> scalars;
@@ -175,8 +175,12 @@ void run_program(const Program& p, Backend& target, std::vector<Value>& values,
   std::size_t next_override = 0;
   for (std::size_t step = 0; step < p.steps.size(); ++step) {
     const ProgramStep& st = p.steps[step];
-    ins.clear();
-    for (int v : st.inputs) ins.push_back(v < 0 ? nullptr : values[static_cast<std::size_t>(v)].storage.get());
+    // A step's input buffers into `into`.
+    auto inputs_of = [&](const ProgramStep& ps, std::vector<const Storage*>& into) {
+      into.clear();
+      for (int v : ps.inputs) into.push_back(v < 0 ? nullptr : values[static_cast<std::size_t>(v)].storage.get());
+    };
+    inputs_of(st, ins);
     // A kernel step's outputs: a donor's buffer when nothing but this
     // program holds it, else a new one.
     auto kernel_outputs = [&](const ProgramStep& ks) {
@@ -235,9 +239,7 @@ void run_program(const Program& p, Backend& target, std::vector<Value>& values,
         // the result while it is in cache (Backend::run_library_then).
         values[static_cast<std::size_t>(st.outputs[0])].storage = out;
         const ProgramStep& ep = p.steps[step + 1];
-        std::vector<const Storage*> lib_ins = ins;
-        ins.clear();
-        for (int v : ep.inputs) ins.push_back(v < 0 ? nullptr : values[static_cast<std::size_t>(v)].storage.get());
+        inputs_of(ep, epilogue_ins);
         kernel_outputs(ep);
         const KScalar* b = bound_scalars(ep, step + 1);
         Kernel bound;
@@ -245,7 +247,7 @@ void run_program(const Program& p, Backend& target, std::vector<Value>& values,
           bound = ep.kernel;
           std::copy(b, b + bound.scalars.size(), bound.scalars.begin());
         }
-        target.run_library_then(st.call, lib_ins, *out, b ? bound : ep.kernel, ins, out_ptrs);
+        target.run_library_then(st.call, ins, *out, b ? bound : ep.kernel, epilogue_ins, out_ptrs);
         ++stats.kernels_launched;
         set_outputs(ep);
         for (int r : st.release) values[static_cast<std::size_t>(r)] = Value{};
