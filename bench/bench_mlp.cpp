@@ -80,12 +80,7 @@ struct Ours {
     X = aj::from_vector(d.X, {B, D});
     Y = aj::from_vector(d.Y, {B, C});
     p = {aj::from_vector(d.W1, {D, H}), aj::zeros({H}), aj::from_vector(d.W2, {H, C}), aj::zeros({C})};
-    for (auto& q : p) m.push_back(aj::zeros(q.shape())), v.push_back(aj::zeros(q.shape()));
-    std::vector<aj::Array> all = p;
-    all.insert(all.end(), m.begin(), m.end());
-    all.insert(all.end(), v.begin(), v.end());
-    all.push_back(X), all.push_back(Y);
-    aj::eval(all);
+    ajbench::adam_init(p, m, v, {X, Y});
   }
 
   aj::Array loss(const std::vector<aj::Array>& q) const { return ajbench::mlp_loss(X, Y, q); }

@@ -58,6 +58,18 @@ struct AdamConstants {
 };
 inline constexpr AdamConstants kAdam{};
 
+// Adam's moments for the parameters p: zeros of their shapes. p, m, v and
+// `data` are evaluated together.
+inline void adam_init(const std::vector<aj::Array>& p, std::vector<aj::Array>& m, std::vector<aj::Array>& v,
+                      const std::vector<aj::Array>& data) {
+  for (const auto& q : p) m.push_back(aj::zeros(q.shape())), v.push_back(aj::zeros(q.shape()));
+  std::vector<aj::Array> all = p;
+  all.insert(all.end(), m.begin(), m.end());
+  all.insert(all.end(), v.begin(), v.end());
+  all.insert(all.end(), data.begin(), data.end());
+  aj::eval(all);
+}
+
 // Bias corrections of Adam's step t (1, 2, ...).
 inline std::pair<float, float> adam_bias(int t) {
   return {1 - std::pow(kAdam.beta1, static_cast<float>(t)), 1 - std::pow(kAdam.beta2, static_cast<float>(t))};

@@ -48,12 +48,7 @@ struct Model {
     Y = aj::from_vector(y, {B, C});
     p = {aj::from_vector(rand(D * H, 1.0f / std::sqrt(static_cast<float>(D))), {D, H}), aj::zeros({H}),
          aj::from_vector(rand(H * C, 1.0f / std::sqrt(static_cast<float>(H))), {H, C}), aj::zeros({C})};
-    for (auto& q : p) m.push_back(aj::zeros(q.shape())), v.push_back(aj::zeros(q.shape()));
-    std::vector<aj::Array> all = p;
-    all.insert(all.end(), m.begin(), m.end());
-    all.insert(all.end(), v.begin(), v.end());
-    all.push_back(X), all.push_back(Y);
-    aj::eval(all);
+    ajbench::adam_init(p, m, v, {X, Y});
   }
 };
 
