@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
     // variant: after Eigen returns, libgomp's idle workers spin for some
     // milliseconds (OMP_WAIT_POLICY's default) and take one of the two cores
     // from whatever runs next; timed at once, 5-step blocks of ours measured
-    // 1.1-1.2x Eigen at 2 threads, and 0.8-0.9x with OMP_WAIT_POLICY=passive.
+    // 1.1-1.2x Eigen at 2 threads, 0.8-0.93x with OMP_WAIT_POLICY=passive.
     // Settled, each library is timed in the steady state of a training loop.
     const char* settle_env = std::getenv("AJ_BENCH_SETTLE");
     const int settle = settle_env ? std::max(0, std::atoi(settle_env)) : 5;
