@@ -1,5 +1,6 @@
 #include "base/log.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
@@ -28,14 +29,14 @@ bool lists(const std::string& list, const char* channel) {
 
 // Says once per process which names in a channel list are not channels.
 void check_names(const std::string& list, const char* from) {
-  static bool said = false;  // once per process: this runs at every log check
-  if (said) return;
+  static std::atomic<bool> said{false};  // once per process: this runs at every log check
+  if (said.load(std::memory_order_relaxed)) return;
   std::stringstream ss(list);
   for (std::string name; std::getline(ss, name, ',');) {
     bool known = name.empty();
     for (const char* c : kChannels) known |= name == c;
     if (known) continue;
-    said = true;
+    if (said.exchange(true)) return;
     std::cerr << "[aj] " << from << ": unknown log channel '" << name << "'; valid: plan, passes, graph, "
               << "buffers, ir, asm, cuda, all\n";
     return;

@@ -20,7 +20,7 @@ enum class Op : unsigned char {
 
 #if !defined(AJ_SEM_CUDA)
 
-enum class OpCategory : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, View, Other };
+enum class OpCategory : std::uint8_t { Leaf, Generator, Unary, Binary, Ternary, Reduce, View, Other, Scan, Remap };
 
 namespace opflag {
 enum : std::uint32_t {
@@ -31,6 +31,7 @@ enum : std::uint32_t {
   Logical = 1u << 3,
   FloatOnly = 1u << 4,
   Cheap = 1u << 5,
+  Overwrites = 1u << 6,
 };
 }
 
@@ -62,8 +63,10 @@ constexpr bool is_elementwise(Op op) {
 }
 constexpr bool is_reduction(Op op) { return op_category(op) == OpCategory::Reduce; }
 constexpr bool is_view(Op op) { return op_category(op) == OpCategory::View; }
+constexpr bool is_scan(Op op) { return op_category(op) == OpCategory::Scan; }
 constexpr bool is_generator(Op op) { return op_category(op) == OpCategory::Generator; }
 constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
+constexpr bool is_remap(Op op) { return op_category(op) == OpCategory::Remap; }
 #endif  // !AJ_SEM_CUDA
 
 }  // namespace aj
@@ -91,6 +94,8 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_CASE_OUTSIDE_Reduce(e, name, arity, cat, flags) AJ_IF_NOT_Reduce_##cat(e)
 #define AJ_CASE_OUTSIDE_View(e, name, arity, cat, flags) AJ_IF_NOT_View_##cat(e)
 #define AJ_CASE_OUTSIDE_Other(e, name, arity, cat, flags) AJ_IF_NOT_Other_##cat(e)
+#define AJ_CASE_OUTSIDE_Scan(e, name, arity, cat, flags) AJ_IF_NOT_Scan_##cat(e)
+#define AJ_CASE_OUTSIDE_Remap(e, name, arity, cat, flags) AJ_IF_NOT_Remap_##cat(e)
 
 #define AJ_IF_NOT_Leaf_Leaf(e)
 #define AJ_IF_NOT_Leaf_Generator(e) case ::aj::Op::e:
@@ -100,6 +105,8 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Leaf_Reduce(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Leaf_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Leaf_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Leaf_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Leaf_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Generator_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Generator_Generator(e)
 #define AJ_IF_NOT_Generator_Unary(e) case ::aj::Op::e:
@@ -108,6 +115,8 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Generator_Reduce(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Generator_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Generator_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Generator_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Generator_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Unary_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Unary_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Unary_Unary(e)
@@ -116,6 +125,8 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Unary_Reduce(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Unary_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Unary_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Unary_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Unary_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Binary_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Binary_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Binary_Unary(e) case ::aj::Op::e:
@@ -124,6 +135,8 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Binary_Reduce(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Binary_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Binary_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Binary_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Binary_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Ternary_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Ternary_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Ternary_Unary(e) case ::aj::Op::e:
@@ -132,6 +145,8 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Ternary_Reduce(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Ternary_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Ternary_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Ternary_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Ternary_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Reduce_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Reduce_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Reduce_Unary(e) case ::aj::Op::e:
@@ -140,6 +155,8 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Reduce_Reduce(e)
 #define AJ_IF_NOT_Reduce_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Reduce_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Reduce_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Reduce_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_View_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_View_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_View_Unary(e) case ::aj::Op::e:
@@ -148,6 +165,8 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_View_Reduce(e) case ::aj::Op::e:
 #define AJ_IF_NOT_View_View(e)
 #define AJ_IF_NOT_View_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_View_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_View_Remap(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Other_Leaf(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Other_Generator(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Other_Unary(e) case ::aj::Op::e:
@@ -156,3 +175,25 @@ constexpr bool is_compare(Op op) { return op_has(op, opflag::Compare); }
 #define AJ_IF_NOT_Other_Reduce(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Other_View(e) case ::aj::Op::e:
 #define AJ_IF_NOT_Other_Other(e)
+#define AJ_IF_NOT_Other_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Other_Remap(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Scan_Leaf(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Scan_Generator(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Scan_Unary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Scan_Binary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Scan_Ternary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Scan_Reduce(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Scan_View(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Scan_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Scan_Scan(e)
+#define AJ_IF_NOT_Scan_Remap(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Leaf(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Generator(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Unary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Binary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Ternary(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Reduce(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_View(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Other(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Scan(e) case ::aj::Op::e:
+#define AJ_IF_NOT_Remap_Remap(e)

@@ -51,7 +51,7 @@
 // jit/llvm/runtime_symbols.cpp). A new transcendental op adds its line here.
 #define AJ_MATH_FUNCS(X) \
   X(exp, 1, u10) X(log, 1, u35) X(log1p, 1, u10) X(expm1, 1, u10) X(sin, 1, u35) \
-  X(cos, 1, u35) X(tan, 1, u35) X(tanh, 1, u35) X(pow, 2, u10)
+  X(cos, 1, u35) X(tan, 1, u35) X(tanh, 1, u35) X(pow, 2, u10) X(erf, 1, u10) X(erfc, 1, u15)
 
 #if defined(AJ_SEM_BITCODE)
 #define AJ_MATH_HOOK_1(n) extern "C" float aj_math_##n##_f32(float); extern "C" double aj_math_##n##_f64(double);
@@ -274,6 +274,7 @@ template <class T> AJ_HD T unary(Op op, T x) {
       case Op::Neg: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round:
       case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos:
       case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
+      case Op::Erf: case Op::Erfc:
       case Op::Cast: return x;  // tracing never asks
       AJ_CASES_OUTSIDE(Unary) break;
     }
@@ -288,6 +289,7 @@ template <class T> AJ_HD T unary(Op op, T x) {
       case Op::Not:
       case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos:
       case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
+      case Op::Erf: case Op::Erfc:
       case Op::Cast: return x;  // tracing casts integers to float for these
       AJ_CASES_OUTSIDE(Unary) break;
     }
@@ -310,6 +312,8 @@ template <class T> AJ_HD T unary(Op op, T x) {
       case Op::Sigmoid: return T(1) / (T(1) + math::exp(-x));
       case Op::Sqrt: return math::sqrt(x);
       case Op::Rsqrt: return T(1) / math::sqrt(x);
+      case Op::Erf: return math::erf(x);
+      case Op::Erfc: return math::erfc(x);
       case Op::Not:
       case Op::Cast: return x;
       AJ_CASES_OUTSIDE(Unary) break;
@@ -405,7 +409,7 @@ template <class T> AJ_HD T reduce_identity(Op op) {
         else return T(1);
       case Op::All: return T(1);
       case Op::Any: return T(0);
-      case Op::ArgMax: case Op::ArgMin:  // library steps: no identity
+      case Op::ArgMax: case Op::ArgMin:  // (value, index) pairs: arg_take
       AJ_CASES_OUTSIDE(Reduce) break;
     }
   }
@@ -419,7 +423,7 @@ template <class T> AJ_HD T reduce_combine(Op op, T acc, T x) {
     case Op::ReduceMin: return binary(Op::Min, acc, x);
     case Op::All: return convert<T>(convert<bool>(acc) && convert<bool>(x));
     case Op::Any: return convert<T>(convert<bool>(acc) || convert<bool>(x));
-    case Op::ArgMax: case Op::ArgMin:  // library steps (arg_better)
+    case Op::ArgMax: case Op::ArgMin:  // (value, index) pairs: arg_take
     AJ_CASES_OUTSIDE(Reduce) break;
   }
   AJ_SEM_FAIL(std::string("sem::reduce_combine: ") + op_name(op));
@@ -437,6 +441,27 @@ template <class T> AJ_HD bool arg_better(Op op, T x, T best) {
     return op == Op::ArgMax ? x > best : x < best;
   }
 }
+// Does candidate (x, xi) replace (best, bi)? The lowest index among the best
+// values, whatever order candidates come in (vector lanes, thread parts).
+template <class T> AJ_HD bool arg_take(Op op, T x, long long xi, T best, long long bi) {
+  return arg_better(op, x, best) || (!arg_better(op, best, x) && xi < bi);
+}
+
+// Scans (cumsum, cumprod): the running value starts from this and combines
+// each element in order along the axis with reduce_combine (Sum, Prod). A
+// float running sum starts from -0.0, the identity that keeps every first
+// element's bits (-0.0 + x == x, also for x == -0.0): as NumPy, which copies
+// the first element.
+template <class T> AJ_HD T scan_identity(Op combiner) {
+  if constexpr (is_fp<T>) {
+    if (combiner == Op::Sum) return T(-0.0);
+  } else if constexpr (is_half_type<T>) {
+    if (combiner == Op::Sum) return T::from_bits(0x8000);
+  }
+  return reduce_identity<T>(combiner);
+}
+// The combiner a scan op runs (Kernel IR's KOp::Scan carries it).
+AJ_HD constexpr Op scan_combiner(Op scan) { return scan == Op::CumProd ? Op::Prod : Op::Sum; }
 
 // ---- generators -------------------------------------------------------------------------------
 // Counter-based random numbers: a value depends only on (key, index).
@@ -450,6 +475,10 @@ AJ_HD unsigned long long splitmix64(unsigned long long x) {
 AJ_HD double uniform01(unsigned long long key, unsigned long long index, unsigned long long stream = 0) {
   const unsigned long long h = splitmix64(key ^ splitmix64(index * 2 + stream));
   return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+// 64 random bits: the hash uniform01 takes its 53 bits from.
+AJ_HD unsigned long long random_bits(unsigned long long key, unsigned long long index) {
+  return splitmix64(key ^ splitmix64(index * 2));
 }
 // Standard normal by Box-Muller on two uniforms of the same index.
 AJ_HD double normal01(unsigned long long key, unsigned long long index) {
@@ -471,9 +500,10 @@ template <class T> AJ_HD T step_down(T x) {
 // A generator's value at flat index i: iota (start f0, step f1), linspace
 // (f0 to f1 in `extra` points), eye (diagonal i0 of a matrix of `extra`
 // columns), uniform in [f0, f1) and normal (mean f0, stddev f1) random
-// numbers of key i0. The one definition: both interpreters, the host JIT
-// (runtime helpers) and generated CUDA C call it; Kernel IR passes the
-// payload as four scalars (graph/kernel.hpp, KOp::Index).
+// numbers of key i0, and 64 random bits of key i0 (as i64). The one
+// definition: both interpreters, the host JIT (runtime helpers) and
+// generated CUDA C call it; Kernel IR passes the payload as four scalars
+// (graph/kernel.hpp, KOp::Index).
 template <class T>
 AJ_HD T generate_value(Op op, double f0, double f1, long long i0, long long extra, long long i) {
   switch (op) {
@@ -506,6 +536,11 @@ AJ_HD T generate_value(Op op, double f0, double f1, long long i0, long long extr
         return v;
       }
       AJ_SEM_FAIL("generate: random numbers of a non-float type");
+    case Op::RandBits:
+      if constexpr (same<T, long long> || same<T, long>) {
+        return static_cast<T>(random_bits(static_cast<unsigned long long>(i0), static_cast<unsigned long long>(i)));
+      }
+      AJ_SEM_FAIL("generate: random bits of a type other than i64");
     AJ_CASES_OUTSIDE(Generator) break;
   }
   AJ_SEM_FAIL(std::string("generate: not a generator: ") + op_name(op));

@@ -24,6 +24,7 @@
 #include <random>
 #include <string>
 #include <utility>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -238,6 +239,7 @@ void bench_norm() {
 constexpr std::int64_t kRows = 8192, kCols = 4096;  // 128 MiB of f32: well past the L3
 
 double g_triad_gbs = 0;  // GB/s
+double g_triad_speedup2 = 0;  // the triad's 2-thread time over its 1-thread time
 
 void bench_triad() {
   const std::size_t n = static_cast<std::size_t>(kRows * kCols);
@@ -254,6 +256,27 @@ void bench_triad() {
   g_triad_gbs = 12.0 * static_cast<double>(n) / (t * 1e6);
   std::printf("  %-44s %10.3f ms   %.1f GB/s (2 reads + 1 write of 4 bytes per element)\n",
               "triad a = b + s*c, 32M f32, 1 thread", t, g_triad_gbs);
+  // The same loop split over 2 threads (by the clock): what the memory system
+  // gives a second core, the ceiling of a bandwidth-bound case's 2-thread
+  // speedup. On the 2-core EPYC VM it was 1.11-1.16x (2026-11-24).
+  auto half = [&](std::size_t lo, std::size_t hi) {
+    float* __restrict A = a.data();
+    const float* __restrict B = b.data();
+    const float* __restrict C = c.data();
+    for (std::size_t i = lo; i < hi; ++i) A[i] = B[i] + s * C[i];
+  };
+  const bool wall = g_wall_only;
+  g_wall_only = true;
+  const double t2 = median_ms([&] {
+    std::thread other(half, n / 2, n);
+    half(0, n / 2);
+    other.join();
+    g_sink = g_sink + a[n / 2];
+  });
+  g_wall_only = wall;
+  g_triad_speedup2 = t / t2;
+  std::printf("  %-44s %10.3f ms   %.1f GB/s, 2 threads %.2fx faster (the ceiling for the cases below)\n",
+              "triad, 2 threads (by the clock)", t2, 12.0 * static_cast<double>(n) / (t2 * 1e6), g_triad_speedup2);
 }
 
 // `bytes` moved at least in `ms`, as a percentage of the triad bandwidth.
@@ -262,8 +285,9 @@ double pct_triad(double bytes, double ms) { return 100.0 * bytes / (ms * 1e6) / 
 void bw_rows(const std::string& name, double bytes, double t1, double t2, const char* peer, double theirs) {
   row((name + ", 1 thread").c_str(), t1, peer, theirs);
   row((name + ", 2 threads").c_str(), t2, peer, theirs);
-  std::printf("  %-44s %9.0f%% / %.0f%% of triad (1 / 2 threads), 2 threads %.2fx faster%s\n", "", pct_triad(bytes, t1),
-              pct_triad(bytes, t2), t1 / t2, g_cpu_time ? " (2 threads by the clock)" : "");
+  std::printf("  %-44s %9.0f%% / %.0f%% of triad (1 / 2 threads), 2 threads %.2fx faster (the triad %.2fx)%s\n", "",
+              pct_triad(bytes, t1), pct_triad(bytes, t2), t1 / t2, g_triad_speedup2,
+              g_cpu_time ? " (2 threads by the clock)" : "");
 }
 
 // NumPy's median time in ms for `expr` over x (f32 [kRows, kCols], random),
@@ -339,7 +363,16 @@ void bench_two_pass() {
   Array x = aj::borrow(x0.data(), {n, n}), g = aj::borrow(g0.data(), {n}), b = aj::borrow(b0.data(), {n});
   const double bytes = 12.0 * static_cast<double>(total);
   const float eps = 1e-5f;
-  auto softmax = [&] {
+  // As a function would write it: `e` is a local the caller never sees, so
+  // the division may take over its buffer.
+  auto softmax_of = [](const Array& v) {
+    Array e = aj::exp(v - aj::max(v, 1, true));
+    return e / aj::sum(e, 1, true);
+  };
+  auto softmax = [&] { softmax_of(x).eval(); };
+  // The same with exp(x - max) still held by a handle while it is evaluated:
+  // it must be stored whole, and the result needs a buffer of its own.
+  auto softmax_held = [&] {
     Array e = aj::exp(x - aj::max(x, 1, true));
     (e / aj::sum(e, 1, true)).eval();
   };
@@ -372,14 +405,140 @@ void bench_two_pass() {
     }
     g_sink = g_sink + out[0];
   };
+  const double th = median_ms(hand_softmax);
   {
     const auto [t1, t2] = one_two(softmax);
-    bw_rows("softmax over rows 4096x4096 f32", bytes, t1, t2, "hand-written loop", median_ms(hand_softmax));
+    bw_rows("softmax over rows 4096x4096 f32", bytes, t1, t2, "hand-written loop", th);
+  }
+  {
+    const auto [t1, t2] = one_two(softmax_held);
+    bw_rows("softmax, exp(x - max) held, 4096x4096 f32", bytes, t1, t2, "hand-written loop", th);
   }
   {
     const auto [t1, t2] = one_two(layernorm);
     bw_rows("layernorm over rows 4096x4096 f32", bytes, t1, t2, "hand-written loop", median_ms(hand_layernorm));
   }
+}
+
+// argmax over rows and over columns of f32 [8192, 4096] (JIT reductions
+// carrying a value and an index), against NumPy's argmax and a hand loop
+// (first index of the largest, as NumPy), held to a read of the input.
+void bench_argmax() {
+  std::vector<float> x0 = random_floats(static_cast<std::size_t>(kRows * kCols), 13, -1, 1);
+  Array x = aj::borrow(x0.data(), {kRows, kCols});
+  const double bytes = 4.0 * static_cast<double>(kRows * kCols);
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(std::max(kRows, kCols)));
+  std::vector<float> best(static_cast<std::size_t>(kCols));
+  for (int axis : {1, 0}) {
+    auto ours = [&] {
+      aj::argmax(x, axis).eval();
+      g_sink = g_sink + 1;
+    };
+    auto hand = [&] {
+      if (axis == 1) {
+        for (std::int64_t i = 0; i < kRows; ++i) {
+          const float* r = x0.data() + i * kCols;
+          std::int64_t b = 0;
+          for (std::int64_t j = 1; j < kCols; ++j) b = r[j] > r[b] ? j : b;
+          idx[static_cast<std::size_t>(i)] = b;
+        }
+      } else {
+        std::copy(x0.begin(), x0.begin() + kCols, best.begin());
+        std::fill(idx.begin(), idx.begin() + kCols, 0);
+        for (std::int64_t i = 1; i < kRows; ++i) {
+          const float* r = x0.data() + i * kCols;
+          for (std::int64_t j = 0; j < kCols; ++j) {
+            const bool better = r[j] > best[static_cast<std::size_t>(j)];
+            best[static_cast<std::size_t>(j)] = better ? r[j] : best[static_cast<std::size_t>(j)];
+            idx[static_cast<std::size_t>(j)] = better ? i : idx[static_cast<std::size_t>(j)];
+          }
+        }
+      }
+      g_sink = g_sink + static_cast<double>(idx[0]);
+    };
+    const auto [t1, t2] = one_two(ours);
+    const double tn = numpy_ms(axis == 0 ? "x.argmax(0)" : "x.argmax(1)");
+    const std::string name = std::string("argmax(x, ") + std::to_string(axis) + ") 8192x4096 f32";
+    bw_rows(name, bytes, t1, t2, "NumPy (1 thread)", tn);
+    row((name + ", 1 thread").c_str(), t1, "hand-written loop", median_ms(hand));
+  }
+}
+
+// concatenate of evaluated arrays against memcpy of the same bytes: pieces
+// one after another (axis 0: contiguous blocks) and side by side (axis 1:
+// a row piece each); the 64K f32 case of issue 13; a computed piece written
+// straight into its slice (heat-equation boundary) against a hand loop.
+void bench_concat() {
+  struct Case { const char* name; std::int64_t rows, cols; int pieces, axis; };
+  const Case cases[] = {{"concatenate 3 x [2048, 4096] f32, axis 0", 2048, 4096, 3, 0},
+                        {"concatenate 3 x [6144, 1365] f32, axis 1", 6144, 1365, 3, 1},
+                        {"concatenate 4 x 16K f32 (64K f32)", 1, 16384, 4, 1}};
+  for (const Case& c : cases) {
+    std::vector<std::vector<float>> host;
+    std::vector<Array> pieces;
+    for (int k = 0; k < c.pieces; ++k) {
+      host.push_back(random_floats(static_cast<std::size_t>(c.rows * c.cols), 20 + static_cast<unsigned>(k), -1, 1));
+      pieces.push_back(aj::borrow(host.back().data(), {c.rows, c.cols}));
+    }
+    const std::size_t total = static_cast<std::size_t>(c.rows * c.cols) * static_cast<std::size_t>(c.pieces);
+    std::vector<float> dst(total);
+    auto ours = [&] {
+      aj::concatenate(pieces, c.axis).eval();
+      g_sink = g_sink + 1;
+    };
+    auto copy = [&] {
+      if (c.axis == 0) {
+        for (int k = 0; k < c.pieces; ++k) {
+          std::memcpy(dst.data() + static_cast<std::size_t>(k * c.rows * c.cols), host[static_cast<std::size_t>(k)].data(),
+                      static_cast<std::size_t>(c.rows * c.cols) * 4);
+        }
+      } else {
+        const std::int64_t out_cols = c.cols * c.pieces;
+        for (std::int64_t i = 0; i < c.rows; ++i) {
+          for (int k = 0; k < c.pieces; ++k) {
+            std::memcpy(dst.data() + i * out_cols + k * c.cols, host[static_cast<std::size_t>(k)].data() + i * c.cols,
+                        static_cast<std::size_t>(c.cols) * 4);
+          }
+        }
+      }
+      g_sink = g_sink + dst[1];
+    };
+    const double tm = median_ms(copy);
+    const auto [t1, t2] = one_two(ours);
+    row((std::string(c.name) + ", 1 thread").c_str(), t1, "memcpy (1 thread)", tm);
+    row((std::string(c.name) + ", 2 threads").c_str(), t2, "memcpy (1 thread)", tm);
+    // The same through aj::compile: the op's own cost, without tracing and
+    // planning it again (what a small concatenate in a loop pays otherwise).
+    auto compiled = aj::compile([axis = c.axis](const std::vector<Array>& p) { return aj::concatenate(p, axis); });
+    auto ours_compiled = [&] {
+      Array r = compiled(pieces);
+      g_sink = g_sink + 1;
+    };
+    const auto [tc1, tc2] = one_two(ours_compiled);
+    (void)tc2;
+    row((std::string(c.name) + ", aj::compile'd, 1 thread").c_str(), tc1, "memcpy (1 thread)", tm);
+  }
+  // u = [u[0], (u[:-2] + u[2:]) / 2, u[-1]], 4M f64: the interior is computed
+  // into the new array's slice, the two boundary elements are copied.
+  const std::int64_t n = 4 << 20;
+  std::vector<double> u0 = random_vec(static_cast<std::size_t>(n), 21), a = u0, b(static_cast<std::size_t>(n));
+  Array u = aj::from_vector(u0);
+  auto ours = [&] {
+    Array interior = (aj::slice(u, 0, 0, n - 2) + aj::slice(u, 0, 2, n)) * 0.5;
+    u = aj::concatenate({aj::slice(u, 0, 0, 1), interior, aj::slice(u, 0, n - 1, n)});
+    u.eval();
+  };
+  auto hand = [&] {
+    b[0] = a[0];
+    for (std::int64_t i = 1; i + 1 < n; ++i) b[static_cast<std::size_t>(i)] = (a[static_cast<std::size_t>(i - 1)] + a[static_cast<std::size_t>(i + 1)]) * 0.5;
+    b[static_cast<std::size_t>(n - 1)] = a[static_cast<std::size_t>(n - 1)];
+    std::swap(a, b);
+    g_sink = g_sink + a[1];
+  };
+  const double th = median_ms(hand);
+  const auto [t1, t2] = one_two(ours);
+  row("heat step with concatenate, 4M f64, 1 thread", t1, "hand-written loop", th);
+  row("heat step with concatenate, 4M f64, 2 threads", t2, "hand-written loop", th);
 }
 
 // --- dispatch: a 10-op chain on 1000 elements, trace + cache hit + run ------------------
@@ -469,8 +628,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[first], "--quick") == 0) g_reps = 3;
     if (std::strcmp(argv[first], "--cpu-time") == 0) g_cpu_time = true;
   }
-  // Further arguments pick groups: "bandwidth" (triad, axis sums, softmax,
-  // layernorm), "other" (the rest); none runs both.
+  // Further arguments pick groups: "bandwidth" (triad, axis sums, argmax,
+  // softmax, layernorm), "library" (concatenate), "other" (the rest); none
+  // runs all.
   auto want = [&](const char* group) {
     if (first >= argc) return true;
     for (int i = first; i < argc; ++i) if (std::strcmp(argv[i], group) == 0) return true;
@@ -482,8 +642,10 @@ int main(int argc, char** argv) {
   if (want("bandwidth")) {
     bench_triad();
     bench_axis_sums();
+    bench_argmax();
     bench_two_pass();
   }
+  if (want("library")) bench_concat();
   if (!want("other")) return 0;
   bench_seed(1000);
   bench_seed(4000);

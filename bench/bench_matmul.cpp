@@ -3,14 +3,15 @@
 // in one process. Results and the target (<= 1.05x the fastest peer):
 // bench/README.md.
 //
-//   bench_matmul [--quick] [--sizes 256,1024,2048] [--old]
+//   bench_matmul [--quick] [--sizes 256,1024,2048] [--old] [--epilogue]
 //
 // Peers: OpenBLAS (the library arrayjit links; called here through dlsym on the
 // same loaded copy), BLIS (libblis.so.4, dlopen'ed with RTLD_DEEPBIND: it
 // exports the same cblas_* names, so it cannot be linked beside OpenBLAS) and
 // Eigen (compiled into this file with -O3 -march=native, OpenMP threads).
 // --old adds today's path: aj::matmul evaluated by the reference interpreter
-// (and i32/i64, which only it and we compute, up to 1024^2).
+// (and i32/i64, which only it and we compute, up to 1024^2). --epilogue runs
+// relu(x @ w + b) instead (epilogue_case).
 //
 // Each case runs R rounds; a round times every contestant in turn (the order
 // rotates), each the median of several calls. Printed per contestant: the
@@ -92,6 +93,30 @@ double thread_cpu_ms() {
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
 }
 
+// `rounds` rounds, each timing every contestant in turn (the order rotates).
+void measure(std::vector<Contestant>& cs, int rounds, int calls) {
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t j = 0; j < cs.size(); ++j) {
+      Contestant& c = cs[(j + static_cast<std::size_t>(r)) % cs.size()];
+      c.prepare();
+      c.run();  // warm: threads up, pages touched
+      std::vector<double> t, cpu;
+      const auto start = Clock::now();
+      // At most `calls`, and no more once half a second has gone (BLIS on 2
+      // threads of a busy machine took 200 ms for a 256^2 product).
+      for (int i = 0; i < calls && (i == 0 || Clock::now() - start < std::chrono::milliseconds(500)); ++i) {
+        const auto t0 = Clock::now();
+        const double c0 = thread_cpu_ms();
+        c.run();
+        cpu.push_back(thread_cpu_ms() - c0);
+        t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      }
+      c.rounds.push_back(median(t));
+      c.cpu_rounds.push_back(median(cpu));
+    }
+  }
+}
+
 template <class T>
 void run_case(int n, int threads, int rounds, int calls, const Blas& openblas, const Blas& blis, bool old) {
   std::mt19937_64 rng(static_cast<unsigned>(n * 7 + threads));
@@ -137,26 +162,7 @@ void run_case(int n, int threads, int rounds, int calls, const Blas& openblas, c
     }
   }
 
-  for (int r = 0; r < rounds; ++r) {
-    for (std::size_t j = 0; j < cs.size(); ++j) {
-      Contestant& c = cs[(j + static_cast<std::size_t>(r)) % cs.size()];
-      c.prepare();
-      c.run();  // warm: threads up, pages touched
-      std::vector<double> t, cpu;
-      const auto start = Clock::now();
-      // At most `calls`, and no more once half a second has gone (BLIS on 2
-      // threads of a busy machine took 200 ms for a 256^2 product).
-      for (int i = 0; i < calls && (i == 0 || Clock::now() - start < std::chrono::milliseconds(500)); ++i) {
-        const auto t0 = Clock::now();
-        const double c0 = thread_cpu_ms();
-        c.run();
-        cpu.push_back(thread_cpu_ms() - c0);
-        t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-      }
-      c.rounds.push_back(median(t));
-      c.cpu_rounds.push_back(median(cpu));
-    }
-  }
+  measure(cs, rounds, calls);
   // 1 thread: everything runs on this thread, so its CPU time is the cost.
   auto cost = [&](const Contestant& c) { return median(threads == 1 ? c.cpu_rounds : c.rounds); };
   double best_peer = 1e300;
@@ -173,6 +179,66 @@ void run_case(int n, int threads, int rounds, int calls, const Blas& openblas, c
     std::printf(", %.1f GFLOP/s)", 2.0 * n * n * static_cast<double>(n) / cost(c) * 1e-6);
   }
   std::printf("  | ours / fastest peer %.3f\n", cost(cs[0]) / best_peer);
+  std::fflush(stdout);
+}
+
+// relu(X @ W + b), X [m, k], W [k, n], f32: arrayjit's whole path (trace,
+// plan, the matmul with its epilogue run on each block as it is computed),
+// the same with the epilogue as a pass of its own (two evaluations: the
+// product, then relu(p + b) in place of it), OpenBLAS followed by a hand
+// loop over C (OpenMP on 2 threads), and Eigen (product, then the
+// epilogue expression). Wall time on 2 threads, CPU time on 1.
+void epilogue_case(int m, int k, int n, int threads, int rounds, int calls, const Blas& openblas) {
+  std::mt19937_64 rng(static_cast<unsigned>(m + k + n));
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> X(static_cast<std::size_t>(m) * k), W(static_cast<std::size_t>(k) * n), bias(static_cast<std::size_t>(n)),
+      C(static_cast<std::size_t>(m) * n);
+  for (auto& x : X) x = u(rng);
+  for (auto& x : W) x = u(rng);
+  for (auto& x : bias) x = u(rng);
+  const aj::Array x = aj::from_vector(X, aj::Shape{m, k}), w = aj::from_vector(W, aj::Shape{k, n}),
+                  b = aj::from_vector(bias);
+  using M = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Eigen::Map<const M> ex(X.data(), m, k), ew(W.data(), k, n);
+  Eigen::Map<const Eigen::RowVectorXf> eb(bias.data(), n);
+  Eigen::Map<M> ec(C.data(), m, n);
+  volatile float sink = 0;
+  std::vector<Contestant> cs;
+  auto ours_threads = [threads] { aj::jit::set_num_threads(threads); };
+  cs.push_back({"arrayjit", [&] {
+                  aj::Array y = aj::maximum(aj::matmul(x, w) + b, 0.0f);
+                  y.eval();
+                  sink = sink + 1;
+                }, ours_threads, {}, {}});
+  cs.push_back({"arrayjit, epilogue apart", [&] {
+                  aj::Array y;
+                  {
+                    aj::Array p = aj::matmul(x, w);
+                    p.eval();
+                    y = aj::maximum(p + b, 0.0f);
+                  }
+                  y.eval();
+                  sink = sink + 1;
+                }, ours_threads, {}, {}});
+  cs.push_back({"OpenBLAS + loop", [&] {
+                  openblas.sgemm(kRowMajor, kNoTrans, kNoTrans, m, n, k, 1.0f, X.data(), k, W.data(), n, 0.0f, C.data(), n);
+                  float* c = C.data();
+                  const float* bb = bias.data();
+#pragma omp parallel for num_threads(threads) schedule(static)
+                  for (int i = 0; i < m; ++i) {
+                    for (int j = 0; j < n; ++j) c[i * n + j] = std::max(c[i * n + j] + bb[j], 0.0f);
+                  }
+                }, [&] { openblas.set_threads(threads); }, {}, {}});
+  cs.push_back({"Eigen", [&] {
+                  ec.noalias() = ex * ew;
+                  ec = (ec.rowwise() + eb).cwiseMax(0.0f);
+                }, [&] { Eigen::setNbThreads(threads); }, {}, {}});
+  measure(cs, rounds, calls);
+  auto cost = [&](const Contestant& c) { return median(threads == 1 ? c.cpu_rounds : c.rounds); };
+  const double peer = std::min(cost(cs[2]), cost(cs[3]));
+  std::printf("relu(x@w+b) f32 %dx%dx%d, %d thread%s:", m, k, n, threads, threads > 1 ? "s" : " ");
+  for (auto& c : cs) std::printf("  %s %.3f ms", c.name.c_str(), cost(c));
+  std::printf("  | ours / fastest peer %.3f, ours / ours apart %.3f\n", cost(cs[0]) / peer, cost(cs[0]) / cost(cs[1]));
   std::fflush(stdout);
 }
 
@@ -209,18 +275,20 @@ template <class T> void int_case(int n, int calls) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, old = false;
+  bool quick = false, old = false, epilogue = false;
   std::vector<int> sizes = {256, 1024, 2048};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
     } else if (std::strcmp(argv[i], "--old") == 0) {
       old = true;
+    } else if (std::strcmp(argv[i], "--epilogue") == 0) {
+      epilogue = true;
     } else if (std::strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
       sizes.clear();
       for (char* s = std::strtok(argv[++i], ","); s; s = std::strtok(nullptr, ",")) sizes.push_back(std::atoi(s));
     } else {
-      std::fprintf(stderr, "usage: bench_matmul [--quick] [--sizes 256,1024,2048] [--old]\n");
+      std::fprintf(stderr, "usage: bench_matmul [--quick] [--sizes 256,1024,2048] [--old] [--epilogue]\n");
       return 2;
     }
   }
@@ -235,6 +303,18 @@ int main(int argc, char** argv) {
   std::printf("arrayjit matmul on %s; BLIS %s; Eigen %d.%d.%d\n", aj::cpu::matmul_library(),
               blis.ok() ? "libblis.so.4" : "not found (Debian: libblis4-pthread), skipped", EIGEN_WORLD_VERSION,
               EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION);
+  if (epilogue) {
+    // Square products, and products with a short inner axis, where C is
+    // large beside the work and a pass over it costs the most.
+    for (int threads : {1, 2}) {
+      for (int n : sizes) {
+        const int calls = n <= 256 ? (quick ? 20 : 100) : n <= 1024 ? (quick ? 3 : 7) : (quick ? 1 : 3);
+        epilogue_case(n, n, n, threads, quick ? 3 : 7, calls, openblas);
+        epilogue_case(n, 64, n, threads, quick ? 3 : 7, calls, openblas);
+      }
+    }
+    return 0;
+  }
   for (int threads : {1, 2}) {
     for (int n : sizes) {
       // About a second of work per contestant and round at most.

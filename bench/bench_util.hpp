@@ -5,6 +5,8 @@
 #include <arrayjit/arrayjit.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
 #include <ctime>
 #include <functional>
 #include <vector>
@@ -46,6 +48,72 @@ inline aj::Array chain(const aj::Array& x) {
   y = aj::exp(y);
   y = y + x;
   return y;
+}
+
+// ---- the MLP training step of bench_mlp and compiled_step --------------------
+
+// Adam's constants (the hand-written peers use the same).
+struct AdamConstants {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+};
+inline constexpr AdamConstants kAdam{};
+
+// Adam's moments for the parameters p: zeros of their shapes. p, m, v and
+// `data` are evaluated together.
+inline void adam_init(const std::vector<aj::Array>& p, std::vector<aj::Array>& m, std::vector<aj::Array>& v,
+                      const std::vector<aj::Array>& data) {
+  for (const auto& q : p) m.push_back(aj::zeros(q.shape())), v.push_back(aj::zeros(q.shape()));
+  std::vector<aj::Array> all = p;
+  all.insert(all.end(), m.begin(), m.end());
+  all.insert(all.end(), v.begin(), v.end());
+  all.insert(all.end(), data.begin(), data.end());
+  aj::eval(all);
+}
+
+// Bias corrections of Adam's step t (1, 2, ...).
+inline std::pair<float, float> adam_bias(int t) {
+  return {1 - std::pow(kAdam.beta1, static_cast<float>(t)), 1 - std::pow(kAdam.beta2, static_cast<float>(t))};
+}
+
+// Softmax cross-entropy of a ReLU MLP: q = {W1, b1, W2, b2}, Y one-hot.
+inline aj::Array mlp_loss(const aj::Array& X, const aj::Array& Y, const std::vector<aj::Array>& q) {
+  aj::Array h = aj::maximum(aj::matmul(X, q[0]) + q[1], 0.0f);
+  aj::Array z = aj::matmul(h, q[2]) + q[3];
+  aj::Array mx = aj::stop_gradient(aj::max(z, 1, true));
+  aj::Array lse = aj::log(aj::sum(aj::exp(z - mx), 1, true)) + mx;
+  return aj::mean(aj::sum(Y * (lse - z), 1));
+}
+
+// One training step, out of place: {loss, p0', m0', v0', p1', ...} from the
+// parameters and Adam's moments (taken by value: passed as rvalues, their
+// buffers may be written in place).
+inline std::vector<aj::Array> mlp_adam_step(const aj::Array& X, const aj::Array& Y, std::vector<aj::Array> p,
+                                            std::vector<aj::Array> m, std::vector<aj::Array> v, float c1, float c2) {
+  auto [l, g] = aj::value_and_grad([&](const std::vector<aj::Array>& q) { return mlp_loss(X, Y, q); },
+                                   {0, 1, 2, 3})(p);
+  std::vector<aj::Array> out{l};
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    aj::Array mi = kAdam.beta1 * m[i] + (1 - kAdam.beta1) * g[i];
+    aj::Array vi = kAdam.beta2 * v[i] + (1 - kAdam.beta2) * g[i] * g[i];
+    out.push_back(p[i] - kAdam.lr * (mi / c1) / (aj::sqrt(vi / c2) + kAdam.eps));
+    out.push_back(mi);
+    out.push_back(vi);
+  }
+  return out;
+}
+
+// Puts a step's results back (p, m, v may have been moved into the call);
+// returns the loss.
+inline aj::Array take_step(std::vector<aj::Array>& p, std::vector<aj::Array>& m, std::vector<aj::Array>& v,
+                           std::vector<aj::Array>&& r) {
+  const std::size_t n = (r.size() - 1) / 3;
+  p.resize(n), m.resize(n), v.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    p[i] = std::move(r[1 + 3 * i]);
+    m[i] = std::move(r[2 + 3 * i]);
+    v[i] = std::move(r[3 + 3 * i]);
+  }
+  return std::move(r[0]);
 }
 
 }  // namespace ajbench

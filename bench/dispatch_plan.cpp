@@ -10,6 +10,11 @@
 //   full call         trace + plan (or plan cache hit) + run
 //   overhead          full call - kernel only: tracing and planning
 //   plan, cache off   full call with the plan cache switched off
+//   compiled replay   aj::compile(chain) called again with the same kind of
+//                     argument: no trace, no plan, the kept kernel launched
+//                     (issue 15's target: <= 1.5 us including the launch)
+//   compiled, lr      the chain with a C++ scalar argument that changes
+//                     every call (x * lr): replayed, the scalar rebound
 //
 //   build/bench/dispatch_plan [calls]
 #include <arrayjit/arrayjit.hpp>
@@ -83,6 +88,21 @@ int main(int argc, char** argv) {
   aj::Array one = aj::from_vector(std::vector<float>{0.5f});
   const double full1 = median_us([&] { chain(one).eval(); }, calls);
 
+  // aj::compile: the chain traced once, then replayed.
+  auto compiled = aj::compile([](const aj::Array& a) { return chain(a); });
+  compiled(x).eval();
+  const double replay = median_us([&] { aj::Array y = compiled(x); }, calls);
+  auto compiled_lr = aj::compile([](const aj::Array& a, float lr) { return chain(a) * lr; });
+  float lr = 0.5f;
+  compiled_lr(x, 0.3f);
+  compiled_lr(x, 0.35f);  // a second value: the scalar's binding is learned
+  const double replay_lr = median_us([&] {
+    lr = lr > 0.9f ? 0.1f : lr + 0.001f;
+    aj::Array y = compiled_lr(x, lr);
+  }, calls);
+  const auto cc = compiled.counts();
+  const auto cl = compiled_lr.counts();
+
   std::printf("  %-32s %8.2f us\n", "trace only", trace);
   std::printf("  %-32s %8.2f us\n", aj::jit::enabled() ? "kernel only (compiled)" : "kernel only (interpreter)", kernel);
   std::printf("  %-32s %8.2f us\n", "full call (plan cache on)", full);
@@ -91,6 +111,16 @@ int main(int argc, char** argv) {
   std::printf("  %-32s %8.2f us\n", "full call on 1 element", full1);
   std::printf("  %-32s %8.2f us\n", "full call (plan cache off)", uncached);
   std::printf("  %-32s %8.2f us\n", "overhead, plan cache off", uncached - kernel);
+  std::printf("  %-32s %8.2f us   <- target <= 1.5 (issue 15)\n", "compiled replay (aj::compile)", replay);
+  std::printf("  %-32s %8.2f us\n", "compiled replay, changing lr", replay_lr);
+  std::printf("  %-32s %8.2f us\n", "compiled replay - kernel", replay - kernel);
+  std::printf("  compiled: %llu traces, %llu replays; with lr: %llu traces, %llu replays\n",
+              static_cast<unsigned long long>(cc.traces), static_cast<unsigned long long>(cc.replays),
+              static_cast<unsigned long long>(cl.traces), static_cast<unsigned long long>(cl.replays));
+  if (cc.traces != 1 || cl.traces != 2) {
+    std::fprintf(stderr, "dispatch_plan: a compiled chain was traced again\n");
+    return 1;
+  }
   const auto st = aj::plan_cache::counters();
   std::printf("  plan cache: %llu hits, %llu misses\n", static_cast<unsigned long long>(st.hits),
               static_cast<unsigned long long>(st.misses));

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/semantics.hpp"
+#include "core/autodiff_trace.hpp"
 #include "core/device.hpp"
 #include "core/executor.hpp"
 #include "base/stats.hpp"
@@ -23,74 +24,100 @@ Operand::Operand(const Array& a, Loc l) : array(&a), loc(l) {}
 
 Array Array::from_node(std::uint32_t id) {
   Array a;
+  a.g_ = &graph();
   a.id_ = id;
-  graph().retain_ext(id);
+  a.g_->retain_ext(id);
   return a;
 }
 
-Array::Array(const Array& o) : id_(o.id_) {
-  if (id_ != kNoNode) graph().retain_ext(id_);
+Array::Array(const Array& o) : g_(o.g_), id_(o.id_) {
+  if (id_ != kNoNode) g_->retain_ext(id_);
 }
-Array::Array(Array&& o) noexcept : id_(o.id_) { o.id_ = kNoNode; }
+Array::Array(Array&& o) noexcept : g_(o.g_), id_(o.id_) { o.id_ = kNoNode; }
 Array& Array::operator=(const Array& o) {
-  if (o.id_ != kNoNode) graph().retain_ext(o.id_);  // first: self-assignment safe
-  if (id_ != kNoNode) graph().release_ext(id_);
+  if (o.id_ != kNoNode) o.g_->retain_ext(o.id_);  // first: self-assignment safe
+  if (id_ != kNoNode) g_->release_ext(id_);
+  g_ = o.g_;
   id_ = o.id_;
   return *this;
 }
 Array& Array::operator=(Array&& o) noexcept {
   if (this != &o) {
-    if (id_ != kNoNode) graph().release_ext(id_);
+    if (id_ != kNoNode) g_->release_ext(id_);
+    g_ = o.g_;
     id_ = o.id_;
     o.id_ = kNoNode;
   }
   return *this;
 }
 Array::~Array() {
-  if (id_ != kNoNode) graph().release_ext(id_);
+  if (id_ != kNoNode) g_->release_ext(id_);
 }
 
-DType Array::dtype(Loc loc) const { return trace::node(*this, "dtype", loc).dtype; }
-const Shape& Array::shape(Loc loc) const { return trace::node(*this, "shape", loc).shape; }
-int Array::ndim(Loc loc) const { return trace::node(*this, "ndim", loc).shape.ndim(); }
-std::int64_t Array::size(Loc loc) const { return trace::node(*this, "size", loc).shape.numel(); }
+// dtype and shape never change while a node lives: read without a lock.
+DType Array::dtype(Loc loc) const { return trace::own_node(*this, "dtype", loc).dtype; }
+const Shape& Array::shape(Loc loc) const { return trace::own_node(*this, "shape", loc).shape; }
+int Array::ndim(Loc loc) const { return trace::own_node(*this, "ndim", loc).shape.ndim(); }
+std::int64_t Array::size(Loc loc) const { return trace::own_node(*this, "size", loc).shape.numel(); }
 Device Array::device(Loc loc) const {
-  const Node& n = trace::node(*this, "device", loc);
+  trace::own_node(*this, "device", loc);
+  GraphScope in(*g_);
+  const Node& n = graph()[id_];
   return n.storage ? n.storage->device : detail::device_of(node_id()).value_or(Device::cpu());
 }
-bool Array::is_evaluated(Loc loc) const { return trace::node(*this, "is_evaluated", loc).evaluated(); }
+bool Array::is_evaluated(Loc loc) const {
+  trace::own_node(*this, "is_evaluated", loc);
+  GraphScope in(*g_);
+  return graph()[id_].evaluated();
+}
 
 const Array& Array::eval(Loc loc) const try {
-  trace::id(*this, "eval", loc);
+  trace::own_node(*this, "eval", loc);
   aj::eval({*this}, loc);
   return *this;
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("eval", loc);
 }
 
+// Each array is evaluated in its own graph (arrays of several threads'
+// graphs: one evaluation per graph, in the order first met).
 void eval(const std::vector<Array>& arrays, Loc loc) try {
+  for (const Array& a : arrays) trace::own_node(a, "eval", loc);
   std::vector<NodeId> roots;
   roots.reserve(arrays.size());
-  for (const Array& a : arrays) {
-    NodeId id = trace::id(a, "eval", loc);
-    if (!graph()[id].evaluated()) roots.push_back(id);
+  for (std::size_t first = 0; first < arrays.size(); ++first) {
+    Graph* g = arrays[first].graph_of();
+    bool done = false;  // this graph came up before
+    for (std::size_t k = 0; k < first && !done; ++k) done = arrays[k].graph_of() == g;
+    if (done) continue;
+    GraphScope in(*g);
+    roots.clear();
+    for (std::size_t k = first; k < arrays.size(); ++k) {
+      if (arrays[k].graph_of() == g && !graph()[arrays[k].node_id()].evaluated()) roots.push_back(arrays[k].node_id());
+    }
+    if (roots.empty()) continue;
+    detail::check_eval_while_tracing(roots, loc);  // grad/vjp/jvp of an f that reads its arguments
+    ++detail::stats_mut().evals;
+    detail::evaluate(roots);
   }
-  if (roots.empty()) return;
-  ++detail::stats_mut().evals;
-  detail::evaluate(roots);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("eval", loc);
 }
 
 namespace detail {
 namespace {
-Executor g_executor = [] {
-  const char* e = std::getenv("AJ_EXECUTOR");
-  return e && std::string(e) == "reference" ? Executor::reference : Executor::optimized;
-}();
+// Per thread: a test switching to the oracle affects its own thread only.
+// -1: not read from AJ_EXECUTOR yet.
+constinit thread_local int t_executor [[gnu::tls_model("initial-exec")]] = -1;
 }  // namespace
-Executor executor() { return g_executor; }
-void set_executor(Executor e) { g_executor = e; }
+Executor executor() {
+  if (t_executor < 0) {
+    const char* e = std::getenv("AJ_EXECUTOR");
+    t_executor = static_cast<int>(e && std::string(e) == "reference" ? Executor::reference : Executor::optimized);
+  }
+  return static_cast<Executor>(t_executor);
+}
+void set_executor(Executor e) { t_executor = static_cast<int>(e); }
 }  // namespace detail
 
 namespace {
@@ -122,16 +149,21 @@ void convert_out(const Node& n, To* dst) {
 
 void Array::copy_out(void* dst, DType as, const Loc& loc) const try {
   eval(loc);
-  const Node& stored = graph()[id_];
-  Node host;  // a GPU array is read through a host copy of its storage (synchronizes)
-  if (stored.storage->device.kind == Device::Kind::cuda) {
-    host.dtype = stored.dtype;
-    host.shape = stored.shape;
-    host.strides = stored.strides;
-    host.offset = stored.offset;
-    host.storage = detail::backend_for(stored.storage->device).to_host(*stored.storage);
+  // The evaluated view, taken under the graph's lock; the values are read
+  // without it (an evaluated node never changes, and `n` keeps its storage).
+  Node n;
+  {
+    GraphScope in(*g_);
+    const Node& stored = graph()[id_];
+    n.dtype = stored.dtype;
+    n.shape = stored.shape;
+    n.strides = stored.strides;
+    n.offset = stored.offset;
+    n.storage = stored.storage;
   }
-  const Node& n = host.storage ? host : stored;
+  if (n.storage->device.kind == Device::Kind::cuda) {  // read through a host copy (synchronizes)
+    n.storage = detail::backend_for(n.storage->device).to_host(*n.storage);
+  }
   sem::visit_dtype(as, [&](auto tag) { convert_out(n, static_cast<decltype(tag)*>(dst)); });
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("to_vector", loc);
@@ -144,8 +176,10 @@ Array& Array::operator/=(const Operand& b) { return *this = divide(Operand(*this
 Array& Array::operator%=(const Operand& b) { return *this = mod(Operand(*this, b.loc), b); }
 
 Array Array::astype(DType t, Loc loc) const try {
-  trace::check_array_size(trace::node(*this, "astype", loc).shape, t, "astype", loc);
-  return trace::cast(*this, t, loc);
+  trace::Scope scope;
+  const Array& a = trace::local(*this, "astype", loc);
+  trace::check_array_size(a.shape(), t, "astype", loc);
+  return trace::cast(a, t, loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("astype", loc);
 }
@@ -159,19 +193,66 @@ Array Array::T(Loc loc) const { return aj::transpose(*this, {}, loc); }
 
 namespace trace {
 
+namespace {
+constinit thread_local Scope* t_scope [[gnu::tls_model("initial-exec")]] = nullptr;  // the innermost op scope of this thread
+}  // namespace
+
+Scope::Scope() : graph_(thread_graph()), outer_(t_scope) { t_scope = this; }
+
+Scope::~Scope() {
+  imports_.clear();  // the op's node holds what it needs; the lock is still held here
+  t_scope = outer_;
+}
+
+const Array& Scope::import(const Array& a, const char* op, const Loc& loc) {
+  (void)op;
+  Node leaf;
+  {
+    GraphScope there(*a.graph_of());  // our lock is released meanwhile
+    const NodeId id = a.node_id();
+    if (!graph()[id].evaluated()) {
+      ++detail::stats_mut().evals;
+      detail::evaluate({id});
+    }
+    const Node& n = graph()[id];
+    leaf.dtype = n.dtype;
+    leaf.shape = n.shape;
+    leaf.strides = n.strides;
+    leaf.offset = n.offset;
+    leaf.storage = n.storage;  // shared: never reused in place while this leaf lives
+  }
+  leaf.op = Op::Input;
+  leaf.loc = loc;
+  imports_.push_back(std::make_unique<Array>(Array::from_node(graph().add(std::move(leaf)))));
+  return *imports_.back();
+}
+
 const Node& node(const Array& a) {
   if (!a.valid()) internal_error("an op reached an empty Array handle its caller did not check");
+  if (a.graph_of() != &graph()) internal_error("an op reached an array of another graph without trace::local");
   return graph()[a.node_id()];
+}
+
+const Node& own_node(const Array& a, const char* op, const Loc& loc) {
+  if (!a.valid()) user_error(op, "empty Array handle (default-constructed or moved-from)", loc);
+  return (*a.graph_of())[a.node_id()];
+}
+
+const Array& local(const Array& a, const char* op, const Loc& loc) {
+  if (!a.valid()) user_error(op, "empty Array handle (default-constructed or moved-from)", loc);
+  if (a.graph_of() == &graph()) return a;
+  if (!t_scope || &t_scope->home() != &graph()) {
+    internal_error(std::string("aj::") + op + " got an array of another thread without a trace::Scope");
+  }
+  return t_scope->import(a, op, loc);
 }
 
 const Node& node(const Array& a, const char* op, const Loc& loc) { return graph()[id(a, op, loc)]; }
 
-NodeId id(const Array& a, const char* op, const Loc& loc) {
-  if (!a.valid()) user_error(op, "empty Array handle (default-constructed or moved-from)", loc);
-  return a.node_id();
-}
+NodeId id(const Array& a, const char* op, const Loc& loc) { return local(a, op, loc).node_id(); }
 
 Array make(Node n, const Loc& loc) {
+  if (!holds_lock(graph())) internal_error(std::string("aj::") + op_name(n.op) + ": a node made outside a trace::Scope");
   check_array_size(n.shape, n.dtype, op_name(n.op), loc);
   detail::check_devices(n, loc);
   n.loc = loc;

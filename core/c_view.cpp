@@ -1,11 +1,14 @@
-// The C API's first calls (arrayjit/arrayjit.h): handles, errors, and the
-// strided view with acquire/release (PEP 3118's Py_buffer, for C and FFI
-// callers), both ways: out of an array, and into one from foreign memory.
+// The strided view of the C API (arrayjit/arrayjit.h) with acquire/release
+// (PEP 3118's Py_buffer, for C and FFI callers), both ways: out of an array,
+// and into one from foreign memory (borrowed or copied).
+#include <cstddef>
+#include <cstring>
 #include <memory>
 #include <string>
 
-#include "arrayjit/c_handle.hpp"
 #include "arrayjit/cuda.hpp"
+#include "backends/cpu/host_memory.hpp"
+#include "backends/cuda/cuda_borrowed.hpp"
 #include "core/c_boundary.hpp"
 #include "core/foreign_storage.hpp"
 #include "core/trace.hpp"
@@ -13,7 +16,6 @@
 namespace aj::c_api {
 
 namespace {
-thread_local std::string t_last_error;
 
 // Frees the callback's owner exactly once when the last array lets go.
 struct ForeignStorage : Storage {
@@ -31,16 +33,14 @@ struct ViewOwner {
 };
 }  // namespace
 
-void set_last_error(const std::string& what) { t_last_error = what; }
-
-void c_error(const std::string& msg) { throw Error(Error::Kind::user, msg); }
-
 const char* buffer_format(DType t) { return dtype_info(t).format; }
 static_assert(AJ_BF16 == static_cast<int>(DType::bf16) && AJ_BF16 + 1 == kNumDTypes,
-              "aj_dtype (arrayjit.h) lists aj::DType's values");
+              "aj_dtype_code (arrayjit.h) lists aj::DType's values");
 
 Array import_borrowed(void* data, DType dtype, Shape shape, std::vector<std::int64_t> strides,
-                      std::function<void()> give_back, const char* fn, const Loc& loc) {
+                      std::function<void()> give_back, const char* fn, const Loc& loc, Device device,
+                      void* producer_stream) {
+  trace::Scope scope;
   if (static_cast<int>(strides.size()) != shape.ndim()) user_error(fn, "strides and shape differ in length", loc);
   std::int64_t n = trace::checked_numel(shape.dims(), fn, loc);
   if (!data && n > 0) user_error(fn, "null data pointer for shape " + shape.str(), loc);
@@ -52,11 +52,34 @@ Array import_borrowed(void* data, DType dtype, Shape shape, std::vector<std::int
     }
   }
   const auto item = static_cast<std::int64_t>(itemsize(dtype));
-  auto s = std::make_shared<ForeignStorage>();
-  s->data = static_cast<char*>(data) + lo * item;
-  s->bytes = static_cast<std::size_t>(n > 0 ? (hi - lo + 1) * item : 0);
-  s->device = Device::cpu();
-  s->borrowed = true;
+  void* first = static_cast<char*>(data) + lo * item;
+  const auto bytes = static_cast<std::size_t>(n > 0 ? (hi - lo + 1) * item : 0);
+  std::shared_ptr<Storage> s;
+  std::function<void()>* arm = nullptr;
+  if (device.kind == Device::Kind::cuda) {
+    if (device.index < 0) user_error(fn, "negative CUDA device index " + std::to_string(device.index), loc);
+    if (!cuda::available()) {
+      runtime_error(std::string("aj::") + fn + ": cannot borrow CUDA memory of " + device.str() + ": " +
+                    cuda::unavailable_reason() + " (at " + loc_str(loc) + ")");
+    }
+    const auto stream = static_cast<cuda::CUstream>(producer_stream);
+    std::string why = cuda::check_device_pointer(device.index, first, bytes);
+    if (why.empty()) why = cuda::check_stream(device.index, stream);
+    if (!why.empty()) {
+      user_error(fn, "cannot borrow " + trace::describe(dtype, shape) + " at " + device.str() + ": " + why, loc);
+    }
+    auto d = cuda::borrow_device_buffer(device.index, first, bytes, stream);
+    arm = &d->give_back;
+    s = std::move(d);
+  } else {
+    auto f = std::make_shared<ForeignStorage>();
+    f->data = first;
+    f->bytes = bytes;
+    f->device = Device::cpu();
+    f->borrowed = true;
+    arm = &f->give_back;
+    s = std::move(f);
+  }
   Node node;
   node.op = Op::Input;
   node.dtype = dtype;
@@ -65,51 +88,113 @@ Array import_borrowed(void* data, DType dtype, Shape shape, std::vector<std::int
   node.offset = -lo;
   node.storage = s;
   Array a = Array::from_node(graph().add(std::move(node)));
-  s->give_back = std::move(give_back);  // armed only now: a throw above took nothing
+  *arm = std::move(give_back);  // armed only now: a throw above took nothing
   return a;
 }
+
+namespace {
+
+// The smallest struct_size a caller may pass: the aj_view of API 1.0.
+constexpr std::size_t kViewSizeV1 = offsetof(aj_view, owner) + sizeof(void*);
+
+void check_view_size(const aj_view* view) {
+  if (view->struct_size < kViewSizeV1) {
+    c_error("view->struct_size is " + std::to_string(view->struct_size) + ", not sizeof(aj_view) (" +
+            std::to_string(sizeof(aj_view)) + "): set it before the call");
+  }
+}
+
+// `producer_stream`: kNoStream for host views (aj_array_from_view,
+// aj_array_copy_view), else the CUDA producer's stream (aj_array_from_cuda_view).
+char no_stream_tag;
+void* const kNoStream = &no_stream_tag;
+
+Array import_view(const aj_view* view, aj_release_fn release, void* context, bool copy, const char* fn,
+                  void* producer_stream = kNoStream) {
+  if (!view) c_error("null view");
+  check_view_size(view);
+  const DType t = dtype_arg(view->dtype, "view->dtype");
+  const auto item = static_cast<std::int64_t>(itemsize(t));
+  if (view->itemsize != item) {
+    c_error("itemsize " + std::to_string(view->itemsize) + " does not match " + dtype_name(t));
+  }
+  const bool on_cuda = producer_stream != kNoStream;
+  if (on_cuda && view->device_type != AJ_DEVICE_CUDA) {
+    c_error("device type " + std::to_string(view->device_type) + " is not CUDA device memory (use aj_array_from_view)");
+  }
+  if (!on_cuda && view->device_type == AJ_DEVICE_CUDA) {
+    c_error(copy ? "device type CUDA: a copy of device memory is not supported (borrow it with "
+                   "aj_array_from_cuda_view, then compute from it)"
+                 : "device type CUDA: borrow device memory with aj_array_from_cuda_view, which takes the "
+                   "producer's stream");
+  }
+  if (!on_cuda && view->device_type != AJ_DEVICE_CPU && view->device_type != AJ_DEVICE_CUDA_HOST) {
+    c_error("device type " + std::to_string(view->device_type) + " is not host memory (CPU or CUDA-host)");
+  }
+  Shape shape = shape_arg(view->shape, view->ndim, "view->shape");
+  std::vector<std::int64_t> strides;
+  if (!view->strides) {
+    strides = contiguous_strides(shape);
+  } else {
+    for (int d = 0; d < view->ndim; ++d) {
+      if (view->strides[d] % item != 0) {
+        c_error("stride " + std::to_string(view->strides[d]) + " bytes of axis " + std::to_string(d) +
+                " is not a multiple of the item size " + std::to_string(item));
+      }
+      strides.push_back(view->strides[d] / item);
+    }
+  }
+  if (!copy) {
+    std::function<void()> give_back;
+    if (release) give_back = [release, context] { release(context); };
+    return import_borrowed(view->data, t, std::move(shape), std::move(strides), std::move(give_back), fn,
+                           Loc::current(), on_cuda ? Device::cuda(view->device_id) : Device::cpu(),
+                           on_cuda ? producer_stream : nullptr);
+  }
+  // A copy: the borrowed view written row-major into a buffer of arrayjit's.
+  Array borrowed = import_borrowed(view->data, t, shape, std::move(strides), {}, fn, Loc::current());
+  const std::int64_t n = shape.numel();
+  auto storage = cpu::host_alloc(n, static_cast<std::size_t>(item));
+  if (n > 0) borrowed.copy_to(storage->data);
+  if (t == DType::bool_) {  // C's "bool" bytes may be any nonzero value: arrayjit's are 0 or 1
+    auto* b = static_cast<unsigned char*>(storage->data);
+    for (std::int64_t i = 0; i < n; ++i) b[i] = b[i] != 0;
+  }
+  Node node;
+  node.op = Op::Input;
+  node.dtype = t;
+  node.strides = contiguous_strides(shape);
+  node.shape = std::move(shape);
+  node.storage = std::move(storage);
+  return Array::from_node(graph().add(std::move(node)));
+}
+
+}  // namespace
 
 }  // namespace aj::c_api
 
 using aj::c_api::c_call;
 using aj::c_api::c_error;
+using aj::c_api::c_make;
 
 extern "C" {
 
-const char* aj_last_error(void) { return aj::c_api::t_last_error.c_str(); }
-
-void aj_array_release(aj_array* a) { delete a; }
-
-aj_status aj_array_retain(const aj_array* a, aj_array** out) {
-  return c_call("aj_array_retain", [&] {
-    if (!a || !out) c_error("null argument");
-    *out = aj::to_c(aj::from_c(a));
-  });
-}
-
-aj_status aj_arange(int64_t n, aj_dtype dtype, aj_array** out) {
-  return c_call("aj_arange", [&] {
-    if (!out) c_error("null output");
-    if (dtype < 0 || dtype >= aj::kNumDTypes) c_error("unknown dtype " + std::to_string(dtype));
-    *out = aj::to_c(aj::arange(n, static_cast<aj::DType>(dtype)));
-  });
-}
-
-aj_status aj_eval(const aj_array* a) {
-  return c_call("aj_eval", [&] {
-    if (!a) c_error("null array");
-    aj::from_c(a).eval();
-  });
-}
-
-aj_status aj_view_acquire(const aj_array* a, int flags, aj_view* view) {
-  if (view) *view = aj_view{};
+aj_status aj_view_acquire(aj_array a, int flags, aj_view* view) {
+  // Only a view whose struct_size says it is at least this header's is
+  // written (a later, longer aj_view would get its own fields zeroed too).
+  if (view && view->struct_size >= aj::c_api::kViewSizeV1) {
+    const std::size_t size = view->struct_size;
+    *view = aj_view{};
+    view->struct_size = size;
+  }
   return c_call("aj_view_acquire", [&] {
-    if (!a || !view) c_error("null argument");
+    aj::c_api::check_not_tracing("aj_view_acquire");
+    if (!view) c_error("null view");
+    aj::c_api::check_view_size(view);
     if (flags & ~(AJ_VIEW_WRITABLE | AJ_VIEW_C_CONTIGUOUS | AJ_VIEW_F_CONTIGUOUS)) {
       c_error("unknown flags " + std::to_string(flags));
     }
-    const aj::Array& arr = aj::from_c(a);
+    const aj::Array arr = aj::c_api::get_array(a, "the array").array;
     aj::ArrayData d = arr.data();
     const std::string what = aj::trace::describe(arr);
     if ((flags & AJ_VIEW_C_CONTIGUOUS) && !d.row_major()) {
@@ -119,12 +204,14 @@ aj_status aj_view_acquire(const aj_array* a, int flags, aj_view* view) {
       c_error("F-contiguous asked for, but " + what + " is not column-major; copy it first");
     }
     if (flags & AJ_VIEW_WRITABLE) {
-      // Writes must not reach another array: only this handle (and the view's
-      // own) may refer to the node, nothing lazy may read it, no view may
-      // share its buffer, and the buffer must be arrayjit's own.
+      // Writes must not reach another array: only the caller's handle (with
+      // the copies this call holds: `arr` and d.owner) may refer to the node,
+      // nothing lazy may read it, no view may share its buffer, and the buffer
+      // must be arrayjit's own.
+      aj::GraphScope in(*arr.graph_of());
       const aj::Node& n = aj::graph()[arr.node_id()];
       if (n.storage->borrowed) c_error("writable asked for, but " + what + " borrows caller memory");
-      if (n.ext > 2 || n.uses > 0 || n.storage.use_count() > 1) {
+      if (aj::graph().ext_count(arr.node_id()) > 3 || n.uses > 0 || n.storage.use_count() > 1) {
         c_error("writable asked for, but other arrays share the buffer of " + what);
       }
     }
@@ -149,43 +236,65 @@ aj_status aj_view_acquire(const aj_array* a, int flags, aj_view* view) {
 }
 
 void aj_view_release(aj_view* view) {
-  if (!view) return;
+  if (!view || view->struct_size < aj::c_api::kViewSizeV1) return;  // never acquired
   delete static_cast<aj::c_api::ViewOwner*>(view->owner);
+  const std::size_t size = view->struct_size;
   *view = aj_view{};
+  view->struct_size = size;
 }
 
-aj_status aj_array_from_view(const aj_view* view, aj_release_fn release, void* context, aj_array** out) {
-  return c_call("aj_array_from_view", [&] {
-    const char* fn = "aj_array_from_view";
-    if (!view || !out) c_error("null argument");
-    if (view->dtype < 0 || view->dtype >= aj::kNumDTypes) c_error("unknown dtype " + std::to_string(view->dtype));
-    const auto t = static_cast<aj::DType>(view->dtype);
-    const auto item = static_cast<std::int64_t>(aj::itemsize(t));
-    if (view->itemsize != item) {
-      c_error("itemsize " + std::to_string(view->itemsize) + " does not match " + aj::dtype_name(t));
-    }
-    if (view->device_type != AJ_DEVICE_CPU && view->device_type != AJ_DEVICE_CUDA_HOST) {
-      c_error("device type " + std::to_string(view->device_type) + " is not host memory (CPU or CUDA-host)");
-    }
-    if (view->ndim < 0 || (view->ndim > 0 && !view->shape)) c_error("bad ndim or null shape");
-    std::vector<std::int64_t> dims(view->shape, view->shape + view->ndim), strides;
-    if (!view->strides) {
-      strides = aj::contiguous_strides(aj::Shape(dims));
-    } else {
-      for (int d = 0; d < view->ndim; ++d) {
-        if (view->strides[d] % item != 0) {
-          c_error("stride " + std::to_string(view->strides[d]) + " bytes of axis " + std::to_string(d) +
-                          " is not a multiple of the item size " + std::to_string(item));
-        }
-        strides.push_back(view->strides[d] / item);
-      }
-    }
-    std::function<void()> give_back;
-    if (release) give_back = [release, context] { release(context); };
-    auto handle = std::make_unique<aj_array>();  // first: nothing may throw once the import is armed
-    handle->array = aj::c_api::import_borrowed(view->data, t, aj::Shape(std::move(dims)), std::move(strides),
-                                               std::move(give_back), fn, aj::Loc::current());
-    *out = handle.release();
+aj_status aj_array_from_view(const aj_view* view, aj_release_fn release, void* context, aj_array* out) {
+  return c_make("aj_array_from_view", out, [&] {
+    return aj::c_api::import_view(view, release, context, false, "aj_array_from_view");
+  });
+}
+
+aj_status aj_array_from_cuda_view(const aj_view* view, void* producer_stream, aj_release_fn release, void* context,
+                                  aj_array* out) {
+  return c_make("aj_array_from_cuda_view", out, [&] {
+    return aj::c_api::import_view(view, release, context, false, "aj_array_from_cuda_view", producer_stream);
+  });
+}
+
+aj_status aj_cuda_current_stream(int32_t device_id, void** out) {
+  if (out) *out = nullptr;
+  return aj::c_api::c_call("aj_cuda_current_stream", [&] {
+    if (!out) c_error("null output pointer");
+    *out = aj::cuda::current_stream(device_id).handle();
+  });
+}
+
+aj_status aj_array_copy_view(const aj_view* view, aj_array* out) {
+  return c_make("aj_array_copy_view", out,
+                [&] { return aj::c_api::import_view(view, nullptr, nullptr, true, "aj_array_copy_view"); });
+}
+
+aj_status aj_array_borrow(void* data, aj_dtype dtype, const int64_t* shape, int32_t ndim, aj_release_fn release,
+                          void* context, aj_array* out) {
+  return c_make("aj_array_borrow", out, [&] {
+    aj_view v{};
+    v.struct_size = sizeof v;
+    v.data = data;
+    v.ndim = ndim;
+    v.shape = shape;
+    v.dtype = dtype;
+    v.itemsize = static_cast<int64_t>(aj_dtype_itemsize(dtype));
+    v.device_type = AJ_DEVICE_CPU;
+    return aj::c_api::import_view(&v, release, context, false, "aj_array_borrow");
+  });
+}
+
+aj_status aj_array_from_data(const void* data, aj_dtype dtype, const int64_t* shape, int32_t ndim, aj_array* out) {
+  return c_make("aj_array_from_data", out, [&] {
+    aj_view v{};
+    v.struct_size = sizeof v;
+    v.data = const_cast<void*>(data);
+    v.ndim = ndim;
+    v.shape = shape;
+    v.dtype = dtype;
+    v.itemsize = static_cast<int64_t>(aj_dtype_itemsize(dtype));
+    v.device_type = AJ_DEVICE_CPU;
+    return aj::c_api::import_view(&v, nullptr, nullptr, true, "aj_array_from_data");
   });
 }
 

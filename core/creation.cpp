@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backends/cpu/host_memory.hpp"
+#include "arrayjit/scan_sort.hpp"
 #include "core/trace.hpp"
 
 namespace aj {
@@ -32,6 +33,7 @@ Array leaf(std::shared_ptr<Storage> s, DType t, Shape shape, std::vector<std::in
 namespace {
 // `op` is the name the caller used (ones and zeros are fills too).
 Array fill(const char* op, Shape shape, Scalar value, DType dtype, const Loc& loc) try {
+  trace::Scope scope;
   trace::check_array_size(shape, dtype, op, loc);
   return trace::broadcast(trace::constant(value, dtype, op, loc), shape, loc);
 } catch (const std::bad_alloc&) {
@@ -42,10 +44,17 @@ Array fill(const char* op, Shape shape, Scalar value, DType dtype, const Loc& lo
 Array full(Shape shape, Scalar value, DType dtype, Loc loc) {
   return fill("full", std::move(shape), value, dtype, loc);
 }
+Array full(Shape shape, Scalar value, Loc loc) {
+  const DType t = value.kind == Scalar::Kind::boolean   ? DType::bool_
+                  : value.kind == Scalar::Kind::integer ? DType::i64
+                                                        : DType::f32;
+  return fill("full", std::move(shape), value, t, loc);
+}
 Array zeros(Shape shape, DType dtype, Loc loc) { return fill("zeros", std::move(shape), 0, dtype, loc); }
 Array ones(Shape shape, DType dtype, Loc loc) { return fill("ones", std::move(shape), 1, dtype, loc); }
 
 Array arange(double start, double stop, double step, DType dtype, Loc loc) try {
+  trace::Scope scope;
   if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop)) {
     user_error("arange", "start, stop and step must be finite and step non-zero", loc);
   }
@@ -70,6 +79,7 @@ Array arange(double start, double stop, double step, DType dtype, Loc loc) try {
 }
 
 Array arange(std::int64_t n, DType dtype, Loc loc) try {
+  trace::Scope scope;
   if (n < 0) user_error("arange", "negative length " + std::to_string(n), loc);
   if (dtype == DType::bool_) user_error("arange", "does not make bool arrays", loc);
   trace::check_array_size(Shape{n}, dtype, "arange", loc);
@@ -85,6 +95,7 @@ Array arange(std::int64_t n, DType dtype, Loc loc) try {
 }
 
 Array linspace(double start, double stop, std::int64_t num, DType dtype, Loc loc) try {
+  trace::Scope scope;
   if (num < 0) user_error("linspace", "negative number of samples " + std::to_string(num), loc);
   if (dtype == DType::bool_) user_error("linspace", "does not make bool arrays", loc);
   if (!std::isfinite(start) || !std::isfinite(stop)) {
@@ -104,6 +115,7 @@ Array linspace(double start, double stop, std::int64_t num, DType dtype, Loc loc
 }
 
 Array eye(std::int64_t n, std::optional<std::int64_t> m, std::int64_t k, DType dtype, Loc loc) try {
+  trace::Scope scope;
   std::int64_t cols = m.value_or(n);
   trace::check_array_size(Shape{n, cols}, dtype, "eye", loc);
   Node node;
@@ -118,6 +130,7 @@ Array eye(std::int64_t n, std::optional<std::int64_t> m, std::int64_t k, DType d
 
 template <class T>
 Array from_vector(const std::vector<T>& data, Shape shape, Loc loc) try {
+  trace::Scope scope;
   std::int64_t n = trace::checked_numel(shape.dims(), "from_vector", loc);
   if (static_cast<std::int64_t>(data.size()) != n) {
     user_error("from_vector", std::to_string(data.size()) + " values do not fill shape " +
@@ -139,6 +152,7 @@ Array from_vector(const std::vector<T>& data, Shape shape, Loc loc) try {
 
 template <class T>
 Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides, Loc loc) try {
+  trace::Scope scope;
   std::int64_t n = trace::checked_numel(shape.dims(), "borrow", loc);
   if (!ptr && n > 0) user_error("borrow", "null pointer for " + shape.str(), loc);
   if (strides.empty()) strides = contiguous_strides(shape);
@@ -195,10 +209,16 @@ AJ_DTYPES(AJ_INSTANTIATE_DTYPE)
 namespace random {
 
 namespace {
-std::uint64_t g_seed = 0x5eed;
-std::uint64_t g_counter = 0;
+// Per thread (docs/semantics.md, "Threads"): seed() sets the calling thread's
+// stream; every thread starts at the same default seed.
+thread_local std::uint64_t g_seed = 0x5eed;
+thread_local std::uint64_t g_counter = 0;
+
+// Each random array gets its own key: the seed mixed with a counter.
+std::int64_t next_key() { return static_cast<std::int64_t>(g_seed * 0x9e3779b97f4a7c15ull + (++g_counter)); }
 
 Array rand_node(Op op, Shape shape, double a, double b, DType dtype, const char* name, const Loc& loc) try {
+  trace::Scope scope;
   if (!is_float(dtype)) {
     user_error(name, std::string("makes floating point arrays, not ") + dtype_name(dtype) +
                          " (use astype after)", loc);
@@ -208,8 +228,7 @@ Array rand_node(Op op, Shape shape, double a, double b, DType dtype, const char*
   n.op = op;
   n.dtype = dtype;
   n.shape = std::move(shape);
-  // Each array gets its own key: the seed mixed with a counter.
-  n.i0 = static_cast<std::int64_t>(g_seed * 0x9e3779b97f4a7c15ull + (++g_counter));
+  n.i0 = next_key();
   n.f0 = a;
   n.f1 = b;
   return trace::make(std::move(n), loc);
@@ -248,5 +267,81 @@ Array normal(Shape shape, double mean, double stddev, DType dtype, Loc loc) {
   return rand_node(Op::RandNormal, std::move(shape), mean, stddev, dtype, "random::normal", loc);
 }
 
+// ---- issue 14: integers, permutations, coin flips --------------------------------
+
+namespace {
+// 64 random bits (i64) per element: the generator the ones below build on.
+Array random_bits(Shape shape, const char* name, const Loc& loc) {
+  trace::check_array_size(shape, DType::i64, name, loc);
+  Node n;
+  n.op = Op::RandBits;
+  n.dtype = DType::i64;
+  n.shape = std::move(shape);
+  n.i0 = next_key();
+  return trace::make(std::move(n), loc);
+}
+}  // namespace
+
+Array randint(Shape shape, std::int64_t lo, std::int64_t hi, DType dtype, Loc loc) try {
+  trace::Scope scope;
+  const char* name = "random::randint";
+  if (dtype != DType::i32 && dtype != DType::i64) {
+    user_error(name, std::string("makes i32 or i64 arrays, not ") + dtype_name(dtype) + " (use astype after)", loc);
+  }
+  const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")";
+  if (!(lo < hi)) user_error(name, "needs lo < hi, got the empty range " + range, loc);
+  if (dtype == DType::i32 && (lo < INT32_MIN || hi > std::int64_t{INT32_MAX} + 1)) {
+    user_error(name, "range " + range + " does not fit i32", loc);
+  }
+  std::int64_t span = 0;
+  if (__builtin_sub_overflow(hi, lo, &span)) {
+    user_error(name, "range " + range + " is 2^63 or more integers wide (hi - lo must fit i64)", loc);
+  }
+  trace::check_array_size(shape, dtype, name, loc);
+  // bits mod span lies in [0, span) (the sign of the divisor); lo + that in
+  // [lo, hi). The modulo bias is below span / 2^64.
+  const Array bits = random_bits(std::move(shape), name, loc);
+  const Array r = add(Operand(mod(Operand(bits, loc), Operand(span, loc)), loc), Operand(lo, loc));
+  return trace::cast(r, dtype, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("random::randint", loc);
+}
+
+Array permutation(std::int64_t n, Loc loc) try {
+  trace::Scope scope;
+  if (n < 0) user_error("random::permutation", "negative length " + std::to_string(n), loc);
+  return argsort(random_bits(Shape{n}, "random::permutation", loc), 0, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("random::permutation", loc);
+}
+
+Array bernoulli(Shape shape, double p, Loc loc) try {
+  const char* name = "random::bernoulli";
+  if (!(p >= 0.0 && p <= 1.0)) {
+    user_error(name, "needs a probability 0 <= p <= 1, got " + trace::describe(Scalar(p)), loc);
+  }
+  trace::check_array_size(shape, DType::f64, name, loc);  // the uniform numbers it compares
+  const Array u = rand_node(Op::RandUniform, std::move(shape), 0.0, 1.0, DType::f64, name, loc);
+  return Operand(u, loc) < Operand(p, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("random::bernoulli", loc);
+}
+
 }  // namespace random
+
+// ---- fills of another array's shape (issue 14) --------------------------------
+
+Array zeros_like(const Array& a, std::optional<DType> dtype, Loc loc) {
+  trace::own_node(a, "zeros_like", loc);
+  return fill("zeros_like", a.shape(), 0, dtype.value_or(a.dtype()), loc);
+}
+Array ones_like(const Array& a, std::optional<DType> dtype, Loc loc) {
+  trace::own_node(a, "ones_like", loc);
+  return fill("ones_like", a.shape(), 1, dtype.value_or(a.dtype()), loc);
+}
+Array full_like(const Array& a, Scalar value, std::optional<DType> dtype, Loc loc) {
+  trace::own_node(a, "full_like", loc);
+  return fill("full_like", a.shape(), value, dtype.value_or(a.dtype()), loc);
+}
+
 }  // namespace aj

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "arrayjit/cuda.hpp"
+#include "backends/cuda/cuda_borrowed.hpp"
 #include "backends/cuda/cuda_runtime.hpp"
+#include "core/foreign_storage.hpp"
 #include "core/trace.hpp"
 #include "exec/execute.hpp"
 #include "jit/cuda/cuda_library.hpp"
@@ -47,6 +49,7 @@ Stream Stream::wrap(void* custream, int dev) {
 void Stream::synchronize() const {
   cuda::device(device_);
   AJ_CU(cuStreamSynchronize, static_cast<CUstream>(handle_));
+  release_finished(false);  // borrowed buffers last used on this stream are free now
 }
 
 StreamGuard::StreamGuard(const Stream& s) : device_(s.device()) {
@@ -72,9 +75,12 @@ DeviceScope::DeviceScope(Device d)
 DeviceScope::~DeviceScope() { exec::set_scope_device(had_ ? std::optional<Device>(saved_) : std::nullopt); }
 
 std::string kernel_source(const std::vector<Array>& arrays) {
+  trace::Scope scope;
   std::vector<NodeId> roots;
   for (const Array& a : arrays) {
-    if (a.valid() && !a.is_evaluated()) roots.push_back(a.node_id());
+    if (!a.valid()) continue;
+    const NodeId id = trace::id(a, "cuda::kernel_source", Loc::current());
+    if (!graph()[id].evaluated()) roots.push_back(id);
   }
   if (roots.empty()) return {};
   const opt::Plan p = opt::plan(roots, /*use_cache=*/false);
@@ -109,5 +115,14 @@ std::string kernel_source(const std::vector<Array>& arrays) {
 }
 
 void trim_memory(int dev) { trim(dev); }
+
+Array borrow(void* ptr, DType dtype, Shape shape, std::vector<std::int64_t> strides, int dev,
+             void* producer_stream, std::function<void()> release, Loc loc) {
+  if (strides.empty()) strides = contiguous_strides(shape);
+  return c_api::import_borrowed(ptr, dtype, std::move(shape), std::move(strides), std::move(release),
+                                "cuda::borrow", loc, Device::cuda(dev), producer_stream);
+}
+
+void release_borrowed(bool wait) { release_finished(wait); }
 
 }  // namespace aj::cuda

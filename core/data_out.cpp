@@ -95,17 +95,24 @@ void copy_strided(const char* src, char* dst, const std::vector<CopyAxis>& axes,
   }
 }
 
-// The evaluated node behind `a`, read from the host (a GPU array through a
-// synchronizing copy of its storage, kept alive in `host`).
-const Node& host_node(const Array& a, Node& host) {
-  const Node& n = graph()[a.node_id()];
-  if (n.storage->device.kind != Device::Kind::cuda) return n;
-  host.dtype = n.dtype;
-  host.shape = n.shape;
-  host.strides = n.strides;
-  host.offset = n.offset;
-  host.storage = detail::backend_for(n.storage->device).to_host(*n.storage);
-  return host;
+// The evaluated view behind `a`, taken under its graph's lock (the values are
+// then read without it: an evaluated node never changes, and the copy keeps
+// its storage), from the host (a GPU array through a synchronizing copy).
+Node host_view(const Array& a) {
+  Node v;
+  {
+    GraphScope in(*a.graph_of());
+    const Node& n = graph()[a.node_id()];
+    v.dtype = n.dtype;
+    v.shape = n.shape;
+    v.strides = n.strides;
+    v.offset = n.offset;
+    v.storage = n.storage;
+  }
+  if (v.storage->device.kind == Device::Kind::cuda) {
+    v.storage = detail::backend_for(v.storage->device).to_host(*v.storage);
+  }
+  return v;
 }
 
 // Whether [lo, hi) overlaps the storage of any evaluated array that
@@ -129,13 +136,15 @@ bool reads_memory(NodeId id, const char* lo, const char* hi) {
   return false;
 }
 
-// The one pending eval_into destination (arrayjit is used from one thread).
+// The pending eval_into destination of this thread (the evaluation runs on
+// the thread that asked for it).
 struct Destination {
+  Graph* graph = nullptr;
   NodeId id = kNoNode;
   void* ptr = nullptr;
   std::size_t bytes = 0;
 };
-Destination g_destination;
+thread_local Destination t_destination;
 
 }  // namespace
 
@@ -143,8 +152,9 @@ bool ArrayData::row_major() const { return strides_are(shape, strides, contiguou
 bool ArrayData::column_major() const { return strides_are(shape, strides, column_major_strides(shape)); }
 
 ArrayData Array::data(Loc loc) const {
-  trace::id(*this, "data", loc);
+  trace::own_node(*this, "data", loc);
   eval(loc);
+  GraphScope in(*g_);
   const Node& n = graph()[id_];
   ArrayData d;
   d.ptr = static_cast<const char*>(n.storage->data) + n.offset * static_cast<std::int64_t>(itemsize(n.dtype));
@@ -157,7 +167,7 @@ ArrayData Array::data(Loc loc) const {
 }
 
 void Array::copy_to(void* dst, std::vector<std::int64_t> strides, Loc loc) const {
-  trace::id(*this, "copy_to", loc);
+  trace::own_node(*this, "copy_to", loc);
   if (strides.empty()) strides = contiguous_strides(shape());
   if (static_cast<int>(strides.size()) != ndim()) {
     user_error("copy_to", std::to_string(strides.size()) + " strides given for " + trace::describe(*this), loc);
@@ -165,15 +175,15 @@ void Array::copy_to(void* dst, std::vector<std::int64_t> strides, Loc loc) const
   if (!dst && size() > 0) user_error("copy_to", "null destination for " + trace::describe(*this), loc);
   eval(loc);
   if (size() == 0) return;
-  Node host;
-  const Node& n = host_node(*this, host);
+  const Node n = host_view(*this);
   const auto item = static_cast<std::int64_t>(itemsize(n.dtype));
   const char* src = static_cast<const char*>(n.storage->data) + n.offset * item;
   copy_strided(src, static_cast<char*>(dst), copy_axes(n.shape, n.strides, strides, item), item);
 }
 
 const Array& Array::eval_into(void* dst, Loc loc) const {
-  trace::id(*this, "eval_into", loc);
+  trace::own_node(*this, "eval_into", loc);
+  GraphScope in(*g_);  // the walk below and the result's node
   const std::size_t bytes = static_cast<std::size_t>(size()) * itemsize(dtype());
   if (!dst && bytes > 0) user_error("eval_into", "null destination for " + trace::describe(*this), loc);
   const char* lo = static_cast<const char*>(dst);
@@ -184,13 +194,10 @@ const Array& Array::eval_into(void* dst, Loc loc) const {
   };
   if (!is_evaluated()) {
     check_overlap();
-    g_destination = {id_, dst, bytes};
-    exec::set_destination_hook(&detail::take_destination);
+    t_destination = {g_, id_, dst, bytes};
+    exec::set_destination_hook(&detail::take_destination);  // the same hook always: no race
     struct Clear {  // also when evaluation throws
-      ~Clear() {
-        g_destination = {};
-        exec::set_destination_hook(nullptr);
-      }
+      ~Clear() { t_destination = {}; }
     } clear;
     aj::eval({*this}, loc);
   }
@@ -209,9 +216,10 @@ const Array& Array::eval_into(void* dst, Loc loc) const {
 
 namespace detail {
 std::shared_ptr<Storage> take_destination(NodeId id, std::size_t bytes) {
-  if (g_destination.id != id || g_destination.bytes != bytes) return nullptr;
-  void* p = g_destination.ptr;
-  g_destination = {};
+  Destination& d = t_destination;
+  if (d.graph != &graph() || d.id != id || d.bytes != bytes) return nullptr;
+  void* p = d.ptr;
+  d = {};
   return cpu::host_borrow(p, bytes);
 }
 }  // namespace detail

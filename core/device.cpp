@@ -84,21 +84,23 @@ void check_devices(Node& n, const Loc& loc) {
 }  // namespace detail
 
 Array Array::to(Device d, Loc loc) const try {
-  const NodeId id = trace::id(*this, "to", loc);
+  trace::Scope scope;
+  const Array& a = trace::local(*this, "to", loc);
+  const NodeId id = a.node_id();
   if (d.kind == Device::Kind::cuda && d.index < 0) {
     user_error("to", "negative CUDA device index " + std::to_string(d.index), loc);
   }
   if (!graph()[id].evaluated()) {
     if (d.kind == Device::Kind::cuda && !detail::device_of(id)) {
       // Reads no data: compute it on the target directly.
-      cuda::DeviceScope scope(d);
-      eval(loc);
+      cuda::DeviceScope device_scope(d);
+      a.eval(loc);
     } else {
-      eval(loc);
+      a.eval(loc);
     }
   }
   const Node& n = graph()[id];
-  if (n.storage->device == d) return *this;
+  if (n.storage->device == d) return a;
   // Through the host: the device backend copies in and out of host memory
   // (GPU to GPU goes down and up again: rare, simple).
   std::shared_ptr<Storage> s = n.storage;

@@ -1,13 +1,18 @@
 // DLPack 1.x and legacy, export and import, zero-copy (arrayjit/dlpack.h).
 // An export holds an Array handle: the buffer stays pinned (never freed, never
 // reused in place) until the consumer calls the deleter. An import borrows the
-// producer's memory and calls its deleter when the last array using it dies.
+// producer's memory and calls its deleter when the last array using it dies
+// (for CUDA memory: after arrayjit's work reading it completed).
+// Streams (the array API's rule): an export makes the consumer's stream wait
+// on an event of ours; an import of CUDA memory is ready on arrayjit's current
+// stream (the caller passed that stream to the producer), or, given the
+// producer's stream, ours waits on an event recorded there.
 #include <memory>
 #include <string>
 
-#include "arrayjit/c_handle.hpp"
 #include "arrayjit/cuda.hpp"
 #include "arrayjit/dlpack.hpp"
+#include "backends/cuda/cuda_borrowed.hpp"
 #include "core/c_boundary.hpp"
 #include "core/foreign_storage.hpp"
 #include "core/trace.hpp"
@@ -50,13 +55,17 @@ struct Export {
 
 template <class Managed>
 Managed* export_tensor(const Array& a, void* stream, const char* op, const Loc& loc) {
-  trace::id(a, op, loc);
+  trace::own_node(a, op, loc);
   ArrayData d = a.data(loc);
-  if (d.device.kind == Device::Kind::cuda && stream != reinterpret_cast<void*>(-1)) {
-    // The consumer reads on its stream: the values must be there first. Until
-    // an event hand-off lands, arrayjit's stream for the device is drained
-    // (that stream only, never the whole device).
-    cuda::current_stream(d.device.index).synchronize();
+  if (d.device.kind == Device::Kind::cuda) {
+    // The consumer reads on its stream: it waits on an event recorded where
+    // the buffer was last used (enqueued; nothing is synchronized). -1: the
+    // consumer asked for no synchronization.
+    const auto consumer = static_cast<cuda::CUstream>(stream);
+    const std::string why = cuda::check_stream(d.device.index, consumer);
+    if (!why.empty()) user_error(op, "consumer stream: " + why, loc);
+    GraphScope in(*d.owner.graph_of());
+    cuda::hand_off(*graph()[d.owner.node_id()].storage, consumer);
   }
   auto e = std::make_unique<Export<Managed>>();
   e->array = d.owner;
@@ -80,7 +89,7 @@ Managed* export_tensor(const Array& a, void* stream, const char* op, const Loc& 
 }
 
 template <class Managed>
-Array import_tensor(Managed* m, const char* op, const Loc& loc) {
+Array import_tensor(Managed* m, void* producer_stream, const char* op, const Loc& loc) {
   if (!m) user_error(op, "null DLPack tensor", loc);
   if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
     if (m->version.major != DLPACK_MAJOR_VERSION) {
@@ -88,16 +97,18 @@ Array import_tensor(Managed* m, const char* op, const Loc& loc) {
     }
   }
   const DLTensor& t = m->dl_tensor;
+  Device device = Device::cpu();
   switch (t.device.device_type) {
     case kDLCPU:
     case kDLCUDAHost:
       break;
     case kDLCUDA:
     case kDLCUDAManaged:
-      user_error(op, "importing CUDA device memory is not supported yet (copy it to the host first)", loc);
+      device = Device::cuda(t.device.device_id);
+      break;
     default:
       user_error(op, "DLPack device type " + std::to_string(t.device.device_type) +
-                         " is not supported (CPU, CUDA-host)", loc);
+                         " is not supported (CPU, CUDA, CUDA-host, CUDA-managed)", loc);
   }
   const DType dtype = aj_dtype(t.dtype, op, loc);
   if (t.ndim < 0 || (t.ndim > 0 && !t.shape)) user_error(op, "bad ndim or null shape", loc);
@@ -111,7 +122,7 @@ Array import_tensor(Managed* m, const char* op, const Loc& loc) {
   }
   void* data = static_cast<char*>(t.data) + t.byte_offset;
   return c_api::import_borrowed(data, dtype, std::move(shape), std::move(strides),
-                                [m] { if (m->deleter) m->deleter(m); }, op, loc);
+                                [m] { if (m->deleter) m->deleter(m); }, op, loc, device, producer_stream);
 }
 
 }  // namespace
@@ -122,46 +133,47 @@ DLManagedTensorVersioned* to_dlpack_versioned(const Array& a, void* stream, Loc 
 DLManagedTensor* to_dlpack(const Array& a, void* stream, Loc loc) {
   return export_tensor<DLManagedTensor>(a, stream, "to_dlpack", loc);
 }
-Array from_dlpack(DLManagedTensorVersioned* t, Loc loc) { return import_tensor(t, "from_dlpack", loc); }
-Array from_dlpack(DLManagedTensor* t, Loc loc) { return import_tensor(t, "from_dlpack", loc); }
+Array from_dlpack(DLManagedTensorVersioned* t, Loc loc) { return import_tensor(t, cuda::no_sync(), "from_dlpack", loc); }
+Array from_dlpack(DLManagedTensor* t, Loc loc) { return import_tensor(t, cuda::no_sync(), "from_dlpack", loc); }
+Array from_dlpack(DLManagedTensorVersioned* t, void* producer_stream, Loc loc) {
+  return import_tensor(t, producer_stream, "from_dlpack", loc);
+}
+Array from_dlpack(DLManagedTensor* t, void* producer_stream, Loc loc) {
+  return import_tensor(t, producer_stream, "from_dlpack", loc);
+}
 
 }  // namespace aj
 
 using aj::c_api::c_call;
 using aj::c_api::c_error;
+using aj::c_api::c_make;
 
 extern "C" {
 
-aj_status aj_to_dlpack_versioned(const aj_array* a, void* stream, DLManagedTensorVersioned** out) {
+aj_status aj_to_dlpack_versioned(aj_array a, void* stream, DLManagedTensorVersioned** out) {
+  if (out) *out = nullptr;
   return c_call("aj_to_dlpack_versioned", [&] {
-    if (!a || !out) c_error("null argument");
-    *out = aj::to_dlpack_versioned(aj::from_c(a), stream);
+    aj::c_api::check_not_tracing("aj_to_dlpack_versioned");
+    if (!out) c_error("null output pointer");
+    *out = aj::to_dlpack_versioned(aj::c_api::get_array(a, "the array").array, stream);
   });
 }
 
-aj_status aj_to_dlpack(const aj_array* a, void* stream, DLManagedTensor** out) {
+aj_status aj_to_dlpack(aj_array a, void* stream, DLManagedTensor** out) {
+  if (out) *out = nullptr;
   return c_call("aj_to_dlpack", [&] {
-    if (!a || !out) c_error("null argument");
-    *out = aj::to_dlpack(aj::from_c(a), stream);
+    aj::c_api::check_not_tracing("aj_to_dlpack");
+    if (!out) c_error("null output pointer");
+    *out = aj::to_dlpack(aj::c_api::get_array(a, "the array").array, stream);
   });
 }
 
-aj_status aj_from_dlpack_versioned(DLManagedTensorVersioned* t, aj_array** out) {
-  return c_call("aj_from_dlpack_versioned", [&] {
-    if (!out) c_error("null output");
-    auto handle = std::make_unique<aj_array>();  // first: nothing may throw once the import is armed
-    handle->array = aj::from_dlpack(t);
-    *out = handle.release();
-  });
+aj_status aj_from_dlpack_versioned(DLManagedTensorVersioned* t, aj_array* out) {
+  return c_make("aj_from_dlpack_versioned", out, [&] { return aj::from_dlpack(t); });
 }
 
-aj_status aj_from_dlpack(DLManagedTensor* t, aj_array** out) {
-  return c_call("aj_from_dlpack", [&] {
-    if (!out) c_error("null output");
-    auto handle = std::make_unique<aj_array>();
-    handle->array = aj::from_dlpack(t);
-    *out = handle.release();
-  });
+aj_status aj_from_dlpack(DLManagedTensor* t, aj_array* out) {
+  return c_make("aj_from_dlpack", out, [&] { return aj::from_dlpack(t); });
 }
 
 }  // extern "C"

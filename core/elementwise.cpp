@@ -62,8 +62,7 @@ DType result_dtype(std::span<const Operand* const> ops) {
 
 Array as_array(const char* op, const Operand& o, DType t) {
   if (o.is_scalar) return trace::constant(o.scalar, t, op, o.loc);  // checks that it fits
-  trace::id(*o.array, op, o.loc);
-  return trace::cast(*o.array, t, o.loc);
+  return trace::cast(trace::local(*o.array, op, o.loc), t, o.loc);
 }
 
 // Make the node `op` over operands already converted to their dtypes.
@@ -141,11 +140,12 @@ DType widest(DType a, DType b) { return itemsize(a) >= itemsize(b) ? a : b; }
 
 void check_any_array(const char* op, std::span<const Operand* const> ops) {
   for (auto* o : ops) {
-    if (!o->is_scalar) trace::id(*o->array, op, o->loc);
+    if (!o->is_scalar) trace::own_node(*o->array, op, o->loc);
   }
 }
 
 Array binary(Op op, const Operand& a, const Operand& b) try {
+  trace::Scope scope;
   const char* name = op_name(op);
   const Loc& loc = a.is_scalar ? b.loc : a.loc;
   const Operand* ops[] = {&a, &b};  // no allocation per traced op
@@ -172,6 +172,7 @@ Array binary(Op op, const Operand& a, const Operand& b) try {
 }
 
 Array unary(Op op, const Operand& a) try {
+  trace::Scope scope;
   const char* name = op_name(op);
   const Operand* ops[] = {&a};
   check_any_array(name, ops);
@@ -205,6 +206,7 @@ AJ_BINARY_FUNCTIONS(AJ_DEFINE_BINARY)
 #undef AJ_DEFINE_BINARY
 
 Array true_divide(const Operand& a, const Operand& b) try {
+  trace::Scope scope;
   const Operand* ops[] = {&a, &b};
   const Loc& loc = a.is_scalar ? b.loc : a.loc;
   check_any_array("true_divide", ops);
@@ -245,6 +247,7 @@ Array operator!(const Operand& a) { return unary(Op::Not, a); }
 
 
 Array where(const Operand& cond, const Operand& a, const Operand& b) try {
+  trace::Scope scope;
   const Loc& loc = cond.loc;
   std::vector<const Operand*> all{&cond, &a, &b};
   check_any_array("where", all);

@@ -40,22 +40,83 @@ std::vector<std::string> write_dot_files(const std::string& text, const std::str
   return files;
 }
 
-void evaluate(const std::vector<NodeId>& roots) {
+namespace {
+
+// The nodes a plan computes belong to its evaluation until it ends (see
+// graph/graph.hpp): another thread evaluating an array that needs one of them
+// waits for it instead of computing it twice.
+class Claim {
+ public:
+  Claim(Graph& g, const std::vector<NodeId>& ids) : g_(g), ids_(ids), token_(g.claim(ids_)) {}
+  ~Claim() { g_.unclaim(ids_, token_); }  // the lock is held again here, also when unwinding
+  Claim(const Claim&) = delete;
+  Claim& operator=(const Claim&) = delete;
+
+ private:
+  Graph& g_;
+  const std::vector<NodeId>& ids_;
+  std::uint32_t token_;
+};
+
+// Drops roots that are evaluated, then waits while another evaluation has
+// claimed a node the rest need; false when nothing is left to do.
+bool wait_for_others(Graph& g, std::vector<NodeId>& roots) {
+  for (;;) {
+    std::erase_if(roots, [&](NodeId id) { return g[id].evaluated(); });
+    if (roots.empty()) return false;
+    if (!g.any_claims()) return true;
+    bool claimed = false;
+    for (NodeId id : g.unevaluated_order(roots)) claimed |= g[id].claim != 0;
+    if (!claimed) return true;
+    g.wait_for_claims();
+  }
+}
+
+}  // namespace
+
+namespace {
+constinit thread_local EvalObserver* t_observer [[gnu::tls_model("initial-exec")]] = nullptr;
+constinit thread_local const char* t_tracing [[gnu::tls_model("initial-exec")]] = nullptr;
+}  // namespace
+
+void set_eval_observer(EvalObserver* observer) { t_observer = observer; }
+void set_tracing_compiled(const char* where) { t_tracing = where; }
+const char* tracing_compiled() { return t_tracing; }
+
+// The caller holds the lock of the current graph (a GraphScope).
+void evaluate(const std::vector<NodeId>& roots_in) {
+  Graph& g = graph();
+  if (!holds_lock(g)) internal_error("detail::evaluate without the graph lock");
+  std::vector<NodeId> roots = roots_in;
+  if (!wait_for_others(g, roots)) return;
+  if (t_tracing) {
+    throw Error(Error::Kind::user,
+                std::string("aj::compile: the function compiled at ") + t_tracing +
+                    " evaluated an array it made while being traced (eval, item, to_vector, printing): a "
+                    "compiled function may not read values, since its replays would not read them again; "
+                    "return the array instead, or do not compile this function");
+  }
   if (executor() == Executor::reference) {
     for (NodeId id : roots) {  // the oracle reads host memory only
       if (any_device_storage() && device_of(id).value_or(Device::cpu()) != Device::cpu()) {
         runtime_error("aj: the reference executor runs on the host only; move arrays with .to(Device::cpu())");
       }
     }
-    return ref::evaluate(roots);
+    return ref::evaluate(roots);  // runs with the lock held throughout
   }
   const opt::Plan p = opt::plan(roots);
+  const Claim claim(g, p.schedule.order);
   if (log_any() && log_enabled("plan")) log("plan", describe_plan(p.schedule, p.buffers));
   if (const char* dir = std::getenv("AJ_DUMP_DOT"); dir && *dir) {
     static std::atomic<int> n{0};
     write_dot_files(plan_dot(p.schedule, p.buffers), std::string(dir) + "/plan-" + std::to_string(n++) + ".dot");
   }
-  exec::execute(p, backend_for(exec::plan_device(p)));
+  const Device device = exec::plan_device(p);
+  if (EvalObserver* o = t_observer) {
+    t_observer = nullptr;  // the results' evaluation only
+    o->planned(p, device);
+  }
+  exec::execute(p, backend_for(device));
 }
 
 }  // namespace aj::detail

@@ -7,11 +7,25 @@
 #include <vector>
 
 #include "exec/backend.hpp"
+#include "opt/pipeline.hpp"
 #include "graph/graph.hpp"
 
 namespace aj::detail {
 
 void evaluate(const std::vector<NodeId>& roots);
+
+// aj::compile's hooks into evaluation on this thread (core/compile.cpp).
+// While a compiled function is traced, any evaluation is an error naming it
+// (the function read a value a replay would not read again); the evaluation
+// of its results reports its plan (graph lock held, before it runs) to
+// `observer`.
+struct EvalObserver {
+  virtual ~EvalObserver() = default;
+  virtual void planned(const opt::Plan& p, Device device) = 0;
+};
+void set_eval_observer(EvalObserver* observer);
+void set_tracing_compiled(const char* where);  // null: not tracing
+const char* tracing_compiled();                // the function being traced on this thread, or null
 
 // The backend of a device (throws aj::Error for a GPU that is unavailable).
 exec::Backend& backend_for(Device d);

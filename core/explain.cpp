@@ -11,6 +11,7 @@
 namespace aj {
 
 std::string explain(const std::vector<Array>& arrays, Loc loc) {
+  trace::Scope scope;  // arrays of other threads are imported (evaluated)
   std::vector<NodeId> roots;
   for (const Array& a : arrays) {
     NodeId id = trace::id(a, "explain", loc);
@@ -25,14 +26,19 @@ std::string explain(const Array& a, Loc loc) { return explain(std::vector<Array>
 void set_log(const std::string& channels) { detail::set_log_channels(channels); }
 
 std::string dump(const std::vector<Array>& arrays, Loc loc) {
+  trace::Scope scope;  // arrays of other threads are imported (evaluated)
   std::vector<NodeId> roots;
   for (auto& a : arrays) roots.push_back(trace::id(a, "dump", loc));
   return dump_nodes(roots);
 }
 
-std::string to_dot(const Array& a, Loc loc) { return dot_nodes({trace::id(a, "to_dot", loc)}); }
+std::string to_dot(const Array& a, Loc loc) {
+  trace::Scope scope;
+  return dot_nodes({trace::id(a, "to_dot", loc)});
+}
 
 std::string to_dot(const std::vector<Array>& arrays, DotOptions options, Loc loc) {
+  trace::Scope scope;  // arrays of other threads are imported (evaluated)
   std::vector<NodeId> ids, roots;
   for (const Array& a : arrays) {
     ids.push_back(trace::id(a, "to_dot", loc));

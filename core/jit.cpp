@@ -19,6 +19,7 @@ void clear_memory_cache() { clear_host_kernels(); }
 std::string target_description() { return host_target(); }
 
 std::string kernel_ir(const Array& a, bool assembly, Loc loc) {
+  trace::Scope scope;
   const NodeId id = trace::id(a, "jit::kernel_ir", loc);
   if (graph()[id].evaluated()) return "";
   std::string out;

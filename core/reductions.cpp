@@ -79,9 +79,10 @@ void check_nonempty(const Array& a, const std::vector<std::int64_t>& axes, const
   }
 }
 
-Array reduce(Op op, const Array& a, const Axes& axes_in, bool keepdims, const Loc& loc) try {
+Array reduce(Op op, const Array& a_in, const Axes& axes_in, bool keepdims, const Loc& loc) try {
+  trace::Scope scope;
   const char* name = op_name(op);
-  trace::id(a, name, loc);
+  const Array& a = trace::local(a_in, name, loc);
   auto axes = resolve_axes(a, axes_in, name, loc);
   DType t = a.dtype();
   Array x = a;
@@ -111,9 +112,10 @@ Array reduce(Op op, const Array& a, const Axes& axes_in, bool keepdims, const Lo
   detail::out_of_memory(op_name(op), loc);
 }
 
-Array arg_reduce(Op op, const Array& a, std::optional<int> axis, bool keepdims, const Loc& loc) try {
+Array arg_reduce(Op op, const Array& a_in, std::optional<int> axis, bool keepdims, const Loc& loc) try {
+  trace::Scope scope;
   const char* name = op_name(op);
-  trace::id(a, name, loc);
+  const Array& a = trace::local(a_in, name, loc);
   if (!axis) {
     if (a.size() == 0) {
       user_error(name, "reduction over an empty array " + describe(a) +
@@ -164,8 +166,9 @@ Array any(const Array& a, Axes axes, bool keepdims, Loc loc) {
 
 // mean = sum / count in the float type (ints and bool average in f64). The
 // mean of an empty axis is 0/0 = NaN, as NumPy.
-Array mean(const Array& a, Axes axes_in, bool keepdims, Loc loc) try {
-  trace::id(a, "mean", loc);
+Array mean(const Array& a_in, Axes axes_in, bool keepdims, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "mean", loc);
   auto axes = resolve_axes(a, axes_in, "mean", loc);
   DType t = is_float(a.dtype()) ? a.dtype() : DType::f64;
   trace::check_array_size(a.shape(), t, "mean", loc);

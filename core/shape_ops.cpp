@@ -24,8 +24,9 @@ Array view_node(Op op, const Array& a, Shape shape, std::vector<std::int64_t> in
 
 }  // namespace
 
-Array reshape(const Array& a, Shape shape, Loc loc) try {
-  trace::id(a, "reshape", loc);
+Array reshape(const Array& a_in, Shape shape, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "reshape", loc);
   std::vector<std::int64_t> dims = shape.dims();
   int infer = -1;
   std::int64_t known = 1;
@@ -59,8 +60,9 @@ Array reshape(const Array& a, Shape shape, Loc loc) try {
   detail::out_of_memory("reshape", loc);
 }
 
-Array transpose(const Array& a, std::vector<int> perm, Loc loc) try {
-  trace::id(a, "transpose", loc);
+Array transpose(const Array& a_in, std::vector<int> perm, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "transpose", loc);
   const int nd = a.ndim();
   if (perm.empty()) {
     perm.resize(static_cast<std::size_t>(nd));
@@ -92,8 +94,9 @@ Array transpose(const Array& a, std::vector<int> perm, Loc loc) try {
   detail::out_of_memory("transpose", loc);
 }
 
-Array broadcast_to(const Array& a, Shape shape, Loc loc) try {
-  trace::id(a, "broadcast_to", loc);
+Array broadcast_to(const Array& a_in, Shape shape, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "broadcast_to", loc);
   trace::check_array_size(shape, a.dtype(), "broadcast_to", loc);
   const Shape& s = a.shape();
   bool ok = s.ndim() <= shape.ndim();
@@ -109,8 +112,9 @@ Array broadcast_to(const Array& a, Shape shape, Loc loc) try {
   detail::out_of_memory("broadcast_to", loc);
 }
 
-Array expand_dims(const Array& a, int axis, Loc loc) try {
-  trace::id(a, "expand_dims", loc);
+Array expand_dims(const Array& a_in, int axis, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "expand_dims", loc);
   const int nd = a.ndim() + 1;
   int ax = trace::normalize_axis(axis, nd, "expand_dims", a.shape(), a.dtype(), loc);
   std::vector<std::int64_t> dims = a.shape().dims();
@@ -120,8 +124,9 @@ Array expand_dims(const Array& a, int axis, Loc loc) try {
   detail::out_of_memory("expand_dims", loc);
 }
 
-Array squeeze(const Array& a, Axes axes, Loc loc) try {
-  trace::id(a, "squeeze", loc);
+Array squeeze(const Array& a_in, Axes axes, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "squeeze", loc);
   const Shape& s = a.shape();
   std::vector<bool> drop(static_cast<std::size_t>(s.ndim()), false);
   if (axes.is_all()) {
@@ -148,8 +153,9 @@ Array squeeze(const Array& a, Axes axes, Loc loc) try {
   detail::out_of_memory("squeeze", loc);
 }
 
-Array slice(const Array& a, std::vector<Slice> slices, Loc loc) try {
-  trace::id(a, "slice", loc);
+Array slice(const Array& a_in, std::vector<Slice> slices, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "slice", loc);
   const Shape& s = a.shape();
   if (static_cast<int>(slices.size()) > s.ndim()) {
     user_error("slice", std::to_string(slices.size()) + " slices given for " + describe(a), loc);
@@ -212,7 +218,7 @@ Array slice(const Array& a, std::vector<Slice> slices, Loc loc) try {
 
 Array slice(const Array& a, int axis, std::optional<std::int64_t> start,
             std::optional<std::int64_t> stop, std::int64_t step, Loc loc) try {
-  trace::id(a, "slice", loc);
+  trace::own_node(a, "slice", loc);  // the other slice() makes the node
   int ax = trace::normalize_axis(axis, a.ndim(), "slice", a.shape(), a.dtype(), loc);
   std::vector<Slice> slices(static_cast<std::size_t>(ax + 1));
   slices[static_cast<std::size_t>(ax)] = Slice(start, stop, step);
@@ -221,9 +227,12 @@ Array slice(const Array& a, int axis, std::optional<std::int64_t> start,
   detail::out_of_memory("slice", loc);
 }
 
-Array concatenate(const std::vector<Array>& arrays, int axis, Loc loc) try {
-  if (arrays.empty()) user_error("concatenate", "needs at least one array", loc);
-  for (auto& a : arrays) trace::id(a, "concatenate", loc);
+Array concatenate(const std::vector<Array>& arrays_in, int axis, Loc loc) try {
+  trace::Scope scope;
+  if (arrays_in.empty()) user_error("concatenate", "needs at least one array", loc);
+  std::vector<Array> arrays;  // local handles (arrays of other threads imported)
+  arrays.reserve(arrays_in.size());
+  for (auto& a : arrays_in) arrays.push_back(trace::local(a, "concatenate", loc));
   const Array& first = arrays[0];
   if (first.ndim() == 0) {
     user_error("concatenate", "cannot concatenate rank-0 arrays (use stack)", loc);
@@ -265,9 +274,12 @@ Array concatenate(const std::vector<Array>& arrays, int axis, Loc loc) try {
   detail::out_of_memory("concatenate", loc);
 }
 
-Array stack(const std::vector<Array>& arrays, int axis, Loc loc) try {
-  if (arrays.empty()) user_error("stack", "needs at least one array", loc);
-  for (auto& a : arrays) trace::id(a, "stack", loc);
+Array stack(const std::vector<Array>& arrays_in, int axis, Loc loc) try {
+  trace::Scope scope;
+  if (arrays_in.empty()) user_error("stack", "needs at least one array", loc);
+  std::vector<Array> arrays;  // local handles (arrays of other threads imported)
+  arrays.reserve(arrays_in.size());
+  for (auto& a : arrays_in) arrays.push_back(trace::local(a, "stack", loc));
   for (std::size_t k = 1; k < arrays.size(); ++k) {
     if (arrays[k].shape() != arrays[0].shape()) {
       user_error("stack", "array " + std::to_string(k) + " is " + describe(arrays[k]) +
@@ -284,9 +296,10 @@ Array stack(const std::vector<Array>& arrays, int axis, Loc loc) try {
   detail::out_of_memory("stack", loc);
 }
 
-Array matmul(const Array& a_in, const Array& b_in, Loc loc) try {
-  trace::id(a_in, "matmul", loc);
-  trace::id(b_in, "matmul", loc);
+Array matmul(const Array& a_user, const Array& b_user, Loc loc) try {
+  trace::Scope scope;
+  const Array& a_in = trace::local(a_user, "matmul", loc);
+  const Array& b_in = trace::local(b_user, "matmul", loc);
   if (a_in.ndim() == 0 || b_in.ndim() == 0) {
     user_error("matmul", "operands must have rank >= 1, got " + describe(a_in) + " and " +
                              describe(b_in), loc);

@@ -2,6 +2,7 @@
 // wrap it in a handle, insert the casts and broadcasts the IR rules demand.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,10 +12,52 @@
 
 namespace aj::trace {
 
-// The node of a handle the caller has checked (an empty one is a library bug).
+// Every public function that records nodes opens one first thing:
+//
+//   Array exp(const Operand& x) { trace::Scope scope; ... }
+//
+// It enters this thread's graph (locking it: other threads may drop handles
+// into it or read its arrays meanwhile; graph/graph.hpp) and holds the
+// arrays id() imports from other threads' graphs until the op has made its
+// node (which then refers to them). Scopes nest: an op made of other ops
+// opens one of its own and the inner ones only count.
+class Scope {
+ public:
+  Scope();
+  ~Scope();
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+  // A leaf of this graph sharing the evaluated storage of `a`, an array of
+  // another thread's graph (evaluated there first if it is not yet); held
+  // until the scope ends.
+  const Array& import(const Array& a, const char* op, const Loc& loc);
+  Graph& home() const { return graph_.graph(); }  // this thread's graph
+
+ private:
+  GraphScope graph_;
+  Scope* outer_;
+  std::vector<std::unique_ptr<Array>> imports_;  // stable addresses (local() returns references)
+};
+
+// The node of a handle the caller has checked and made local (an empty one,
+// or one of another graph, is a library bug).
 const Node& node(const Array& a);
-// The node or id of a user's handle: an empty one is a user error naming `op`.
+// The node of a user's handle in its own graph, without a lock: for its dtype
+// and shape only (they never change). An empty handle is a user error.
+const Node& own_node(const Array& a, const char* op, const Loc& loc);
+// The user's handle as an array of the current graph: `a` itself, or (for an
+// array of another thread's graph) a leaf imported into this one and held by
+// the innermost trace::Scope. Ops use the result, never `a`, from then on.
+// An empty handle is a user error naming `op`.
+const Array& local(const Array& a, const char* op, const Loc& loc);
+// The node of a user's handle, in its own graph (read its dtype and shape; use
+// id() to refer to it from a new node): an empty handle is a user error
+// naming `op`.
 const Node& node(const Array& a, const char* op, const Loc& loc);
+// The id of a user's handle in the current graph: for an array of another
+// thread's graph, a leaf imported into this one (inside a trace::Scope, which
+// holds it). An empty handle is a user error naming `op`.
 NodeId id(const Array& a, const char* op, const Loc& loc);
 
 // Record a node and hand back a handle to it.

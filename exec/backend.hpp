@@ -1,7 +1,7 @@
 // What the executor (exec/execute.hpp) needs from a device. backends/cpu and
 // backends/cuda implement it; a third backend implements these methods and
-// nothing else. A backend sees Kernel IR, LibraryCalls and Storage, never
-// graph nodes, plans or passes.
+// nothing else (run_library_then has a default). A backend sees Kernel IR,
+// LibraryCalls and Storage, never graph nodes, plans or passes.
 //
 // Ordering: every method that enqueues work (copies, launches) orders it on
 // the backend's current stream (on the host: runs it at once). Storage freed
@@ -9,6 +9,7 @@
 // (the backend's allocator orders frees on the stream).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,12 @@
 #include "graph/library.hpp"
 
 namespace aj::exec {
+
+// What a backend keeps of a kernel it will launch many times
+// (Backend::prepare_kernel).
+struct PreparedKernel {
+  virtual ~PreparedKernel() = default;
+};
 
 class Backend {
  public:
@@ -40,9 +47,35 @@ class Backend {
   virtual void run_kernel(const Kernel& k, const std::vector<const Storage*>& inputs,
                           const std::vector<const Storage*>& outputs) = 0;
 
+  // A kernel that will be launched many times with the same layout (a
+  // compiled function's program): whatever can be done once is done here.
+  // Null: nothing to keep, run_prepared runs run_kernel.
+  virtual std::shared_ptr<const PreparedKernel> prepare_kernel(const Kernel&) { return nullptr; }
+  // Runs `k` as run_kernel does, `p` its prepare_kernel result (or null) and
+  // `scalars` its run-time scalars (null: k's own; else k.scalars.size() of them).
+  virtual void run_prepared(const PreparedKernel* /*p*/, const Kernel& k, const KScalar* scalars,
+                            const std::vector<const Storage*>& inputs, const std::vector<const Storage*>& outputs) {
+    if (!scalars) return run_kernel(k, inputs, outputs);
+    Kernel bound = k;
+    std::copy(scalars, scalars + k.scalars.size(), bound.scalars.begin());
+    run_kernel(bound, inputs, outputs);
+  }
+
   // Run a library step into `out` (contiguous, bytes for the whole result).
   virtual void run_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,
                            const Storage& out) = 0;
+
+  // A library step, then an elementwise kernel that reads its result `out`
+  // at its own index (the epilogue of a matmul: bias, scale, activation) and
+  // may write it in place: a backend may run the kernel on each block of
+  // the result while the block is in cache (the host does for matmul). The
+  // kernel's outputs never overlap the step's inputs.
+  virtual void run_library_then(const LibraryCall& call, const std::vector<const Storage*>& inputs,
+                                const Storage& out, const Kernel& k, const std::vector<const Storage*>& k_inputs,
+                                const std::vector<const Storage*>& k_outputs) {
+    run_library(call, inputs, out);
+    run_kernel(k, k_inputs, k_outputs);
+  }
 
   // Wait until the work enqueued so far is done.
   virtual void synchronize() = 0;

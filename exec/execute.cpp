@@ -1,6 +1,7 @@
 // The one step loop (see execute.hpp).
 #include "exec/execute.hpp"
 
+#include <atomic>
 #include <string>
 #include <unordered_map>
 
@@ -12,8 +13,8 @@ namespace aj::exec {
 
 namespace {
 
-thread_local std::optional<Device> t_scope;
-DestinationHook g_destination = nullptr;
+constinit thread_local std::optional<Device> t_scope [[gnu::tls_model("initial-exec")]];
+std::atomic<DestinationHook> g_destination{nullptr};
 
 using Span = std::pair<const char*, const char*>;
 
@@ -35,22 +36,40 @@ const Storage* input_storage(NodeId id, Backend& target, Staged& staged) {
   return staged.back().get();
 }
 
-void run_kernel_step(const opt::Plan& p, std::size_t k, Backend& target) {
+// Buffers of concatenates that kernels write pieces into before the
+// concatenate's own step (Step::into), by concatenate node.
+using Pending = std::unordered_map<NodeId, std::shared_ptr<Storage>>;
+
+std::shared_ptr<Storage> pending_buffer(Pending& pending, NodeId c, Backend& target) {
+  std::shared_ptr<Storage>& s = pending[c];
+  if (!s) s = target.allocate(static_cast<std::size_t>(graph()[c].numel()) * itemsize(graph()[c].dtype));
+  return s;
+}
+
+// A kernel step's buffers: its inputs (with any staged copies) and its
+// outputs (a concatenate's, a destination hook's, a donated input's, or new).
+struct KernelBuffers {
+  Staged staged;
+  std::vector<const Storage*> ins, out_ptrs;
+  std::vector<std::shared_ptr<Storage>> outs;
+};
+
+KernelBuffers kernel_buffers(const opt::Plan& p, std::size_t k, Backend& target, Pending& pending) {
   Graph& g = graph();
   const Step& st = p.schedule.steps[k];
-  Staged staged;
-  std::vector<const Storage*> ins;
-  ins.reserve(st.inputs.size());
+  KernelBuffers b;
+  b.ins.reserve(st.inputs.size());
   for (std::size_t e = 0; e < st.inputs.size(); ++e) {
-    ins.push_back(st.kernel.inputs[e].index_only ? nullptr : input_storage(st.inputs[e], target, staged));
+    b.ins.push_back(st.kernel.inputs[e].index_only ? nullptr : input_storage(st.inputs[e], target, b.staged));
   }
-  std::vector<std::shared_ptr<Storage>> outs;
-  std::vector<const Storage*> out_ptrs;
   for (std::size_t j = 0; j < st.outputs.size(); ++j) {
     const Node& n = g[st.outputs[j]];
     const std::size_t bytes = static_cast<std::size_t>(n.numel()) * itemsize(n.dtype);
     std::shared_ptr<Storage> s;
-    if (g_destination && target.device().kind == Device::Kind::cpu) s = g_destination(st.outputs[j], bytes);
+    if (j < st.into.size() && st.into[j] != kNoNode) s = pending_buffer(pending, st.into[j], target);
+    if (!s && target.device().kind == Device::Kind::cpu) {
+      if (DestinationHook hook = g_destination.load(std::memory_order_acquire)) s = hook(st.outputs[j], bytes);
+    }
     for (const Donation& d : p.buffers.donations) {
       if (!s && d.step == static_cast<int>(k) && d.output == static_cast<int>(j) &&
           donation_applies(d.from, bytes, target.device())) {
@@ -59,29 +78,178 @@ void run_kernel_step(const opt::Plan& p, std::size_t k, Backend& target) {
       }
     }
     if (!s) s = target.allocate(bytes);
-    out_ptrs.push_back(s.get());
-    outs.push_back(std::move(s));
+    b.out_ptrs.push_back(s.get());
+    b.outs.push_back(std::move(s));
   }
-  target.run_kernel(st.kernel, ins, out_ptrs);
+  return b;
+}
+
+void set_kernel_results(const opt::Plan& p, const Step& st, KernelBuffers& b) {
+  Graph& g = graph();
   ++detail::stats_mut().kernels_launched;
   for (std::size_t j = 0; j < st.outputs.size(); ++j) {
     const NodeId id = st.outputs[j];
-    g.set_result(id, std::move(outs[j]), contiguous_strides(g[id].shape), 0);
+    if (j < st.into.size() && st.into[j] != kNoNode) {  // a view of the concatenate's buffer
+      const Layout& l = p.schedule.layouts.at(id);
+      g.set_result(id, std::move(b.outs[j]), l.strides, l.offset);
+      continue;
+    }
+    g.set_result(id, std::move(b.outs[j]), contiguous_strides(g[id].shape), 0);
   }
 }
 
-void run_library_step(NodeId id, Backend& target) {
+void run_kernel_step(const opt::Plan& p, std::size_t k, Backend& target, Pending& pending) {
+  KernelBuffers b = kernel_buffers(p, k, target, pending);
+  const Step& st = p.schedule.steps[k];
+  {
+    // Other threads may use the graph while the kernel (and its compile)
+    // runs: this evaluation's nodes are claimed, its inputs kept by their
+    // readers, its outputs by `b.outs`.
+    GraphUnlocked unlocked;
+    target.run_kernel(st.kernel, b.ins, b.out_ptrs);
+  }
+  set_kernel_results(p, st, b);
+}
+
+}  // namespace
+
+// Does kernel step e run as the epilogue of library step k
+// (Backend::run_library_then)? A matmul's result read by the next step, an
+// elementwise kernel over its shape that reads it only at its own index and
+// whose other inputs exist already.
+bool is_epilogue(const opt::Plan& p, std::size_t k, std::size_t e, const std::function<bool(NodeId)>* ready) {
+  const Graph& g = graph();
+  const std::vector<Step>& steps = p.schedule.steps;
+  if (e >= steps.size()) return false;
+  const Step& st = steps[e];
+  const NodeId m = steps[k].node;
+  if (g[m].op != Op::MatMul || st.kind != Step::Kind::kernel || st.copy || st.kernel.is_reduction() ||
+      st.kernel.shape != g[m].shape.dims()) {
+    return false;
+  }
+  std::vector<std::int64_t> own = contiguous_strides(g[m].shape);
+  for (std::size_t d = 0; d < own.size(); ++d) {
+    if (st.kernel.shape[d] == 1) own[d] = 0;
+  }
+  bool reads = false;
+  for (std::size_t i = 0; i < st.inputs.size(); ++i) {
+    const KStream& in = st.kernel.inputs[i];
+    if (in.index_only) continue;
+    if (st.inputs[i] != m) {
+      if (!(ready ? (*ready)(st.inputs[i]) : g[st.inputs[i]].evaluated())) return false;
+      continue;
+    }
+    if (in.dtype != g[m].dtype || in.offset != 0 || in.strides != own) return false;
+    reads = true;
+  }
+  // An output taking over an operand's buffer would overwrite it while
+  // later blocks still read it: then the two steps run one after the other.
+  for (const Donation& d : p.buffers.donations) {
+    if (d.step != static_cast<int>(e)) continue;
+    for (NodeId operand : g[m].inputs) {
+      if (d.from == operand) return false;
+    }
+  }
+  return reads;
+}
+
+namespace {
+
+bool overlaps(const Storage* a, const Storage* b) {
+  const char *a0 = static_cast<const char*>(a->data), *b0 = static_cast<const char*>(b->data);
+  return a0 < b0 + b->bytes && b0 < a0 + a->bytes;
+}
+
+// Library step k and its epilogue, kernel step k + 1, in one backend call.
+// `epilogue_reads`: the spans the epilogue reads, for the overlap check
+// (taken now: the storages may be gone once the results are set).
+void run_library_with_epilogue(const opt::Plan& p, std::size_t k, Backend& target, Pending& pending,
+                               std::vector<Span>* epilogue_reads) {
   Graph& g = graph();
+  const NodeId id = p.schedule.steps[k].node;
+  const Node& n = g[id];
+  Staged staged;
+  std::vector<const Storage*> ins;
+  for (NodeId i : n.inputs) {
+    ins.push_back(input_storage(i, target, staged));
+    staged.push_back(g[i].storage);  // set_result below may release the input nodes
+  }
+  std::vector<Layout> layouts;
+  for (NodeId i : n.inputs) layouts.push_back({g[i].strides, g[i].offset});
+  const LibraryCall call = library_call(n, layouts);
+  // The result exists before it is computed, so the epilogue may take it over.
+  g.set_result(id, target.allocate(static_cast<std::size_t>(n.numel()) * itemsize(n.dtype)),
+               contiguous_strides(n.shape), 0);
+  const Storage* out = g[id].storage.get();
+  const Step& st = p.schedule.steps[k + 1];
+  if (epilogue_reads) *epilogue_reads = {};
+  KernelBuffers b = kernel_buffers(p, k + 1, target, pending);
+  if (epilogue_reads) {
+    for (const Storage* s : b.ins) {
+      if (s) epilogue_reads->push_back({static_cast<const char*>(s->data), static_cast<const char*>(s->data) + s->bytes});
+    }
+  }
+  // An operand the epilogue writes (a caller's destination buffer that
+  // overlaps it) would change under the blocks still to come: then one
+  // after the other.
+  bool apart = true;
+  for (const Storage* o : b.out_ptrs) {
+    for (const Storage* i : ins) apart &= !overlaps(o, i);
+  }
+  {
+    GraphUnlocked unlocked;  // as for kernels
+    if (apart) {
+      target.run_library_then(call, ins, *out, st.kernel, b.ins, b.out_ptrs);
+    } else {
+      target.run_library(call, ins, *out);
+      target.run_kernel(st.kernel, b.ins, b.out_ptrs);
+    }
+  }
+  ++detail::stats_mut().kernels_launched;
+  set_kernel_results(p, st, b);
+}
+
+void run_library_step(const opt::Plan& p, std::size_t k, Backend& target, Pending& pending) {
+  Graph& g = graph();
+  const NodeId id = p.schedule.steps[k].node;
   const Node& n = g[id];
   if (!is_library_op(n.op)) internal_error(std::string("exec: a library step of ") + op_name(n.op));
   Staged staged;
   std::vector<const Storage*> ins;
   for (NodeId i : n.inputs) ins.push_back(input_storage(i, target, staged));
-  auto out = target.allocate(static_cast<std::size_t>(n.numel()) * itemsize(n.dtype));
+  const std::size_t bytes = static_cast<std::size_t>(n.numel()) * itemsize(n.dtype);
+  std::shared_ptr<Storage> out;
+  // A concatenate some of whose pieces their kernels wrote already.
+  if (auto it = pending.find(id); it != pending.end()) {
+    out = std::move(it->second);
+    pending.erase(it);
+  }
+  // A step that overwrites its first input (scatter) may take its buffer:
+  // the backend sees the same storage as input 0 and output, and updates it.
+  for (const Donation& d : p.buffers.donations) {
+    if (!out && d.step == static_cast<int>(k) && donation_applies(d.from, bytes, target.device()) &&
+        ins[0] == g[d.from].storage.get()) {
+      out = g[d.from].storage;
+      ++detail::stats_mut().inplace_reuses;
+    }
+  }
+  if (!out) out = target.allocate(bytes);
   std::vector<Layout> layouts;
   for (NodeId i : n.inputs) layouts.push_back({g[i].strides, g[i].offset});
-  target.run_library(library_call(n, layouts), ins, *out);
-  ++detail::stats_mut().kernels_launched;
+  LibraryCall call = library_call(n, layouts);
+  bool work = true;
+  if (n.op == Op::Concat) {
+    work = false;
+    for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+      call.inputs[i].in_place = ins[i] == out.get();
+      work |= !call.inputs[i].in_place;
+    }
+  }
+  {
+    GraphUnlocked unlocked;  // as for kernels
+    target.run_library(call, ins, *out);
+  }
+  if (work) ++detail::stats_mut().kernels_launched;
   g.set_result(id, std::move(out), contiguous_strides(n.shape), 0);
 }
 
@@ -195,7 +363,8 @@ LibraryCall library_call(const Node& n, const std::vector<Layout>& inputs) {
     const Node& in = g[n.inputs[k]];
     c.inputs.push_back({in.dtype, in.shape.dims(), inputs[k].strides, inputs[k].offset});
   }
-  c.axis = n.op == Op::Concat ? n.i0 : is_reduction(n.op) ? n.ints[0] : 0;
+  c.axis = is_reduction(n.op) ? n.ints[0] : n.op == Op::MatMul ? 0 : n.i0;  // concat, sort, scatter: i0
+  c.k = n.i1;  // topk
   return c;
 }
 
@@ -230,15 +399,26 @@ Device plan_device(const opt::Plan& p) {
 
 void execute(const opt::Plan& p, Backend& target) {
   const Schedule& s = p.schedule;
+  Pending pending;
   std::optional<OverlapCheck> check;
   if (verify_enabled()) check.emplace(p);
   for (std::size_t k = 0; k < s.steps.size(); ++k) {
     const Step& st = s.steps[k];
     std::vector<Span> reads;
     if (check) reads = OverlapCheck::input_spans(st);
+    if (st.kind == Step::Kind::library && !graph()[st.node].evaluated() && is_epilogue(p, k, k + 1, nullptr)) {
+      std::vector<Span> epilogue_reads;
+      run_library_with_epilogue(p, k, target, pending, &epilogue_reads);
+      check_layout(s, st.node);
+      if (check) check->after_step(k, reads);
+      ++k;
+      for (NodeId o : s.steps[k].outputs) check_layout(s, o);
+      if (check) check->after_step(k, epilogue_reads);
+      continue;
+    }
     switch (st.kind) {
       case Step::Kind::kernel:
-        run_kernel_step(p, k, target);
+        run_kernel_step(p, k, target, pending);
         for (NodeId o : st.outputs) check_layout(s, o);
         break;
       case Step::Kind::view:
@@ -246,7 +426,7 @@ void execute(const opt::Plan& p, Backend& target) {
         check_layout(s, st.node);
         break;
       case Step::Kind::library:
-        if (!graph()[st.node].evaluated()) run_library_step(st.node, target);
+        if (!graph()[st.node].evaluated()) run_library_step(p, k, target, pending);
         check_layout(s, st.node);
         break;
     }
@@ -254,7 +434,7 @@ void execute(const opt::Plan& p, Backend& target) {
   }
 }
 
-void set_destination_hook(DestinationHook hook) { g_destination = hook; }
+void set_destination_hook(DestinationHook hook) { g_destination.store(hook, std::memory_order_release); }
 
 std::optional<Device> scope_device() { return t_scope; }
 void set_scope_device(std::optional<Device> d) { t_scope = d; }

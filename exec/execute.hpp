@@ -9,12 +9,16 @@
 //    compiles (or fetches) and launches the kernel; outputs become leaves.
 //  - view: the node becomes a leaf sharing its input's storage with the
 //    planned strides and offset (no copy, no backend call).
-//  - library: matmul, concatenate, argmax/argmin as a LibraryCall into a new
-//    contiguous buffer.
+//  - library: matmul, concatenate, sort/argsort/topk, scatter as a
+//    LibraryCall into a new contiguous buffer, or (scatter, when the plan
+//    donates it and the run-time check agrees) into its first input's
+//    buffer, in place; a concatenate into the buffer its pieces' kernels
+//    wrote into already (Step::into).
 // With verification on, the layouts steps produce are checked against the
 // plan and no two buffers the plan has live at once may overlap.
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "exec/backend.hpp"
@@ -31,6 +35,11 @@ Device plan_device(const opt::Plan& p);
 
 // Runs the plan's steps on `target` (the backend of plan_device).
 void execute(const opt::Plan& p, Backend& target);
+
+// Does kernel step e run as the epilogue of library step k
+// (Backend::run_library_then)? `ready` tells whether a node exists before
+// step k (null: it is evaluated now, as when the executor reaches step k).
+bool is_epilogue(const opt::Plan& p, std::size_t k, std::size_t e, const std::function<bool(NodeId)>* ready);
 
 // The LibraryCall of library node `n` whose inputs have these layouts.
 LibraryCall library_call(const Node& n, const std::vector<Layout>& inputs);

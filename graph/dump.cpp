@@ -40,17 +40,26 @@ std::string node_payload(const Node& n) {
         case Op::Eye: return "k=" + std::to_string(n.i0);
         case Op::RandUniform:
         case Op::RandNormal: return "key=" + std::to_string(n.i0) + " " + dump_number(n.f0) + " " + dump_number(n.f1);
+        case Op::RandBits: return "key=" + std::to_string(n.i0);
         AJ_CASES_OUTSIDE(Generator) break;
       }
       internal_error("dump: a generator category op that is no generator");
     case OpCategory::Reduce: return "axes=" + dump_list(n.ints);
+    case OpCategory::Scan: return "axis=" + std::to_string(n.ints.at(0));
     case OpCategory::View:
       if (n.op == Op::Transpose) return "perm=" + dump_list(n.ints);
       if (n.op == Op::Slice) return "start,step=" + dump_list(n.ints);
       return "";
     case OpCategory::Other:
-      if (n.op == Op::Concat) return "axis=" + std::to_string(n.i0);
+      if (n.op == Op::Concat || n.op == Op::Sort || n.op == Op::ArgSort || n.op == Op::ScatterAdd ||
+          n.op == Op::Scatter) {
+        return "axis=" + std::to_string(n.i0);
+      }
+      if (n.op == Op::TopK || n.op == Op::ArgTopK) return "axis=" + std::to_string(n.i0) + " k=" + std::to_string(n.i1);
       return "";
+    case OpCategory::Remap:
+      if (n.op == Op::Gather) return "axis=" + std::to_string(n.i0);
+      return "start,step=" + dump_list(n.ints);
     case OpCategory::Unary:
     case OpCategory::Binary:
     case OpCategory::Ternary: return "";

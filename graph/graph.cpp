@@ -6,6 +6,9 @@
 
 #include "base/stats.hpp"
 
+#include <algorithm>
+#include <mutex>
+
 namespace aj {
 
 namespace {
@@ -26,7 +29,7 @@ std::size_t structural_hash(const Node& n) {
   h = mix(h, std::bit_cast<std::uint64_t>(n.f0));
   h = mix(h, std::bit_cast<std::uint64_t>(n.f1));
   for (auto v : n.ints) h = mix(h, static_cast<std::uint64_t>(v));
-  return h;
+  return (h ^ (h >> 31)) * 0x9e3779b97f4a7c15ull ^ (h >> 17);  // mixed: the table indexes by low bits
 }
 
 }  // namespace
@@ -93,88 +96,173 @@ bool Graph::same_structure(const Node& a, const Node& b) const {
          a.ints == b.ints;
 }
 
+Graph::Graph() : cse_(std::make_unique<CseTable>()) {}
+
+Graph::~Graph() = default;
+
+// A fresh id past the last one issued, adding a segment when the last is
+// full (and a larger directory when that is full). Segments never move:
+// Node references stay valid.
+NodeId Graph::grow() {
+  if (count_ >= kNoNode - 1) runtime_error("aj: more than 2^32-2 live graph nodes");
+  const NodeId id = count_;
+  const std::size_t seg = id >> kSegmentShift;
+  if (seg == segments_.size()) {
+    if (seg == dir_size_) {
+      const std::size_t size = dir_size_ ? dir_size_ * 2 : 8;
+      auto dir = std::make_unique<Node*[]>(size);
+      for (std::size_t k = 0; k < segments_.size(); ++k) dir[k] = segments_[k].get();
+      dir_.store(dir.get(), std::memory_order_release);
+      dirs_.push_back(std::move(dir));
+      dir_size_ = size;
+    }
+    segments_.push_back(std::make_unique<Node[]>(kSegment));
+    dirs_.back()[seg] = segments_.back().get();
+  }
+  ++count_;
+  return id;
+}
+
+// A slot for a new node: a freed one (a default Node but for the memory its
+// shape and strides vectors kept, see maybe_free) or a fresh one.
+NodeId Graph::take_slot() {
+  if (free_.empty()) return grow();
+  const NodeId id = free_.back();
+  free_.pop_back();
+  return id;
+}
+
+NodeId Graph::add_leaf(DType dtype, const Shape& shape, std::shared_ptr<Storage> storage,
+                       const std::vector<std::int64_t>& strides, std::int64_t offset) {
+  const NodeId id = take_slot();
+  Node& n = (*this)[id];  // a default Node: set what differs
+  n.op = Op::Input;
+  n.dtype = dtype;
+  n.alive = true;
+  n.shape = shape;  // copies into the slot's memory when it has room
+  n.strides = strides;
+  n.storage = std::move(storage);
+  n.offset = offset;
+  live_.fetch_add(1, std::memory_order_relaxed);
+  ++detail::stats_mut().nodes_created;
+  return id;
+}
+
+// Which new nodes CSE may merge: not leaves, and not the nodes whose values
+// reach kernels as run-time scalars (a constant, a generator's start, step or
+// key). Merging those by value would make the graph's structure, so the plan
+// cache's key, depend on a value: a learning rate that happens to equal
+// another constant of the step would share its node and build a new plan.
+// Each scalar the trace makes is its own node; an op over the same nodes is
+// still one node.
+static bool takes_part_in_cse(const Node& n) {
+  return n.op != Op::Input && !n.storage && n.op != Op::Constant && !is_generator(n.op);
+}
+
 NodeId Graph::add(Node n) {
-  if (!cse_) cse_ = std::make_shared<CseTable>();
-  const bool cse = n.op != Op::Input && !n.storage;
+  const bool cse = takes_part_in_cse(n);
   if (cse) {
     n.hash = structural_hash(n);
     const NodeId same = cse_->find(n.hash, [&](NodeId id) {
-      const Node& m = nodes_[id];
-      return m.alive && !m.evaluated() && same_structure(m, n);
+      const Node& m = (*this)[id];
+      return m.alive && !m.evaluated() && m.claim == 0 && same_structure(m, n);
     });
     if (same != kNoNode) return same;
   }
-  NodeId id;
-  if (!free_.empty()) {
-    id = free_.back();
-    free_.pop_back();
-  } else {
-    if (nodes_.size() >= kNoNode - 1) runtime_error("aj: more than 2^32-2 live graph nodes");
-    id = static_cast<NodeId>(nodes_.size());
-    nodes_.emplace_back();
-  }
-  for (NodeId in : n.inputs) ++nodes_[in].uses;
+  const NodeId id = take_slot();
+  for (NodeId in : n.inputs) ++(*this)[in].uses;
   n.alive = true;
   n.ext = 0;
   n.uses = 0;
+  n.claim = 0;
   n.in_cse = cse;
-  nodes_[id] = std::move(n);
-  if (cse) cse_->insert(nodes_[id].hash, id);
-  ++live_;
-  auto& st = detail::stats_mut();
-  ++st.nodes_created;
-  st.live_nodes = live_;
+  Node& slot_ref = (*this)[id];
+  slot_ref = std::move(n);
+  if (cse) cse_->insert(slot_ref.hash, id);
+  live_.fetch_add(1, std::memory_order_relaxed);
+  ++detail::stats_mut().nodes_created;
   return id;
 }
 
 void Graph::cse_erase(NodeId id) {
-  Node& n = nodes_[id];
+  Node& n = (*this)[id];
   if (!n.in_cse) return;
   cse_->erase(n.hash, id);
   n.in_cse = false;
 }
 
+void Graph::retain_ext(NodeId id) {
+  std::atomic_ref<std::uint32_t>((*this)[id].ext).fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint32_t Graph::ext_count(NodeId id) const {
+  return std::atomic_ref<std::uint32_t>(const_cast<Node&>((*this)[id]).ext).load(std::memory_order_acquire);
+}
+
 void Graph::release_ext(NodeId id) {
-  if (nodes_[id].ext == 0) internal_error("release_ext of a node without handles");
-  --nodes_[id].ext;
-  maybe_free(id);
+  std::atomic_ref<std::uint32_t> ext((*this)[id].ext);
+  // Not the last handle: no lock (another handle keeps the node alive).
+  for (std::uint32_t old = ext.load(std::memory_order_relaxed); old > 1;) {
+    if (ext.compare_exchange_weak(old, old - 1, std::memory_order_acq_rel)) return;
+  }
+  auto last = [&] {
+    const std::uint32_t old = ext.fetch_sub(1, std::memory_order_acq_rel);
+    if (old == 0) internal_error("release_ext of a node without handles");
+    if (old == 1) maybe_free(id);
+  };
+  if (holds_lock(*this)) return last();  // inside an op: the lock is ours already
+  GraphScope scope(*this);
+  last();
 }
 
 void Graph::release_use(NodeId id) {
-  if (nodes_[id].uses == 0) internal_error("release_use of a node without uses");
-  --nodes_[id].uses;
+  Node& n = (*this)[id];
+  if (n.uses == 0) internal_error("release_use of a node without uses");
+  --n.uses;
   maybe_free(id);
 }
 
 // Frees `id` if nothing refers to it, then whatever that leaves unreferenced.
-// Iterative: a chain of a million ops must not overflow the stack.
+// Iterative: a chain of a million ops must not overflow the stack. A claimed
+// node that is not evaluated yet waits for its evaluation to end (unclaim
+// frees it then): the executor will still write it. An evaluated one is
+// freed at once, so a buffer goes back to the pool when its last reader ran.
 void Graph::maybe_free(NodeId first) {
-  {
-    const Node& n = nodes_[first];
-    if (!n.alive || n.ext != 0 || n.uses != 0) return;  // the common case: still referenced
-  }
-  std::vector<NodeId> work{first};
-  while (!work.empty()) {
+  auto unreferenced = [&](const Node& n) {
+    return n.alive && (n.claim == 0 || n.storage) && n.uses == 0 &&
+           std::atomic_ref<std::uint32_t>(const_cast<Node&>(n).ext).load(std::memory_order_acquire) == 0;
+  };
+  if (!unreferenced((*this)[first])) return;  // the common case: still referenced
+  std::vector<NodeId>& work = free_work_;  // reused: freeing allocates nothing (lock held)
+  const std::size_t bottom = work.size();   // maybe_free does not nest, but stay safe if it did
+  work.push_back(first);
+  while (work.size() > bottom) {
     NodeId id = work.back();
     work.pop_back();
-    Node& n = nodes_[id];
-    if (!n.alive || n.ext != 0 || n.uses != 0) continue;
+    Node& n = (*this)[id];
+    if (!unreferenced(n)) continue;
     cse_erase(id);
     std::vector<NodeId> inputs = std::move(n.inputs);
-    n = Node{};  // drops the storage: back to the allocator now
+    // Drops the storage (back to the allocator now). The shape and strides
+    // vectors keep their memory for add_leaf; a dead node's contents are
+    // never read.
+    Shape shape = std::move(n.shape);
+    std::vector<std::int64_t> strides = std::move(n.strides);
+    n = Node{};
+    n.shape = std::move(shape);
+    n.strides = std::move(strides);
     free_.push_back(id);
-    --live_;
+    live_.fetch_sub(1, std::memory_order_relaxed);
     for (NodeId in : inputs) {
-      --nodes_[in].uses;
+      --(*this)[in].uses;
       work.push_back(in);
     }
   }
-  detail::stats_mut().live_nodes = live_;
 }
 
 void Graph::set_result(NodeId id, std::shared_ptr<Storage> storage,
                        std::vector<std::int64_t> strides, std::int64_t offset) {
-  Node& n = nodes_[id];
+  Node& n = (*this)[id];
   cse_erase(id);
   // Memos of device_of above this node may have been derived through it: a
   // result somewhere else than its memo says voids them all. Host results of
@@ -192,12 +280,12 @@ void Graph::set_result(NodeId id, std::shared_ptr<Storage> storage,
 }
 
 void Graph::rewrite(NodeId id, const Node& like) {
-  if (nodes_[id].evaluated() || nodes_[id].dtype != like.dtype || nodes_[id].shape != like.shape) {
+  if ((*this)[id].evaluated() || (*this)[id].dtype != like.dtype || (*this)[id].shape != like.shape) {
     internal_error("Graph::rewrite must keep an unevaluated node's dtype and shape");
   }
   cse_erase(id);
-  for (NodeId in : like.inputs) ++nodes_[in].uses;
-  Node& n = nodes_[id];
+  for (NodeId in : like.inputs) ++(*this)[in].uses;
+  Node& n = (*this)[id];
   if (n.dev_epoch == device_epoch_ && ++device_epoch_ == 0) device_epoch_ = 1;  // new inputs: memos void
   std::vector<NodeId> old = std::move(n.inputs);
   n.op = like.op;
@@ -208,41 +296,64 @@ void Graph::rewrite(NodeId id, const Node& like) {
   n.f1 = like.f1;
   n.ints = like.ints;
   n.hash = structural_hash(n);
-  n.in_cse = true;
-  if (!cse_) cse_ = std::make_shared<CseTable>();
-  cse_->insert(n.hash, id);
+  n.in_cse = takes_part_in_cse(n);
+  if (n.in_cse) cse_->insert(n.hash, id);
   for (NodeId in : old) release_use(in);
 }
 
-std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots) {
-  Graph& g = graph();
+std::uint32_t Graph::claim(const std::vector<NodeId>& ids) {
+  if (++next_claim_ == 0) next_claim_ = 1;
+  for (NodeId id : ids) {
+    Node& n = (*this)[id];
+    if (n.claim != 0) internal_error("Graph::claim of a node another evaluation has claimed");
+    if (!n.evaluated()) n.claim = next_claim_;
+  }
+  ++claims_;
+  return next_claim_;
+}
+
+void Graph::unclaim(const std::vector<NodeId>& ids, std::uint32_t token) {
+  for (NodeId id : ids) {
+    Node& n = (*this)[id];
+    if (n.alive && n.claim == token) n.claim = 0;
+  }
+  // Consumers first (ids are inputs first): a dead chain goes in one walk.
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) maybe_free(*it);
+  --claims_;
+  if (waiters_ > 0) claims_cv_.notify_all();
+}
+
+void Graph::wait_for_claims() {
+  if (!holds_lock(*this)) internal_error("Graph::wait_for_claims without the graph lock");
+  ++waiters_;
+  claims_cv_.wait(mu_);
+  --waiters_;
+}
+
+std::vector<NodeId> Graph::unevaluated_order(const std::vector<NodeId>& roots) {
   std::vector<NodeId> order;
   // Seen marks by node id, reused across calls (this runs on every eval):
   // seen[id] == epoch means visited in this walk.
-  static std::vector<std::uint32_t>* seen_p = new std::vector<std::uint32_t>();
-  static std::uint32_t epoch = 0;
-  std::vector<std::uint32_t>& seen = *seen_p;
-  if (seen.size() < g.capacity()) seen.resize(g.capacity(), 0);
-  if (++epoch == 0) {
-    std::fill(seen.begin(), seen.end(), 0);
-    epoch = 1;
+  if (walk_seen_.size() < capacity()) walk_seen_.resize(capacity(), 0);
+  if (++walk_epoch_ == 0) {
+    std::fill(walk_seen_.begin(), walk_seen_.end(), 0);
+    walk_epoch_ = 1;
   }
-  static std::size_t last_size = 0;  // a loop repeats one graph: allocate once
-  order.reserve(last_size);
-  static std::vector<std::pair<NodeId, std::size_t>>* stack_p = new std::vector<std::pair<NodeId, std::size_t>>();
-  auto& stack = *stack_p;
+  const std::uint32_t epoch = walk_epoch_;
+  order.reserve(walk_last_size_);  // a loop repeats one graph: allocate once
+  auto& stack = walk_stack_;
   stack.clear();
   for (NodeId r : roots) {
-    if (g[r].evaluated() || seen[r] == epoch) continue;
+    if ((*this)[r].evaluated() || walk_seen_[r] == epoch) continue;
     stack.push_back({r, 0});
-    seen[r] = epoch;
+    walk_seen_[r] = epoch;
     while (!stack.empty()) {
       auto& [id, next] = stack.back();
-      const Node& n = g[id];
+      const Node& n = (*this)[id];
       if (next < n.inputs.size()) {
         NodeId in = n.inputs[next++];
-        if (!g[in].evaluated() && seen[in] != epoch) {
-          seen[in] = epoch;
+        if (!(*this)[in].evaluated() && walk_seen_[in] != epoch) {
+          walk_seen_[in] = epoch;
           stack.push_back({in, 0});
         }
       } else {
@@ -251,13 +362,121 @@ std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots) {
       }
     }
   }
-  last_size = order.size();
+  walk_last_size_ = order.size();
   return order;
 }
 
-Graph& graph() {
-  static Graph* g = new Graph();  // never destroyed: arrays in static objects may outlive main
-  return *g;
+std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots) {
+  return graph().unevaluated_order(roots);
+}
+
+// ---- threads and their graphs ---------------------------------------------------
+
+// Trivially destructible: usable from other thread_local destructors at exit.
+constinit thread_local ThreadGraphState detail::t_graphs;
+
+// Every graph ever made (never freed: handles point at them). A graph whose
+// thread has exited is adopted by a new thread once it has no live nodes.
+struct ThreadGraphs {
+  std::mutex mu;
+  std::vector<Graph*> all;
+
+  static ThreadGraphs& get() {
+    static ThreadGraphs* r = new ThreadGraphs();  // never destroyed: handles may outlive main
+    return *r;
+  }
+
+  Graph* adopt_or_make() {
+    std::lock_guard lock(mu);
+    for (Graph* g : all) {
+      if (!g->orphaned_ || g->live() != 0) continue;
+      std::unique_lock glock(g->mu_, std::try_to_lock);
+      if (!glock || !g->orphaned_ || g->live() != 0) continue;
+      g->orphaned_ = false;
+      return g;
+    }
+    all.push_back(new Graph());
+    return all.back();
+  }
+
+  static void orphan(Graph* g) {
+    std::lock_guard lock(g->mu_);
+    g->orphaned_ = true;
+  }
+};
+
+namespace {
+
+// Marks the thread's graph orphaned when the thread exits.
+struct ThreadExit {
+  ~ThreadExit() {
+    if (detail::t_graphs.own) ThreadGraphs::orphan(detail::t_graphs.own);
+  }
+};
+
+}  // namespace
+
+Graph& thread_graph() {
+  if (!detail::t_graphs.own) {
+    static thread_local ThreadExit exit_hook;
+    (void)&exit_hook;
+    detail::t_graphs.own = ThreadGraphs::get().adopt_or_make();
+    if (!detail::t_graphs.current) detail::t_graphs.current = detail::t_graphs.own;
+  }
+  return *detail::t_graphs.own;
+}
+
+Graph& detail::first_graph() {
+  Graph& own = thread_graph();
+  detail::t_graphs.current = &own;
+  return own;
+}
+
+std::size_t live_nodes_all_graphs() {
+  ThreadGraphs& r = ThreadGraphs::get();
+  std::lock_guard lock(r.mu);
+  std::size_t n = 0;
+  for (Graph* g : r.all) n += g->live();
+  return n;
+}
+
+std::size_t graphs_made() {
+  ThreadGraphs& r = ThreadGraphs::get();
+  std::lock_guard lock(r.mu);
+  return r.all.size();
+}
+
+GraphScope::GraphScope(Graph& g)
+    : g_(&g), prev_current_(detail::t_graphs.current), prev_locked_(detail::t_graphs.locked), prev_depth_(detail::t_graphs.depth) {
+  if (detail::t_graphs.locked == &g) {
+    ++detail::t_graphs.depth;
+  } else {
+    if (detail::t_graphs.locked) detail::t_graphs.locked->mu_.unlock();
+    g.mu_.lock();
+    detail::t_graphs.locked = &g;
+    detail::t_graphs.depth = 1;
+  }
+  detail::t_graphs.current = &g;
+}
+
+GraphScope::~GraphScope() {
+  if (prev_locked_ != g_) {
+    g_->mu_.unlock();
+    if (prev_locked_) prev_locked_->mu_.lock();
+  }
+  detail::t_graphs.locked = prev_locked_;
+  detail::t_graphs.depth = prev_depth_;
+  detail::t_graphs.current = prev_current_;
+}
+
+GraphUnlocked::GraphUnlocked() : g_(detail::t_graphs.locked) {
+  if (g_) g_->mu_.unlock();
+  detail::t_graphs.locked = nullptr;
+}
+
+GraphUnlocked::~GraphUnlocked() {
+  if (g_) g_->mu_.lock();
+  detail::t_graphs.locked = g_;
 }
 
 std::vector<std::int64_t> contiguous_strides(const Shape& s) {

@@ -20,6 +20,7 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 std::uint64_t stream_shape_hash(std::uint64_t h, const KStream& s, const std::vector<std::int64_t>& shape) {
   h = mix(h, static_cast<std::uint64_t>(s.dtype));
   h = mix(h, s.index_only);
+  h = mix(h, s.gathered);
   // Contiguous over the iteration space (row-major, ignoring broadcast axes)?
   std::int64_t acc = 1;
   bool contiguous = true;
@@ -34,6 +35,23 @@ std::uint64_t stream_shape_hash(std::uint64_t h, const KStream& s, const std::ve
 }
 
 }  // namespace
+
+KOperands operands(const KInstr& in) {
+  KOperands o;
+  switch (in.kind) {
+    case KOp::Load: o.v[1] = in.b; o.v[2] = in.c; break;
+    case KOp::Index: o.v[1] = in.b; break;
+    case KOp::Const:
+    case KOp::Position:
+    case KOp::InRange: break;
+    case KOp::Unary:
+    case KOp::Binary:
+    case KOp::Where:
+    case KOp::Reduce:
+    case KOp::Scan: o.v[0] = in.a; o.v[1] = in.b; o.v[2] = in.c; break;
+  }
+  return o;
+}
 
 std::int64_t Kernel::points() const {
   std::int64_t n = 1;
@@ -81,16 +99,16 @@ void widen_halves(Kernel& k) {
   };
   for (std::size_t j = 0; j < k.instrs.size(); ++j) {
     KInstr in = k.instrs[j];
-    const bool operands = in.kind == KOp::Unary || in.kind == KOp::Binary || in.kind == KOp::Where ||
-                          in.kind == KOp::Reduce;
-    if (operands) {
-      for (std::int32_t* o : {&in.a, &in.b, &in.c}) {
-        if (*o >= 0) *o = now[static_cast<std::size_t>(*o)];
-      }
+    // Operands (graph/kernel.hpp KOperands) to their new values.
+    const bool computes = in.kind == KOp::Unary || in.kind == KOp::Binary || in.kind == KOp::Where ||
+                          in.kind == KOp::Reduce || in.kind == KOp::Scan;
+    for (std::int32_t* o : {&in.a, &in.b, &in.c}) {
+      const bool operand = computes || (in.kind == KOp::Load && o != &in.a) || (in.kind == KOp::Index && o == &in.b);
+      if (operand && *o >= 0) *o = now[static_cast<std::size_t>(*o)];
     }
     const bool arithmetic = (in.kind == KOp::Unary && in.op != Op::Cast) || in.kind == KOp::Binary ||
-                            in.kind == KOp::Reduce;
-    const bool half = is_half(in.dtype) || (in.a >= 0 && operands && is_half(out[static_cast<std::size_t>(in.a)].dtype));
+                            in.kind == KOp::Reduce || in.kind == KOp::Scan;
+    const bool half = is_half(in.dtype) || (in.a >= 0 && computes && is_half(out[static_cast<std::size_t>(in.a)].dtype));
     if (!arithmetic || !half) {
       now[j] = push(in);
       continue;
@@ -196,6 +214,7 @@ std::string dump(const Kernel& k) {
   for (std::size_t i = 0; i < k.inputs.size(); ++i) {
     const KStream& s = k.inputs[i];
     os << "  in" << i << ": " << dtype_name(s.dtype) << (s.index_only ? " index" : "")
+       << (s.gathered ? " gathered" : "")
        << " strides " << dump_list(s.strides) << " offset " << s.offset << "\n";
   }
   for (std::size_t i = 0; i < k.scalars.size(); ++i) {
@@ -207,7 +226,13 @@ std::string dump(const Kernel& k) {
     const KInstr& in = k.instrs[i];
     os << "  " << (in.phase ? "  " : "") << "v" << i << " = ";
     switch (in.kind) {
-      case KOp::Load: os << "load " << dtype_name(in.dtype) << " in" << in.arg; break;
+      case KOp::Load:
+        os << "load " << dtype_name(in.dtype) << " in" << in.arg;
+        if (in.b >= 0) os << " + v" << in.b;
+        if (in.c >= 0) os << " if v" << in.c;
+        break;
+      case KOp::Position: os << "position i64 in" << in.arg; break;
+      case KOp::InRange: os << "in_range bool in" << in.arg << " [s" << in.a << ", s" << in.b << ")"; break;
       case KOp::Const: os << "const " << dtype_name(in.dtype) << " s" << in.arg; break;
       case KOp::Unary:
         os << op_name(in.op) << " " << dtype_name(in.dtype) << " v" << in.a;
@@ -220,10 +245,15 @@ std::string dump(const Kernel& k) {
         break;
       case KOp::Reduce:
         os << "reduce_" << op_name(in.op) << " " << dtype_name(in.dtype) << " v" << in.a;
+        if (in.b >= 0) os << " at v" << in.b;  // arg reductions: candidate indices
+        break;
+      case KOp::Scan:
+        os << "scan_" << op_name(in.op) << " " << dtype_name(in.dtype) << " v" << in.a;
         break;
       case KOp::Index:
-        os << op_name(in.op) << " " << dtype_name(in.dtype) << " in" << in.arg << " s" << in.a
-           << "..s" << in.a + 3;
+        os << op_name(in.op) << " " << dtype_name(in.dtype) << " in" << in.arg;
+        if (in.b >= 0) os << " + v" << in.b;
+        os << " s" << in.a << "..s" << in.a + 3;
         break;
     }
     os << "\n";

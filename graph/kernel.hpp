@@ -14,6 +14,12 @@
 //    runs once per outer point after the reduced axes were consumed: a
 //    `Reduce` instruction is phase 1 and reads a phase-0 operand. Loads and
 //    constants used by phase 1 have stride 0 on reduce axes.
+//  - A `Scan` instruction (phase 0, reduction kernels only) is a running
+//    reduction: at each point its value is its combiner (Sum, Prod) over
+//    the operand at every point of the reduce axes up to and including this
+//    one, in row-major order, starting from sem::scan_identity at every outer
+//    point. Backends walk the reduce axes of one outer point in order for
+//    it (never split or reassociated); phase-0 outputs store it per point.
 //  - Outputs name the value they store. Phase-0 outputs are written at every
 //    point, phase-1 outputs once per outer point. Within one point all loads
 //    happen before any store, so an output may share memory with an input that
@@ -22,6 +28,20 @@
 //    made (Const, Index), cast or selected (Where): every other instruction
 //    computes in f32 (widen_halves, run at the end of lowering), so emitters
 //    convert at those places and never do half arithmetic.
+//  - Loads may read off their stream's affine index (gathers, pads; see
+//    KOp::Load): `b` adds a data-dependent element offset, `c` masks the
+//    load. Lowering guarantees every address a load can touch unmasked lies
+//    inside its buffer (gather indices are clamped); a masked-off load
+//    touches no memory and gives 0. A stream read with a data-dependent
+//    offset is `gathered`: it is never read at exactly the output's index,
+//    so it is never taken over in place.
+//  - Arg reductions (`Reduce` with op ArgMax/ArgMin, dtype i64) carry a value
+//    and an index: `a` is the value (phase 0, any dtype), `b` the candidate
+//    index (phase 0, i64) or -1 for the point's position along the reduce
+//    axis (a kernel with an arg reduction has exactly one reduce axis). The
+//    result is the lowest index among the best values, where a value is
+//    better as sem::arg_better says (the first NaN wins; -0 ties +0), so it
+//    does not depend on the order points are visited in (sem::arg_take).
 //  - Scalars (`scalars`) and extents (`shape`) are run-time arguments and are
 //    not part of `structural_hash`: a changing learning rate or a growing size
 //    reuses the same compiled kernel. Reduction order over the reduce axes is
@@ -38,14 +58,33 @@
 namespace aj {
 
 enum class KOp : std::uint8_t {
-  Load,    // arg = input index
+  Load,    // arg = input index; b (or -1): an i64 value added to the element
+           // offset (a gather); c (or -1): a bool mask, false: no memory
+           // access, the value is 0 (a pad's out-of-range points)
   Const,   // arg = scalar index
   Unary,   // op(a); also Cast (to dtype, from the dtype of a)
   Binary,  // op(a, b); compare ops give bool
   Where,   // a ? b : c
-  Reduce,  // combiner op (Sum, Prod, ReduceMax, ...) over the reduce axes of a
-  Index,   // generator op evaluated at the flat index read from index stream `arg`;
-           // payload scalars start at `a` (see kernel_interpreter.cpp)
+  Reduce,  // combiner op (Sum, Prod, ReduceMax, ...) over the reduce axes of a;
+           // ArgMax/ArgMin: index of the best a (candidate indices from b if >= 0)
+  Scan,    // running combiner op (Sum, Prod) of a along the reduce axes (phase 0)
+  Index,   // generator op evaluated at the flat index read from index stream `arg`
+           // (plus the i64 value b, or -1); payload scalars start at `a`
+           // (see kernel_interpreter.cpp)
+  Position,  // i64: the element offset of index stream `arg` at this point, an
+             // affine function of the iteration point (masks of gathered pads)
+  InRange,   // bool: s[a] <= offset of index stream `arg` < s[b] (i64 scalars a, b):
+             // a pad's mask. Backends may split a loop where it is constant
+             // (jit/llvm/codegen.cpp runs the inside of a pad without masks).
+};
+
+// The operands of an instruction that name earlier instructions (-1: none),
+// by kind: a, b, c of Unary/Binary/Where/Reduce/Scan; b, c of Load; b of Index;
+// none of Const, Position, InRange (whose a, b name scalars).
+struct KOperands {
+  std::int32_t v[3] = {-1, -1, -1};
+  const std::int32_t* begin() const { return v; }
+  const std::int32_t* end() const { return v + 3; }
 };
 
 struct KInstr {
@@ -62,7 +101,10 @@ struct KStream {
   std::vector<std::int64_t> strides;  // one per iteration axis, elements
   std::int64_t offset = 0;
   bool index_only = false;  // an index stream for a generator: no memory behind it
+  bool gathered = false;    // some load adds a data-dependent offset (never in place)
 };
+
+KOperands operands(const KInstr& in);
 
 struct KOutput {
   std::int32_t value = -1;

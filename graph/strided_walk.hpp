@@ -1,5 +1,5 @@
 // A row-major walk over a shape that keeps one running element offset per
-// strided operand: what the interpreters and the host library steps use to
+// strided operand: what the reference interpreter uses to
 // read and write views without index arithmetic per element.
 #pragma once
 

@@ -8,20 +8,26 @@
 
 namespace aj::jit {
 
-std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& inputs,
-                               const std::vector<void*>& outputs) {
-  std::vector<int> alias(k.outputs.size(), -1);
+void exact_aliases_into(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                        std::vector<int>& alias) {
+  alias.assign(k.outputs.size(), -1);
   for (std::size_t j = 0; j < k.outputs.size(); ++j) {
     const KStream& o = k.outputs[j].stream;
     for (std::size_t i = 0; i < k.inputs.size(); ++i) {
       const KStream& s = k.inputs[i];
-      if (!s.index_only && inputs[i] == outputs[j] && s.dtype == o.dtype && s.offset == o.offset &&
+      if (!s.index_only && !s.gathered && inputs[i] == outputs[j] && s.dtype == o.dtype && s.offset == o.offset &&
           s.strides == o.strides) {
         alias[j] = static_cast<int>(i);
         break;
       }
     }
   }
+}
+
+std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& inputs,
+                               const std::vector<void*>& outputs) {
+  std::vector<int> alias;
+  exact_aliases_into(k, inputs, outputs, alias);
   return alias;
 }
 
@@ -38,6 +44,7 @@ std::string jit_structure_key(const Kernel& k, const std::vector<int>& alias) {
   auto stream = [&](const KStream& st) {
     small(static_cast<int>(st.dtype));
     small(st.index_only);
+    small(st.gathered);
     for (auto v : st.strides) small(stride_kind(v));
   };
   small(static_cast<int>(k.shape.size()));

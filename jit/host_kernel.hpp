@@ -34,6 +34,9 @@ using HostKernelFn = void (*)(const HostArgs*, std::int64_t begin, std::int64_t 
 // dependence instead of a possible overlap. Part of the cache key.
 std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& inputs,
                                const std::vector<void*>& outputs);
+// The same into `alias` (its storage reused: a launch allocates nothing for it).
+void exact_aliases_into(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                        std::vector<int>& alias);
 
 // Everything code generation depends on, as bytes: rank, reduce axes, stream
 // dtypes and the kind of every stride (0, 1 or other), instructions, outputs,
@@ -41,8 +44,26 @@ std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& 
 std::string jit_structure_key(const Kernel& k, const std::vector<int>& alias);
 
 // Compiled function for this kernel structure: from the in-memory cache, the
-// disk cache or a fresh compile. Throws aj::Error (runtime) on failure.
+// disk cache or a fresh compile. Throws aj::Error (runtime) on failure. The
+// caller holds a CodeInUse from before this call until the function returned.
 HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias);
+
+// Changes whenever compiled functions leave the in-memory cache: a function
+// pointer kept from host_kernel (a prepared launch, host_launch.hpp) is
+// still valid while this returns what it returned when the pointer was
+// looked up, read inside a CodeInUse.
+std::uint64_t host_kernels_generation();
+
+// Held by a thread while it looks up and runs compiled kernels (nests): code
+// dropped from the cache (clear_memory_cache, or the cache full) is freed
+// only once every thread that might still run it has let go.
+class CodeInUse {
+ public:
+  CodeInUse();
+  ~CodeInUse();
+  CodeInUse(const CodeInUse&) = delete;
+  CodeInUse& operator=(const CodeInUse&) = delete;
+};
 
 // LLVM IR for a kernel: as generated, or after the optimization pipeline.
 std::string host_kernel_ir(const Kernel& k, const std::vector<int>& alias, bool optimized);

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "graph/dump.hpp"
+#include "arrayjit/error.hpp"
 
 namespace aj {
 
@@ -57,22 +58,99 @@ std::string buffers_text(const BufferPlan& b, const Names& name) {
 
 std::string dump(const BufferPlan& b, const Schedule& s) { return buffers_text(b, Names(s.roots)); }
 
+namespace {
+
+// Why a value is stored although it is no root (Schedule::materialized).
+std::string stored_text(const Materialization& m, const Names& name) {
+  using W = Materialization::Why;
+  const Graph& g = graph();
+  const std::string by = m.by == kNoNode ? std::string("a consumer") : name(m.by);
+  switch (m.why) {
+    case W::held: return "held by a handle made at " + loc_str(g[m.node].loc) + ": stored";
+    case W::library_operand:
+      return "materialized: read by library step " + by + (m.by == kNoNode ? "" : std::string(" (") + op_name(g[m.by].op) + ")");
+    case W::view_base: return "materialized: viewed by " + by + ", a step of its own";
+    case W::reduction_elsewhere: return "materialized: a reduction needed at another index by " + by;
+    case W::not_a_view: return "materialized: reshaped by " + by + " where no index map expresses the reshape";
+    case W::several_maps:
+      return "materialized: read at " + std::to_string(m.count) + " index maps (offsets, transposes) by " + by;
+    case W::broadcast:
+      return "materialized: read through a broadcast by " + by + " (" + std::to_string(m.count) +
+             " evaluations for its " + std::to_string(g[m.node].numel()) + " elements)";
+    case W::several_kernels: return "materialized: needed by " + std::to_string(m.count) + " kernels";
+    case W::size_cap:
+      return "materialized: the kernel computing " + by + " would pass the size cap (" + std::to_string(m.count) +
+             " nodes)";
+  }
+  return "materialized";
+}
+
+// Why output `out` of a kernel did not take `r.input`'s buffer.
+std::string not_in_place_text(NodeId out, const NotInPlace& r, const Names& name) {
+  using W = NotInPlace::Why;
+  const Graph& g = graph();
+  const std::string in = name(r.input);
+  std::string why;
+  switch (r.why) {
+    case W::taken: why = in + "'s buffer went to " + name(r.other); break;
+    case W::other_index: why = in + " is read at another index or layout than " + name(out) + " is written"; break;
+    case W::item_size:
+      why = in + " has " + std::to_string(itemsize(g[r.input].dtype)) + "-byte elements, " + name(out) + " " +
+            std::to_string(itemsize(g[out].dtype)) + "-byte";
+      break;
+    case W::sizes_differ: why = in + "'s buffer has another size"; break;
+    case W::borrowed: why = in + " is borrowed memory (never written)"; break;
+    case W::view: why = in + " is a view: its storage belongs to another array"; break;
+    case W::shared:
+      why = in + "'s storage is shared" + (r.other == kNoNode ? std::string(" with another array") : " with the view " + name(r.other));
+      break;
+    case W::held: why = in + " is still held by a handle made at " + loc_str(g[r.input].loc); break;
+    case W::read_outside: why = in + " is read by a node outside this evaluation"; break;
+    case W::root: why = in + " is a result of this evaluation"; break;
+    case W::later_reader:
+      why = in + " is read later" + (r.other == kNoNode ? std::string() : " by " + name(r.other)) +
+            (r.reader_step == BufferPlan::kEnd ? std::string(", after this evaluation")
+             : r.reader_step >= 0 ? ", at step " + std::to_string(r.reader_step) : std::string());
+      break;
+  }
+  return name(out) + " not in place: " + why;
+}
+
+}  // namespace
+
 std::string describe_plan(const Schedule& s, const BufferPlan& b) {
   Graph& g = graph();
   Names name(s.roots);
+  std::unordered_map<NodeId, const Materialization*> stored;
+  for (const Materialization& m : s.materialized) stored.emplace(m.node, &m);
+  auto note = [&](NodeId id) {
+    auto it = stored.find(id);
+    return it == stored.end() ? std::string() : ", " + stored_text(*it->second, name);
+  };
+  const std::vector<NotInPlace> refused = not_in_place(s, b);
   std::ostringstream os;
-  os << "plan: " << s.steps.size() << " steps, " << s.kernels() << " kernels\n";
+  os << "plan: " << s.steps.size() << " steps, " << s.kernels() << " kernels";
+  std::size_t held = 0;
+  for (const Materialization& m : s.materialized) held += m.why == Materialization::Why::held;
+  if (held) os << ", " << held << " held values stored";
+  if (s.materialized.size() > held) os << ", " << s.materialized.size() - held << " values materialized";
+  os << "\n";
   int kernel_no = 0;
+  std::size_t r = 0;  // refused is in step order
   for (std::size_t k = 0; k < s.steps.size(); ++k) {
     const Step& st = s.steps[k];
     os << "step " << k << ": ";
     if (st.kind == Step::Kind::view) {
       os << "view " << name(st.node) << " = " << op_name(g[st.node].op) << " of "
-         << name(g[st.node].inputs[0]) << " (no copy)\n";
+         << name(g[st.node].inputs[0]) << " (no copy)" << note(st.node) << "\n";
       continue;
     }
     if (st.kind == Step::Kind::library) {
-      os << "library " << name(st.node) << " = " << op_name(g[st.node].op) << "\n";
+      os << "library " << name(st.node) << " = " << op_name(g[st.node].op) << note(st.node);
+      for (const Donation& d : b.donations) {
+        if (d.step == static_cast<int>(k)) os << " (in place of " << name(d.from) << ")";
+      }
+      os << "\n";
       continue;
     }
     os << "kernel k" << kernel_no++ << " over " << list(st.kernel.shape);
@@ -89,14 +167,26 @@ std::string describe_plan(const Schedule& s, const BufferPlan& b) {
       if (st.kernel.inputs[e].index_only) continue;
       os << "  in" << e << " = " << name(st.inputs[e]) << "\n";
     }
+    std::vector<NotInPlace> shared_now;  // planned in place, refused at run time as things stand
     for (std::size_t j = 0; j < st.outputs.size(); ++j) {
       os << "  out" << j << " = " << name(st.outputs[j]);
       for (const Donation& d : b.donations) {
-        if (d.step == static_cast<int>(k) && d.output == static_cast<int>(j)) {
+        if (d.step != static_cast<int>(k) || d.output != static_cast<int>(j)) continue;
+        const Node& from = g[d.from];
+        if (from.evaluated() && from.storage.use_count() > 1) {
+          shared_now.push_back({d.step, d.output, d.from, NotInPlace::Why::shared});
+        } else {
           os << " (in place of " << name(d.from) << ")";
         }
       }
-      os << "\n";
+      if (j < st.into.size() && st.into[j] != kNoNode) os << " (into its slice of " << name(st.into[j]) << ")";
+      os << note(st.outputs[j]) << "\n";
+    }
+    for (; r < refused.size() && refused[r].step == static_cast<int>(k); ++r) {
+      os << "  " << not_in_place_text(st.outputs[static_cast<std::size_t>(refused[r].output)], refused[r], name) << "\n";
+    }
+    for (const NotInPlace& n : shared_now) {
+      os << "  " << not_in_place_text(st.outputs[static_cast<std::size_t>(n.output)], n, name) << "\n";
     }
     os << indent(dump(st.kernel), "  | ");
   }

@@ -5,9 +5,19 @@
 // are loaded. Views are never computed: each node is evaluated under an index
 // map (node index as an affine function of the iteration point), views
 // transform the map, and a load folds the map into strides + offset.
-// Where that is impossible (a reduction needed at another index, a reshape of
+// A scan is computed at its own index in a kernel whose reduce axes are its
+// axis (KOp::Scan, phase 0). Where that is impossible (a reduction or scan
+// needed at another index, a reshape of
 // computed data that is not a pure size-1 insertion/removal) lowering reports
 // the node that must be materialized instead; fuse() then re-plans.
+//
+// The work rule (docs/optimizer.md): with LowerContext::evaluations_elsewhere
+// set, a node that does arithmetic is never evaluated at more points, over
+// the whole plan, than it has elements. A node the kernel would evaluate
+// under a second index map (read at another offset, or transposed), through
+// a broadcast, or that another kernel computes too, is reported as a
+// boundary instead of being expanded, so lowering a lazy stencil of T steps
+// costs O(T), not O(T^2).
 #pragma once
 
 #include <functional>
@@ -37,7 +47,36 @@ struct LowerContext {
   std::function<bool(NodeId)> is_materialized;
   // Layout of a materialized node once its step has run.
   std::function<Layout(NodeId)> layout;
+  // The work rule: points at which the other kernels of the plan evaluate a
+  // node. Null: no work rule (a kernel may recompute what it likes).
+  std::function<std::int64_t(NodeId)> evaluations_elsewhere;
 };
+
+// Why a node is stored by a step of its own instead of being computed inside
+// the kernels that read it (fuse's Schedule::materialized, aj::explain).
+struct Materialization {
+  enum class Why : std::uint8_t {
+    held,                 // a user handle holds it: stored so the handle becomes evaluated
+    library_operand,      // read by a library step (matmul, concatenate, argmax)
+    view_base,            // a view that is a step of its own (a root, held) shares its buffer
+    reduction_elsewhere,  // a reduction needed at another index than it is computed at
+    not_a_view,           // reshaped where no index map expresses the reshape
+    several_maps,         // read at `count` index maps (offsets, transposes) by `by`
+    broadcast,            // read through a broadcast by `by`: `count` evaluations for its elements
+    several_kernels,      // needed by `count` kernels
+    size_cap,             // the kernel computing `by` would pass the size cap
+  };
+  NodeId node = kNoNode;
+  Why why = Why::held;
+  NodeId by = kNoNode;     // the consumer that needed it stored (kNoNode: none in particular)
+  std::int64_t count = 0;  // maps, evaluations or kernels, as `why` says
+  bool operator==(const Materialization&) const = default;
+};
+
+// Ops whose evaluation the work rule counts: everything that computes
+// (elementwise, reductions, random numbers); not views, constants or the
+// index generators (iota, linspace, eye cost what an address does).
+bool counts_as_work(Op op);
 
 // Where a kernel scalar's value comes from, so a plan reused for another
 // graph of the same structure takes that graph's values (opt/plan_cache.hpp):
@@ -56,6 +95,7 @@ struct Lowered {
   bool ok = true;
   bool conflict = false;             // roots cannot share this kernel
   std::vector<NodeId> boundaries;    // must be materialized, then plan again
+  std::vector<Materialization> why;  // per boundary, why
   Kernel kernel;
   std::vector<NodeId> inputs;        // kernel input k reads this node's storage (kNoNode: index)
   std::vector<NodeId> outputs;       // kernel output j defines this node
@@ -63,6 +103,8 @@ struct Lowered {
   std::vector<NodeId> touched;       // every unevaluated node walked, views included
   std::vector<NodeId> deps;          // materialized, unevaluated nodes read
   std::vector<ScalarSource> scalar_sources;  // per kernel scalar
+  // Per node that counts as work: the points this kernel evaluates it at.
+  std::vector<std::pair<NodeId, std::int64_t>> evaluations;
 };
 
 // `space`: the iteration space; `reduce_axes`: empty for elementwise kernels.

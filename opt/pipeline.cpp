@@ -1,5 +1,5 @@
 // The optimizing pipeline, as a table of contents: simplify, (plan cache,)
-// fuse, assign buffers. The plan it returns is run by exec/execute.hpp.
+// fuse, concat slices, assign buffers. The plan it returns is run by exec/execute.hpp.
 #include "opt/pipeline.hpp"
 
 #include <chrono>
@@ -13,6 +13,7 @@
 #include "graph/dump.hpp"
 #include "opt/explain.hpp"
 #include "opt/passes/assign_buffers.hpp"
+#include "opt/passes/concat_slices.hpp"
 #include "opt/passes/fuse.hpp"
 #include "opt/passes/simplify.hpp"
 #include "opt/plan_cache.hpp"
@@ -22,6 +23,8 @@ namespace aj::opt {
 
 namespace {
 
+// Switched by tests and AJ_DISABLE_PASSES; not to be changed while other
+// threads evaluate.
 std::set<std::string>& disabled_passes() {
   static std::set<std::string> s = [] {
     std::set<std::string> d;
@@ -37,7 +40,7 @@ bool pass_enabled(const char* name) { return !disabled_passes().count(name); }
 
 // Whether any log channel is on, read once per evaluation: asking each
 // channel reads the environment every time, which a small call notices.
-bool g_logging = true;
+constinit thread_local bool g_logging [[gnu::tls_model("initial-exec")]] = true;
 bool logging(const char* channel) { return g_logging && detail::log_enabled(channel); }
 
 // Runs one pass: `body(enabled)` does the work (a switched-off pass still
@@ -76,18 +79,37 @@ void run_pass(const char* name, const std::vector<NodeId>& roots, Body&& body) {
 // hit is checked against planning from scratch.
 bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, Plan* p) {
   if (!plan_cache::enabled() || !disabled_passes().empty()) return false;
+  using Clock = std::chrono::steady_clock;
+  const bool show = logging("passes");
+  const Clock::time_point t0 = show ? Clock::now() : Clock::time_point{};
   *key = &plan_cache::make_key(roots);
+  if (show) {
+    char text[64];
+    std::snprintf(text, sizeof text, "plan cache key: %.3f ms, %zu words",
+                  std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), (*key)->words.size());
+    detail::log("passes", text);
+  }
   if (!plan_cache::lookup(**key, &p->schedule, &p->buffers)) return false;
   if (logging("passes")) detail::log("passes", "plan cache: hit (fuse, assign_buffers skipped)");
   if (verify_enabled()) {
     verify(p->buffers, p->schedule, "plan_cache");
     Schedule s = fuse(roots);
+    place_concat_slices(s);
     BufferPlan b = assign_buffers(s);
     if (!plan_cache::same_plan(p->schedule, p->buffers, s, b)) {
       internal_error("plan_cache: a stored plan differs from planning this graph from scratch");
     }
   }
   return true;
+}
+
+// aj::stats(): what this evaluation stores beyond its roots.
+void count_stored(const Schedule& s) {
+  auto& st = detail::stats_mut();
+  for (const Materialization& m : s.materialized) {
+    if (m.why == Materialization::Why::held) ++st.held_values_stored;
+    else ++st.values_materialized;
+  }
 }
 
 }  // namespace
@@ -104,6 +126,7 @@ Plan plan(const std::vector<NodeId>& roots, bool use_cache) {
   const plan_cache::Key* key = nullptr;
   if (use_cache && cached_plan(roots, &key, &p)) {
     ++detail::stats_mut().plan_cache_hits;
+    count_stored(p.schedule);
     return p;
   }
   ++detail::stats_mut().plans_built;
@@ -111,6 +134,9 @@ Plan plan(const std::vector<NodeId>& roots, bool use_cache) {
     p.schedule = fuse(roots, on);
     return std::to_string(p.schedule.steps.size()) + " steps, " +
            std::to_string(p.schedule.kernels()) + " kernels";
+  });
+  run_pass("concat_slices", roots, [&](bool on) {  // off: concatenate copies every piece
+    return on ? std::to_string(place_concat_slices(p.schedule)) + " pieces written in place" : std::string();
   });
   run_pass("assign_buffers", roots, [&](bool on) {  // off: no donation, a fresh buffer per value
     p.buffers = on ? assign_buffers(p.schedule) : BufferPlan{};
@@ -120,6 +146,7 @@ Plan plan(const std::vector<NodeId>& roots, bool use_cache) {
            std::to_string(p.buffers.lower_bound);
   });
   if (key) plan_cache::insert(*key, p.schedule, p.buffers);
+  if (use_cache) count_stored(p.schedule);  // an evaluation (explain passes false)
   return p;
 }
 

@@ -1,6 +1,8 @@
 #include "opt/plan_cache.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -10,18 +12,6 @@
 namespace aj::plan_cache {
 
 namespace {
-
-// Walk marks indexed by node id, reused across calls (tracing is
-// single-threaded): stamp == epoch means "seen in this walk".
-struct Marks {
-  std::vector<std::uint32_t> stamp, pos;
-  std::uint32_t epoch = 0;
-  std::vector<std::pair<NodeId, std::uint32_t>> stack;
-};
-Marks& marks() {
-  static Marks* m = new Marks();  // never destroyed, like the graph
-  return *m;
-}
 
 constexpr std::uint32_t kPending = 0xffffffffu;
 enum Tag : std::uint64_t { kLeaf = 0x1eaf, kNode = 0x40de, kRoots = 0x2007 };
@@ -35,18 +25,45 @@ struct Entry {
   BufferPlan buffers;
 };
 
-struct Cache {
+// Switched on or off for every graph; clear() bumps the epoch, and each
+// graph's cache empties itself when it next sees a new epoch.
+std::atomic<bool> g_enabled = [] {
+  const char* e = std::getenv("AJ_PLAN_CACHE");
+  return !(e && std::string(e) == "0");
+}();
+std::atomic<std::uint64_t> g_clear_epoch{0};
+
+// One graph's cache (graph/graph.hpp's per-graph attachment: threads never
+// share one), with the walk marks of make_key, indexed by node id and
+// reused across calls: stamp == epoch means "seen in this walk".
+struct Cache final : GraphAttachment {
   std::unordered_map<std::size_t, std::vector<Entry>> map;
   std::size_t entries = 0;
   Counters counters;
-  bool enabled = [] {
-    const char* e = std::getenv("AJ_PLAN_CACHE");
-    return !(e && std::string(e) == "0");
-  }();
+  std::uint64_t clear_epoch = 0;
+  std::vector<std::uint32_t> stamp, pos;
+  std::uint32_t epoch = 0;
+  std::vector<std::pair<NodeId, std::uint32_t>> stack;
+  Key scratch;  // reused: its vectors keep their capacity
+
+  void drop_plans() {
+    map.clear();
+    entries = 0;
+  }
 };
+constexpr int kSlot = 0;  // this file's attachment slot
+
+// The current graph's cache (the caller holds the graph lock).
 Cache& cache() {
-  static Cache* c = new Cache();
-  return *c;
+  auto& slot = graph().attachment(kSlot);
+  if (!slot) slot = std::make_unique<Cache>();
+  Cache& c = static_cast<Cache&>(*slot);
+  const std::uint64_t e = g_clear_epoch.load(std::memory_order_acquire);
+  if (c.clear_epoch != e) {
+    c.drop_plans();
+    c.clear_epoch = e;
+  }
+  return c;
 }
 
 // Copies `in` into `out` with every node id passed through f (kNoNode stays).
@@ -74,6 +91,7 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
     map_all(st.outputs);
     map_all(st.computed);
     map_all(st.touched);
+    map_all(st.into);
     for (ScalarSource& src : st.scalar_sources) src.node = map(src.node);
   }
   out->layouts.clear();
@@ -82,6 +100,11 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
   out->step_of.clear();
   out->step_of.reserve(in.step_of.size());
   for (const auto& [id, k] : in.step_of) out->step_of.emplace(map(id), k);
+  out->materialized = in.materialized;
+  for (Materialization& m : out->materialized) {
+    m.node = map(m.node);
+    m.by = map(m.by);
+  }
   *bout = bin;
   for (BufferValue& v : bout->values) {
     v.node = map(v.node);
@@ -95,7 +118,8 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
 }
 
 bool same(const KStream& a, const KStream& b) {
-  return a.dtype == b.dtype && a.strides == b.strides && a.offset == b.offset && a.index_only == b.index_only;
+  return a.dtype == b.dtype && a.strides == b.strides && a.offset == b.offset && a.index_only == b.index_only &&
+         a.gathered == b.gathered;
 }
 
 bool same(const Kernel& a, const Kernel& b) {
@@ -138,9 +162,8 @@ void refresh_scalars(Schedule* s) {
 
 const Key& make_key(const std::vector<NodeId>& roots) {
   Graph& g = graph();
-  Marks& m = marks();
-  static Key* scratch = new Key();  // reused: its vectors keep their capacity
-  Key& k = *scratch;
+  Cache& m = cache();
+  Key& k = m.scratch;
   k.words.clear();
   k.nodes.clear();
   k.hash = 0;
@@ -153,6 +176,7 @@ const Key& make_key(const std::vector<NodeId>& roots) {
     m.epoch = 1;
   }
   auto& w = k.words;
+  const TemporaryRule looks_temporary(roots);
   auto put_shape = [&](const Shape& s) {
     w.push_back(static_cast<std::uint64_t>(s.ndim()));
     for (auto d : s) w.push_back(static_cast<std::uint64_t>(d));
@@ -172,7 +196,7 @@ const Key& make_key(const std::vector<NodeId>& roots) {
     w.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 |
                 static_cast<std::uint32_t>(n.storage->device.index));
     w.push_back(n.storage->bytes);
-    w.push_back(static_cast<std::uint64_t>(n.storage->borrowed) << 1 | (n.ext > 0));
+    w.push_back(static_cast<std::uint64_t>(n.storage->borrowed) << 1 | (g.ext_count(id) > 0));
     w.push_back(n.uses);
     return m.pos[id];
   };
@@ -197,7 +221,10 @@ const Key& make_key(const std::vector<NodeId>& roots) {
     for (auto v : n.ints) w.push_back(static_cast<std::uint64_t>(v));
     w.push_back(n.inputs.size());
     for (NodeId in : n.inputs) w.push_back(m.pos[in]);
-    w.push_back(static_cast<std::uint64_t>(n.uses) << 1 | (n.ext > 0));
+    // Handles decide donation and which values are stored (fuse.hpp).
+    const bool handle = g.ext_count(id) > 0;
+    const bool temporary = handle && looks_temporary(id);
+    w.push_back(static_cast<std::uint64_t>(n.uses) << 2 | static_cast<std::uint64_t>(temporary) << 1 | handle);
     m.pos[id] = static_cast<std::uint32_t>(k.nodes.size());
     k.nodes.push_back(id);
   };
@@ -255,7 +282,7 @@ const Key& make_key(const std::vector<NodeId>& roots) {
 
 bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers) {
   Cache& c = cache();
-  if (!c.enabled || key.words.empty()) return false;
+  if (!enabled() || key.words.empty()) return false;
   auto it = c.map.find(key.hash);
   if (it != c.map.end()) {
     for (const Entry& e : it->second) {
@@ -275,7 +302,7 @@ bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers) {
 
 void insert(const Key& key, const Schedule& schedule, const BufferPlan& buffers) {
   Cache& c = cache();
-  if (!c.enabled || key.words.empty()) return;
+  if (!enabled() || key.words.empty()) return;
   std::unordered_map<NodeId, NodeId> pos;
   pos.reserve(key.nodes.size());
   for (std::size_t i = 0; i < key.nodes.size(); ++i) pos.emplace(key.nodes[i], static_cast<NodeId>(i));
@@ -285,10 +312,7 @@ void insert(const Key& key, const Schedule& schedule, const BufferPlan& buffers)
     return it == pos.end() ? kNoNode : it->second;
   });
   if (!ok) return;  // the plan reaches outside the walk: not cached
-  if (c.entries >= kMaxEntries) {
-    c.map.clear();
-    c.entries = 0;
-  }
+  if (c.entries >= kMaxEntries) c.drop_plans();
   e.words = key.words;
   c.map[key.hash].push_back(std::move(e));
   ++c.entries;
@@ -296,14 +320,14 @@ void insert(const Key& key, const Schedule& schedule, const BufferPlan& buffers)
 
 bool same_plan(const Schedule& a, const BufferPlan& ab, const Schedule& b, const BufferPlan& bb) {
   if (a.roots != b.roots || a.order != b.order || a.steps.size() != b.steps.size() ||
-      a.layouts != b.layouts || a.step_of != b.step_of) {
+      a.layouts != b.layouts || a.step_of != b.step_of || a.materialized != b.materialized) {
     return false;
   }
   for (std::size_t k = 0; k < a.steps.size(); ++k) {
     const Step &x = a.steps[k], &y = b.steps[k];
     if (x.kind != y.kind || x.node != y.node || x.inputs != y.inputs || x.outputs != y.outputs ||
         x.computed != y.computed || x.touched != y.touched || x.space != y.space || x.axes != y.axes ||
-        x.copy != y.copy || x.scalar_sources != y.scalar_sources ||
+        x.copy != y.copy || x.into != y.into || x.scalar_sources != y.scalar_sources ||
         !same(x.kernel, y.kernel)) {
       return false;
     }
@@ -332,18 +356,15 @@ Counters counters() {
   return r;
 }
 
-void clear() {
-  cache().map.clear();
-  cache().entries = 0;
-}
+void clear() { g_clear_epoch.fetch_add(1, std::memory_order_acq_rel); }
 
 void reset_counters() { cache().counters = {}; }
 
 void set_enabled(bool on) {
-  cache().enabled = on;
+  g_enabled.store(on, std::memory_order_release);
   if (!on) clear();
 }
 
-bool enabled() { return cache().enabled; }
+bool enabled() { return g_enabled.load(std::memory_order_acquire); }
 
 }  // namespace aj::plan_cache

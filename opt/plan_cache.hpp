@@ -9,8 +9,10 @@
 //    simplify: per unevaluated node its op, dtype, shape, payload (but not the
 //    values that reach kernels only as run-time scalars: a constant's value,
 //    a generator's start, step or random key), inputs by walk position,
-//    whether a user handle holds it and
-//    its exact reader count (donation and liveness depend on both); per
+//    whether a user handle holds it, whether it looks like a C++ temporary
+//    of the evaluated statement (fuse's TemporaryRule: held values are
+//    stored, temporaries are not) and its exact reader count (donation and
+//    liveness depend on them); per
 //    evaluated leaf its dtype, shape, strides, offset, device, storage bytes,
 //    borrowed flag, handle flag and reader count; and the roots by position.
 //    simplify itself still runs on every call (it rewrites the user's nodes),

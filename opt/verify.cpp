@@ -1,6 +1,7 @@
 #include "opt/verify.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -21,8 +22,8 @@ bool verify_from_env() {
 #endif
 }
 
-bool& verify_flag() {
-  static bool on = verify_from_env();
+std::atomic<bool>& verify_flag() {
+  static std::atomic<bool> on{verify_from_env()};
   return on;
 }
 
@@ -52,8 +53,10 @@ class NodeCheck {
       case OpCategory::Binary:
       case OpCategory::Ternary: elementwise(); break;
       case OpCategory::Reduce: reduction(); break;
+      case OpCategory::Scan: scan(); break;
       case OpCategory::View: view(); break;
       case OpCategory::Other: other(); break;
+      case OpCategory::Remap: remap(); break;
     }
   }
 
@@ -147,7 +150,64 @@ class NodeCheck {
     }
   }
 
+  void scan() {
+    const Node& x = in(0);
+    need(n_.ints.size() == 1 && n_.ints[0] >= 0 && n_.ints[0] < x.shape.ndim(), "a scan has one axis in range");
+    need(n_.shape == x.shape, "a scan keeps its input's shape");
+    need(x.dtype == n_.dtype && n_.dtype != DType::bool_, "a scan runs in its input's dtype (tracing casts first)");
+  }
+
+  void sorting() {
+    const Node& x = in(0);
+    const int r = x.shape.ndim();
+    need(n_.i0 >= 0 && n_.i0 < r && n_.shape.ndim() == r, "sort/topk: axis in range, rank kept");
+    const bool top = n_.op == Op::TopK || n_.op == Op::ArgTopK;
+    const bool indices = n_.op == Op::ArgSort || n_.op == Op::ArgTopK;
+    need(n_.dtype == (indices ? DType::i64 : x.dtype), "sort/topk: values keep the dtype, indices are i64");
+    for (int i = 0; i < r; ++i) {
+      const std::int64_t want = i == n_.i0 && top ? n_.i1 : x.shape[i];
+      need(n_.shape[i] == want, "sort/topk: extents (k along the axis for topk)");
+    }
+    if (top) need(n_.i1 >= 0 && n_.i1 <= x.shape[static_cast<int>(n_.i0)], "topk: k within the axis");
+  }
+
+  // gather/scatter: i32/i64 indices of the updates' (gather: result's)
+  // shape, which is the array's but for the axis.
+  void indexed(const Node& a, const Node& idx, const Shape& along) {
+    need(idx.dtype == DType::i32 || idx.dtype == DType::i64, "indices must be i32 or i64");
+    need(idx.shape == along, "indices have the shape they are applied over");
+    need(n_.i0 >= 0 && n_.i0 < a.shape.ndim() && a.shape.ndim() == along.ndim(), "axis out of range");
+    for (int d = 0; d < along.ndim(); ++d) {
+      if (d != n_.i0) need(a.shape[d] == along[d], "extents off the axis must agree");
+    }
+  }
+
+  void remap() {
+    const Node& x = in(0);
+    need(x.dtype == n_.dtype, "gather and pad keep their operand's dtype");
+    if (n_.op == Op::Gather) {
+      indexed(x, in(1), n_.shape);
+      need(x.shape[static_cast<int>(n_.i0)] > 0 || n_.numel() == 0, "gather from an empty axis");
+      return;
+    }
+    need(in(1).shape == n_.shape && in(1).dtype == n_.dtype, "pad's fill has its shape and dtype");
+    need(n_.ints.size() == 2 * static_cast<std::size_t>(n_.shape.ndim()) && x.shape.ndim() == n_.shape.ndim(),
+         "pad needs (start, step) per axis");
+    for (int i = 0; i < n_.shape.ndim(); ++i) {
+      const auto start = n_.ints[2 * static_cast<std::size_t>(i)], step = n_.ints[2 * static_cast<std::size_t>(i) + 1];
+      need(step >= 1 && start >= 0, "pad start >= 0, step >= 1");
+      if (x.shape[i] > 0) need(start + (x.shape[i] - 1) * step < n_.shape[i], "pad writes outside its result");
+    }
+  }
+
   void other() {
+    if (n_.op == Op::Sort || n_.op == Op::ArgSort || n_.op == Op::TopK || n_.op == Op::ArgTopK) return sorting();
+    if (n_.op == Op::ScatterAdd || n_.op == Op::Scatter) {
+      need(in(0).dtype == n_.dtype && in(2).dtype == n_.dtype && in(0).shape == n_.shape,
+           "scatter: the array and the updates have the result's dtype, the array its shape");
+      indexed(n_, in(1), in(2).shape);
+      return;
+    }
     if (n_.op == Op::MatMul) {
       const Node &a = in(0), &b = in(1);
       const int r = n_.shape.ndim();
@@ -202,7 +262,7 @@ void verify(const Graph& g, const char* after_pass) {
                      " has uses = " + std::to_string(n.uses) + " but " + std::to_string(readers[id]) +
                      " live readers");
     }
-    if (n.alive && n.ext == 0 && n.uses == 0) {
+    if (n.alive && g.ext_count(id) == 0 && n.uses == 0) {
       internal_error(std::string("verify after ") + after_pass + ": node " + std::to_string(id) +
                      " is alive with no handle and no reader (should have been freed)");
     }
@@ -226,22 +286,37 @@ void verify(const BufferPlan& b, const Schedule& s, const char* after_pass) {
     if (v.slot >= 0 && b.slot_bytes[static_cast<std::size_t>(v.slot)] < v.bytes) {
       fail("node " + std::to_string(v.node) + " does not fit its slot");
     }
-    for (std::size_t j = i + 1; j < b.values.size(); ++j) {
-      const BufferValue& w = b.values[j];
-      if (v.slot < 0 || v.slot != w.slot) continue;
-      const BufferValue& first = v.def <= w.def ? v : w;
-      const BufferValue& second = v.def <= w.def ? w : v;
-      const bool apart = first.last < second.def;
-      const bool handed_on = second.donor == first.node && first.last <= second.def;
-      if (!apart && !handed_on) {
-        fail("nodes " + std::to_string(v.node) + " and " + std::to_string(w.node) +
-             " share slot " + std::to_string(v.slot) + " while both are live");
+  }
+  // Values sharing a slot, in order of their def: each must be dead before
+  // the next begins, or hand its buffer on to it (a donation). Checked
+  // against every earlier value still live, so a plan of thousands of values
+  // verifies in about linear time.
+  std::vector<std::vector<const BufferValue*>> by_slot(b.slot_bytes.size());
+  for (const BufferValue& v : b.values) {
+    if (v.slot >= 0) by_slot[static_cast<std::size_t>(v.slot)].push_back(&v);
+  }
+  for (auto& vs : by_slot) {
+    std::stable_sort(vs.begin(), vs.end(), [](const BufferValue* a, const BufferValue* b) { return a->def < b->def; });
+    std::vector<const BufferValue*> live;
+    for (const BufferValue* second : vs) {
+      std::erase_if(live, [&](const BufferValue* first) { return first->last < second->def; });
+      for (const BufferValue* first : live) {
+        const bool handed_on = second->donor == first->node && first->last <= second->def;
+        if (!handed_on) {
+          fail("nodes " + std::to_string(first->node) + " and " + std::to_string(second->node) +
+               " share slot " + std::to_string(second->slot) + " while both are live");
+        }
       }
+      live.push_back(second);
     }
   }
   for (const Donation& d : b.donations) {
-    if (d.step < 0 || d.step >= steps || s.steps[static_cast<std::size_t>(d.step)].kind != Step::Kind::kernel) {
-      fail("a donation to a step that is not a kernel");
+    if (d.step < 0 || d.step >= steps) fail("a donation to a step that does not exist");
+    const Step& to_step = s.steps[static_cast<std::size_t>(d.step)];
+    if (to_step.kind == Step::Kind::view ||
+        (to_step.kind == Step::Kind::library &&
+         (!op_has(graph()[to_step.node].op, opflag::Overwrites) || graph()[to_step.node].inputs[0] != d.from))) {
+      fail("a donation to a step that is not a kernel or an overwriting library step's first input");
     }
     // An evaluated donor gives its whole storage (it may be a stride-0 view
     // of a smaller buffer); a donor made in this plan gives its own bytes.

@@ -25,8 +25,13 @@ class DLTensor(C.Structure):
                 ("strides", C.POINTER(C.c_int64)), ("byte_offset", C.c_uint64)]
 
 
+class AjHandle(C.Structure):
+    """aj_array: a 64-bit id passed by value (not a pointer)."""
+    _fields_ = [("id", C.c_uint64)]
+
+
 class AjView(C.Structure):
-    _fields_ = [("data", C.c_void_p), ("ndim", C.c_int32), ("shape", C.POINTER(C.c_int64)),
+    _fields_ = [("struct_size", C.c_size_t), ("data", C.c_void_p), ("ndim", C.c_int32), ("shape", C.POINTER(C.c_int64)),
                 ("strides", C.POINTER(C.c_int64)), ("dtype", C.c_int32), ("format", C.c_char_p),
                 ("itemsize", C.c_int64), ("device_type", C.c_int32), ("device_id", C.c_int32),
                 ("readonly", C.c_int32), ("owner", C.c_void_p)]
@@ -35,12 +40,12 @@ class AjView(C.Structure):
 AJ_I64, AJ_F64 = 2, 4
 AJ_VIEW_ANY, AJ_VIEW_C_CONTIGUOUS = 0, 2
 lib.aj_last_error.restype = C.c_char_p
-lib.aj_arange.argtypes = [C.c_int64, C.c_int, C.POINTER(C.c_void_p)]
-lib.aj_array_release.argtypes = [C.c_void_p]
-lib.aj_view_acquire.argtypes = [C.c_void_p, C.c_int, C.POINTER(AjView)]
+lib.aj_arange.argtypes = [C.c_int64, C.c_int, C.POINTER(AjHandle)]
+lib.aj_array_release.argtypes = [AjHandle]
+lib.aj_view_acquire.argtypes = [AjHandle, C.c_int, C.POINTER(AjView)]
 lib.aj_view_release.argtypes = [C.POINTER(AjView)]
-lib.aj_to_dlpack.argtypes = [C.c_void_p, C.c_void_p, C.POINTER(C.c_void_p)]
-lib.aj_from_dlpack.argtypes = [C.c_void_p, C.POINTER(C.c_void_p)]
+lib.aj_to_dlpack.argtypes = [AjHandle, C.c_void_p, C.POINTER(C.c_void_p)]
+lib.aj_from_dlpack.argtypes = [C.c_void_p, C.POINTER(AjHandle)]
 
 capsule_new = C.pythonapi.PyCapsule_New
 capsule_new.restype = C.py_object
@@ -64,7 +69,7 @@ class AjArray:
         self.handle = handle
 
     def __del__(self):
-        lib.aj_array_release(self.handle)
+        check(lib.aj_array_release(self.handle))
 
     def __dlpack_device__(self):
         return (1, 0)  # kDLCPU
@@ -77,12 +82,13 @@ class AjArray:
 
     def view(self, flags=AJ_VIEW_ANY):
         v = AjView()
+        v.struct_size = C.sizeof(AjView)
         check(lib.aj_view_acquire(self.handle, flags, C.byref(v)))
         return v
 
 
 def arange(n, dtype):
-    h = C.c_void_p()
+    h = AjHandle()
     check(lib.aj_arange(n, dtype, C.byref(h)))
     return AjArray(h)
 
@@ -107,7 +113,7 @@ base = np.random.default_rng(16).standard_normal((5, 6))
 y = base[1:4, ::2]
 refs = sys.getrefcount(y)
 cap = y.__dlpack__()
-h = C.c_void_p()
+h = AjHandle()
 check(lib.aj_from_dlpack(capsule_pointer(cap, b"dltensor"), C.byref(h)))
 capsule_set_name(cap, b"used_dltensor")  # arrayjit owns it now: the capsule must not delete it
 del cap

@@ -3,7 +3,8 @@
 // A program is a few steps drawn from one seed: make an input or a created
 // array, then apply elementwise ops (with arrays or weak C++ scalars, any
 // broadcast), astype, reductions, views, concatenate/stack and matmul, over
-// every dtype and ranks 0-4 with size-0 and size-1 axes. Every value is then
+// every dtype and ranks 0-4 with size-0 and size-1 axes; cumsum/cumprod,
+// sort/argsort and erf/erfc too. Every value is then
 // evaluated in one aj::eval (so the fuser still sees the whole graph) and the
 // program writes itself, with arrayjit's value of each step, in the line form
 // tests/numpy_oracle.py reads:
@@ -263,13 +264,15 @@ class NumpyProgram {
   // ---- steps ---------------------------------------------------------------------
 
   void step() {
-    const int u = uni(0, 99);
+    const int u = uni(0, 109);
+    if (u >= 100) return indexing();
     if (u < 6) create();
     else if (u < 26) unary();
     else if (u < 52) binary();
     else if (u < 57) where_clip();
     else if (u < 63) astype();
-    else if (u < 75) reduce();
+    else if (u < 72) reduce();
+    else if (u < 78) scan_sort();
     else if (u < 88) view();
     else if (u < 94) concat_stack();
     else matmul();
@@ -348,7 +351,8 @@ class NumpyProgram {
         {"ceil", aj::ceil},         {"round", aj::round}, {"exp", aj::exp},     {"log", aj::log},
         {"log1p", aj::log1p},       {"expm1", aj::expm1}, {"sin", aj::sin},     {"cos", aj::cos},
         {"tan", aj::tan},           {"tanh", aj::tanh},   {"sigmoid", aj::sigmoid}, {"sqrt", aj::sqrt},
-        {"rsqrt", aj::rsqrt},       {"logical_not", aj::logical_not}};
+        {"rsqrt", aj::rsqrt},       {"logical_not", aj::logical_not}, {"erf", aj::erf},
+        {"erfc", aj::erfc}};
     const auto& [name, f] = choose(ops);
     const bool logical = std::string(name) == "logical_not";
     const Val v = vals_[static_cast<std::size_t>(logical ? bool_value() : number_value())];
@@ -460,6 +464,24 @@ class NumpyProgram {
     }
   }
 
+  // cumsum / cumprod (an axis or the flattened array), sort / argsort (stable).
+  void scan_sort() {
+    const Val& v = vals_[static_cast<std::size_t>(any_value())];
+    const Dims d = dims_of(v.a);
+    const int r = static_cast<int>(d.size());
+    const std::string op = choose<std::string>({"cumsum", "cumprod", "sort", "argsort"});
+    if (op == "cumsum" || op == "cumprod") {
+      std::optional<int> axis;
+      if (r > 0 && coin(0.8)) axis = uni(-r, r - 1);
+      Array a = op == "cumsum" ? aj::cumsum(v.a, axis) : aj::cumprod(v.a, axis);
+      add(a, op + " " + v.name + " axis=" + (axis ? std::to_string(*axis) : "none"));
+      return;
+    }
+    if (r == 0) return;
+    const int axis = uni(-r, r - 1);
+    add(op == "sort" ? aj::sort(v.a, axis) : aj::argsort(v.a, axis), op + " " + v.name + " axis=" + std::to_string(axis));
+  }
+
   // Extents with product n, rank 0-4 (rank 0 only for n == 1).
   Dims factor(std::int64_t n) {
     const int rank = uni(n == 1 ? 0 : 1, 4);
@@ -549,6 +571,153 @@ class NumpyProgram {
           s += (s.empty() ? "" : ",") + txt(start) + ":" + txt(stop) + ":" + std::to_string(step);
         }
         add(aj::slice(v.a, sl), "slice " + v.name + " s=" + s);
+      }
+    }
+  }
+
+  // Indices in [-n, n) (NumPy raises beyond; arrayjit's clamping and
+  // dropping are tested in tests/test_indexing.cpp), i32 or i64.
+  Array index_input(const Dims& dims, std::int64_t n) {
+    std::vector<std::int64_t> v;
+    for (std::int64_t k = 0; k < numel(dims); ++k) v.push_back(uni(static_cast<int>(-n), static_cast<int>(n) - 1));
+    Array a = aj::from_vector<std::int64_t>(v, aj::Shape(dims)).astype(coin(0.5) ? DType::i32 : DType::i64);
+    a.eval();
+    add(a, "input");
+    return a;
+  }
+
+  // take, take_along_axis, np.add.at (scatter_add), setitem (scatter,
+  // put_along_axis, slice_update), += on a slice, pad, roll, one_hot.
+  void indexing() {
+    const Val v = vals_[static_cast<std::size_t>(any_value())];
+    const Dims d = dims_of(v.a);
+    const int r = static_cast<int>(d.size());
+    const int u = uni(0, 9);
+    if (r == 0 && u != 6 && u != 7) return;
+    const int ax = r ? uni(0, r - 1) : 0;
+    const int axis = r && coin(0.3) ? ax - r : ax;
+    const std::int64_t n = r ? d[static_cast<std::size_t>(ax)] : 1;
+    const std::string vi = " " + v.name + " ", as = " axis=" + std::to_string(axis);
+    Dims is;
+    for (int k = uni(0, 2); k > 0; --k) is.push_back(uni(1, 3));
+    Dims us(d.begin(), d.begin() + ax);  // take-shaped: pre + indices + post
+    us.insert(us.end(), is.begin(), is.end());
+    if (r) us.insert(us.end(), d.begin() + ax + 1, d.end());
+    switch (u) {
+      case 0: {
+        const bool flat = coin(0.3);
+        const std::int64_t m = flat ? numel(d) : n;
+        if (m == 0 || (flat ? numel(is) : numel(us)) > kMaxNumel) return;
+        const std::string iname = "v" + std::to_string(vals_.size());
+        Array i = index_input(is, m);
+        add(flat ? aj::take(v.a, i) : aj::take(v.a, i, axis),
+            "take" + vi + iname + (flat ? " axis=none" : as));
+        return;
+      }
+      case 1: {
+        if (n == 0) return;
+        Dims id = d;
+        id[static_cast<std::size_t>(ax)] = uni(1, 3);
+        for (int q = 0; q < r; ++q) {
+          if (q != ax && coin(0.3)) id[static_cast<std::size_t>(q)] = 1;
+        }
+        Dims out = d;
+        out[static_cast<std::size_t>(ax)] = id[static_cast<std::size_t>(ax)];
+        if (numel(out) > kMaxNumel) return;
+        const std::string iname = "v" + std::to_string(vals_.size());
+        Array i = index_input(id, n);
+        add(aj::take_along_axis(v.a, i, axis), "take_along_axis" + vi + iname + as);
+        return;
+      }
+      case 2:
+      case 3: {  // scatter_add (np.add.at) / scatter (setitem), updates of v's dtype
+        if (n == 0 || numel(us) > kMaxNumel) return;
+        const std::string iname = "v" + std::to_string(vals_.size());
+        Array i = index_input(is, n);
+        const std::string uname = "v" + std::to_string(vals_.size());
+        Array up = input(us, dt(v));
+        const bool add_op = u == 2;
+        add(add_op ? aj::scatter_add(v.a, i, up, axis) : aj::scatter(v.a, i, up, axis),
+            std::string(add_op ? "scatter_add" : "scatter") + vi + iname + " " + uname + as);
+        return;
+      }
+      case 4: {  // put_along_axis (setitem along the axis)
+        if (n == 0) return;
+        Dims id = d;
+        id[static_cast<std::size_t>(ax)] = uni(1, 3);
+        if (numel(id) > kMaxNumel) return;
+        const std::string iname = "v" + std::to_string(vals_.size());
+        Array i = index_input(id, n);
+        const std::string uname = "v" + std::to_string(vals_.size());
+        Array up = input(id, dt(v));
+        add(aj::put_along_axis(v.a, i, up, axis), "put_along_axis" + vi + iname + " " + uname + as);
+        return;
+      }
+      case 5: {  // slice_update / slice_add: b[sl] = x, b[sl] += x
+        std::vector<aj::Slice> sl;
+        std::string s;
+        for (int q = 0; q < r; ++q) {
+          const std::int64_t e = d[static_cast<std::size_t>(q)];
+          const std::int64_t step = choose<std::int64_t>({1, 1, 2, -1, -2});
+          auto bound = [&]() -> std::optional<std::int64_t> {
+            const int hi = static_cast<int>(step > 0 ? e : e - 1);
+            if (coin(0.4) || hi < -e) return std::nullopt;
+            return static_cast<std::int64_t>(uni(static_cast<int>(-e), hi));
+          };
+          const auto start = bound(), stop = bound();
+          sl.push_back(aj::Slice(start, stop, step));
+          auto txt = [](std::optional<std::int64_t> b) { return b ? std::to_string(*b) : std::string("_"); };
+          s += (s.empty() ? "" : ",") + txt(start) + ":" + txt(stop) + ":" + std::to_string(step);
+        }
+        const Dims sd = dims_of(aj::slice(v.a, sl));
+        const bool add_op = coin(0.5);
+        const std::string xname = "v" + std::to_string(vals_.size());
+        Array x = input(sd, dt(v));
+        add(add_op ? aj::slice_add(v.a, sl, x) : aj::slice_update(v.a, sl, x),
+            std::string(add_op ? "slice_add" : "slice_update") + vi + xname + " s=" + s);
+        return;
+      }
+      case 6: {  // pad
+        const int mode = uni(0, 2);
+        Dims out;
+        std::vector<aj::PadWidth> w;
+        std::string ws;
+        for (int q = 0; q < r; ++q) {
+          const std::int64_t e = d[static_cast<std::size_t>(q)];
+          std::int64_t lo = uni(0, 2), hi = uni(0, 2);
+          if (mode != 0 && e == 0) lo = hi = 0;
+          w.push_back({lo, hi});
+          out.push_back(e + lo + hi);
+          ws += (ws.empty() ? "" : ";") + std::to_string(lo) + "," + std::to_string(hi);
+        }
+        if (numel(out) > kMaxNumel) return;
+        static const char* modes[] = {"constant", "edge", "reflect"};
+        const DType t = dt(v);
+        const aj::Scalar value = t == DType::bool_ ? aj::Scalar(true) : aj::is_float(t) ? aj::Scalar(-2.5) : aj::Scalar(5);
+        const std::string vt = t == DType::bool_ ? "b:1" : aj::is_float(t) ? "f:" + hex(-2.5) : "i:5";
+        add(aj::pad(v.a, w, static_cast<aj::PadMode>(mode), value),
+            "pad" + vi + "widths=" + (ws.empty() ? "none" : ws) + " mode=" + modes[mode] + " value=" + vt);
+        return;
+      }
+      case 7: {  // roll
+        const std::int64_t shift = uni(-5, 5);
+        if (r == 0 || coin(0.3)) {
+          add(aj::roll(v.a, shift), "roll" + vi + "shift=" + std::to_string(shift) + " axis=none");
+        } else {
+          add(aj::roll(v.a, shift, axis), "roll" + vi + "shift=" + std::to_string(shift) + as);
+        }
+        return;
+      }
+      default: {  // one_hot of labels in range (out-of-range labels: zero rows, as JAX)
+        const std::int64_t c = uni(1, 4);
+        Dims ld(d.begin(), d.begin() + std::min(r, 2));
+        if (numel(ld) * c > kMaxNumel) return;
+        const std::string lname = "v" + std::to_string(vals_.size());
+        Array labels = index_input(ld, c);
+        const DType t = random_dtype();
+        add(aj::one_hot(labels, c, t), "one_hot " + lname + " classes=" + std::to_string(c) + " dtype=" +
+                                           aj::dtype_name(t));
+        return;
       }
     }
   }

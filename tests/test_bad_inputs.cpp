@@ -213,6 +213,11 @@ TEST_CASE("the bad-input table: every row is a located aj::Error that changes no
       BAD("aj::borrow", aj::borrow(p, {2}, {i64{1} << 61})),
       BAD("aj::borrow", aj::borrow(p, {2}, {-(i64{1} << 50)})),
       BAD("aj::borrow", aj::borrow(static_cast<const float*>(p), {2, 2}, {1, kMin})),
+      // ---- cuda::borrow: checked before any driver call (none on most machines) ----
+      BAD("aj::cuda::borrow", aj::cuda::borrow(nullptr, DType::f32, {3}, {}, 0, aj::cuda::no_sync())),
+      BAD("aj::cuda::borrow", aj::cuda::borrow(p, DType::f32, {2, 3}, {1}, 0, aj::cuda::no_sync())),
+      BAD("aj::cuda::borrow", aj::cuda::borrow(p, DType::f32, {-3}, {}, 0, aj::cuda::no_sync())),
+      BAD("aj::cuda::borrow", aj::cuda::borrow(p, DType::f32, {3}, {}, -1, aj::cuda::no_sync())),
       // ---- random: parameters, dtypes, extents ----
       BAD("aj::random::uniform", aj::random::uniform({3}, 1.0, 0.0)),
       BAD("aj::random::uniform", aj::random::uniform({3}, -kInf, kInf)),
@@ -408,6 +413,63 @@ TEST_CASE("the bad-input table: every row is a located aj::Error that changes no
       BAD("aj::matmul", aj::matmul(aj::broadcast_to(one_d, {i64{1} << 30, 1, 1, 1}), aj::broadcast_to(one_d, {1, i64{1} << 30, 1, 1}))),
       BAD("aj::matmul", aj::matmul(none, f)),
       BAD("aj::matmul", aj::matmul(f.T(), moved)),  // NOLINT(bugprone-use-after-move)
+      // ---- indexing (arrayjit/indexing.hpp): index dtypes and shapes, axes, updates ----
+      BAD("aj::take", aj::take(f, b)),
+      BAD("aj::take", aj::take(f, d, 1)),
+      BAD("aj::take", aj::take(f, l, 2)),
+      BAD("aj::take", aj::take(f, l, -3)),
+      BAD("aj::take", aj::take(s0, l, 0)),
+      BAD("aj::take", aj::take(e03, l, 0)),
+      BAD("aj::take", aj::take(e03, l)),
+      BAD("aj::take", aj::take(fe, aj::broadcast_to(one_i, {i64{1} << 60}), 1)),
+      BAD("aj::take", aj::take(none, l)),
+      BAD("aj::take", aj::take(f, none)),
+      BAD("aj::take", aj::take(moved, l)),  // NOLINT(bugprone-use-after-move)
+      BAD("aj::take_along_axis", aj::take_along_axis(f, l, 0)),
+      BAD("aj::take_along_axis", aj::take_along_axis(f, f, 0)),
+      BAD("aj::take_along_axis", aj::take_along_axis(f, aj::zeros({2, 4}, DType::i32), 0)),
+      BAD("aj::take_along_axis", aj::take_along_axis(f, i, 2)),
+      BAD("aj::take_along_axis", aj::take_along_axis(e03, aj::zeros({1, 3}, DType::i64), 0)),
+      BAD("aj::take_along_axis", aj::take_along_axis(f, none, 0)),
+      BAD("aj::scatter_add", aj::scatter_add(f, b, 1.0f)),
+      BAD("aj::scatter_add", aj::scatter_add(f, l, aj::zeros({3, 3}))),
+      BAD("aj::scatter_add", aj::scatter_add(f, l, 1.0f, 2)),
+      BAD("aj::scatter_add", aj::scatter_add(s0, l, 1.0)),
+      BAD("aj::scatter_add", aj::scatter_add(i, l, 3000000000LL)),
+      BAD("aj::scatter_add", aj::scatter_add(none, l, 1.0f)),
+      BAD("aj::scatter", aj::scatter(f, l, none)),
+      BAD("aj::scatter", aj::scatter(f, d, 1.0f)),
+      BAD("aj::scatter", aj::scatter(f, l, aj::zeros({4, 3, 1}))),
+      BAD("aj::put_along_axis", aj::put_along_axis(f, l, 1.0f, 0)),
+      BAD("aj::put_along_axis", aj::put_along_axis(f, i, aj::zeros({4}), 1)),
+      BAD("aj::put_along_axis", aj::put_along_axis(f, i, 1.0f, -3)),
+      BAD("aj::scatter_add_along_axis", aj::scatter_add_along_axis(f, aj::zeros({2, 5}, DType::i64), 1.0f, 0)),
+      BAD("aj::scatter_add_along_axis", aj::scatter_add_along_axis(f, b, 1.0f, 0)),
+      BAD("aj::slice_update", aj::slice_update(f, {Slice(0, 5)}, 1.0f)),
+      BAD("aj::slice_update", aj::slice_update(f, {Slice(), Slice(nullopt, nullopt, 0)}, 1.0f)),
+      BAD("aj::slice_update", aj::slice_update(f, {Slice(), Slice(), Slice()}, 1.0f)),
+      BAD("aj::slice_update", aj::slice_update(f, {Slice(0, 1)}, aj::zeros({2, 3}))),
+      BAD("aj::slice_update", aj::slice_update(none, {Slice()}, 1.0f)),
+      BAD("aj::slice_add", aj::slice_add(i, {Slice()}, 3000000000LL)),
+      BAD("aj::slice_add", aj::slice_add(f, {Slice(-3, nullopt)}, 1.0f)),
+      BAD("aj::slice_add", aj::slice_add(f, {Slice()}, none)),
+      BAD("aj::pad", aj::pad(f, {{-1, 0}})),
+      BAD("aj::pad", aj::pad(f, {1, 2, 3})),
+      BAD("aj::pad", aj::pad(e03, {{1, 1}}, aj::PadMode::edge)),
+      BAD("aj::pad", aj::pad(e03, {{1, 0}, {0, 0}}, aj::PadMode::reflect)),
+      BAD("aj::pad", aj::pad(i, {1}, aj::PadMode::constant, 3000000000LL)),
+      BAD("aj::pad", aj::pad(f, {{kMax, 1}})),
+      BAD("aj::pad", aj::pad(fe, {{i64{1} << 40, 0}, {i64{1} << 40, 0}})),
+      BAD("aj::pad", aj::pad(none, {1})),
+      BAD("aj::roll", aj::roll(f, 1, 2)),
+      BAD("aj::roll", aj::roll(f, {1, 2}, {0})),
+      BAD("aj::roll", aj::roll(f, {1}, {-5})),
+      BAD("aj::roll", aj::roll(none, 1)),
+      BAD("aj::one_hot", aj::one_hot(f, 3)),
+      BAD("aj::one_hot", aj::one_hot(b, 3)),
+      BAD("aj::one_hot", aj::one_hot(i, -1)),
+      BAD("aj::one_hot", aj::one_hot(l, i64{1} << 62)),
+      BAD("aj::one_hot", aj::one_hot(none, 2)),
       // ---- members: reading out, converting, moving, accessors ----
       BAD("aj::item", f.item<float>()),
       BAD("aj::item", e03.item<float>()),
@@ -426,12 +488,87 @@ TEST_CASE("the bad-input table: every row is a located aj::Error that changes no
       BAD("aj::size", none.size()),
       BAD("aj::device", none.device()),
       BAD("aj::is_evaluated", moved.is_evaluated()),  // NOLINT(bugprone-use-after-move)
+      // ---- scans and sorting (issue 14) ----
+      BAD("aj::cumsum", aj::cumsum(f, 2)),
+      BAD("aj::cumsum", aj::cumsum(f, -3)),
+      BAD("aj::cumsum", aj::cumsum(s0, 0)),
+      BAD("aj::cumsum", aj::cumsum(f, 0, DType::bool_)),
+      BAD("aj::cumsum", aj::cumsum(none)),
+      BAD("aj::cumsum", aj::cumsum(aj::broadcast_to(one_i, {i64{1} << 60}), 0)),
+      BAD("aj::cumprod", aj::cumprod(b, std::nullopt, DType::bool_)),
+      BAD("aj::cumprod", aj::cumprod(moved, 0)),  // NOLINT(bugprone-use-after-move)
+      BAD("aj::cumprod", aj::cumprod(i, 5)),
+      BAD("aj::sort", aj::sort(s0)),
+      BAD("aj::sort", aj::sort(f, 2)),
+      BAD("aj::sort", aj::sort(none)),
+      BAD("aj::argsort", aj::argsort(f, -3)),
+      BAD("aj::argsort", aj::argsort(s0, 0)),
+      BAD("aj::argsort", aj::argsort(moved)),  // NOLINT(bugprone-use-after-move)
+      BAD("aj::topk", aj::topk(f, 4)),
+      BAD("aj::topk", aj::topk(f, -1)),
+      BAD("aj::topk", aj::topk(f, 3, 0)),
+      BAD("aj::topk", aj::topk(f, 1, 2)),
+      BAD("aj::topk", aj::topk(s0, 1)),
+      BAD("aj::topk", aj::topk(e03, 1, 0)),
+      BAD("aj::topk", aj::topk(none, 1)),
+      // ---- erf, softmax family (issue 14) ----
+      BAD("aj::erf", aj::erf(b)),
+      BAD("aj::erfc", aj::erfc(none)),
+      BAD("aj::erfc", aj::erfc(true)),
+      BAD("aj::softmax", aj::softmax(b)),
+      BAD("aj::softmax", aj::softmax(f, 2)),
+      BAD("aj::softmax", aj::softmax(f, {1, -1})),
+      BAD("aj::softmax", aj::softmax(s0)),
+      BAD("aj::log_softmax", aj::log_softmax(none)),
+      BAD("aj::log_softmax", aj::log_softmax(f, -3)),
+      BAD("aj::logsumexp", aj::logsumexp(f, 5)),
+      BAD("aj::logsumexp", aj::logsumexp(b, 0)),
+      BAD("aj::logsumexp", aj::logsumexp(f, {0, 0})),
+      BAD("aj::logsumexp", aj::logsumexp(moved)),  // NOLINT(bugprone-use-after-move)
+      // ---- fills like another array (issue 14) ----
+      BAD("aj::zeros_like", aj::zeros_like(none)),
+      BAD("aj::ones_like", aj::ones_like(moved)),  // NOLINT(bugprone-use-after-move)
+      BAD("aj::full_like", aj::full_like(i, 3000000000LL)),
+      BAD("aj::full_like", aj::full_like(l, kAboveI64)),
+      BAD("aj::full_like", aj::full_like(none, 1.0)),
+      // ---- random integers, permutations, coin flips (issue 14) ----
+      BAD("aj::random::randint", aj::random::randint({3}, 5, 5)),
+      BAD("aj::random::randint", aj::random::randint({3}, 5, -5)),
+      BAD("aj::random::randint", aj::random::randint({3}, 0, 10, DType::f32)),
+      BAD("aj::random::randint", aj::random::randint({3}, 0, 2, DType::bool_)),
+      BAD("aj::random::randint", aj::random::randint({3}, 0, 3000000000LL, DType::i32)),
+      BAD("aj::random::randint", aj::random::randint({3}, -3000000000LL, 0, DType::i32)),
+      BAD("aj::random::randint", aj::random::randint({3}, kMin, kMax)),
+      BAD("aj::random::randint", aj::random::randint({3}, -1, kMax)),
+      BAD("aj::random::randint", aj::random::randint({-3}, 0, 3)),
+      BAD("aj::random::randint", aj::random::randint({kBig, kBig}, 0, 3)),
+      BAD("aj::random::permutation", aj::random::permutation(-1)),
+      BAD("aj::random::permutation", aj::random::permutation(i64{1} << 62)),
+      BAD("aj::random::bernoulli", aj::random::bernoulli({3}, 1.5)),
+      BAD("aj::random::bernoulli", aj::random::bernoulli({3}, -0.1)),
+      BAD("aj::random::bernoulli", aj::random::bernoulli({3}, kNaN)),
+      BAD("aj::random::bernoulli", aj::random::bernoulli({3}, kInf)),
+      BAD("aj::random::bernoulli", aj::random::bernoulli({kBig, kBig})),
       // ---- inspection ----
       BAD("aj::dump", aj::dump({f, none})),
       BAD("aj::to_dot", aj::to_dot(moved)),  // NOLINT(bugprone-use-after-move)
       BAD("aj::explain", aj::explain(none)),
       BAD("aj::explain", aj::explain(std::vector<Array>{f, none})),
       BAD("aj::jit::kernel_ir", aj::jit::kernel_ir(none)),
+      // ---- autodiff (arrayjit/autodiff.hpp) ----
+      BAD("aj::grad", aj::grad([](const Array& x) { return x * 2.0f; })(f)),  // not a scalar
+      BAD("aj::grad", aj::grad([](const Array& x) { return aj::sum(x); })(i)),  // integer argument
+      BAD("aj::grad", aj::grad([](const Array& x) { return aj::sum(x); }, 1)(f)),  // argnum out of range
+      BAD("aj::grad", aj::grad([](const Array& x) { return aj::sum(x); })(none)),
+      BAD("aj::value_and_grad", aj::value_and_grad([](const Array& x) { return aj::sum(x).astype(DType::i32); })(f)),
+      BAD("aj::vjp", aj::vjp([](const Array& x) { return x * 2.0f; }, f, d)),  // cotangent's shape
+      BAD("aj::vjp", aj::vjp([](const std::vector<Array>& x) { return x; }, {f}, {f, f})),  // cotangent count
+      BAD("aj::jvp", aj::jvp([](const Array& x) { return x; }, f, d)),  // tangent's shape
+      BAD("aj::jvp", aj::jvp([](const Array& x) { return x; }, f, b)),  // bool tangent
+      BAD("aj::eval", aj::grad([](const Array& x) { return aj::sum(x).eval(); })(f)),  // evaluating inside f
+      BAD("aj::sum_to_shape", aj::sum_to_shape(f, {4})),
+      BAD("aj::sum_to_shape", aj::sum_to_shape(b, {3})),
+      BAD("aj::stop_gradient", aj::stop_gradient(none)),
   };
 
   CHECK(table.size() >= 150);

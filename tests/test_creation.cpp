@@ -34,6 +34,21 @@ TEST_SUITE("creation") {
 
 // ---- fills -------------------------------------------------------------------------
 
+TEST_CASE("full without a dtype takes it from the value: float f32, integer i64, bool bool") {
+  aj::Array f = aj::full({256}, 0.01);
+  CHECK(f.dtype() == DType::f32);
+  CHECK(f.shape() == aj::Shape{256});
+  CHECK(f.to_vector<float>() == std::vector<float>(256, 0.01f));
+  aj::Array i = aj::full({2, 3}, -7);
+  CHECK(i.dtype() == DType::i64);
+  CHECK(i.to_vector<std::int64_t>() == std::vector<std::int64_t>(6, -7));
+  aj::Array b = aj::full({2}, true);
+  CHECK(b.dtype() == DType::bool_);
+  CHECK(b.to_vector<bool>() == std::vector<bool>{true, true});
+  CHECK(aj::full({2}, 2.5, DType::f64).dtype() == DType::f64);  // an explicit dtype still wins
+  CHECK_THROWS_AS(aj::full({2}, std::numeric_limits<std::uint64_t>::max()), aj::Error);  // no i64 holds it
+}
+
 TEST_CASE_TEMPLATE("zeros, ones and full give the requested dtype, shape and value", T, bool,
                    std::int32_t, std::int64_t, float, double) {
   constexpr DType t = aj::dtype_of<T>;

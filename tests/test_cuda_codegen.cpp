@@ -153,21 +153,6 @@ TEST_CASE("cuda codegen: library kernels take sizes, strides and addresses as pa
   CHECK(src.source.find("__launch_bounds__(256) aj_k(const P p)") != std::string::npos);
   CHECK(render_library({LibraryOp::matmul, DType::i32, 1}).source.find("aj::sem::binary(aj::Op::Add, acc[i][j], aj::sem::binary(aj::Op::Mul, a[i], b[j]))") !=
         std::string::npos);  // integers wrap
-  // argmax: a short axis takes a thread per result, a longer one a warp, a
-  // long axis with one result a split into parts and a finishing pass.
-  auto group = [](const LibraryLaunch& l) { return l.params[2]; };
-  const auto shortaxis = plan_arg_reduce(LibraryOp::argmax, DType::f64, {1000, 20}, 1, {0, {20, 1}, 0}, 0, 4);
-  const auto rows = plan_arg_reduce(LibraryOp::argmax, DType::f64, {1000, 700}, 1, {0, {700, 1}, 0}, 0, 4);
-  const auto whole = plan_arg_reduce(LibraryOp::argmin, DType::f64, {1 << 20}, 0, {0, {1}, 0}, 0, 4);
-  CHECK(group(shortaxis) == 1);
-  CHECK(group(rows) == 32);
-  CHECK(group(whole) == 0);
-  CHECK(whole.params[3] > 1);  // parts
-  CHECK(whole.finish_grid == 1);
-  CHECK(whole.scratch_bytes == static_cast<std::size_t>(whole.params[3]) * 16);
-  CHECK(render_library(whole.spec).param_bytes == whole.params.size() * 8);
-  CHECK(render_library(whole.spec).source.find("xn = isnan(x)") != std::string::npos);  // the first NaN wins
-  CHECK(render_library({LibraryOp::argmax, DType::i64, 0}).source.find("xn = isnan(x)") == std::string::npos);
   // copy: contiguous input and output slice merge to one axis; a transposed input does not.
   CHECK(plan_copy(DType::i32, {4, 3, 5}, {0, {15, 5, 1}, 0}, {0, {15, 5, 1}, 60}, 4).spec.rank == 1);
   CHECK(plan_copy(DType::i32, {4, 3, 5}, {0, {15, 5, 1}, 0}, {0, {40, 5, 1}, 10}, 4).spec.rank == 2);

@@ -6,8 +6,8 @@
 // plan_launch plans it for a one-SM device with parameters from pack_params.
 // Elementwise results must be bit-identical (same libm on both sides);
 // reductions of floats may differ by their summation order.
-// The library kernels (matmul, argmax/argmin, concatenate) are checked the
-// same way against the reference interpreter (bottom of this file).
+// The library kernels (matmul, concatenate) are checked the same way against
+// the reference interpreter (bottom of this file).
 // Needs a host C++ compiler at test time ($CXX or c++); skips without one.
 #include <doctest/doctest.h>
 
@@ -257,7 +257,7 @@ TEST_CASE("cuda emulated: the random-graph suite's kernels match the interpreter
   check_programs(ps);
 }
 
-// ---- library kernels (matmul, argmax/argmin, concatenate's copies) --------------------
+// ---- library kernels (matmul, concatenate's copies) -----------------------------------
 //
 // Each library step of a program is evaluated twice: by the reference
 // interpreter, and by the library kernels the CUDA backend plans for it
@@ -281,7 +281,9 @@ std::vector<aj::cuda::LibrarySpec> library_specs(const Program& p) {
       ins.push_back(g[i].evaluated() ? aj::Layout{g[i].strides, g[i].offset} : it->second);
     }
     const aj::LibraryCall call = aj::exec::library_call(g[st.node], ins);
-    for (const auto& l : aj::cuda::plan_library(call, std::vector<std::uint64_t>(ins.size(), 0), 0, 1)) {
+    std::vector<std::uint64_t> distinct(ins.size());  // buffers apart from the result's (a scatter copies first)
+    for (std::size_t k = 0; k < distinct.size(); ++k) distinct[k] = 64 * (k + 1);
+    for (const auto& l : aj::cuda::plan_library(call, distinct, 0, 1)) {
       specs.push_back(l.spec);
     }
   }
@@ -327,16 +329,41 @@ struct LibraryChecker {
       const double k = static_cast<double>(a.shape[a.shape.ndim() - 1]);
       tolerance = 2 * k * k * (n.dtype == DType::f32 ? 0x1.0p-23 : 0x1.0p-52);
     }
+    // Scatter in place: the result buffer starts as a copy of the array and
+    // the launches are planned with it as the array's buffer (no copy).
+    std::shared_ptr<aj::Storage> in_place;
+    const aj::Node& a0 = g[n.inputs[0]];
+    if (aj::op_has(n.op, aj::opflag::Overwrites) && a0.offset == 0 && aj::is_contiguous(a0.shape, a0.strides) &&
+        a0.storage->bytes == bytes) {
+      in_place = aj::cpu::host_alloc(bytes);
+      std::memcpy(in_place->data, a0.storage->data, bytes);
+      std::vector<std::uint64_t> ip = addrs;
+      ip[0] = addr(in_place->data);
+      const auto ls = aj::cuda::plan_library(aj::exec::library_call(n, ins), ip, ip[0], sms);
+      CHECK(ls.size() == 1);  // no copy of the array
+      for (auto l : ls) {
+        if (l.grid == 0) continue;
+        const auto src = aj::cuda::render_library(l.spec);
+        REQUIRE(lib.has(src.hash));
+        lib.run(src.hash, "aj_k", l.params, l.grid, aj::cuda::kThreadsPerBlock);
+        ++launches;
+      }
+    }
     const aj::DType t = n.dtype;
     aj::ref::evaluate_node(id);
     const aj::Node& r = g[id];
     ++steps;
     for (std::int64_t i = 0; i < r.numel(); ++i) {
-      const double a = element(r.storage->data, t, i), b = element(got->data, t, i);
+      double a = element(r.storage->data, t, i), b = element(got->data, t, i);
       const std::size_t item = aj::itemsize(t);
       bool ok = std::memcmp(static_cast<const char*>(r.storage->data) + i * item,
                             static_cast<const char*>(got->data) + i * item, item) == 0;
       if (!ok && tolerance > 0) ok = std::fabs(a - b) <= tolerance;
+      if (ok && in_place) {
+        ok = std::memcmp(static_cast<const char*>(r.storage->data) + i * item,
+                         static_cast<const char*>(in_place->data) + i * item, item) == 0;
+        if (!ok) b = element(in_place->data, t, i);
+      }
       if (!ok) {
         ++mismatches;
         const std::string what = std::string(aj::op_name(r.op)) + " " + aj::dtype_name(t) + r.shape.str();
@@ -477,30 +504,32 @@ TEST_CASE("cuda emulated: matmul library kernels match the interpreter (edge til
   check_library_programs(ps);
 }
 
-TEST_CASE("cuda emulated: argmax/argmin library kernels match the interpreter (ties, NaN, strides, every thread split)") {
+TEST_CASE("cuda emulated: argmax/argmin kernels match the interpreter (ties, NaN, strides, every launch mode)") {
   if (!have_cxx()) {
     MESSAGE("no host C++ compiler: skipped");
     return;
   }
-  std::vector<std::pair<Program, int>> ps;
+  std::vector<Program> ps;
   std::uint64_t seed = 100;
   for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
     for (bool nans : {false, true}) {
       if (nans && !aj::is_float(t)) continue;
       auto small = [&](aj::Shape s) { return random_small(t, s, seed++, nans); };
       Array m = small({37, 300});
-      // A warp per result (axis 1), a thread per result (short axis 0), a
+      // A block per result (axis 1), a thread per result (short axis 0), a
       // strided axis (the transpose), a middle axis of rank 3.
-      ps.push_back({plan({aj::argmax(m, 1), aj::argmin(m, 1), aj::argmax(m, 0), aj::argmin(m.T(), 0),
-                          aj::argmax(small({6, 50, 7}), 1), aj::argmin(small({6, 50, 7}), -1)}), 1});
+      ps.push_back(plan({aj::argmax(m, 1), aj::argmin(m, 1), aj::argmax(m, 0), aj::argmin(m.T(), 0),
+                          aj::argmax(small({6, 50, 7}), 1), aj::argmin(small({6, 50, 7}), -1)}));
       // Column walks: one thread per result, neighbours at neighbouring addresses.
       Array c = small({65, 4096});
-      ps.push_back({plan({aj::argmax(c, 0), aj::argmin(c, 0)}), 1});
-      // Long axes: a block per result; few results: split in parts + finishing pass.
+      ps.push_back(plan({aj::argmax(c, 0), aj::argmin(c, 0)}));
+      // Long axes: a block per result; few results: split in parts + finishing
+      // pass; a producer fused in and an epilogue after.
       Array l = small({3, 5000});
-      ps.push_back({plan({aj::argmax(l, 1), aj::argmin(l.T(), 0)}), 1});
-      ps.push_back({plan({aj::argmax(small({60, 200})), aj::argmin(small({9001}))}), 4});
-      ps.push_back({plan({aj::argmax(aj::slice(small({15001}), 0, std::nullopt, std::nullopt, -3))}), 2});
+      ps.push_back(plan({aj::argmax(l, 1), aj::argmin(l.T(), 0)}));
+      ps.push_back(plan({aj::argmax(small({60, 200})), aj::argmin(small({9001}))}));
+      ps.push_back(plan({aj::argmax(aj::slice(small({15001}), 0, std::nullopt, std::nullopt, -3))}));
+      ps.push_back(plan({aj::argmax(small({9001}) * 3) + 1, aj::argmin(small({40, 700}) - 1, 1) * 2}));
     }
   }
   // Extremes: the first of equal infinities / lowest values, and all-NaN rows.
@@ -508,9 +537,9 @@ TEST_CASE("cuda emulated: argmax/argmin library kernels match the interpreter (t
   Array e = aj::from_vector<double>({inf, 1, inf, -inf, -inf, 0, nan, nan, nan, -0.0, 0.0, -0.0}, aj::Shape{4, 3});
   for (DType t : {DType::f32, DType::f64}) {
     Array et = e.astype(t).eval();
-    ps.push_back({plan({aj::argmax(et, 1), aj::argmin(et, 1), aj::argmax(et), aj::argmin(et)}), 1});
+    ps.push_back(plan({aj::argmax(et, 1), aj::argmin(et, 1), aj::argmax(et), aj::argmin(et)}));
   }
-  check_library_programs(ps);
+  check_programs(ps);
 }
 
 TEST_CASE("cuda emulated: concatenate's library copies match the interpreter (middle axis, strided and empty inputs)") {
@@ -529,5 +558,110 @@ TEST_CASE("cuda emulated: concatenate's library copies match the interpreter (mi
                         aj::concatenate({r, aj::slice(wide({9, 40}), 1, 3, 37, 3)}, -1)}), 1});
     ps.push_back({plan({aj::concatenate({wide({700}), wide({1}), wide({1000})})}), 1});
   }
+  check_library_programs(ps);
+}
+
+TEST_CASE("cuda emulated: gathers, masked pads, rolls and slice updates match the interpreter (every dtype)") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  // Programs are planned before any runs: each gets its own inputs, so no
+  // computed node is shared (trace-time CSE) with one that runs earlier.
+  std::vector<Program> ps;
+  std::uint64_t seed = 500;
+  for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+    auto wide = [&](aj::Shape s) { return random_wide(t == DType::bool_ ? DType::f64 : t, s, seed++).astype(t).eval(); };
+    Array x;
+    for (DType it : {DType::i32, DType::i64}) {
+      x = wide({9, 37});
+      Array i = aj::from_vector<std::int64_t>({3, -1, 40, 0, -50, 8}).astype(it).eval();
+      Array j = aj::from_vector<std::int64_t>({1, 0, 36, 7, -3, 5, 6, 4, 99}, {9, 1}).astype(it).eval();
+      ps.push_back(plan({aj::take(x, i, 1), aj::take(x, (i + 1) % 7, 0), aj::take_along_axis(x, j, 1),
+                         aj::take(aj::maximum(x, x).T(), i), aj::one_hot(i, 6, t)}));
+    }
+    for (aj::PadMode m : {aj::PadMode::constant, aj::PadMode::edge, aj::PadMode::reflect}) {
+      x = wide({9, 37});
+      ps.push_back(plan({aj::pad(x, {{1, 2}, {40, 3}}, m), aj::pad(aj::maximum(x, x).T(), {{2, 5}}, m)}));
+    }
+    x = wide({9, 37});
+    Array v = wide({3, 37});
+    ps.push_back(plan({aj::roll(x, 5, 1), aj::roll(x, {2, -40}, {0, 1}), aj::roll(x, 100),
+                       aj::slice_update(x, {aj::Slice(1, 7, 2)}, v),
+                       aj::slice_update(x, {aj::Slice(std::nullopt, std::nullopt, -3)}, aj::maximum(v, v)),
+                       aj::slice_add(x, {aj::Slice(2, 5), aj::Slice(3, std::nullopt, 4)}, t == DType::bool_ ? aj::Operand(true) : aj::Operand(3))}));
+    // A long contiguous masked kernel (the heat-equation step's shape).
+    Array u = wide({4099});
+    ps.push_back(plan({aj::slice_update(u, {aj::Slice(1, -1)}, aj::maximum(aj::slice(u, 0, 2, std::nullopt), aj::slice(u, 0, std::nullopt, -2)))}));
+  }
+  check_programs(ps);
+}
+
+TEST_CASE("cuda emulated: scatter and scatter_add library kernels match the interpreter (duplicates, out of range, in place)") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  std::vector<std::pair<Program, int>> ps;
+  std::uint64_t seed = 700;
+  for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+    auto small = [&](aj::Shape s) { return random_small(t, s, seed++); };
+    for (DType it : {DType::i32, DType::i64}) {
+      Array i = aj::from_vector<std::int64_t>({3, -1, 3, 0, -50, 8, 3, 1}).astype(it).eval();
+      Array a = small({9, 5});
+      // Along axis 0 (an embedding gradient) and axis 1, strided updates, an
+      // along-axis form, and a scalar update.
+      ps.push_back({plan({aj::scatter_add(a, i, small({8, 5})), aj::scatter(a, i, small({8, 5}))}), 1});
+      ps.push_back({plan({aj::scatter_add(a.T(), i, small({8, 9}).T().T(), 0), aj::scatter(small({4, 9, 3}), i, small({4, 8, 3}), 1)}), 2});
+      Array j = aj::from_vector<std::int64_t>({1, 0, 4, 7, -3, 5, 6, 4, 99, 2}, {2, 5}).astype(it).eval();
+      ps.push_back({plan({aj::scatter_add_along_axis(small({2, 9}), j, small({2, 5}), 1),
+                          aj::put_along_axis(small({2, 9}), j, small({2, 5}), 1)}), 1});
+      ps.push_back({plan({aj::scatter_add(aj::zeros({300}, t), aj::from_vector<std::int64_t>({299, 0, 299}).astype(it), small({3}))}), 1});
+    }
+  }
+  check_library_programs(ps);
+}
+
+// ---- issue 14: scan kernels, the sort library kernel, random bits -----------------------
+
+TEST_CASE("cuda emulated: scan kernels (cumsum, cumprod with producers and consumers) and random integers match the interpreter") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  std::vector<Program> ps;
+  for (DType t : {DType::i32, DType::i64, DType::f32, DType::f64}) {
+    Array m = data(t, {37, 300}, 11), n = data(t, {37, 300}, 12);
+    // Rows (the scan axis innermost), columns (outer, coalesced serial walks),
+    // a middle axis, the flattened array, producers inside and consumers after.
+    ps.push_back(plan({aj::cumsum(m * 2 + n, 1) - 1, aj::cumsum(m, 0), aj::cumprod(aj::sign(n), 1)}));
+    ps.push_back(plan({aj::cumsum(data(t, {6, 50, 7}, 13), 1), aj::cumsum(data(t, {5000}, 14))}));
+    ps.push_back(plan({aj::sum(aj::cumsum(m, 1), 1), aj::cumsum(m.T(), 0)}));
+  }
+  ps.push_back(plan({aj::cumsum(data(DType::bool_, {64, 64}, 15), 0)}));
+  ps.push_back(plan({aj::random::randint({513}, -100, 100), aj::random::randint({7, 9}, 0, 3, DType::i32),
+                     aj::random::bernoulli({300}, 0.25)}));
+  check_programs(ps);
+}
+
+TEST_CASE("cuda emulated: sort, argsort and topk library kernels match the interpreter (NaN, signed zeros, ties, strides)") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  std::vector<std::pair<Program, int>> ps;
+  std::uint64_t seed = 500;
+  for (DType t : {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64}) {
+    for (bool nans : {false, true}) {
+      if (nans && !aj::is_float(t)) continue;
+      auto small = [&](aj::Shape s) { return random_small(t, s, seed++, nans); };
+      Array m = small({37, 300});
+      const aj::TopK top = aj::topk(m, 5, 1), top0 = aj::topk(m.T(), 37, 1);
+      ps.push_back({plan({aj::sort(m, 1), aj::argsort(m, 0), top.values, top.indices, top0.values, top0.indices}), 2});
+      ps.push_back({plan({aj::argsort(aj::slice(small({3001}), 0, std::nullopt, std::nullopt, -2)),
+                          aj::sort(small({4, 5, 6}), 1), aj::argsort(small({1, 1}), 0)}), 1});
+    }
+  }
+  ps.push_back({plan({aj::random::permutation(777)}), 1});
   check_library_programs(ps);
 }

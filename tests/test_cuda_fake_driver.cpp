@@ -29,6 +29,7 @@
 #include "backends/cuda/cuda_runtime.hpp"
 #include "core/executor.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"
+#include "tests/cuda_fake_driver.hpp"
 #include "tests/cuda_host_emulator.hpp"
 #include "tests/random_data.hpp"
 #include "tests/random_graph.hpp"
@@ -36,181 +37,10 @@
 namespace {
 
 using namespace aj::cuda;
+using namespace ajtest::fake_cuda;
 using aj::Array;
 using aj::Device;
 using aj::DType;
-
-struct FakeFn {
-  std::uint64_t hash;
-  std::string name;
-};
-
-struct Fake {
-  std::mutex mu;
-  std::size_t limit = std::size_t{1} << 30, live = 0;
-  std::map<CUdeviceptr, std::size_t> allocs;
-  int waits = 0, launches = 0, trims = 0, uploads = 0, downloads = 0;
-  bool threshold_raised = false;
-  bool execute = false;
-  std::map<std::uint64_t, KernelSource> sources;
-  std::unique_ptr<ajtest::HostCudaLibrary> lib;
-  // Handles the fake hands out, owned here (the runtime never destroys
-  // streams, modules or functions).
-  std::vector<std::unique_ptr<int>> streams;
-  std::vector<std::unique_ptr<std::uint64_t>> modules;
-  std::vector<std::unique_ptr<FakeFn>> functions;
-};
-Fake& fake() {
-  static Fake f;
-  return f;
-}
-int g_ctx_token, g_pool_token;
-
-// ---- the fake driver --------------------------------------------------------------
-CUresult ok0() { return CUDA_SUCCESS; }
-CUresult f_init(unsigned) { return ok0(); }
-CUresult f_version(int* v) { *v = 13000; return ok0(); }
-CUresult f_err_name(CUresult r, const char** s) { *s = r == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_FAKE"; return ok0(); }
-CUresult f_err_string(CUresult, const char** s) { *s = "fake driver"; return ok0(); }
-CUresult f_count(int* n) { *n = 1; return ok0(); }
-CUresult f_get(CUdevice* d, int i) { *d = i; return ok0(); }
-CUresult f_attr(int* v, int attr, CUdevice) {
-  *v = attr == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? 9
-       : attr == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 2
-       : attr == CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED ? 1 : 0;
-  return ok0();
-}
-CUresult f_name(char* b, int n, CUdevice) { std::snprintf(b, static_cast<std::size_t>(n), "fake GPU"); return ok0(); }
-CUresult f_ctx_retain(CUcontext* c, CUdevice) { *c = reinterpret_cast<CUcontext>(&g_ctx_token); return ok0(); }
-CUresult f_ctx_set(CUcontext) { return ok0(); }
-CUresult f_stream_create(CUstream* s, unsigned) {
-  fake().streams.push_back(std::make_unique<int>(0));
-  *s = reinterpret_cast<CUstream>(fake().streams.back().get());
-  return ok0();
-}
-CUresult f_stream(CUstream) { return ok0(); }
-CUresult f_wait(CUstream, CUevent, unsigned) { ++fake().waits; return ok0(); }
-CUresult f_stream_ctx(CUstream, CUcontext* c) { *c = reinterpret_cast<CUcontext>(&g_ctx_token); return ok0(); }
-CUresult f_event_create(CUevent* e, unsigned) { *e = reinterpret_cast<CUevent>(new int(0)); return ok0(); }
-CUresult f_event_record(CUevent, CUstream) { return ok0(); }
-CUresult f_event(CUevent) { return ok0(); }
-CUresult f_elapsed(float* ms, CUevent, CUevent) { *ms = 0; return ok0(); }
-CUresult f_event_destroy(CUevent e) { delete reinterpret_cast<int*>(e); return ok0(); }
-CUresult f_module_load(CUmodule* m, const void* image) {
-  const char* s = static_cast<const char*>(image);
-  if (std::strncmp(s, "EMU:", 4) != 0) return 200;  // CUDA_ERROR_INVALID_IMAGE
-  fake().modules.push_back(std::make_unique<std::uint64_t>(std::strtoull(s + 4, nullptr, 16)));
-  *m = reinterpret_cast<CUmodule>(fake().modules.back().get());
-  return ok0();
-}
-CUresult f_module_fn(CUfunction* f, CUmodule m, const char* name) {
-  fake().functions.push_back(std::make_unique<FakeFn>(FakeFn{*reinterpret_cast<std::uint64_t*>(m), name}));
-  *f = reinterpret_cast<CUfunction>(fake().functions.back().get());
-  return ok0();
-}
-CUresult f_launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned, CUstream,
-                  void** args, void**) {
-  const FakeFn& fn = *reinterpret_cast<FakeFn*>(f);
-  ++fake().launches;
-  if (!fake().execute) return ok0();
-  if (!fake().lib || !fake().lib->has(fn.hash)) return 1;  // CUDA_ERROR_INVALID_VALUE
-  fake().lib->run(fn.hash, fn.name.c_str(), args[0], gx, bx);
-  return ok0();
-}
-CUresult f_pool(CUmemoryPool* p, CUdevice) { *p = reinterpret_cast<CUmemoryPool>(&g_pool_token); return ok0(); }
-CUresult f_pool_set(CUmemoryPool, int attr, void* v) {
-  if (attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) fake().threshold_raised = *static_cast<std::uint64_t*>(v) == ~0ull;
-  return ok0();
-}
-CUresult f_pool_get(CUmemoryPool, int, void* v) { *static_cast<std::uint64_t*>(v) = fake().live; return ok0(); }
-CUresult f_trim(CUmemoryPool, std::size_t) { ++fake().trims; return ok0(); }
-CUresult f_alloc(CUdeviceptr* p, std::size_t n, CUmemoryPool, CUstream) {
-  Fake& fk = fake();
-  std::lock_guard<std::mutex> lock(fk.mu);
-  if (n > fk.limit - fk.live) return CUDA_ERROR_OUT_OF_MEMORY;
-  void* m = std::aligned_alloc(256, (n + 255) / 256 * 256);
-  // Fresh device memory is garbage when kernels run (unwritten elements
-  // show); zero in the collecting pass, whose values are never looked at but
-  // must still be valid bools when read.
-  std::memset(m, fk.execute ? 0xAB : 0, n);
-  *p = reinterpret_cast<CUdeviceptr>(m);
-  fk.allocs[*p] = n;
-  fk.live += n;
-  return ok0();
-}
-CUresult f_free(CUdeviceptr p, CUstream) {
-  Fake& fk = fake();
-  std::lock_guard<std::mutex> lock(fk.mu);
-  auto it = fk.allocs.find(p);
-  if (it == fk.allocs.end()) return 1;  // a double or foreign free
-  fk.live -= it->second;
-  fk.allocs.erase(it);
-  std::free(reinterpret_cast<void*>(p));
-  return ok0();
-}
-CUresult f_host_alloc(void** p, std::size_t n, unsigned) { *p = std::malloc(n); return ok0(); }
-CUresult f_host_free(void* p) { std::free(p); return ok0(); }
-CUresult f_h2d(CUdeviceptr d, const void* h, std::size_t n, CUstream) { ++fake().uploads; std::memcpy(reinterpret_cast<void*>(d), h, n); return ok0(); }
-CUresult f_d2h(void* h, CUdeviceptr d, std::size_t n, CUstream) { ++fake().downloads; std::memcpy(h, reinterpret_cast<void*>(d), n); return ok0(); }
-CUresult f_d2d(CUdeviceptr a, CUdeviceptr b, std::size_t n, CUstream) { std::memcpy(reinterpret_cast<void*>(a), reinterpret_cast<void*>(b), n); return ok0(); }
-
-DriverApi make_api() {
-  DriverApi a{};
-  a.cuInit = f_init; a.cuDriverGetVersion = f_version; a.cuGetErrorName = f_err_name;
-  a.cuGetErrorString = f_err_string; a.cuDeviceGetCount = f_count; a.cuDeviceGet = f_get;
-  a.cuDeviceGetAttribute = f_attr; a.cuDeviceGetName = f_name; a.cuDevicePrimaryCtxRetain = f_ctx_retain;
-  a.cuCtxSetCurrent = f_ctx_set; a.cuStreamCreate = f_stream_create; a.cuStreamSynchronize = f_stream;
-  a.cuStreamWaitEvent = f_wait; a.cuStreamGetCtx = f_stream_ctx; a.cuEventCreate = f_event_create;
-  a.cuEventRecord = f_event_record; a.cuEventQuery = f_event; a.cuEventSynchronize = f_event;
-  a.cuEventElapsedTime = f_elapsed; a.cuEventDestroy = f_event_destroy; a.cuModuleLoadData = f_module_load;
-  a.cuModuleGetFunction = f_module_fn; a.cuLaunchKernel = f_launch; a.cuDeviceGetDefaultMemPool = f_pool;
-  a.cuMemPoolSetAttribute = f_pool_set; a.cuMemPoolGetAttribute = f_pool_get; a.cuMemPoolTrimTo = f_trim;
-  a.cuMemAllocFromPoolAsync = f_alloc; a.cuMemFreeAsync = f_free; a.cuMemHostAlloc = f_host_alloc;
-  a.cuMemFreeHost = f_host_free; a.cuMemcpyHtoDAsync = f_h2d; a.cuMemcpyDtoHAsync = f_d2h;
-  a.cuMemcpyDtoDAsync = f_d2d;
-  return a;
-}
-
-// Installs the fake driver and compile hook for a scope; the runtime's state
-// is reset on both ends so no real-GPU test ever sees a fake handle.
-struct FakeGpu {
-  DriverApi api = make_api();
-  FakeGpu() {
-    fake().sources.clear();
-    reset_runtime_for_testing();
-    set_driver_for_testing(&api);
-    set_compile_hook_for_testing([](const KernelSource& src, int) {
-      fake().sources.emplace(src.hash, src);
-      auto img = std::make_shared<Image>();
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "EMU:%016llx", static_cast<unsigned long long>(src.hash));
-      img->bytes = std::string(buf) + '\0';
-      return std::shared_ptr<const Image>(img);
-    });
-  }
-  ~FakeGpu() {
-    aj::cuda::trim_memory(0);  // gives the fake's pinned staging buffers back
-    set_compile_hook_for_testing({});
-    set_driver_for_testing(nullptr);
-    reset_runtime_for_testing();
-    fake().lib.reset();
-    fake().execute = false;
-    fake().streams.clear();
-    fake().modules.clear();
-    fake().functions.clear();
-  }
-  // Run `body` once to collect kernels, compile them, then for real.
-  template <class F>
-  auto twice(F body) {
-    fake().execute = false;
-    body();
-    fake().lib = std::make_unique<ajtest::HostCudaLibrary>(fake().sources);
-    fake().execute = true;
-    return body();
-  }
-};
-
-bool have_cxx() { return std::system("c++ --version > /dev/null 2>&1") == 0; }
 
 // Small random integers as dtype t (sums exact in any order, many ties);
 // with `nans` some NaNs and -0.0 among them.
@@ -459,7 +289,10 @@ TEST_CASE("cuda fake driver: matmul, concatenate and argmax/argmin run as device
   }
   CHECK(got.on_device);
   CHECK(got.results == 4 * 6 + 4);
-  CHECK(got.launches >= 4 * 8 + 6);  // concatenate: 3 copies; argmax of the whole array: 2 passes
+  // concatenate: 3 copies per dtype; 2 matmuls per dtype but bool; the
+  // argmax/argmin reductions of one iteration space share a kernel across
+  // dtypes: 3 kernels, the whole-array one in 2 passes.
+  CHECK(got.launches >= 5 * 3 + 4 * 2 + 4);
   CHECK(got.uploads == 0);            // nothing went through the host
   CHECK(got.downloads == 0);
   REQUIRE(got.values.size() == want.size());
@@ -546,4 +379,72 @@ TEST_CASE("cuda fake driver: the trace-time device check follows results that mo
   CHECK(c.device() == Device::cuda(0));
   CHECK_NOTHROW((void)(c + d));
   CHECK_THROWS_WITH_AS((void)(c + h), doctest::Contains("operands are on different devices"), aj::Error);
+}
+
+TEST_CASE("cuda fake driver: gathers, pads and scatters run on the device; scatter_add updates a dead device array in place") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  const std::vector<DType> types = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
+  auto ops = [](DType t, const Array& x, const Array& i, const Array& u) {
+    std::vector<Array> r;
+    r.push_back(aj::take(x, i, 1));
+    r.push_back(aj::take(x, (i + 2) % 5, 0));
+    r.push_back(aj::pad(x, {{1, 2}, {3, 0}}, aj::PadMode::reflect));
+    r.push_back(aj::roll(x, 3, 1));
+    r.push_back(aj::slice_update(x, {aj::Slice(1, 7, 2)}, aj::take(x, aj::slice(i, 0, 3, 4), 0)));
+    r.push_back(aj::scatter_add(x, i, u, 1));
+    r.push_back(aj::scatter(aj::zeros({9, 40}, t), i, u, 1));
+    return r;
+  };
+  std::vector<std::vector<Array>> host;
+  std::uint64_t seed = 40;
+  Array i = aj::from_vector<std::int64_t>({3, -1, 30, 0, -50, 3}).eval();
+  for (DType t : types) host.push_back({random_small(t, {9, 31}, seed++), random_small(t, {9, 6}, seed++)});
+  FakeGpu gpu;
+  struct Out {
+    std::vector<std::vector<double>> values;
+    int uploads = 0, downloads = 0, reused = 0;
+    bool on_device = true;
+    std::vector<double> in_place;
+  };
+  auto body = [&] {
+    Out o;
+    Array di = i.to(Device::cuda(0)).eval();
+    std::vector<std::vector<Array>> dev;
+    for (auto& h : host) dev.push_back({h[0].to(Device::cuda(0)).eval(), h[1].to(Device::cuda(0)).eval()});
+    const int uploads = fake().uploads, downloads = fake().downloads;
+    std::vector<Array> results;
+    for (std::size_t k = 0; k < types.size(); ++k) {
+      for (auto& r : ops(types[k], dev[k][0], di, dev[k][1])) results.push_back(r);
+    }
+    aj::eval(results);
+    o.uploads = fake().uploads - uploads;
+    o.downloads = fake().downloads - downloads;
+    for (auto& r : results) {
+      o.on_device &= r.device() == Device::cuda(0);
+      o.values.push_back(doubles(r));
+    }
+    // A dead device array scattered into: its buffer is updated in place.
+    Array table = (dev[3][0] + 1.0f).eval();
+    const std::uint64_t before = aj::stats().inplace_reuses;
+    table = aj::scatter_add(table, di, dev[3][1], 1);
+    table.eval();
+    o.reused = static_cast<int>(aj::stats().inplace_reuses - before);
+    o.in_place = doubles(table);
+    return o;
+  };
+  const Out got = gpu.twice(body);
+  std::vector<std::vector<double>> want;
+  for (std::size_t k = 0; k < types.size(); ++k) {
+    for (auto& r : ops(types[k], host[k][0], i, host[k][1])) want.push_back(doubles(r));
+  }
+  CHECK(got.on_device);
+  CHECK(got.uploads == 0);  // nothing went through the host
+  CHECK(got.downloads == 0);
+  REQUIRE(got.values.size() == want.size());
+  for (std::size_t k = 0; k < want.size(); ++k) CHECK_MESSAGE(same(got.values[k], want[k]), "result " << k);
+  CHECK(got.reused == 1);
+  CHECK(same(got.in_place, doubles(aj::scatter_add(host[3][0] + 1.0f, i, host[3][1], 1))));
 }

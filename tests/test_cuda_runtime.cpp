@@ -130,19 +130,21 @@ TEST_CASE("cuda: kernel_source shows the kernels without a GPU and computes noth
   CHECK_FALSE(y.is_evaluated());
 }
 
-TEST_CASE("cuda: kernel_source shows the library kernels of matmul, argmax/argmin and concatenate") {
+TEST_CASE("cuda: kernel_source shows the library kernels of matmul and concatenate, and argmax/argmin as reductions") {
   Array a = aj::from_vector<float>(iota_f(6 * 4), aj::Shape{6, 4});
   Array b = aj::from_vector<double>(std::vector<double>(2 * 4 * 3, 1.0), aj::Shape{2, 4, 3});
   const std::string src = aj::cuda::kernel_source(
       {aj::matmul(a, b), aj::argmin(a, 1), aj::concatenate({a, a * 2.f}, 0), aj::concatenate({a, a}, 1),
        aj::argmax(a.T(), 1)});
   CHECK(src.find("arrayjit CUDA library kernel: matmul f64, rank 1") != std::string::npos);
-  CHECK(src.find("arrayjit CUDA library kernel: argmin f32, rank 1") != std::string::npos);
   // Along axis 0 both sides are contiguous: one merged axis; along axis 1 not.
   CHECK(src.find("arrayjit CUDA library kernel: copy f32, rank 1") != std::string::npos);
   CHECK(src.find("arrayjit CUDA library kernel: copy f32, rank 2") != std::string::npos);
-  CHECK(src.find("arrayjit CUDA library kernel: argmax f32, rank 1") != std::string::npos);
   CHECK(src.find("__shared__ double sa[16][64 + 1]") != std::string::npos);
+  // argmax/argmin: generated reductions carrying (value, index) pairs.
+  CHECK(src.find("library kernel: arg") == std::string::npos);
+  CHECK(src.find("aj::sem::arg_take(aj::Op::ArgMin") != std::string::npos);
+  CHECK(src.find("aj::sem::arg_take(aj::Op::ArgMax") != std::string::npos);
   CHECK(src.find("aj_k_finish") != std::string::npos);
 }
 

@@ -480,8 +480,9 @@ TEST_CASE("halves in and out: from_vector, to_vector, item, borrow, DLPack, the 
     for (std::size_t i = 0; i < got.size(); ++i) CHECK((got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))));
   }
 
-  aj_array* c = aj::to_c(a);
+  aj_array c = aj::to_c(a);
   aj_view view{};
+  view.struct_size = sizeof view;
   REQUIRE(aj_view_acquire(c, AJ_VIEW_ANY, &view) == AJ_OK);
   CHECK(std::string(view.format) == "e");  // PEP 3118's half
   CHECK(view.itemsize == 2);

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <arrayjit/arrayjit.hpp>
+#include <arrayjit/arrayjit.h>
 
 #include <algorithm>
 #include <cmath>
@@ -955,6 +956,20 @@ TEST_CASE("every unary and arithmetic binary op of the op table has its API func
     if (!unary && !binary) continue;
     CAPTURE(std::string(aj::op_name(op)));
     CHECK(std::count(listed.begin(), listed.end(), op) == 1);
+  }
+  // ... and each API function its C function (arrayjit.h's lists).
+  std::vector<std::string> in_c, in_cpp;
+#define AJ_NAME_C(function) in_c.push_back(#function);
+#define AJ_NAME_CPP(function, op) in_cpp.push_back(#function);
+  AJ_UNARY_OPS(AJ_NAME_C)
+  AJ_BINARY_OPS(AJ_NAME_C)
+  AJ_UNARY_FUNCTIONS(AJ_NAME_CPP)
+  AJ_BINARY_FUNCTIONS(AJ_NAME_CPP)
+#undef AJ_NAME_C
+#undef AJ_NAME_CPP
+  for (const std::string& f : in_cpp) {
+    CAPTURE(f);
+    CHECK(std::count(in_c.begin(), in_c.end(), f) == 1);
   }
 }
 

@@ -44,6 +44,8 @@ Array lazy(DType t, const Dims& dims, unsigned seed = 1) {
     case DType::i64: return aj::from_vector(random_values<i64>(un, seed), Shape(dims)) + 1;
     case DType::f32: return aj::from_vector(random_values<float>(un, seed), Shape(dims)) * 2.0f;
     case DType::f64: return aj::from_vector(random_values<double>(un, seed), Shape(dims)) * 2.0;
+    case DType::f16:
+    case DType::bf16: return aj::from_vector(random_values<float>(un, seed), Shape(dims)).astype(t) * 2.0f;
   }
   return {};
 }

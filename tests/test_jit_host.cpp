@@ -148,7 +148,7 @@ double ulps(double a, double b, DType t) {
 bool is_math(Op op) {
   switch (op) {
     case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos:
-    case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Pow: return true;
+    case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Pow: case Op::Erf: case Op::Erfc: return true;
     default: return false;
   }
 }
@@ -230,7 +230,8 @@ TEST_CASE("math functions are within 4 ulp of the reference over random inputs o
   const std::int64_t n = 20000;
   std::mt19937 rng(5);
   std::uniform_real_distribution<double> mant(-1, 1), expo(-30, 30);
-  for (Op op : {Op::Exp, Op::Log, Op::Log1p, Op::Expm1, Op::Sin, Op::Cos, Op::Tan, Op::Tanh, Op::Sigmoid, Op::Pow}) {
+  for (Op op : {Op::Exp, Op::Log, Op::Log1p, Op::Expm1, Op::Sin, Op::Cos, Op::Tan, Op::Tanh, Op::Sigmoid, Op::Pow,
+                 Op::Erf, Op::Erfc}) {
     for (DType t : {DType::f32, DType::f64}) {
       CAPTURE(std::string(aj::op_name(op)));
       CAPTURE(std::string(aj::dtype_name(t)));

@@ -64,6 +64,8 @@ const std::vector<Fn>& unary_fns() {
       {"sigmoid", [](const Array& x) { return aj::sigmoid(x); }},
       {"sqrt", [](const Array& x) { return aj::sqrt(x); }},
       {"rsqrt", [](const Array& x) { return aj::rsqrt(x); }},
+      {"erf", [](const Array& x) { return aj::erf(x); }},
+      {"erfc", [](const Array& x) { return aj::erfc(x); }},
   };
   return fns;
 }
@@ -156,6 +158,18 @@ std::vector<T> edges_of(const std::string& fn, bool dense) {
   if (fn == "tanh" || fn == "sigmoid") {
     sweep(v, T(-40), T(40), 2000);  // tanh saturates near 9 (f32) and 19 (f64)
     sweep(v, T(-1e-3), T(1e-3), 200);
+  }
+  if (fn == "erf" || fn == "erfc") {
+    // erf rounds to +-1 near 3.9 (f32) / 5.9 (f64); erfc's result turns
+    // subnormal near 9.2 / 26.5 and 0 near 10.1 / 27.3; small |x| is erf's
+    // linear range.
+    sweep(v, T(-7), T(7), 4000);
+    sweep(v, T(-1e-3), T(1e-3), 200);
+    sweep(v, f64 ? T(25) : T(8.5), f64 ? T(28) : T(10.5), 2000);
+    for (T p : {T(0.5), T(1), T(2), T(3.9), T(5.9), T(9.2), T(10.05), T(26.5), T(27.25)}) {
+      around(v, p);
+      around(v, -p);
+    }
   }
   return v;
 }
@@ -266,10 +280,10 @@ void check_pow_edges() {
 
 }  // namespace
 
-TEST_CASE("jit math edges: exp log log1p expm1 sin cos tan tanh sigmoid sqrt rsqrt, f32") {
+TEST_CASE("jit math edges: exp log log1p expm1 sin cos tan tanh sigmoid sqrt rsqrt erf erfc, f32") {
   check_unary_edges<float>();
 }
-TEST_CASE("jit math edges: exp log log1p expm1 sin cos tan tanh sigmoid sqrt rsqrt, f64") {
+TEST_CASE("jit math edges: exp log log1p expm1 sin cos tan tanh sigmoid sqrt rsqrt erf erfc, f64") {
   check_unary_edges<double>();
 }
 TEST_CASE("jit math edges: pow, f32") { check_pow_edges<float>(); }

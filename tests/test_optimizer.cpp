@@ -213,7 +213,7 @@ TEST_CASE("a 20-op elementwise chain runs in one kernel with peak live bytes <= 
   CHECK(aj::stats().peak_live_bytes == live1);
 }
 
-TEST_CASE("two reductions of one shared producer: the kernel count the cost rule predicts") {
+TEST_CASE("two reductions of one shared producer: the kernel count the work rule predicts") {
   const std::int64_t r = 64, c = 48;
   Array x = aj::from_vector(random_doubles(static_cast<std::size_t>(r * c), 7), {r, c});
   // Same axes: one loop computes both reductions; exp(x) never exists.
@@ -224,22 +224,46 @@ TEST_CASE("two reductions of one shared producer: the kernel count the cost rule
   {
     Array e = aj::exp(x);
     Array s1 = aj::sum(e, 1), s2 = aj::max(e, 1);
+    e = Array();  // nobody holds exp(x): it is never stored
     aj::reset_stats();
     aj::eval({s1, s2});
     CHECK(aj::stats().kernels_launched == 1);
     CHECK(allocations() == 2);
   }
-  // Other axes, cheap producer (x*2+1 reads no more than it writes): recomputed in both.
+  {  // held, exp(x) is one more output of the same loop
+    Array e = aj::exp(x);
+    Array s1 = aj::sum(e, 1), s2 = aj::max(e, 1);
+    aj::reset_stats();
+    aj::eval({s1, s2});
+    CHECK(aj::stats().kernels_launched == 1);
+    CHECK(allocations() == 3);
+    CHECK(e.is_evaluated());
+  }
+  // Other axes, cheap producer: recomputing x*2+1 in both kernels would do
+  // its arithmetic twice (the work rule), so the first kernel also stores it
+  // and the second loads it.
   check_same<double>([&] {
     Array e = x * 2 + 1;
     return std::vector<Array>{aj::sum(e, 0), aj::sum(e, 1)};
   });
   {
+    Array e = x * 2 + 1;
+    Array s0 = aj::sum(e, 0), s1 = aj::sum(e, 1);
+    e = Array();
+    aj::reset_stats();
+    aj::eval({s0, s1});
+    CHECK(aj::stats().kernels_launched == 2);
+    CHECK(allocations() == 3);
+    CHECK(aj::stats().values_materialized == 1);
+  }
+  {  // x * 2 + 1 traced twice is two producers (scalars are not merged by
+     // value, graph.cpp): each reduction computes its own, once.
     Array s0 = aj::sum(x * 2 + 1, 0), s1 = aj::sum(x * 2 + 1, 1);
     aj::reset_stats();
     aj::eval({s0, s1});
     CHECK(aj::stats().kernels_launched == 2);
     CHECK(allocations() == 2);
+    CHECK(aj::stats().values_materialized == 0);
   }
   // Other axes, expensive producer (exp): materialized once, by the first
   // reduction's kernel, and loaded by the second.

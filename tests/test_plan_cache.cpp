@@ -8,6 +8,7 @@
 #include <arrayjit/arrayjit.hpp>
 
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "opt/passes/assign_buffers.hpp"
@@ -225,9 +226,16 @@ TEST_CASE("a scalar that simplify folded is part of the key: x * 1 then x * 2") 
   }
 }
 
-TEST_CASE("a learning-rate schedule never replans or recompiles: scalars are kernel arguments") {
+// Adam on n f32, one eval({p, m, v}) per step, the learning rate of step t
+// (1, 2, ...) from `lr_at` and the bias corrections of step t + t_shift; the
+// result is checked against a double-precision hand loop. Returns the stats
+// after 3 warm-up steps and at the end.
+namespace {
+struct ScheduleRun {
+  aj::Stats warm, end;
+};
+ScheduleRun adam_with_schedule(std::size_t n, int steps, int t_shift, const std::function<double(int)>& lr_at) {
   pc::clear();
-  const std::size_t n = 1000;
   std::vector<float> p0(n), g0(n);
   for (std::size_t i = 0; i < n; ++i) {
     p0[i] = std::sin(0.37f * static_cast<float>(i));
@@ -238,10 +246,10 @@ TEST_CASE("a learning-rate schedule never replans or recompiles: scalars are ker
   const Array g = aj::from_vector(g0);
   std::vector<double> hp(p0.begin(), p0.end()), hm(n, 0.0), hv(n, 0.0);
   const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
-  aj::Stats warm;
-  for (int t = 1; t <= 30; ++t) {
-    const double lr = 0.01 * std::pow(0.95, t);  // a schedule: a new value every step
-    const double c1 = 1 - std::pow(b1, t), c2 = 1 - std::pow(b2, t);  // bias correction
+  ScheduleRun run;
+  for (int t = 1; t <= steps; ++t) {
+    const double lr = lr_at(t);
+    const double c1 = 1 - std::pow(b1, t + t_shift), c2 = 1 - std::pow(b2, t + t_shift);  // bias correction
     m = b1 * m + (1 - b1) * g;
     v = b2 * v + (1 - b2) * g * g;
     p = p - lr * (m / c1) / (aj::sqrt(v / c2) + eps);
@@ -251,14 +259,36 @@ TEST_CASE("a learning-rate schedule never replans or recompiles: scalars are ker
       hv[i] = static_cast<float>(b2 * hv[i] + (1 - b2) * g0[i] * g0[i]);
       hp[i] = static_cast<float>(hp[i] - lr * (hm[i] / c1) / (std::sqrt(hv[i] / c2) + eps));
     }
-    if (t == 3) warm = aj::stats();
+    if (t == 3) run.warm = aj::stats();
   }
-  const aj::Stats s = aj::stats();
-  CHECK(s.plans_built == warm.plans_built);         // 0 plans built after warm-up
-  CHECK(s.kernels_compiled == warm.kernels_compiled);  // 0 kernels compiled
-  CHECK(s.plan_cache_hits - warm.plan_cache_hits == 27);
+  run.end = aj::stats();
   const std::vector<float> got = p.to_vector<float>();
   for (std::size_t i = 0; i < n; ++i) REQUIRE(got[i] == doctest::Approx(hp[i]).epsilon(1e-5));
+  return run;
+}
+}  // namespace
+
+TEST_CASE("a learning-rate schedule never replans or recompiles: scalars are kernel arguments") {
+  // A schedule: a new value every step.
+  const ScheduleRun r = adam_with_schedule(1000, 30, 0, [](int t) { return 0.01 * std::pow(0.95, t); });
+  CHECK(r.end.plans_built == r.warm.plans_built);            // 0 plans built after warm-up
+  CHECK(r.end.kernels_compiled == r.warm.kernels_compiled);  // 0 kernels compiled
+  CHECK(r.end.plan_cache_hits - r.warm.plan_cache_hits == 27);
+}
+
+TEST_CASE("a scalar equal to another constant of the step plans nothing new (scalars are not merged by value)") {
+  // Before scalars had nodes of their own, a learning rate of 0.1 shared the
+  // node of (1 - b1) == 0.1f: another structure, so a new plan. After 3
+  // warm-up steps (bias corrections from step 3 on, so none equals 1 - b1):
+  // rates equal (in f32) to 1 - b1, b1, 1 - b2, b2 and eps, the constants of
+  // this very step, then ones equal to nothing.
+  const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  const std::vector<double> lrs = {0.01, 0.02, 0.005, 1 - b1, b1, 1 - b2, b2, eps, 0.003, 0.1, 0.001, 0.9};
+  const ScheduleRun r = adam_with_schedule(257, static_cast<int>(lrs.size()), 2,
+                                           [&](int t) { return lrs[static_cast<std::size_t>(t - 1)]; });
+  CHECK(r.end.plans_built == r.warm.plans_built);
+  CHECK(r.end.kernels_compiled == r.warm.kernels_compiled);
+  CHECK(r.end.plan_cache_hits - r.warm.plan_cache_hits == lrs.size() - 3);
 }
 
 TEST_CASE("the plan cache can be switched off and cleared") {

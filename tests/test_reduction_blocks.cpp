@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/executor.hpp"
+#include "tests/compare_arrays.hpp"
 
 namespace {
 
@@ -72,20 +73,7 @@ void check(const std::function<std::vector<Array>()>& make, const std::function<
     REQUIRE(got.size() == want.size());
     for (std::size_t i = 0; i < got.size(); ++i) {
       CAPTURE(i);
-      REQUIRE(got[i].shape() == want[i].shape());
-      REQUIRE(got[i].dtype() == want[i].dtype());
-      const auto g = got[i].astype(DType::f64).to_vector<double>();
-      const auto w = want[i].astype(DType::f64).to_vector<double>();
-      for (std::size_t k = 0; k < g.size(); ++k) {
-        CAPTURE(k);
-        if (std::isnan(w[k])) {
-          CHECK(std::isnan(g[k]));
-        } else if (exact(i)) {
-          CHECK(g[k] == w[k]);
-        } else {
-          CHECK(std::fabs(g[k] - w[k]) <= 1e-5 * (1.0 + std::fabs(w[k])));
-        }
-      }
+      ajtest::check_matches(got[i], want[i], exact(i) ? 0.0 : 1e-5, true);
     }
   }
 }

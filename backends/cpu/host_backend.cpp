@@ -13,6 +13,21 @@ namespace {
 
 const void* data_of(const Storage* s) { return s ? s->data : nullptr; }
 
+// A kernel launch's data pointers (null for index streams), in this thread's
+// lists: reused, since a launch never starts another on its thread.
+struct Pointers {
+  std::vector<const void*> ins;
+  std::vector<void*> outs;
+};
+const Pointers& pointers(const std::vector<const Storage*>& inputs, const std::vector<const Storage*>& outputs) {
+  thread_local Pointers p;
+  p.ins.clear();
+  p.outs.clear();
+  for (const Storage* s : inputs) p.ins.push_back(data_of(s));
+  for (const Storage* s : outputs) p.outs.push_back(s->data);
+  return p;
+}
+
 class HostBackend final : public exec::Backend {
  public:
   Device device() const override { return Device::cpu(); }
@@ -24,21 +39,40 @@ class HostBackend final : public exec::Backend {
 
   void run_kernel(const Kernel& k, const std::vector<const Storage*>& inputs,
                   const std::vector<const Storage*>& outputs) override {
-    std::vector<const void*> ins;
-    std::vector<void*> outs;
-    ins.reserve(inputs.size());
-    outs.reserve(outputs.size());
-    for (const Storage* s : inputs) ins.push_back(data_of(s));
-    for (const Storage* s : outputs) outs.push_back(s->data);
-    if (jit_enabled()) run_kernel_compiled(k, ins, outs);
-    else cpu::run_kernel(k, ins, outs);
+    const Pointers& p = pointers(inputs, outputs);
+    if (jit_enabled()) run_kernel_compiled(k, p.ins, p.outs);
+    else cpu::run_kernel(k, p.ins, p.outs);
+  }
+
+  std::shared_ptr<const exec::PreparedKernel> prepare_kernel(const Kernel& k) override {
+    return prepare_compiled(k);
+  }
+
+  void run_prepared(const exec::PreparedKernel* p, const Kernel& k, const KScalar* scalars,
+                    const std::vector<const Storage*>& inputs, const std::vector<const Storage*>& outputs) override {
+    if (!p || !jit_enabled()) return Backend::run_prepared(nullptr, k, scalars, inputs, outputs);
+    const Pointers& d = pointers(inputs, outputs);
+    run_prepared_compiled(*p, scalars, d.ins, d.outs);
   }
 
   void run_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,
                    const Storage& out) override {
-    std::vector<const void*> ins;
+    thread_local std::vector<const void*> ins;  // memory reused: a replay allocates nothing
+    ins.clear();
     for (const Storage* s : inputs) ins.push_back(s->data);
     cpu::run_library(call, ins, out.data);
+  }
+
+  void run_library_then(const LibraryCall& call, const std::vector<const Storage*>& inputs, const Storage& out,
+                        const Kernel& k, const std::vector<const Storage*>& k_inputs,
+                        const std::vector<const Storage*>& k_outputs) override {
+    thread_local std::vector<const void*> ins, kins;
+    thread_local std::vector<void*> kouts;
+    ins.clear(), kins.clear(), kouts.clear();
+    for (const Storage* s : inputs) ins.push_back(s->data);
+    for (const Storage* s : k_inputs) kins.push_back(data_of(s));
+    for (const Storage* s : k_outputs) kouts.push_back(s->data);
+    cpu::run_library_then(call, ins, out.data, k, kins, kouts);
   }
 
   void synchronize() override {}  // host work runs at once

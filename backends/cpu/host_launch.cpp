@@ -4,7 +4,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 
+#include "arrayjit/error.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "jit/host_kernel.hpp"
 
@@ -28,7 +31,8 @@ constexpr std::int64_t kOuterChunk = 1024;
 // them on the stack (a small call allocates nothing).
 class Args {
  public:
-  Args(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs)
+  Args(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+       const KScalar* scalars = nullptr)
       : rank_(k.shape.size()), n_(k.inputs.size() + k.outputs.size()) {
     if (n_ > kSmall || n_ * rank_ > kSmall * 4 || rank_ > kSmall) {
       ptr_vec_.resize(n_);
@@ -48,7 +52,7 @@ class Args {
       offs_[s] = st.offset;
       std::copy(st.strides.begin(), st.strides.end(), strides_ + s * rank_);
     }
-    args_ = {ptrs_, shape_, strides_, offs_, k.scalars.data()};
+    args_ = {ptrs_, shape_, strides_, offs_, scalars ? scalars : k.scalars.data()};
   }
   Args(const Args&) = delete;
   Args& operator=(const Args&) = delete;
@@ -87,13 +91,21 @@ class Args {
 // Parts run concurrently; the part count depends only on the thread count,
 // so a result is the same from call to call. Float sums and products are
 // reassociated (within docs/semantics.md's tolerance, as the JIT's vector
-// accumulators already do); max/min/all/any are exact.
+// accumulators already do); max/min/all/any are exact. An argmax/argmin
+// leaves two scratch slots per part: its index (made global after the parts
+// ran) and its best value (a max/min over the same operand, which compares
+// the same), and the finish takes the lowest index among the best values.
 struct SplitReduction {
   Kernel partial, finish;
   std::size_t axis = 0;   // the split axis of `partial`
   std::int64_t parts = 0, outer = 0;
-  std::vector<std::size_t> reduces;            // Reduce instruction indices of the kernel
-  std::vector<int> finish_inputs;              // per finish input: scratch r (>= 0) or -(kernel input + 1)
+  struct Slot {
+    std::size_t instr;       // the Reduce instruction of `partial` stored here
+    DType dtype;
+    bool index = false;      // an arg reduction's index, local to its part
+  };
+  std::vector<Slot> slots;                     // scratch per part and outer point
+  std::vector<int> finish_inputs;              // per finish input: scratch slot (>= 0) or -(kernel input + 1)
   std::vector<std::size_t> partial_outputs;    // kernel outputs kept in `partial` (phase 0)
   std::vector<std::size_t> finish_outputs;     // kernel outputs made by `finish` (phase 1)
 };
@@ -102,6 +114,9 @@ struct SplitReduction {
 // kernel cannot (a phase-0 value that is neither a constant nor a load
 // constant over the reduced axes). Then the kernel runs unsplit.
 bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
+  for (const KInstr& in : k.instrs) {
+    if (in.kind == KOp::Scan) return false;  // a running value needs its axis walked in order
+  }
   const std::size_t rank = k.shape.size();
   std::vector<std::size_t> outer_axes;
   for (std::size_t d = 0; d < rank; ++d) {
@@ -151,18 +166,30 @@ bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
     f.instrs.push_back(in);
     return static_cast<std::int32_t>(f.instrs.size() - 1);
   };
+  Kernel& p = sp->partial;
+  p = k;
   // The partial accumulators, reduced again over the parts.
+  auto scratch_load = [&](std::size_t instr, DType t, bool index) {
+    sp->finish_inputs.push_back(static_cast<int>(sp->slots.size()));
+    sp->slots.push_back({instr, t, index});
+    KStream scratch{t, outer_stride, 0, false};
+    scratch.strides.push_back(sp->outer);
+    f.inputs.push_back(scratch);
+    return emit({KOp::Load, Op::Input, t, 0, -1, -1, -1, static_cast<std::int32_t>(f.inputs.size() - 1)});
+  };
   for (std::size_t j = 0; j < k.instrs.size(); ++j) {
     const KInstr& in = k.instrs[j];
     if (in.kind != KOp::Reduce) continue;
-    const int r = static_cast<int>(sp->reduces.size());
-    sp->reduces.push_back(j);
-    KStream scratch{in.dtype, outer_stride, 0, false};
-    scratch.strides.push_back(sp->outer);
-    f.inputs.push_back(scratch);
-    sp->finish_inputs.push_back(r);
-    const auto load = emit({KOp::Load, Op::Input, in.dtype, 0, -1, -1, -1, static_cast<std::int32_t>(f.inputs.size() - 1)});
-    value[j] = emit({KOp::Reduce, in.op, in.dtype, 1, load, -1, -1, -1});
+    if (in.op == Op::ArgMax || in.op == Op::ArgMin) {
+      if (in.b >= 0) return false;  // candidate indices of its own: not split
+      const DType vt = k.instrs[static_cast<std::size_t>(in.a)].dtype;
+      p.instrs.push_back({KOp::Reduce, in.op == Op::ArgMax ? Op::ReduceMax : Op::ReduceMin, vt, 1, in.a, -1, -1, -1});
+      const auto index = scratch_load(j, DType::i64, true);
+      const auto best = scratch_load(p.instrs.size() - 1, vt, false);
+      value[j] = emit({KOp::Reduce, in.op, in.dtype, 1, best, index, -1, -1});
+      continue;
+    }
+    value[j] = emit({KOp::Reduce, in.op, in.dtype, 1, scratch_load(j, in.dtype, false), -1, -1, -1});
   }
   // The epilogue, its operands mapped; phase-0 constants and loads constant
   // over the reduced axes are taken along.
@@ -178,7 +205,8 @@ bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
     if (in.phase == 0) {
       if (in.kind == KOp::Const) {
         // fine: scalars are shared
-      } else if (in.kind == KOp::Load && constant_over_reduced(k.inputs[static_cast<std::size_t>(in.arg)])) {
+      } else if (in.kind == KOp::Load && in.b < 0 && in.c < 0 &&
+                 constant_over_reduced(k.inputs[static_cast<std::size_t>(in.arg)])) {
         in.arg = finish_input(in.arg);
       } else {
         return -2;  // not available after the reduction
@@ -194,9 +222,17 @@ bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
     switch (in.kind) {
       case KOp::Load:
       case KOp::Index:
+      case KOp::Position:
+      case KOp::InRange:
         in.arg = finish_input(in.arg);
+        for (std::int32_t* o : {&in.b, &in.c}) {  // a gather's offset, a pad's mask
+          if (*o < 0 || (in.kind != KOp::Load && o == &in.c)) continue;
+          *o = operand(*o);
+          if (*o == -2) return false;
+        }
         break;
       case KOp::Const: break;
+      case KOp::Scan: return false;  // phase 0 only (graph/kernel.hpp)
       case KOp::Unary:
       case KOp::Binary:
       case KOp::Where:
@@ -210,8 +246,6 @@ bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
     value[j] = emit(in);
   }
   // Outputs: phase 0 from the partial kernel, phase 1 from the finish.
-  Kernel& p = sp->partial;
-  p = k;
   p.outputs.clear();
   for (std::size_t j = 0; j < k.outputs.size(); ++j) {
     const KOutput& o = k.outputs[j];
@@ -225,10 +259,10 @@ bool make_split(const Kernel& k, std::int64_t parts, SplitReduction* sp) {
     f.outputs.push_back({v, 1, outer_stream(o.stream)});
     sp->finish_outputs.push_back(j);
   }
-  for (std::size_t r = 0; r < sp->reduces.size(); ++r) {
-    KStream scratch{k.instrs[sp->reduces[r]].dtype, std::vector<std::int64_t>(rank, 0), 0, false};
+  for (const auto& slot : sp->slots) {
+    KStream scratch{slot.dtype, std::vector<std::int64_t>(rank, 0), 0, false};
     for (std::size_t i = 0; i < no; ++i) scratch.strides[outer_axes[i]] = outer_stride[i];
-    p.outputs.push_back({static_cast<std::int32_t>(sp->reduces[r]), 1, std::move(scratch)});
+    p.outputs.push_back({static_cast<std::int32_t>(slot.instr), 1, std::move(scratch)});
   }
   return true;
 }
@@ -243,7 +277,7 @@ bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const st
   SplitReduction sp;
   if (!make_split(k, parts, &sp)) return false;
   // 8 bytes per slot hold any dtype.
-  std::vector<std::vector<std::uint64_t>> scratch(sp.reduces.size(),
+  std::vector<std::vector<std::uint64_t>> scratch(sp.slots.size(),
                                                   std::vector<std::uint64_t>(static_cast<std::size_t>(parts * sp.outer)));
   std::vector<void*> pouts;
   for (std::size_t j : sp.partial_outputs) pouts.push_back(outputs[j]);
@@ -265,10 +299,19 @@ bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const st
       a.restrict_axis(s.axis, x->extent * part / s.parts, x->extent * (part + 1) / s.parts);
       // Scratch slots: this part's row (their stride on the split axis is 0).
       const std::size_t first_scratch = s.partial.inputs.size() + s.partial_outputs.size();
-      for (std::size_t r = 0; r < s.reduces.size(); ++r) a.add_offset(first_scratch + r, part * s.outer);
+      for (std::size_t r = 0; r < s.slots.size(); ++r) a.add_offset(first_scratch + r, part * s.outer);
       x->fn(a.get(), 0, s.outer);
     }
   }, &ctx, parts, parts, threads);
+  // Arg reductions' indices counted from their part's first point: make
+  // them indices along the whole axis.
+  for (std::size_t r = 0; r < sp.slots.size(); ++r) {
+    if (!sp.slots[r].index) continue;
+    auto* idx = reinterpret_cast<std::int64_t*>(scratch[r].data());
+    for (std::int64_t part = 1; part < parts; ++part) {
+      for (std::int64_t o = 0; o < sp.outer; ++o) idx[part * sp.outer + o] += extent * part / parts;
+    }
+  }
 
   std::vector<const void*> fins;
   for (int m : sp.finish_inputs) {
@@ -287,24 +330,35 @@ bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const st
 
 }  // namespace
 
-void run_kernel_compiled(const Kernel& original, const std::vector<const void*>& inputs,
-                         const std::vector<void*>& outputs) {
-  Kernel collapsed;
-  const Kernel& k = aj::collapse_axes(original, &collapsed) ? collapsed : original;
+namespace {
+
+// Launches the collapsed kernel `k` (its compiled function from `fn_for`,
+// given the launch's aliasing), `scalars` its run-time scalars. The caller
+// holds a CodeInUse.
+template <class FnFor>
+void launch(const Kernel& k, const KScalar* scalars, const std::vector<const void*>& inputs,
+            const std::vector<void*>& outputs, FnFor&& fn_for) {
   const std::int64_t outer = k.outer_points();
   if (outer == 0) return;  // nothing to write (reductions of empty axes still have outer points)
 
   const long long work = static_cast<long long>(k.points()) * static_cast<long long>(std::max<std::size_t>(1, k.instrs.size()));
   int threads = num_threads();
   if (threads <= 0) threads = hardware_threads();
-  if (work >= kParallelWork && threads > 1 && k.is_reduction() && outer < threads &&
-      run_split(k, inputs, outputs, threads)) {
-    return;
+  if (work >= kParallelWork && threads > 1 && k.is_reduction() && outer < threads) {
+    // Split over the reduced range (the split kernels carry the scalars).
+    if (scalars == k.scalars.data()) {
+      if (run_split(k, inputs, outputs, threads)) return;
+    } else {
+      Kernel bound = k;
+      std::copy(scalars, scalars + k.scalars.size(), bound.scalars.begin());
+      if (run_split(bound, inputs, outputs, threads)) return;
+    }
   }
   threads = static_cast<int>(std::min<std::int64_t>(threads, outer));
-  std::vector<int> alias = jit::exact_aliases(k, inputs, outputs);
-  jit::HostKernelFn fn = jit::host_kernel(k, alias);
-  Args args(k, inputs, outputs);
+  thread_local std::vector<int> alias;  // reused (looked up before any nested launch)
+  jit::exact_aliases_into(k, inputs, outputs, alias);
+  jit::HostKernelFn fn = fn_for(alias);
+  Args args(k, inputs, outputs, scalars);
   if (work < kParallelWork || threads <= 1) {
     fn(args.get(), 0, outer);
     return;
@@ -324,6 +378,81 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
     auto* x = static_cast<const Ctx*>(c);
     x->fn(x->args, lo, hi);
   }, &ctx, outer, chunks, threads);
+}
+
+}  // namespace
+
+void run_kernel_compiled(const Kernel& original, const std::vector<const void*>& inputs,
+                         const std::vector<void*>& outputs) {
+  jit::CodeInUse in_use;  // the compiled code stays loaded until this launch is done
+  Kernel collapsed;
+  const Kernel& k = collapse_axes(original, &collapsed) ? collapsed : original;
+  launch(k, k.scalars.data(), inputs, outputs, [&](const std::vector<int>& alias) { return jit::host_kernel(k, alias); });
+}
+
+// A kernel collapsed once, and its compiled function per aliasing pattern
+// seen, each valid while the JIT's cache generation is the one it was
+// looked up in.
+struct PreparedHostKernel final : exec::PreparedKernel {
+  Kernel k;  // collapsed
+  mutable std::mutex mu;
+  struct Fn {
+    std::vector<int> alias;
+    jit::HostKernelFn fn;
+    std::uint64_t generation;
+  };
+  mutable std::vector<Fn> fns;
+
+  jit::HostKernelFn fn_for(const std::vector<int>& alias) const {
+    const std::uint64_t gen = jit::host_kernels_generation();
+    {
+      std::lock_guard lock(mu);
+      for (const Fn& f : fns) {
+        if (f.alias == alias && f.generation == gen) return f.fn;
+      }
+    }
+    jit::HostKernelFn fn = jit::host_kernel(k, alias);
+    std::lock_guard lock(mu);
+    std::erase_if(fns, [&](const Fn& f) { return f.alias == alias || f.generation != gen; });
+    fns.push_back({alias, fn, gen});
+    return fn;
+  }
+};
+
+std::shared_ptr<const exec::PreparedKernel> prepare_compiled(const Kernel& original) {
+  auto p = std::make_shared<PreparedHostKernel>();
+  if (!collapse_axes(original, &p->k)) p->k = original;
+  return p;
+}
+
+void run_prepared_compiled(const exec::PreparedKernel& prepared, const KScalar* scalars,
+                           const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+  const auto& p = static_cast<const PreparedHostKernel&>(prepared);
+  jit::CodeInUse in_use;  // read the generation inside: a function it vouches for stays loaded
+  launch(p.k, scalars ? scalars : p.k.scalars.data(), inputs, outputs,
+         [&](const std::vector<int>& alias) { return p.fn_for(alias); });
+}
+
+struct KernelRanges::Impl {
+  Kernel collapsed;
+  const Kernel* k;
+  jit::HostKernelFn fn;
+  std::unique_ptr<Args> args;
+};
+
+KernelRanges::KernelRanges(const Kernel& original, const std::vector<const void*>& inputs,
+                           const std::vector<void*>& outputs)
+    : impl_(new Impl) {
+  if (original.is_reduction()) internal_error("KernelRanges: a reduction kernel");
+  impl_->k = collapse_axes(original, &impl_->collapsed) ? &impl_->collapsed : &original;
+  impl_->fn = jit::host_kernel(*impl_->k, jit::exact_aliases(*impl_->k, inputs, outputs));
+  impl_->args = std::make_unique<Args>(*impl_->k, inputs, outputs);
+}
+
+KernelRanges::~KernelRanges() { delete impl_; }
+
+void KernelRanges::run(std::int64_t begin, std::int64_t end) const {
+  if (begin < end) impl_->fn(impl_->args->get(), begin, end);
 }
 
 bool jit_enabled() { return jit_flag().load(std::memory_order_relaxed) != 0; }

@@ -6,8 +6,12 @@
 // split over its reduced range instead (two kernels; see host_launch.cpp).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
+#include <memory>
+
+#include "exec/backend.hpp"
 #include "graph/kernel.hpp"
 
 namespace aj::cpu {
@@ -15,6 +19,31 @@ namespace aj::cpu {
 // Same contract as run_kernel (kernel_interpreter.hpp).
 void run_kernel_compiled(const Kernel& k, const std::vector<const void*>& inputs,
                          const std::vector<void*>& outputs);
+
+// A kernel made ready for many launches (exec::Backend::prepare_kernel):
+// its axes collapsed once, its compiled function looked up once per
+// aliasing pattern (and again only when the JIT's cache dropped it).
+// `scalars`: the launch's run-time scalars (null: the kernel's own).
+std::shared_ptr<const exec::PreparedKernel> prepare_compiled(const Kernel& k);
+void run_prepared_compiled(const exec::PreparedKernel& p, const KScalar* scalars,
+                           const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+
+// An elementwise kernel compiled once and run over ranges of its points
+// (row-major flat indices), each range on the calling thread: a matmul runs
+// its epilogue on each block of the result it has just computed, while the
+// block is in cache (host_library.cpp). Ranges may run concurrently.
+class KernelRanges {
+ public:
+  KernelRanges(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+  ~KernelRanges();
+  KernelRanges(const KernelRanges&) = delete;
+  KernelRanges& operator=(const KernelRanges&) = delete;
+  void run(std::int64_t begin, std::int64_t end) const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
 
 // Compiled code (default) or the kernel interpreter (AJ_JIT=0); the threads
 // a large kernel is split over (0: all cores). aj::jit's switches.

@@ -40,6 +40,14 @@ constexpr std::int64_t kParallelWork = std::int64_t{1} << 18;
 // slower on one thread than whole; in 2, about 3%; 1024^2 in 8, about 3%).
 constexpr std::int64_t kMinBlock = 16;
 constexpr double kMinBlockWork = double(std::int64_t{1} << 23);
+// From this many multiply-adds per thread a product is cut into one block
+// per thread rather than two: each extra block packs the other operand
+// again, +3-6% of the work at 1024^2 (f32 1024^2 on one Zen 4 core in 4
+// blocks: 25.2 ms, in 2: 23.8, whole: 23.9), while a second block per thread
+// only helps when a worker starts late, which at this size (milliseconds
+// per block) means a machine busy enough that 2 threads are no faster
+// anyway: the caller then takes the late worker's block itself.
+constexpr double kOneBlockPerThreadWork = double(std::int64_t{1} << 27);
 
 // The problem with extent-1 batch axes dropped: batch axes outermost first,
 // each with its element stride in A, B and C.
@@ -156,15 +164,22 @@ std::unique_ptr<U[]> pack(const U* src, const std::vector<std::int64_t>& batch, 
 // fixed length so GCC vectorizes them at -O2, and cloned for AVX2 (the
 // library is built for baseline x86-64; the clone is picked at load time).
 constexpr std::int64_t kColBlock = 256;
-__attribute__((target_clones("avx2", "default"))) void block_madd(std::uint32_t* __restrict c,
+// Under ThreadSanitizer the clones' resolver (an IFUNC, run while the library
+// is relocated, before the sanitizer's runtime is up) would crash: no clones.
+#if defined(__SANITIZE_THREAD__)
+#define AJ_AVX2_CLONES
+#else
+#define AJ_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+AJ_AVX2_CLONES void block_madd(std::uint32_t* __restrict c,
                                                                   const std::uint32_t* __restrict b, std::uint32_t x) {
   for (std::int64_t n = 0; n < kColBlock; ++n) c[n] += x * b[n];
 }
-__attribute__((target_clones("avx2", "default"))) void block_madd(std::uint64_t* __restrict c,
+AJ_AVX2_CLONES void block_madd(std::uint64_t* __restrict c,
                                                                   const std::uint64_t* __restrict b, std::uint64_t x) {
   for (std::int64_t n = 0; n < kColBlock; ++n) c[n] += x * b[n];
 }
-__attribute__((target_clones("avx2", "default"))) void block_madd(std::uint8_t* __restrict c,
+AJ_AVX2_CLONES void block_madd(std::uint8_t* __restrict c,
                                                                   const std::uint8_t* __restrict b, std::uint8_t) {
   for (std::int64_t n = 0; n < kColBlock; ++n) c[n] |= b[n];  // x is true here
 }
@@ -212,7 +227,7 @@ void rows_kernel(const U* A, std::int64_t a_rs, std::int64_t a_cs, const U* B, s
 }
 
 template <class U>
-void loop_matmul(Problem p, const U* A, const U* B, U* C, int threads) {
+void loop_matmul(Problem p, const U* A, const U* B, U* C, int threads, const BlocksDone& done) {
   std::unique_ptr<U[]> b_packed;
   if (p.b_cs != 1 && p.N > 1) {
     b_packed = pack(B, p.batch, p.b_batch, p.K, p.N, p.b_rs, p.b_cs);
@@ -223,7 +238,8 @@ void loop_matmul(Problem p, const U* A, const U* B, U* C, int threads) {
     const Problem* p;
     const U *A, *B;
     U* C;
-  } ctx{&p, A, B, C};
+    const BlocksDone* done;
+  } ctx{&p, A, B, C, &done};
   // Units are (batch, row) pairs, so a batch of many small products and one
   // tall product both split evenly.
   auto run = [](const void* vctx, std::int64_t lo, std::int64_t hi) {
@@ -234,6 +250,7 @@ void loop_matmul(Problem p, const U* A, const U* B, U* C, int threads) {
       std::int64_t ao, bo, co;
       q.offsets(bi, ao, bo, co);
       rows_kernel(c.A + ao, q.a_rs, q.a_cs, c.B + bo, q.b_rs, c.C + co, m0, m1, q.N, q.K);
+      (*c.done)(co + m0 * q.N, co + m1 * q.N);
       lo += m1 - m0;
     }
   };
@@ -286,8 +303,8 @@ BlasView blas_view(std::int64_t rows, std::int64_t cols, std::int64_t rs, std::i
 }
 
 template <class T>
-void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads) {
-  if (!fits_int(p.M) || !fits_int(p.N) || !fits_int(p.K)) return loop_matmul(p, A, B, C, threads);
+void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads, const BlocksDone& done) {
+  if (!fits_int(p.M) || !fits_int(p.N) || !fits_int(p.K)) return loop_matmul(p, A, B, C, threads, done);
   std::unique_ptr<T[]> a_packed, b_packed;
   BlasView va = blas_view(p.M, p.K, p.a_rs, p.a_cs);
   if (!va.ok) {
@@ -318,7 +335,9 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads) {
   const std::int64_t extent = by_rows ? p.M : p.N;
   std::int64_t parts = 1;
   if (parallel && batches < 2 * threads) {
-    const std::int64_t want = (2 * threads + batches - 1) / batches;  // 2 blocks a thread: a late one takes fewer
+    // 2 blocks a thread (a late one takes fewer), 1 for large products.
+    const std::int64_t per_thread = work / threads >= kOneBlockPerThreadWork ? 1 : 2;
+    const std::int64_t want = (per_thread * threads + batches - 1) / batches;
     const auto by_work = static_cast<std::int64_t>(work / static_cast<double>(batches) / kMinBlockWork);
     parts = std::max<std::int64_t>(1, std::min({want, extent / kMinBlock, by_work}));
   }
@@ -329,7 +348,8 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads) {
     T* C;
     std::int64_t parts;
     bool by_rows;
-  } ctx{&p, va, vb, A, B, C, parts, by_rows};
+    const BlocksDone* done;
+  } ctx{&p, va, vb, A, B, C, parts, by_rows, &done};
   auto run = [](const void* vctx, std::int64_t lo, std::int64_t hi) {
     const Ctx& c = *static_cast<const Ctx*>(vctx);
     const Problem& q = *c.p;
@@ -348,6 +368,11 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads) {
       const std::int64_t m = c.by_rows ? b1 - b0 : q.M, n = c.by_rows ? q.N : b1 - b0;
       gemm(c.va.trans, c.vb.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(q.K), c.A + ao, c.va.ld,
            c.B + bo, c.vb.ld, c.C + co, static_cast<int>(q.N));
+      if (c.by_rows) {
+        (*c.done)(co, co + m * q.N);
+      } else {
+        for (std::int64_t r = 0; r < m; ++r) (*c.done)(co + r * q.N, co + r * q.N + n);
+      }
     }
   };
   single_threaded_blas();
@@ -379,7 +404,7 @@ std::unique_ptr<float[]> widened(const StridedOperand& x, const std::vector<std:
 
 template <class H>
 void half_matmul(const std::vector<std::int64_t>& out_shape, std::int64_t K, const StridedOperand& a,
-                 const StridedOperand& b, H* c, std::int64_t numel, int threads) {
+                 const StridedOperand& b, H* c, std::int64_t numel, int threads, const BlocksDone& done) {
   std::vector<std::int64_t> a_shape = out_shape, b_shape = out_shape;
   a_shape.back() = K;
   b_shape[b_shape.size() - 2] = K;
@@ -389,27 +414,29 @@ void half_matmul(const std::vector<std::int64_t>& out_shape, std::int64_t K, con
   std::unique_ptr<float[]> cf(new float[static_cast<std::size_t>(numel)]);
   matmul(DType::f32, out_shape, K, wa, wb, cf.get(), threads);
   for (std::int64_t i = 0; i < numel; ++i) c[i] = H(cf[static_cast<std::size_t>(i)]);
+  done(0, numel);  // the epilogue (its blocks once all of C is rounded)
 }
 
 }  // namespace
 
 void matmul(DType t, const std::vector<std::int64_t>& out_shape, std::int64_t K, const StridedOperand& a,
-            const StridedOperand& b, void* c, int threads) {
+            const StridedOperand& b, void* c, int threads, const BlocksDone& done) {
   const Problem p = make_problem(out_shape, K, a, b);
   if (threads <= 0) threads = hardware_threads();
   const std::int64_t numel = p.batches() * p.M * p.N;
   if (numel == 0) return;
   if (K == 0) {  // an empty sum; also keeps BLAS calls away from k = 0
     std::memset(c, 0, static_cast<std::size_t>(numel) * itemsize(t));
+    done(0, numel);
     return;
   }
   auto go = [&]<class U>(U*) {
     const U* A = static_cast<const U*>(a.data) + a.offset;
     const U* B = static_cast<const U*>(b.data) + b.offset;
     if constexpr (std::is_floating_point_v<U>) {
-      blas_matmul(p, A, B, static_cast<U*>(c), threads);
+      blas_matmul(p, A, B, static_cast<U*>(c), threads, done);
     } else {
-      loop_matmul(p, A, B, static_cast<U*>(c), threads);
+      loop_matmul(p, A, B, static_cast<U*>(c), threads, done);
     }
   };
   switch (t) {
@@ -418,8 +445,8 @@ void matmul(DType t, const std::vector<std::int64_t>& out_shape, std::int64_t K,
     case DType::i64: return go(static_cast<std::uint64_t*>(nullptr));
     case DType::f32: return go(static_cast<float*>(nullptr));
     case DType::f64: return go(static_cast<double*>(nullptr));
-    case DType::f16: return half_matmul(out_shape, K, a, b, static_cast<f16*>(c), numel, threads);
-    case DType::bf16: return half_matmul(out_shape, K, a, b, static_cast<bf16*>(c), numel, threads);
+    case DType::f16: return half_matmul(out_shape, K, a, b, static_cast<f16*>(c), numel, threads, done);
+    case DType::bf16: return half_matmul(out_shape, K, a, b, static_cast<bf16*>(c), numel, threads, done);
   }
 }
 

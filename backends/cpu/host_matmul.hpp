@@ -48,9 +48,23 @@ struct StridedOperand {
   std::vector<std::int64_t> strides;   // elements, one per axis of out_shape
 };
 
+// Told of each part of C as soon as it holds its final values: fn(ctx,
+// begin, end) with a range of C's flat (row-major) element indices, on the
+// thread that computed it (ranges of different threads run concurrently),
+// every element in exactly one range. A product split over threads reports
+// each block when its gemm returns, while the block is still in cache.
+struct BlocksDone {
+  void (*fn)(const void* ctx, std::int64_t begin, std::int64_t end) = nullptr;
+  const void* ctx = nullptr;
+  void operator()(std::int64_t begin, std::int64_t end) const {
+    if (fn && begin < end) fn(ctx, begin, end);
+  }
+};
+
 // Throws an internal aj::Error when the strides do not match out_shape's rank.
 void matmul(DType t, const std::vector<std::int64_t>& out_shape, std::int64_t K,
-            const StridedOperand& a, const StridedOperand& b, void* c, int threads);
+            const StridedOperand& a, const StridedOperand& b, void* c, int threads,
+            const BlocksDone& done = {});
 
 // "OpenBLAS 0.3.21 ... (Zen)": the BLAS f32/f64 matmuls run on.
 const char* matmul_library();

@@ -45,6 +45,66 @@ namespace aj::cpu {
 
 namespace {
 
+// ---- buffer records ----------------------------------------------------------------
+
+// The Storage record of each buffer (with its shared_ptr control block) comes
+// from a small per-thread free list: a replay of a compiled function makes
+// and drops a dozen records per call, and malloc/free were a third of its
+// host time. Off under sanitizers, so they still see every record's life.
+#if defined(AJ_ASAN) || defined(__SANITIZE_THREAD__)
+constexpr bool kPoolRecords = false;
+#else
+constexpr bool kPoolRecords = true;
+#endif
+
+struct RecordList {
+  void* head = nullptr;
+  int count = 0;
+  ~RecordList();
+};
+constinit thread_local bool t_records_gone = false;  // this thread's list was destroyed
+thread_local RecordList t_records;
+
+RecordList::~RecordList() {
+  t_records_gone = true;
+  while (head) {
+    void* next = *static_cast<void**>(head);
+    ::operator delete(head);
+    head = next;
+  }
+}
+
+template <class T>
+struct RecordAllocator {
+  using value_type = T;
+  RecordAllocator() = default;
+  template <class U>
+  RecordAllocator(const RecordAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    if (kPoolRecords && n == 1 && !t_records_gone && t_records.head) {
+      void* p = t_records.head;
+      t_records.head = *static_cast<void**>(p);
+      --t_records.count;
+      return static_cast<T*>(p);
+    }
+    return static_cast<T*>(::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t n) {
+    static_assert(sizeof(T) >= sizeof(void*));
+    if (kPoolRecords && n == 1 && !t_records_gone && t_records.count < 256) {
+      *reinterpret_cast<void**>(p) = t_records.head;
+      t_records.head = p;
+      ++t_records.count;
+      return;
+    }
+    ::operator delete(p);
+  }
+  template <class U>
+  bool operator==(const RecordAllocator<U>&) const { return true; }
+};
+
+std::shared_ptr<Storage> new_record() { return std::allocate_shared<Storage>(RecordAllocator<Storage>{}); }
+
 // ---- size classes ------------------------------------------------------------------
 
 // Larger requests fail at once: no system has that much memory, and the class
@@ -172,7 +232,7 @@ void system_free(void* p, std::size_t size) {
 // bytes released. The caller holds pl.mu.
 std::size_t release_cached_locked(HostPool& pl, std::size_t keep) {
   std::size_t released = 0;
-  Stats& st = detail::stats_mut();
+  detail::Counters& st = detail::stats_mut();
   for (std::size_t c = kClasses; c-- > 0 && pl.cached > keep;) {
     std::vector<void*>& list = pl.free_lists[c];
     const std::size_t size = class_size_at(c);
@@ -228,7 +288,7 @@ std::shared_ptr<Storage> host_alloc(std::size_t bytes) {
   // The record first: if it cannot be made, no block has been taken yet.
   std::shared_ptr<Storage> s;
   try {
-    s = std::make_shared<Storage>();
+    s = new_record();
   } catch (const std::bad_alloc&) {
     out_of_memory(bytes, "no memory left for the buffer's record");
   }
@@ -266,7 +326,7 @@ std::shared_ptr<Storage> host_alloc(std::size_t bytes) {
       AJ_ASAN_POISON(static_cast<char*>(p) + visible_bytes(bytes), cls.size - visible_bytes(bytes));
     }
     std::lock_guard<std::mutex> lock(pl.mu);
-    Stats& st = detail::stats_mut();
+    detail::Counters& st = detail::stats_mut();
     ++st.system_allocs;
     st.bytes_allocated += cls.size;
     detail::note_live_bytes(static_cast<std::int64_t>(bytes));

@@ -29,7 +29,7 @@ class Interpreter {
         // Up to 256 points per block, fewer for long instruction lists so the
         // value columns stay around 2 MiB.
         kBlock(std::clamp<std::int64_t>(262144 / std::max<std::int64_t>(1, static_cast<std::int64_t>(k.instrs.size())), 1, 256)),
-        cols_(k.instrs.size() * kBlock), acc_(k.instrs.size()),
+        cols_(k.instrs.size() * kBlock), acc_(k.instrs.size()), best_(k.instrs.size()),
         offs_(nstreams_ * kBlock), base_(nstreams_, 0) {
     for (auto& s : k.inputs) streams_.push_back(&s);
     for (auto& o : k.outputs) streams_.push_back(&o.stream);
@@ -56,10 +56,14 @@ class Interpreter {
       for (std::size_t s = 0; s < nstreams_; ++s) base_[s] = offs_[s * kBlock];
       for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
         const KInstr& in = k_.instrs[j];
-        if (in.kind != KOp::Reduce) continue;
+        if (in.kind != KOp::Reduce && in.kind != KOp::Scan) continue;
+        if (is_arg(in.op)) {
+          acc_[j] = static_cast<std::uint64_t>(-1);  // no candidate yet
+          continue;
+        }
         visit_dtype(in.dtype, [&](auto tag) {
           using T = decltype(tag);
-          *reinterpret_cast<T*>(&acc_[j]) = reduce_identity<T>(in.op);
+          *reinterpret_cast<T*>(&acc_[j]) = in.kind == KOp::Scan ? scan_identity<T>(in.op) : reduce_identity<T>(in.op);
         });
       }
       walk_blocks(inner_, ninner, 0);
@@ -81,7 +85,7 @@ class Interpreter {
       const std::int64_t n = std::min(kBlock, total - start);
       fill_offsets(axes, start, n, base_.data());
       eval(phase, n);
-      combine(n);
+      combine(start, n);
       store(phase, n);
     }
   }
@@ -133,9 +137,30 @@ class Interpreter {
             const T* src = static_cast<const T*>(in_[static_cast<std::size_t>(in.arg)]);
             const std::int64_t* o = offs(static_cast<std::size_t>(in.arg));
             T* dst = col<T>(v);
-            for (std::int64_t i = 0; i < n; ++i) dst[i] = src[o[i]];
+            const std::int64_t* dyn = in.b >= 0 ? col<std::int64_t>(in.b) : nullptr;
+            const bool* mask = in.c >= 0 ? col<bool>(in.c) : nullptr;
+            for (std::int64_t i = 0; i < n; ++i) {
+              if (mask && !mask[i]) {
+                dst[i] = T(0);  // masked off: no memory access
+                continue;
+              }
+              dst[i] = src[o[i] + (dyn ? dyn[i] : 0)];
+            }
           });
           break;
+        case KOp::Position: {
+          const std::int64_t* o = offs(static_cast<std::size_t>(in.arg));
+          std::int64_t* dst = col<std::int64_t>(v);
+          for (std::int64_t i = 0; i < n; ++i) dst[i] = o[i];
+          break;
+        }
+        case KOp::InRange: {
+          const std::int64_t* o = offs(static_cast<std::size_t>(in.arg));
+          const std::int64_t lo = k_.scalars[static_cast<std::size_t>(in.a)].i, hi = k_.scalars[static_cast<std::size_t>(in.b)].i;
+          bool* dst = col<bool>(v);
+          for (std::int64_t i = 0; i < n; ++i) dst[i] = lo <= o[i] && o[i] < hi;
+          break;
+        }
         case KOp::Const:
           visit_dtype(in.dtype, [&](auto tag) {
             using T = decltype(tag);
@@ -150,7 +175,10 @@ class Interpreter {
             const std::int64_t* o = offs(static_cast<std::size_t>(in.arg));
             const KScalar* s = &k_.scalars[static_cast<std::size_t>(in.a)];
             T* dst = col<T>(v);
-            for (std::int64_t i = 0; i < n; ++i) dst[i] = sem::generate_value<T>(in.op, s[0].f, s[1].f, s[2].i, s[3].i, o[i]);
+            const std::int64_t* dyn = in.b >= 0 ? col<std::int64_t>(in.b) : nullptr;
+            for (std::int64_t i = 0; i < n; ++i) {
+              dst[i] = sem::generate_value<T>(in.op, s[0].f, s[1].f, s[2].i, s[3].i, o[i] + (dyn ? dyn[i] : 0));
+            }
           });
           break;
         case KOp::Unary: {
@@ -198,6 +226,17 @@ class Interpreter {
             for (std::int64_t i = 0; i < n; ++i) dst[i] = c[i] ? x[i] : y[i];
           });
           break;
+        case KOp::Scan:
+          // The block's points are consecutive in the walk over the reduce
+          // axes: the running value goes through them in order.
+          visit_dtype(in.dtype, [&](auto tag) {
+            using T = decltype(tag);
+            T& acc = *reinterpret_cast<T*>(&acc_[j]);
+            const T* x = col<T>(in.a);
+            T* dst = col<T>(v);
+            for (std::int64_t i = 0; i < n; ++i) dst[i] = acc = reduce_combine(in.op, acc, x[i]);
+          });
+          break;
         case KOp::Reduce:
           // Phase 1 reads the finished accumulator.
           visit_dtype(in.dtype, [&](auto tag) {
@@ -209,12 +248,33 @@ class Interpreter {
     }
   }
 
-  // Fold the phase-0 operands of each reduction into its accumulator, in order.
-  void combine(std::int64_t n) {
+  static bool is_arg(Op op) { return op == Op::ArgMax || op == Op::ArgMin; }
+
+  // Fold the phase-0 operands of each reduction into its accumulator, in
+  // order; `start` is the block's first position over the reduce axes (an
+  // arg reduction's candidate index, unless its operand b gives them).
+  void combine(std::int64_t start, std::int64_t n) {
     if (!k_.is_reduction()) return;
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
       if (in.kind != KOp::Reduce) continue;
+      if (is_arg(in.op)) {
+        visit_dtype(k_.instrs[static_cast<std::size_t>(in.a)].dtype, [&](auto tag) {
+          using T = decltype(tag);
+          auto& bi = reinterpret_cast<std::int64_t&>(acc_[j]);
+          T& best = *reinterpret_cast<T*>(&best_[j]);
+          const T* x = col<T>(in.a);
+          const std::int64_t* cand = in.b >= 0 ? col<std::int64_t>(in.b) : nullptr;
+          for (std::int64_t i = 0; i < n; ++i) {
+            const std::int64_t xi = cand ? cand[i] : start + i;
+            if (bi < 0 || arg_take(in.op, x[i], xi, best, bi)) {
+              best = x[i];
+              bi = xi;
+            }
+          }
+        });
+        continue;
+      }
       visit_dtype(in.dtype, [&](auto tag) {
         using T = decltype(tag);
         T& acc = *reinterpret_cast<T*>(&acc_[j]);
@@ -246,7 +306,8 @@ class Interpreter {
   std::vector<const KStream*> streams_;
   std::vector<int> outer_, inner_;
   std::vector<std::uint64_t> cols_;  // kBlock 8-byte slots per instruction
-  std::vector<std::uint64_t> acc_;   // one accumulator per Reduce instruction
+  std::vector<std::uint64_t> acc_;   // one accumulator per Reduce or Scan instruction (arg: the index)
+  std::vector<std::uint64_t> best_;  // arg reductions: the best value so far
   std::vector<std::int64_t> offs_;
   std::vector<std::int64_t> base_, cur_, idx_;
 };

@@ -11,7 +11,10 @@ namespace aj::cpu {
 
 namespace {
 
-// One job at a time (eval runs on one thread; a second caller waits).
+// One job at a time. A caller that finds the pool busy (another thread's
+// kernel has it) runs its own chunks alone instead of waiting: on a machine
+// whose cores are all at work that costs nothing, and a small kernel never
+// waits for a large one.
 // `ticket` packs (job generation << 32 | next chunk): taking a chunk is a
 // compare-and-swap that fails for a stale generation, so a worker that slept
 // through a job can never take a chunk of the next one with old arguments.
@@ -21,8 +24,10 @@ class Pool {
     for (int i = 0; i < workers; ++i) std::thread([this, i] { work(i); }).detach();
   }
 
-  void run(ChunkFn fn, const void* ctx, std::int64_t total, std::int64_t chunks, int helpers) {
-    std::lock_guard job_lock(job_mu_);
+  // False when the pool is busy (then nothing ran).
+  bool try_run(ChunkFn fn, const void* ctx, std::int64_t total, std::int64_t chunks, int helpers) {
+    std::unique_lock job_lock(job_mu_, std::try_to_lock);
+    if (!job_lock) return false;
     std::uint64_t gen;
     {
       std::lock_guard lock(mu_);
@@ -34,6 +39,7 @@ class Pool {
     cv_.notify_all();
     take_chunks(gen, job_);
     while (done_.load(std::memory_order_acquire) < chunks) std::this_thread::yield();
+    return true;
   }
 
  private:
@@ -99,7 +105,7 @@ void parallel_chunks(ChunkFn fn, const void* ctx, std::int64_t total, std::int64
     fn(ctx, 0, total);
     return;
   }
-  pool().run(fn, ctx, total, chunks, threads - 1);
+  if (!pool().try_run(fn, ctx, total, chunks, threads - 1)) fn(ctx, 0, total);
 }
 
 }  // namespace aj::cpu

@@ -7,9 +7,11 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "arrayjit/error.hpp"
+#include "backends/cuda/cuda_borrowed.hpp"
 #include "backends/cpu/host_memory.hpp"
 #include "jit/cuda/cuda_source.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"
@@ -37,7 +39,9 @@ struct Pinned {
 struct Runtime {
   std::mutex mu;
   std::vector<std::unique_ptr<DeviceInfo>> devices;
-  std::unordered_map<CUdeviceptr, CUstream> last_stream;  // per live device buffer
+  // Per live device buffer (arrayjit's and borrowed ones), by storage: two
+  // borrows of one foreign pointer are two entries.
+  std::unordered_map<const Storage*, CUstream> last_stream;
   std::vector<Pinned> pinned_busy, pinned_free;
   std::unordered_map<std::uint64_t, Loaded> modules;  // (device, structural hash) -> module
   std::unordered_map<std::uint64_t, Loaded> library_modules;  // (device, LibrarySpec::key) -> module
@@ -90,7 +94,7 @@ void release_device(Storage& s) {
   {
     Runtime& r = rt();
     std::lock_guard<std::mutex> lock(r.mu);
-    auto it = r.last_stream.find(p);
+    auto it = r.last_stream.find(&s);
     if (it != r.last_stream.end()) {
       stream = it->second;
       r.last_stream.erase(it);
@@ -285,17 +289,16 @@ std::shared_ptr<Storage> device_alloc(int index, std::size_t bytes) {
   st->release = &release_device;
   Runtime& rtm = rt();
   std::lock_guard<std::mutex> lock(rtm.mu);
-  rtm.last_stream[p] = s;
+  rtm.last_stream[st.get()] = s;
   return st;
 }
 
 void use_on_stream(const Storage& s, CUstream stream) {
-  const auto p = reinterpret_cast<CUdeviceptr>(s.data);
   CUstream prev = nullptr;
   {
     Runtime& r = rt();
     std::lock_guard<std::mutex> lock(r.mu);
-    auto it = r.last_stream.find(p);
+    auto it = r.last_stream.find(&s);
     if (it == r.last_stream.end() || it->second == stream) return;
     prev = it->second;
     it->second = stream;
@@ -307,8 +310,33 @@ void use_on_stream(const Storage& s, CUstream stream) {
   require_driver().cuEventDestroy(ev);  // released once the wait no longer needs it
 }
 
+void set_last_stream(const Storage& s, CUstream stream) {
+  Runtime& r = rt();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.last_stream[&s] = stream;
+}
+
+std::optional<CUstream> take_last_stream(const Storage& s) {
+  Runtime& r = rt();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.last_stream.find(&s);
+  if (it == r.last_stream.end()) return std::nullopt;
+  const CUstream stream = it->second;
+  r.last_stream.erase(it);
+  return stream;
+}
+
+std::optional<CUstream> last_stream_of(const Storage& s) {
+  Runtime& r = rt();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.last_stream.find(&s);
+  if (it == r.last_stream.end()) return std::nullopt;
+  return it->second;
+}
+
 std::shared_ptr<Storage> upload(const Storage& host, int index) {
   device(index);
+  release_finished(false);
   CUstream s = stream_of(index);
   auto dst = device_alloc(index, host.bytes);
   if (host.bytes == 0) return dst;
@@ -324,6 +352,7 @@ std::shared_ptr<Storage> upload(const Storage& host, int index) {
 std::shared_ptr<Storage> download(const Storage& dev) {
   const int index = dev.device.index;
   device(index);
+  release_finished(false);
   CUstream s = stream_of(index);
   use_on_stream(dev, s);
   auto host = cpu::host_alloc(dev.bytes);
@@ -342,6 +371,7 @@ void launch(int index, const Kernel& k, const std::vector<const Storage*>& input
             const std::vector<const Storage*>& outputs) {
   const DeviceInfo& info = device(index);
   CUstream s = stream_of(index);
+  release_finished(false);
   const Kernel c = collapse_axes(k);
   if ((c.is_reduction() ? c.outer_points() : c.points()) == 0) return;  // nothing to write
   const Loaded& m = module_for(info, c);
@@ -368,6 +398,7 @@ void launch_library(int index, const LibraryLaunch& l, const std::vector<const S
   if (l.grid == 0) return;  // nothing to write
   const DeviceInfo& info = device(index);
   CUstream s = stream_of(index);
+  release_finished(false);
   const Loaded& m = library_module_for(info, l.spec);
   if (l.params.size() * 8 != m.param_bytes) {
     internal_error("cuda: a " + std::string(library_op_name(l.spec.op)) + " kernel's parameter block has " +
@@ -397,6 +428,7 @@ void trim(int index) {
   const DeviceInfo& info = device(index);
   const DriverApi& d = require_driver();
   AJ_CU(cuStreamSynchronize, stream_of(index));
+  release_finished(true);
   AJ_CU(cuMemPoolTrimTo, info.pool, 0);
   std::vector<Pinned> free_now;
   {
@@ -426,6 +458,7 @@ void reset_runtime_for_testing() {
   r.last_stream.clear();
   r.pinned_busy.clear();
   r.pinned_free.clear();
+  forget_releases_for_testing();
   t_stream_stack.clear();
   g_any_alloc = false;
 }

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,12 @@ std::shared_ptr<Storage> device_alloc(int index, std::size_t bytes);
 // Note that `s` is used by work on `stream` next: waits on the previous
 // stream's last use if it differs, and frees will be ordered on `stream`.
 void use_on_stream(const Storage& s, CUstream stream);
+
+// The stream of a buffer's last use (arrayjit's buffers and borrowed ones:
+// see cuda_borrowed.hpp): set, taken (the entry dropped), read.
+void set_last_stream(const Storage& s, CUstream stream);
+std::optional<CUstream> take_last_stream(const Storage& s);
+std::optional<CUstream> last_stream_of(const Storage& s);
 
 // Copies (whole storages), ordered on the current stream of the device.
 std::shared_ptr<Storage> upload(const Storage& host, int index);  // staged through pinned memory

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/host_memory.hpp"
+#include "base/index_rules.hpp"
 #include "base/semantics.hpp"
 #include "graph/strided_walk.hpp"
 #include "base/stats.hpp"
@@ -176,6 +177,81 @@ void run_reduce(NodeId id) {
   finish(id, std::move(s));
 }
 
+// A running reduction along one axis: each element combines the one before
+// it along the axis (sem::scan_identity before the first).
+void run_scan(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  const Node& src = g[n.inputs[0]];
+  auto s = alloc_for(n);
+  View v = view_of(src);
+  const auto axis = static_cast<std::size_t>(n.ints[0]);
+  const auto out_strides = contiguous_strides(n.shape);
+  const Op combiner = scan_combiner(n.op);
+  visit_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(s->data);
+    StridedWalk w(src.shape, {&v.strides, &out_strides}, {v.offset, 0});
+    for (std::int64_t k = 0; k < src.numel(); ++k, w.next()) {
+      const std::int64_t o = w.offset(1);
+      const T before = w.index()[axis] == 0 ? scan_identity<T>(combiner) : out[o - out_strides[axis]];
+      out[o] = reduce_combine(combiner, before, v.ptr<T>()[w.offset(0)]);
+    }
+  });
+  finish(id, std::move(s));
+}
+
+// Sort, argsort, topk: each line along the axis, by std::stable_sort with
+// the order of docs/semantics.md written out plainly (NaN after every
+// number, -0.0 equal to +0.0; topk: descending, NaN first, ties by index).
+void run_sort(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  const Node& src = g[n.inputs[0]];
+  auto s = alloc_for(n);
+  View v = view_of(src);
+  const int axis = static_cast<int>(n.i0);
+  const bool top = n.op == Op::TopK || n.op == Op::ArgTopK;
+  const bool indices = n.op == Op::ArgSort || n.op == Op::ArgTopK;
+  const std::int64_t len = src.shape[axis], keep = n.shape[axis];
+  // Lines: the input's shape with the axis taken out (extent 1).
+  std::vector<std::int64_t> lines_dims = src.shape.dims();
+  lines_dims[static_cast<std::size_t>(axis)] = 1;
+  const Shape lines(lines_dims);
+  const auto out_strides = contiguous_strides(n.shape);
+  visit_dtype(src.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto less = [](T a, T b) {
+      if constexpr (is_half_type<T>) {
+        return sem::compare(Op::Lt, a, b) || (!math::isnan(static_cast<float>(a)) && math::isnan(static_cast<float>(b)));
+      } else {
+        if constexpr (is_fp<T>) {
+          if (std::isnan(a)) return false;
+          if (std::isnan(b)) return true;
+        }
+        return a < b;
+      }
+    };
+    StridedWalk w(lines, {&v.strides, &out_strides}, {v.offset, 0});
+    std::vector<std::int64_t> order(static_cast<std::size_t>(len));
+    for (std::int64_t line = 0; line < lines.numel(); ++line, w.next()) {
+      const T* x = v.ptr<T>() + w.offset(0);
+      const std::int64_t xs = v.strides[static_cast<std::size_t>(axis)];
+      for (std::int64_t i = 0; i < len; ++i) order[static_cast<std::size_t>(i)] = i;
+      std::stable_sort(order.begin(), order.end(), [&](std::int64_t i, std::int64_t j) {
+        return top ? less(x[j * xs], x[i * xs]) : less(x[i * xs], x[j * xs]);
+      });
+      for (std::int64_t i = 0; i < keep; ++i) {
+        const std::int64_t at = w.offset(1) + i * out_strides[static_cast<std::size_t>(axis)];
+        const std::int64_t from = order[static_cast<std::size_t>(i)];
+        if (indices) static_cast<std::int64_t*>(s->data)[at] = from;
+        else static_cast<T*>(s->data)[at] = x[from * xs];
+      }
+    }
+  });
+  finish(id, std::move(s));
+}
+
 void run_view(NodeId id) {
   Graph& g = graph();
   Node& n = g[id];
@@ -289,6 +365,89 @@ void run_matmul(NodeId id) {
   finish(id, std::move(s));
 }
 
+// out[p] = a[p with p[axis] := the clamped index idx[p]].
+void run_gather(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  const Node& a = g[n.inputs[0]];
+  const Node& ix = g[n.inputs[1]];
+  auto s = alloc_for(n);
+  const auto axis = static_cast<std::size_t>(n.i0);
+  const std::int64_t extent = a.shape[static_cast<int>(axis)];
+  // Walk the result with a's strides off the axis (0 on it) and idx's.
+  std::vector<std::int64_t> as = a.strides;
+  as[axis] = 0;
+  StridedWalk w(n.shape, {&as, &ix.strides}, {a.offset, ix.offset});
+  visit_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(s->data);
+    const T* src = static_cast<const T*>(a.storage->data);
+    for (std::int64_t k = 0; k < n.numel(); ++k, w.next()) {
+      const std::int64_t i = ix.dtype == DType::i32 ? static_cast<const std::int32_t*>(ix.storage->data)[w.offset(1)]
+                                                     : static_cast<const std::int64_t*>(ix.storage->data)[w.offset(1)];
+      out[k] = src[w.offset(0) + idx::gather(i, extent) * a.strides[axis]];
+    }
+  });
+  finish(id, std::move(s));
+}
+
+// out[start + step * i] = x[i] per axis, fill (of out's shape) elsewhere.
+void run_pad(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  const Node& x = g[n.inputs[0]];
+  auto s = materialize(g[n.inputs[1]]);
+  const auto out_strides = contiguous_strides(n.shape);
+  std::vector<std::int64_t> placed(out_strides.size());
+  std::int64_t base = 0;
+  for (std::size_t d = 0; d < placed.size(); ++d) {
+    base += n.ints[2 * d] * out_strides[d];
+    placed[d] = n.ints[2 * d + 1] * out_strides[d];
+  }
+  visit_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(s->data);
+    const T* src = static_cast<const T*>(x.storage->data);
+    StridedWalk w(x.shape, {&x.strides, &placed}, {x.offset, base});
+    for (std::int64_t k = 0; k < x.numel(); ++k, w.next()) out[w.offset(1)] = src[w.offset(0)];
+  });
+  finish(id, std::move(s));
+}
+
+// out = a; then over the updates in row-major order, out[p with p[axis] :=
+// idx[p]] (+)= upd[p], dropping out-of-range indices (bool adds are or).
+void run_scatter(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  const Node& ix = g[n.inputs[1]];
+  const Node& up = g[n.inputs[2]];
+  auto s = materialize(g[n.inputs[0]]);
+  const auto axis = static_cast<std::size_t>(n.i0);
+  const std::int64_t extent = n.shape[static_cast<int>(axis)];
+  std::vector<std::int64_t> os = contiguous_strides(n.shape);
+  const std::int64_t axis_stride = os[axis];
+  os[axis] = 0;
+  StridedWalk w(up.shape, {&os, &ix.strides, &up.strides}, {0, ix.offset, up.offset});
+  const bool add = n.op == Op::ScatterAdd;
+  visit_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = static_cast<T*>(s->data);
+    const T* u = static_cast<const T*>(up.storage->data);
+    for (std::int64_t k = 0; k < up.numel(); ++k, w.next()) {
+      const std::int64_t i = ix.dtype == DType::i32 ? static_cast<const std::int32_t*>(ix.storage->data)[w.offset(1)]
+                                                     : static_cast<const std::int64_t*>(ix.storage->data)[w.offset(1)];
+      const std::int64_t at = idx::scatter(i, extent);
+      if (at < 0) continue;
+      T& o = out[w.offset(0) + at * axis_stride];
+      const T v = u[w.offset(2)];
+      if (!add) o = v;
+      else if constexpr (std::is_same_v<T, bool>) o = o || v;
+      else o = binary(Op::Add, o, v);
+    }
+  });
+  finish(id, std::move(s));
+}
+
 }  // namespace
 
 void evaluate_node(NodeId id) {
@@ -303,10 +462,16 @@ void evaluate_node(NodeId id) {
     case OpCategory::Binary:
     case OpCategory::Ternary: return run_elementwise(id);
     case OpCategory::Reduce: return run_reduce(id);
+    case OpCategory::Scan: return run_scan(id);
     case OpCategory::View: return run_view(id);
+    case OpCategory::Remap:
+      if (op == Op::Gather) return run_gather(id);
+      return run_pad(id);
     case OpCategory::Other:
       if (op == Op::Concat) return run_concat(id);
-      return run_matmul(id);
+      if (op == Op::ScatterAdd || op == Op::Scatter) return run_scatter(id);
+      if (op == Op::MatMul) return run_matmul(id);
+      return run_sort(id);
   }
 }
 

@@ -74,6 +74,7 @@ DriverLoad load_driver() {
   sym(lib, a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", missing);
   sym(lib, a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", missing);
   sym(lib, a.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", missing);
+  sym(lib, a.cuPointerGetAttribute, "cuPointerGetAttribute", missing);
   if (!missing.empty()) {
     d.why = "no usable driver (libcuda.so.1 lacks " + missing +
             "; stream-ordered pools need a CUDA 11.2+ driver)";

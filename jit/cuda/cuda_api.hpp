@@ -29,6 +29,7 @@ using CUevent = struct CUevent_st*;
 using CUmemoryPool = struct CUmemPoolHandle_st*;
 
 inline constexpr CUresult CUDA_SUCCESS = 0;
+inline constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
 inline constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
 inline constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
 inline constexpr CUresult CUDA_ERROR_NOT_READY = 600;
@@ -43,6 +44,12 @@ inline constexpr int CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2;
 inline constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 inline constexpr int CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5;
 inline constexpr int CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7;
+
+inline constexpr int CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2;
+inline constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
+inline constexpr unsigned CU_MEMORYTYPE_HOST = 0x1;
+inline constexpr unsigned CU_MEMORYTYPE_DEVICE = 0x2;
+inline constexpr unsigned CU_MEMORYTYPE_UNIFIED = 0x4;
 
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0x0;
@@ -87,6 +94,7 @@ struct DriverApi {
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, std::size_t, CUstream);  // _v2
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, std::size_t, CUstream);        // _v2
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, std::size_t, CUstream);  // _v2
+  CUresult (*cuPointerGetAttribute)(void*, int, CUdeviceptr);
 };
 
 // ---- NVRTC (nvrtc.h) ---------------------------------------------------------------

@@ -19,8 +19,8 @@ bool innermost_is_outer(const Kernel& k) {
 }
 
 int reductions(const Kernel& k) {
-  int n = 0;
-  for (auto& in : k.instrs) n += in.kind == KOp::Reduce;
+  int n = 0;  // an arg reduction keeps its best value and its index
+  for (auto& in : k.instrs) n += in.kind == KOp::Reduce ? (in.op == Op::ArgMax || in.op == Op::ArgMin ? 2 : 1) : 0;
   return n;
 }
 
@@ -78,7 +78,9 @@ LaunchShape plan_launch(const Kernel& c, int vec, int sms, const std::vector<std
   }
   const std::int64_t n = c.outer_points(), ninner = c.inner_points();
   if (n == 0) return ls;  // no outer point: nothing to write
-  if (ninner <= 64 || (innermost_is_outer(c) && n >= 4096)) {
+  bool scan = false;
+  for (const KInstr& in : c.instrs) scan |= in.kind == KOp::Scan;
+  if (scan || ninner <= 64 || (innermost_is_outer(c) && n >= 4096)) {
     ls.mode = LaunchShape::Mode::serial;
     ls.grid = std::min(ceil_div(n, kThreadsPerBlock), max_blocks);
     return ls;

@@ -140,95 +140,6 @@ std::string render_matmul(const LibrarySpec& s) {
   return os.str();
 }
 
-// Values compared in the compute dtype (exact for halves).
-std::string render_arg(const LibrarySpec& s) {
-  const DType ct = compute_dtype(s.dtype);
-  const std::string S = ctype(s.dtype), T = value_type(ct), R = str(std::max(1, s.rank));
-  const char* better = s.op == LibraryOp::argmax ? ">" : "<";
-  std::ostringstream os;
-  os << header(s) << "\nstruct P {\n"
-     << "  i64 nout, n, group, parts, off, stride;  // group: threads per result, 0 = the block\n"
-     << "  i64 shape[" << R << "], str[" << R << "];\n"
-     << "  void* in;\n  void* out;\n  void* scratch;  // parts > 1: (value, index) per result and part\n};\n"
-     << "\n// Does (x, xi) beat (y, yi)? sem::arg_better when xi comes later, and the\n"
-     << "// same order across threads: the first NaN wins, else the better value,\n"
-     << "// equal values the first index. An index < 0 is no candidate.\n"
-     << "__device__ __forceinline__ bool aj_arg_wins(" << T << " x, i64 xi, " << T << " y, i64 yi) {\n"
-     << "  if (xi < 0) return false;\n  if (yi < 0) return true;\n";
-  if (is_float(s.dtype)) {
-    os << "  const bool xn = isnan(x), yn = isnan(y);\n  if (xn || yn) return xn && (!yn || xi < yi);\n";
-  }
-  os << "  if (x == y) return xi < yi;\n  return x " << better << " y;\n}\n"
-     << "\n__device__ __forceinline__ void aj_arg_warp(" << T << "& best, i64& bi) {\n"
-     << "  for (int d = 16; d > 0; d >>= 1) {\n"
-     << "    const " << T << " y = aj_shfl_down(best, d);\n"
-     << "    const i64 yi = aj_shfl_down(bi, d);\n"
-     << "    if (aj_arg_wins(y, yi, best, bi)) { best = y; bi = yi; }\n"
-     << "  }\n}\n"
-     << "\n// The whole block's winner, in thread 0. Called by every thread of the block.\n"
-     << "__device__ __forceinline__ void aj_arg_block(" << T << "& best, i64& bi) {\n"
-     << "  __shared__ " << T << " sv[32];\n  __shared__ i64 si[32];\n"
-     << "  aj_arg_warp(best, bi);\n"
-     << "  if ((threadIdx.x & 31) == 0) { sv[threadIdx.x >> 5] = best; si[threadIdx.x >> 5] = bi; }\n"
-     << "  __syncthreads();\n"
-     << "  if (threadIdx.x < 32) {\n"
-     << "    const bool has = threadIdx.x < (blockDim.x >> 5);\n"
-     << "    best = has ? sv[threadIdx.x] : " << T << "(0);\n"
-     << "    bi = has ? si[threadIdx.x] : -1;\n"
-     << "    aj_arg_warp(best, bi);\n"
-     << "  }\n"
-     << "  __syncthreads();\n}\n"
-     << "\n__device__ __forceinline__ " << T << "& aj_part_value(const P& p, i64 seg) { return *(" << T
-     << "*)((char*)p.scratch + 16 * seg); }\n"
-     << "__device__ __forceinline__ i64& aj_part_index(const P& p, i64 seg) { return *(i64*)((char*)p.scratch + 16 * seg + 8); }\n"
-     << entry("aj_k")
-     << "  // A segment is one part of one result's range; a group of G threads takes\n"
-     << "  // it (G is the whole block, a warp or one thread: group-uniform control flow).\n"
-     << "  const " << S << "* in = (const " << S << "*)p.in;\n"
-     << "  const int G = p.group == 0 ? (int)blockDim.x : (int)p.group;\n"
-     << "  const int lane = threadIdx.x % G;\n"
-     << "  const i64 per_block = blockDim.x / G, segs = p.nout * p.parts;\n"
-     << "  for (i64 base = (i64)blockIdx.x * per_block; base < segs; base += (i64)gridDim.x * per_block) {\n"
-     << "    const i64 seg = base + threadIdx.x / G;\n"
-     << "    if (seg >= segs) continue;\n"
-     << "    const i64 o = seg / p.parts, part = seg % p.parts;\n"
-     << "    i64 b = p.off;\n"
-     << decompose(s.rank, "o", "shape", {{"b", "str"}}, "    ")
-     << "    " << T << " best = " << T << "(0);\n"
-     << "    i64 bi = -1;\n"
-     << "    const i64 hi = p.n * (part + 1) / p.parts;\n"
-     << "    for (i64 i = p.n * part / p.parts + lane; i < hi; i += G) {\n"
-     << "      const " << T << " x = " << convert_expr(ct, "aj_ld(in[b + i * p.stride])") << ";\n"
-     << "      if (aj_arg_wins(x, i, best, bi)) { best = x; bi = i; }\n"
-     << "    }\n"
-     << "    if (G == 32) aj_arg_warp(best, bi);\n"
-     << "    else if (G > 32) aj_arg_block(best, bi);\n"
-     << "    if (lane != 0) continue;\n"
-     << "    if (p.parts == 1) {\n"
-     << "      ((i64*)p.out)[o] = bi;\n"
-     << "    } else {\n"
-     << "      aj_part_value(p, seg) = best;\n"
-     << "      aj_part_index(p, seg) = bi;\n"
-     << "    }\n"
-     << "  }\n}\n"
-     << entry("aj_k_finish")
-     << "  // One block per result combines its parts.\n"
-     << "  for (i64 o = blockIdx.x; o < p.nout; o += gridDim.x) {\n"
-     << "    " << T << " best = " << T << "(0);\n"
-     << "    i64 bi = -1;\n"
-     << "    for (i64 part = threadIdx.x; part < p.parts; part += blockDim.x) {\n"
-     << "      const i64 seg = o * p.parts + part;\n"
-     << "      if (aj_arg_wins(aj_part_value(p, seg), aj_part_index(p, seg), best, bi)) {\n"
-     << "        best = aj_part_value(p, seg);\n"
-     << "        bi = aj_part_index(p, seg);\n"
-     << "      }\n"
-     << "    }\n"
-     << "    aj_arg_block(best, bi);\n"
-     << "    if (threadIdx.x == 0) ((i64*)p.out)[o] = bi;\n"
-     << "  }\n}\n";
-  return os.str();
-}
-
 std::string render_copy(const LibrarySpec& s) {
   const std::string T = ctype(s.dtype), R = str(std::max(1, s.rank));
   std::ostringstream os;
@@ -246,6 +157,35 @@ std::string render_copy(const LibrarySpec& s) {
   return os.str();
 }
 
+std::string render_scatter(const LibrarySpec& s) {
+  const std::string T = ctype(s.dtype), I = ctype(s.index), R = str(std::max(1, s.rank));
+  std::string combine = "u";
+  if (s.op == LibraryOp::scatter_add) {
+    // sem::binary(Add): wraps integers; halves add in f32, rounded once.
+    combine = s.dtype == DType::bool_ ? "(d || u)" : "aj::sem::binary(aj::Op::Add, aj_ld(d), aj_ld(u))";
+  }
+  std::ostringstream os;
+  os << header(s) << "\nstruct P {\n"
+     << "  i64 ncols, m, extent, idx_off, upd_off, out_off, idx_axis, upd_axis, out_axis;\n"
+     << "  i64 shape[" << R << "], idx_str[" << R << "], upd_str[" << R << "], out_str[" << R << "];\n"
+     << "  void* idx;\n  void* upd;\n  void* out;\n};\n"
+     << entry("aj_k")
+     << "  const i64 step = (i64)gridDim.x * blockDim.x;\n"
+     << "  for (i64 col = (i64)blockIdx.x * blockDim.x + threadIdx.x; col < p.ncols; col += step) {\n"
+     << "    i64 io = p.idx_off, uo = p.upd_off, oo = p.out_off;\n"
+     << decompose(s.rank, "col", "shape", {{"io", "idx_str"}, {"uo", "upd_str"}, {"oo", "out_str"}}, "    ")
+     << "    for (i64 j = 0; j < p.m; ++j) {\n"
+     << "      i64 i = (i64)((const " << I << "*)p.idx)[io + j * p.idx_axis];\n"
+     << "      if (i < -p.extent || i >= p.extent) continue;  // dropped\n"
+     << "      if (i < 0) i += p.extent;\n"
+     << "      " << T << "& d = ((" << T << "*)p.out)[oo + i * p.out_axis];\n"
+     << "      const " << T << " u = ((const " << T << "*)p.upd)[uo + j * p.upd_axis];\n"
+     << "      aj_st(&d, " << combine << ");\n"
+     << "    }\n"
+     << "  }\n}\n";
+  return os.str();
+}
+
 // Blocks for a grid-stride loop: enough to fill `sms` SMs, no more.
 std::int64_t max_blocks(int sms) { return static_cast<std::int64_t>(std::max(1, sms)) * 8; }
 
@@ -258,15 +198,16 @@ void append(std::vector<std::int64_t>& p, const std::vector<std::int64_t>& v, in
 
 std::uint64_t LibrarySpec::key() const {
   return static_cast<std::uint64_t>(op) | static_cast<std::uint64_t>(dtype) << 8 |
-         static_cast<std::uint64_t>(rank) << 16;
+         static_cast<std::uint64_t>(rank) << 16 | static_cast<std::uint64_t>(index) << 48;
 }
 
 const char* library_op_name(LibraryOp op) {
   switch (op) {
     case LibraryOp::matmul: return "matmul";
-    case LibraryOp::argmax: return "argmax";
-    case LibraryOp::argmin: return "argmin";
     case LibraryOp::copy: return "copy";
+    case LibraryOp::sort: return "sort";
+    case LibraryOp::scatter: return "scatter";
+    case LibraryOp::scatter_add: return "scatter_add";
   }
   internal_error("library_op_name: bad op");
 }
@@ -281,15 +222,19 @@ KernelSource render_library(const LibrarySpec& spec) {
       out.source = render_matmul(spec);
       fields = 14 + 3 * R + 3;
       break;
-    case LibraryOp::argmax:
-    case LibraryOp::argmin:
-      out.source = render_arg(spec);
-      out.reduction = true;
-      fields = 6 + 2 * R + 3;
-      break;
     case LibraryOp::copy:
       out.source = render_copy(spec);
       fields = 3 + 3 * R + 2;
+      break;
+    case LibraryOp::sort:
+      out.source = render_sort(spec);
+      fields = 8 + 3 * R + 3;
+      break;
+    case LibraryOp::scatter:
+    case LibraryOp::scatter_add:
+      if (spec.index != DType::i32 && spec.index != DType::i64) internal_error("cuda library: scatter indices of a non-integer type");
+      out.source = render_scatter(spec);
+      fields = 9 + 4 * R + 3;
       break;
   }
   out.hash = fnv1a(out.source);
@@ -326,56 +271,6 @@ LibraryLaunch plan_matmul(DType t, const std::vector<std::int64_t>& shape, std::
   return l;
 }
 
-LibraryLaunch plan_arg_reduce(LibraryOp op, DType t, const std::vector<std::int64_t>& shape, int axis,
-                              const StridedRef& in, std::uint64_t out, int sms) {
-  if (op != LibraryOp::argmax && op != LibraryOp::argmin) internal_error("plan_arg_reduce: not an arg reduction");
-  const auto ax = static_cast<std::size_t>(axis);
-  if (ax >= shape.size() || in.strides.size() != shape.size()) internal_error("plan_arg_reduce: bad axis");
-  LibraryLaunch l;
-  l.spec = {op, t, static_cast<int>(shape.size()) - 1};
-  std::vector<std::int64_t> kept, kept_str;
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (d == ax) continue;
-    kept.push_back(shape[d]);
-    kept_str.push_back(in.strides[d]);
-  }
-  std::int64_t nout = 1;
-  for (auto e : kept) nout *= e;
-  const std::int64_t n = shape[ax], stride = in.strides[ax];
-  std::int64_t group = 0, parts = 1;
-  if (nout > 0) {
-    // Neighbouring results at neighbouring addresses: one thread per result
-    // reads coalesced (a column walk), as it does for a short axis.
-    const bool columns = stride != 1 && !kept.empty() && kept_str.back() == 1;
-    if (n <= 64 || (columns && nout >= 4096)) {
-      group = 1;
-      l.grid = std::min(ceil_div(nout, kThreadsPerBlock), max_blocks(sms));
-    } else if (n <= 4096 && nout >= 2 * max_blocks(sms)) {
-      group = 32;
-      l.grid = std::min(ceil_div(nout, kThreadsPerBlock / 32), max_blocks(sms) * 4);
-    } else {
-      if (nout < 2 * sms) {
-        // Few results (a whole-array argmax has one): split each range so
-        // every SM gets blocks, each part at least 2048 elements.
-        parts = std::clamp<std::int64_t>(ceil_div(4 * sms, nout), 1, std::max<std::int64_t>(1, n / 2048));
-      }
-      l.grid = std::min(nout * parts, max_blocks(sms) * 4);
-      if (parts > 1) {
-        l.finish_grid = std::min(nout, max_blocks(sms) * 4);
-        l.scratch_bytes = static_cast<std::size_t>(nout * parts) * 16;
-      }
-    }
-  }
-  l.params = {nout, n, group, parts, in.offset, stride};
-  append(l.params, kept, l.spec.rank);
-  append(l.params, kept_str, l.spec.rank);
-  l.params.push_back(as_param(in.ptr));
-  l.params.push_back(as_param(out));
-  l.scratch_slot = static_cast<int>(l.params.size());
-  l.params.push_back(0);
-  return l;
-}
-
 LibraryLaunch plan_copy(DType t, const std::vector<std::int64_t>& shape, const StridedRef& in,
                         const StridedRef& out, int sms) {
   if (in.strides.size() != shape.size() || out.strides.size() != shape.size()) internal_error("plan_copy: bad ranks");
@@ -407,6 +302,44 @@ LibraryLaunch plan_copy(DType t, const std::vector<std::int64_t>& shape, const S
   return l;
 }
 
+LibraryLaunch plan_scatter(LibraryOp op, DType t, DType index, const std::vector<std::int64_t>& out_shape,
+                           const std::vector<std::int64_t>& shape, int axis, const StridedRef& idx,
+                           const StridedRef& upd, std::uint64_t out, int sms) {
+  const auto ax = static_cast<std::size_t>(axis);
+  if (ax >= shape.size() || out_shape.size() != shape.size() || idx.strides.size() != shape.size() ||
+      upd.strides.size() != shape.size()) {
+    internal_error("plan_scatter: bad ranks");
+  }
+  std::vector<std::int64_t> os(shape.size());
+  for (std::size_t d = os.size(), acc = 1; d-- > 0;) {
+    os[d] = static_cast<std::int64_t>(acc);
+    acc *= static_cast<std::size_t>(std::max<std::int64_t>(out_shape[d], 1));
+  }
+  LibraryLaunch l;
+  l.spec = {op, t, static_cast<int>(shape.size()) - 1, index};
+  std::vector<std::int64_t> cols, is, us, ost;
+  std::int64_t ncols = 1;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (d == ax) continue;
+    cols.push_back(shape[d]);
+    is.push_back(idx.strides[d]);
+    us.push_back(upd.strides[d]);
+    ost.push_back(os[d]);
+    ncols *= shape[d];
+  }
+  const std::int64_t m = shape[ax];
+  l.params = {ncols, m, out_shape[ax], idx.offset, upd.offset, 0, idx.strides[ax], upd.strides[ax], os[ax]};
+  append(l.params, cols, l.spec.rank);
+  append(l.params, is, l.spec.rank);
+  append(l.params, us, l.spec.rank);
+  append(l.params, ost, l.spec.rank);
+  l.params.push_back(as_param(idx.ptr));
+  l.params.push_back(as_param(upd.ptr));
+  l.params.push_back(as_param(out));
+  l.grid = ncols > 0 && m > 0 ? std::min(ceil_div(ncols, kThreadsPerBlock), max_blocks(sms)) : 0;
+  return l;
+}
+
 std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<std::uint64_t>& inputs,
                                         std::uint64_t out, int sms) {
   auto ref = [&](std::size_t k) {
@@ -416,10 +349,6 @@ std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<
   if (c.op == Op::MatMul) {
     const auto& a = c.inputs[0].shape;
     launches.push_back(plan_matmul(c.dtype, c.shape, a[a.size() - 1], ref(0), ref(1), out, sms));
-  } else if (c.op == Op::ArgMax || c.op == Op::ArgMin) {
-    const LibraryOp op = c.op == Op::ArgMax ? LibraryOp::argmax : LibraryOp::argmin;
-    launches.push_back(plan_arg_reduce(op, c.inputs[0].dtype, c.inputs[0].shape, static_cast<int>(c.axis), ref(0),
-                                       out, sms));
   } else if (c.op == Op::Concat) {
     std::vector<std::int64_t> strides(c.shape.size());
     for (std::size_t d = strides.size(), acc = 1; d-- > 0;) {
@@ -429,9 +358,26 @@ std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<
     const auto axis = static_cast<std::size_t>(c.axis);
     std::int64_t base = 0;  // where the current input starts along the axis
     for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-      launches.push_back(plan_copy(c.dtype, c.inputs[k].shape, ref(k), {out, strides, base * strides[axis]}, sms));
+      if (!c.inputs[k].in_place) {  // else its producer wrote it into its slice
+        launches.push_back(plan_copy(c.dtype, c.inputs[k].shape, ref(k), {out, strides, base * strides[axis]}, sms));
+      }
       base += c.inputs[k].shape[axis];
     }
+  } else if (c.op == Op::Sort || c.op == Op::ArgSort || c.op == Op::TopK || c.op == Op::ArgTopK) {
+    launches.push_back(plan_sort(c, ref(0), out, sms));
+  } else if (c.op == Op::ScatterAdd || c.op == Op::Scatter) {
+    // The array first (skipped when the step works in place on its buffer).
+    if (inputs[0] != out && !c.shape.empty()) {
+      std::vector<std::int64_t> strides(c.shape.size());
+      for (std::size_t d = strides.size(), acc = 1; d-- > 0;) {
+        strides[d] = static_cast<std::int64_t>(acc);
+        acc *= static_cast<std::size_t>(std::max<std::int64_t>(c.shape[d], 1));
+      }
+      launches.push_back(plan_copy(c.dtype, c.shape, ref(0), {out, strides, 0}, sms));
+    }
+    const LibraryOp op = c.op == Op::ScatterAdd ? LibraryOp::scatter_add : LibraryOp::scatter;
+    launches.push_back(plan_scatter(op, c.dtype, c.inputs[1].dtype, c.shape, c.inputs[2].shape,
+                                    static_cast<int>(c.axis), ref(1), ref(2), out, sms));
   } else {
     internal_error(std::string("cuda: no library kernel evaluates ") + op_name(c.op));
   }

@@ -33,6 +33,8 @@ std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::s
     case OpCategory::Ternary:
     case OpCategory::Reduce:
     case OpCategory::View:
+    case OpCategory::Scan:   // KOp::Scan: combine_expr with Sum/Prod
+    case OpCategory::Remap:  // index arithmetic of lowering
     case OpCategory::Other: break;
   }
   internal_error(std::string("cuda codegen: op ") + op_name(op) + " is not an elementwise op of " + dtype_name(t));
@@ -41,6 +43,11 @@ std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::s
 std::string combine_expr(Op op, DType t, const std::string& acc, const std::string& x) {
   if (!is_reduction(op)) internal_error(std::string("cuda codegen: not a combiner: ") + op_name(op));
   return "aj::sem::reduce_combine<" + value_type(t) + ">(" + op_constant(op) + ", " + acc + ", " + x + ")";
+}
+
+std::string scan_identity_expr(Op op, DType t) {
+  if (!is_reduction(op)) internal_error(std::string("cuda codegen: not a scan combiner: ") + op_name(op));
+  return "aj::sem::scan_identity<" + value_type(t) + ">(" + op_constant(op) + ")";
 }
 
 std::string identity_expr(Op op, DType t) {

@@ -25,5 +25,7 @@ std::string combine_expr(Op op, DType t, const std::string& acc, const std::stri
 std::string identity_expr(Op op, DType t);
 // sem::convert<to>(x).
 std::string convert_expr(DType to, const std::string& x);
+// sem::scan_identity: where a scan's running value starts.
+std::string scan_identity_expr(Op op, DType t);
 
 }  // namespace aj::cuda

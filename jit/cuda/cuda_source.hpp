@@ -22,7 +22,10 @@
 //                full reduction to a scalar; no atomics, deterministic).
 //   aj_k_serial  reduction: one thread per outer point walks the whole reduced
 //                range (small reduced ranges, or column reductions where
-//                neighbouring threads read neighbouring addresses).
+//                neighbouring threads read neighbouring addresses). Kernels
+//                with a scan (KOp::Scan) always run this entry: the running
+//                value needs the axis walked in order (aj_k and aj_k_finish
+//                are empty there).
 #pragma once
 
 #include <cstdint>
@@ -75,7 +78,8 @@ std::vector<std::int64_t> pack_params(const Kernel& collapsed, const std::vector
 // Whether the innermost axis is an outer (kept) axis: then neighbouring outer
 // points are neighbouring addresses and aj_k_serial reads coalesced.
 bool innermost_is_outer(const Kernel& collapsed);
-// Number of Reduce instructions (scratch slots per outer point and part).
+// Scratch slots per outer point and part: one per Reduce instruction, two
+// for an argmax/argmin (its best value and its index).
 int reductions(const Kernel& collapsed);
 
 }  // namespace aj::cuda

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <limits>
 
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
 #include "arrayjit/error.hpp"
@@ -22,7 +24,7 @@ using llvm::Value;
 // op missing here only costs speed (inner_rows).
 bool is_math_function(Op op) {
   constexpr Op kMath[] = {Op::Exp, Op::Log, Op::Log1p, Op::Expm1, Op::Sin, Op::Cos, Op::Tan,
-                          Op::Tanh, Op::Sigmoid, Op::Pow};
+                          Op::Tanh, Op::Sigmoid, Op::Pow, Op::Erf, Op::Erfc};
   return std::find(std::begin(kMath), std::end(kMath), op) != std::end(kMath);
 }
 
@@ -40,6 +42,10 @@ class KernelCodegen {
     else if (!reduce_.empty() && reduce_.back() == rank_ - 1) mode_ = Mode::inner_reduce;
     else mode_ = Mode::outer_reduce;
     seg_axis_ = mode_ != Mode::inner_reduce && rank_ > 0 ? rank_ - 1 : -1;
+    for (const KInstr& in : k.instrs) {
+      has_scan_ |= in.kind == KOp::Scan;
+      arg_ |= is_arg(in);
+    }
     validate();
   }
 
@@ -50,6 +56,12 @@ class KernelCodegen {
     f_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m_);
     f_->addFnAttr(llvm::Attribute::NoUnwind);
     f_->addFnAttr(llvm::Attribute::MustProgress);
+    // Vector registers live across a SLEEF call are spilled. Without this the
+    // prologue keeps the caller's 16-byte alignment and spill slots of 32- or
+    // 64-byte vectors straddle cache lines in 3 of 4 processes (the stack's
+    // alignment mod 64 follows ASLR): the chain exp(-x*x/2)*sin(3x)+0.5cos(x)
+    // ran 17 or 28 ms per 16M f32 by process on Zen 4.
+    f_->addFnAttr(llvm::Attribute::getWithStackAlignment(c_, llvm::Align(64)));
     entry_ = llvm::BasicBlock::Create(c_, "entry", f_);
     b_.SetInsertPoint(entry_);
     load_args(f_->getArg(0));
@@ -78,11 +90,55 @@ class KernelCodegen {
   enum class Mode { elementwise, inner_reduce, outer_reduce };
   using Pos = std::vector<Value*>;  // element offset per stream
 
+  static bool is_arg(const KInstr& in) {
+    return in.kind == KOp::Reduce && (in.op == Op::ArgMax || in.op == Op::ArgMin);
+  }
+  // The dtype an accumulator holds the best value of: an arg reduction's
+  // operand, else the result.
+  DType value_dtype(const KInstr& in) const {
+    return is_arg(in) ? k_.instrs[static_cast<std::size_t>(in.a)].dtype : in.dtype;
+  }
+
+  // --- arg reductions: (best value, index) pairs -----------------------------------------
+  // With candidate indices from operand b, accumulators start at (the
+  // max/min identity, INT64_MAX) and take sem::arg_take: the first candidate
+  // either beats the identity or ties it with a lower index. With positions
+  // (b < 0) a lane or slot sees its candidates in increasing order, so it
+  // starts at (identity, its first position) and takes strictly better
+  // values only: if nothing beats the identity, its first point holds the
+  // identity's value (nothing is worse), and that index is the answer.
+  llvm::Constant* arg_identity(const KInstr& in) {
+    const DType t = value_dtype(in);
+    llvm::Constant* c = sc_.identity(in.op == Op::ArgMax ? Op::ReduceMax : Op::ReduceMin, t);
+    if (t != DType::bool_) return c;
+    return llvm::ConstantInt::get(b_.getInt8Ty(), llvm::cast<llvm::ConstantInt>(c)->getZExtValue());
+  }
+  llvm::Constant* no_index() { return b_.getInt64(std::numeric_limits<std::int64_t>::max()); }
+
+  // Is x better than y (sem::arg_better)? Floats: a NaN y is never beaten,
+  // a NaN x beats any other y (fcmp ugt is true when either is NaN).
+  Value* arg_better(Op op, DType t, Value* x, Value* y) {
+    const bool mx = op == Op::ArgMax;
+    if (t == DType::bool_) return mx ? b_.CreateAnd(x, b_.CreateNot(y)) : b_.CreateAnd(b_.CreateNot(x), y);
+    if (is_float(t)) {
+      Value* beats = mx ? b_.CreateFCmpUGT(x, y) : b_.CreateFCmpULT(x, y);
+      return b_.CreateAnd(beats, b_.CreateFCmpORD(y, y));
+    }
+    return mx ? b_.CreateICmpSGT(x, y) : b_.CreateICmpSLT(x, y);
+  }
+  // sem::arg_take: does (x, xi) replace (best, bi)?
+  Value* arg_take(Op op, DType t, Value* x, Value* xi, Value* best, Value* bi) {
+    Value* tie = b_.CreateAnd(b_.CreateNot(arg_better(op, t, best, x)), b_.CreateICmpSLT(xi, bi));
+    return b_.CreateOr(arg_better(op, t, x, best), tie);
+  }
+  // Memory form of a best value (bool as i8) and back.
+  Value* to_slot(Value* v, DType t) { return t == DType::bool_ ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
+  Value* from_slot(Value* v, DType t) { return t == DType::bool_ ? b_.CreateICmpNE(v, b_.getInt8(0)) : v; }
+
   void validate() const {
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
-      for (int o : {in.a, in.b, in.c}) {
-        if (in.kind == KOp::Const || in.kind == KOp::Index || in.kind == KOp::Load) break;
+      for (int o : operands(in)) {
         if (o < 0) continue;
         if (o >= static_cast<int>(j)) internal_error("jit: kernel operand is not an earlier instruction");
         const KInstr& src = k_.instrs[static_cast<std::size_t>(o)];
@@ -90,6 +146,10 @@ class KernelCodegen {
         if (!ok) internal_error("jit: kernel instruction mixes phases");
       }
       if (in.kind == KOp::Reduce && !k_.is_reduction()) internal_error("jit: Reduce in an elementwise kernel");
+      if (in.kind == KOp::Scan && (!k_.is_reduction() || in.phase != 0)) internal_error("jit: Scan outside phase 0 of a reduction kernel");
+      if (is_arg(in) && (reduce_.size() != 1 || in.dtype != DType::i64)) {
+        internal_error("jit: an arg reduction needs one reduce axis and an i64 result");
+      }
     }
     if (alias_.size() != k_.outputs.size()) internal_error("jit: alias list of the wrong length");
   }
@@ -211,7 +271,8 @@ class KernelCodegen {
   int outer_block() const {
     std::int64_t bytes = 0;
     for (const KInstr& in : k_.instrs) {
-      if (in.kind == KOp::Reduce) bytes += static_cast<std::int64_t>(itemsize(in.dtype));
+      if (in.kind == KOp::Reduce || in.kind == KOp::Scan) bytes += static_cast<std::int64_t>(itemsize(in.dtype));
+      if (is_arg(in)) bytes += static_cast<std::int64_t>(itemsize(value_dtype(in)));
     }
     int block = 64;
     while (block * 2 * bytes <= kOuterAccBytes) block *= 2;
@@ -254,6 +315,8 @@ class KernelCodegen {
       case Mode::elementwise:
         if (seg_axis_ < 0) {
           point(0, base, nullptr);
+        } else if (has_ranges()) {
+          range_split(base, n);
         } else {
           loop(n, true, [&](Value* j) { point(0, step(base, seg_axis_, j), nullptr); });
         }
@@ -261,6 +324,10 @@ class KernelCodegen {
       case Mode::inner_reduce: {
         // inner_rows() consecutive outputs at a time where the segment's
         // range and the last outer axis have that many left, else one.
+        if (arg_) {
+          inner_reduce_lanes(base);
+          break;
+        }
         const int rows = inner_rows();
         if (outer_.empty() || rows == 1) {
           inner_reduce(base, 1);
@@ -314,15 +381,23 @@ class KernelCodegen {
     std::vector<std::vector<llvm::AllocaInst*>> acc(R, std::vector<llvm::AllocaInst*>(k_.instrs.size(), nullptr));
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
-      if (in.kind != KOp::Reduce) continue;
+      if (in.kind != KOp::Reduce && in.kind != KOp::Scan) continue;
       for (auto& a : acc) {
         a[j] = entry_alloca(sc_.type(in.dtype), 1);
-        b_.CreateStore(sc_.identity(in.op, in.dtype), a[j]);
+        b_.CreateStore(start_value(in), a[j]);
       }
     }
-    reduce_loops(0, reduce_.size(), base, true, [&](const Pos& pos) {
+    // A scan is a recurrence the vectorizer cannot widen: its loop is left
+    // untagged (a tagged loop it gives up on is a warning).
+    reduce_loops(0, reduce_.size(), base, !has_scan_, [&](const Pos& pos) {
       for (std::size_t r = 0; r < R; ++r) {
-        std::vector<Value*> v = point(0, row(pos, r), nullptr);
+        auto scan = [&](std::size_t j, Value* x) {
+          const KInstr& in = k_.instrs[j];
+          Value* next = sc_.op(in, in.dtype, b_.CreateLoad(sc_.type(in.dtype), acc[r][j]), x, nullptr, false);
+          b_.CreateStore(next, acc[r][j]);
+          return next;
+        };
+        std::vector<Value*> v = point(0, row(pos, r), nullptr, scan);
         accumulate(v, [&](std::size_t j) { return static_cast<Value*>(acc[r][j]); }, true);
       }
     });
@@ -333,6 +408,102 @@ class KernelCodegen {
     }
   }
 
+  // Reducing the last axis in a kernel with an arg reduction: kArgLanes
+  // accumulators per Reduce, lane l taking the points l, l + kArgLanes, ...
+  // (the loop over lanes is what the vectorizer widens: select-based
+  // (value, index) updates are no reduction pattern it knows), then the lanes
+  // are folded, an arg reduction keeping the lowest index among its best
+  // values (sem::arg_take), so the order of the lanes does not matter. A lane
+  // no point reached (a row shorter than the lanes) still holds (identity,
+  // its lane number >= the row length): it loses every tie to a real one.
+  void inner_reduce_lanes(const Pos& base) {
+    const int lanes = arg_lanes();
+    const std::size_t ni = k_.instrs.size();
+    std::vector<llvm::AllocaInst*> acc(ni, nullptr), best(ni, nullptr);
+    auto at = [&](llvm::AllocaInst* a, llvm::Type* t, Value* l) { return b_.CreateInBoundsGEP(t, a, l); };
+    Value* L = b_.getInt64(lanes);
+    for (std::size_t j = 0; j < ni; ++j) {
+      const KInstr& in = k_.instrs[j];
+      if (in.kind != KOp::Reduce) continue;
+      acc[j] = entry_alloca(sc_.type(in.dtype), lanes);
+      if (is_arg(in)) best[j] = entry_alloca(sc_.mem_type(value_dtype(in)), lanes);
+    }
+    loop(L, true, [&](Value* l) {
+      for (std::size_t j = 0; j < ni; ++j) {
+        const KInstr& in = k_.instrs[j];
+        if (!acc[j]) continue;
+        if (best[j]) {
+          b_.CreateStore(in.b >= 0 ? static_cast<Value*>(no_index()) : l, at(acc[j], i64_, l));
+          b_.CreateStore(arg_identity(in), at(best[j], sc_.mem_type(value_dtype(in)), l));
+        } else {
+          b_.CreateStore(sc_.identity(in.op, in.dtype), at(acc[j], sc_.type(in.dtype), l));
+        }
+      }
+    });
+    const int d = reduce_[0];
+    auto update = [&](Value* l, Value* i) {
+      std::vector<Value*> v = point(0, step(base, d, i), nullptr);
+      for (std::size_t j = 0; j < ni; ++j) {
+        const KInstr& in = k_.instrs[j];
+        if (!acc[j]) continue;
+        Value* x = v[static_cast<std::size_t>(in.a)];
+        Value* ap = at(acc[j], sc_.type(in.dtype), l);
+        Value* cur = b_.CreateLoad(sc_.type(in.dtype), ap);
+        if (best[j]) {
+          const DType t = value_dtype(in);
+          Value* bp = at(best[j], sc_.mem_type(t), l);
+          Value* cur_best = from_slot(b_.CreateLoad(sc_.mem_type(t), bp), t);
+          Value* xi = in.b >= 0 ? v[static_cast<std::size_t>(in.b)] : i;
+          Value* take = in.b >= 0 ? arg_take(in.op, t, x, xi, cur_best, cur) : arg_better(in.op, t, x, cur_best);
+          b_.CreateStore(to_slot(b_.CreateSelect(take, x, cur_best), t), bp);
+          b_.CreateStore(b_.CreateSelect(take, xi, cur), ap);
+        } else {
+          b_.CreateStore(sc_.op(in, in.dtype, cur, x, nullptr, true), ap);
+        }
+      }
+    };
+    Value* ext = ext_[static_cast<std::size_t>(d)];
+    Value* groups = b_.CreateUDiv(ext, L);
+    loop(groups, false, [&](Value* g) {
+      Value* first = b_.CreateMul(g, L, "", true, true);
+      loop(L, true, [&](Value* l) { update(l, b_.CreateAdd(first, l, "", true, true)); });
+    });
+    Value* done = b_.CreateMul(groups, L, "", true, true);
+    loop(b_.CreateSub(ext, done), false, [&](Value* r) { update(r, b_.CreateAdd(done, r, "", true, true)); });
+    // Fold the lanes.
+    std::vector<Value*> result(ni, nullptr);
+    for (std::size_t j = 0; j < ni; ++j) {
+      const KInstr& in = k_.instrs[j];
+      if (!acc[j]) continue;
+      llvm::Type* at_t = sc_.type(in.dtype);
+      Value* r = b_.CreateLoad(at_t, at(acc[j], at_t, b_.getInt64(0)));
+      const DType t = value_dtype(in);
+      Value* rb = best[j] ? from_slot(b_.CreateLoad(sc_.mem_type(t), at(best[j], sc_.mem_type(t), b_.getInt64(0))), t) : nullptr;
+      for (int l = 1; l < lanes; ++l) {
+        Value* x = b_.CreateLoad(at_t, at(acc[j], at_t, b_.getInt64(l)));
+        if (!best[j]) {
+          r = sc_.op(in, in.dtype, r, x, nullptr, true);
+          continue;
+        }
+        Value* xb = from_slot(b_.CreateLoad(sc_.mem_type(t), at(best[j], sc_.mem_type(t), b_.getInt64(l))), t);
+        Value* take = arg_take(in.op, t, xb, x, rb, r);
+        rb = b_.CreateSelect(take, xb, rb);
+        r = b_.CreateSelect(take, x, r);
+      }
+      result[j] = r;
+    }
+    point(1, base, [&](std::size_t j) { return result[j]; });
+  }
+
+  // Lanes of inner_reduce_lanes: 64 bytes of the widest accumulated value.
+  int arg_lanes() const {
+    std::size_t widest = 1;
+    for (const KInstr& in : k_.instrs) {
+      if (in.kind == KOp::Reduce) widest = std::max(widest, itemsize(value_dtype(in)));
+    }
+    return widest >= 8 ? kArgLanes / 2 : kArgLanes;
+  }
+
   // Reducing outer axes: up to kOuterBlock outputs along the last axis at a
   // time, one accumulator slot each (the block stays in L1 while rows stream
   // through); the inner loop runs along the row. The innermost reduced axis
@@ -340,43 +511,80 @@ class KernelCodegen {
   // in order, and is stored once, so the row streams are read side by side
   // and each output is still summed in row-major order (bit-exact).
   void outer_reduce(const Pos& base, Value* n) {
-    std::vector<llvm::AllocaInst*> acc(k_.instrs.size(), nullptr);
+    // acc: the accumulator (an arg reduction's index); best: an arg
+    // reduction's best value.
+    std::vector<llvm::AllocaInst*> acc(k_.instrs.size(), nullptr), best(k_.instrs.size(), nullptr);
     const int L = seg_axis_;
     auto slot = [&](std::size_t j, Value* i) {
       return b_.CreateInBoundsGEP(sc_.type(k_.instrs[j].dtype), acc[j], i);
     };
+    auto best_slot = [&](std::size_t j, Value* i) {
+      return b_.CreateInBoundsGEP(sc_.mem_type(value_dtype(k_.instrs[j])), best[j], i);
+    };
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
-      if (in.kind != KOp::Reduce) continue;
+      if (in.kind != KOp::Reduce && in.kind != KOp::Scan) continue;
       acc[j] = entry_alloca(sc_.type(in.dtype), outer_block());
-      loop(n, true, [&](Value* i) { b_.CreateStore(sc_.identity(in.op, in.dtype), slot(j, i)); });
+      if (is_arg(in)) {
+        best[j] = entry_alloca(sc_.mem_type(value_dtype(in)), outer_block());
+        loop(n, true, [&](Value* i) {
+          b_.CreateStore(in.b >= 0 ? no_index() : b_.getInt64(0), slot(j, i));
+          b_.CreateStore(arg_identity(in), best_slot(j, i));
+        });
+        continue;
+      }
+      loop(n, true, [&](Value* i) { b_.CreateStore(start_value(in), slot(j, i)); });
     }
     // `rows` consecutive rows of the innermost reduced axis from `first`.
     const int d = reduce_.back();
     auto rows = [&](const Pos& pos, Value* first, int count) {
       loop(n, true, [&](Value* i) {
-        std::vector<Value*> cur(k_.instrs.size(), nullptr);
+        std::vector<Value*> cur(k_.instrs.size(), nullptr), cur_best(k_.instrs.size(), nullptr);
         for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
           if (acc[j]) cur[j] = b_.CreateLoad(sc_.type(k_.instrs[j].dtype), slot(j, i));
+          if (best[j]) {
+            const DType t = value_dtype(k_.instrs[j]);
+            cur_best[j] = from_slot(b_.CreateLoad(sc_.mem_type(t), best_slot(j, i)), t);
+          }
         }
+        auto scan = [&](std::size_t j, Value* x) {
+          const KInstr& in = k_.instrs[j];
+          return cur[j] = sc_.op(in, in.dtype, cur[j], x, nullptr, false);
+        };
         for (int r = 0; r < count; ++r) {
           Value* row = b_.CreateAdd(first, b_.getInt64(r), "", true, true);
-          std::vector<Value*> v = point(0, step(step(pos, d, row), L, i), nullptr);
+          std::vector<Value*> v = point(0, step(step(pos, d, row), L, i), nullptr, scan);
           for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
             const KInstr& in = k_.instrs[j];
-            if (acc[j]) cur[j] = sc_.op(in, in.dtype, cur[j], v[static_cast<std::size_t>(in.a)], nullptr, false);
+            if (!acc[j] || in.kind != KOp::Reduce) continue;
+            Value* x = v[static_cast<std::size_t>(in.a)];
+            if (best[j]) {
+              Value* xi = in.b >= 0 ? v[static_cast<std::size_t>(in.b)] : row;
+              Value* take = in.b >= 0 ? arg_take(in.op, value_dtype(in), x, xi, cur_best[j], cur[j])
+                                      : arg_better(in.op, value_dtype(in), x, cur_best[j]);
+              cur_best[j] = b_.CreateSelect(take, x, cur_best[j]);
+              cur[j] = b_.CreateSelect(take, xi, cur[j]);
+              continue;
+            }
+            cur[j] = sc_.op(in, in.dtype, cur[j], x, nullptr, false);
           }
         }
         for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
           if (acc[j]) b_.CreateStore(cur[j], slot(j, i));
+          if (best[j]) b_.CreateStore(to_slot(cur_best[j], value_dtype(k_.instrs[j])), best_slot(j, i));
         }
       });
     };
     reduce_loops(0, reduce_.size() - 1, base, false, [&](const Pos& pos) {
       Value* ext = ext_[static_cast<std::size_t>(d)];
-      Value* groups = b_.CreateUDiv(ext, b_.getInt64(kOuterRows));
-      loop(groups, false, [&](Value* g) { rows(pos, b_.CreateMul(g, b_.getInt64(kOuterRows), "", true, true), kOuterRows); });
-      Value* done = b_.CreateMul(groups, b_.getInt64(kOuterRows), "", true, true);
+      // A scan stores every row: several rows per pass would be several
+      // output streams, whose ranges over the whole loop nest overlap, so
+      // the vectorizer's run-time alias check would always send the loop to
+      // its scalar version (4x slower for cumsum(x, 0)). One row per pass.
+      const int unroll = has_scan_ ? 1 : kOuterRows;
+      Value* groups = b_.CreateUDiv(ext, b_.getInt64(unroll));
+      loop(groups, false, [&](Value* g) { rows(pos, b_.CreateMul(g, b_.getInt64(unroll), "", true, true), unroll); });
+      Value* done = b_.CreateMul(groups, b_.getInt64(unroll), "", true, true);
       loop(b_.CreateSub(ext, done), false, [&](Value* r) { rows(pos, b_.CreateAdd(done, r, "", true, true), 1); });
     });
     loop(n, true, [&](Value* i) {
@@ -396,9 +604,125 @@ class KernelCodegen {
     }
   }
 
+  // What a Reduce or Scan accumulator starts from (sem::scan_identity for scans).
+  llvm::Constant* start_value(const KInstr& in) const {
+    if (in.kind == KOp::Scan && in.op == Op::Sum && is_float(in.dtype)) return llvm::ConstantFP::get(sc_.type(in.dtype), -0.0);
+    return sc_.identity(in.op, in.dtype);
+  }
+
+  // Inputs and outputs are separate buffers unless an output takes an input
+  // over at exactly its index (alias_; then nothing is claimed): the
+  // executor's buffer plan guarantees it (checked at run time under
+  // AJ_VERIFY). Saying so lets LLVM keep a gather's index, loaded once per
+  // row, out of the row's loop, where it would otherwise reload it after
+  // every store (an embedding lookup then became a per-element gather).
+  template <class I>
+  I* no_alias(I* inst, bool input) {
+    bool any_alias = false;
+    for (int a : alias_) any_alias |= a >= 0;
+    if (any_alias) return inst;
+    if (!in_scope_) {
+      llvm::MDBuilder mdb(c_);
+      llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain("aj.kernel");
+      in_scope_ = llvm::MDNode::get(c_, {mdb.createAnonymousAliasScope(domain, "inputs")});
+      out_scope_ = llvm::MDNode::get(c_, {mdb.createAnonymousAliasScope(domain, "outputs")});
+    }
+    inst->setMetadata(llvm::LLVMContext::MD_alias_scope, input ? in_scope_ : out_scope_);
+    inst->setMetadata(llvm::LLVMContext::MD_noalias, input ? out_scope_ : in_scope_);
+    return inst;
+  }
+
+  // The i64 value of kernel scalar k.
+  Value* scalar_i64(std::int32_t k) {
+    Value* base = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), scalars_, static_cast<std::uint64_t>(k) * sizeof(KScalar));
+    return b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, offsetof(KScalar, i)));
+  }
+
+  // floor(x / k) for k > 0.
+  Value* floor_div(Value* x, Value* k) {
+    Value* q = b_.CreateSDiv(x, k);
+    Value* neg = b_.CreateICmpSLT(b_.CreateSRem(x, k), b_.getInt64(0));
+    return b_.CreateSub(q, b_.CreateZExt(neg, i64_));
+  }
+
+  // The inner (segment) loop of an elementwise kernel with pad masks
+  // (InRange): points [i0, i1) of the segment lie inside every mask, so
+  // they run in a loop of their own with the masks constant true (plain
+  // loads, no selects: the inside of a pad at the speed of a plain kernel),
+  // and [0, i0), [i1, n) run the general body.
+  void range_split(const Pos& base, Value* n) {
+    Value* i0 = b_.getInt64(0);
+    Value* i1 = n;
+    const auto L = static_cast<std::size_t>(seg_axis_);
+    for (const KInstr& in : k_.instrs) {
+      if (in.kind != KOp::InRange || in.phase != 0) continue;
+      const auto s = static_cast<std::size_t>(in.arg);
+      Value* lo = scalar_i64(in.a);
+      Value* hi = scalar_i64(in.b);
+      Value* at = base[s];
+      Value* k = stride_[s][L];
+      Value *from, *to;
+      if (!k) {  // constant over the segment: all inside, or none
+        Value* ok = b_.CreateAnd(b_.CreateICmpSLE(lo, at), b_.CreateICmpSLT(at, hi));
+        from = b_.getInt64(0);
+        to = b_.CreateSelect(ok, n, b_.getInt64(0));
+      } else {
+        // k > 0: ceil((lo - at) / k) <= i < ceil((hi - at) / k);
+        // k < 0: floor((at - hi) / -k) + 1 <= i < floor((at - lo) / -k) + 1.
+        Value* pos = b_.CreateICmpSGT(k, b_.getInt64(0));
+        Value* ak = b_.CreateSelect(pos, k, b_.CreateNeg(k));
+        Value* km1 = b_.CreateSub(ak, b_.getInt64(1));
+        Value* up_from = floor_div(b_.CreateAdd(b_.CreateSub(lo, at), km1), ak);
+        Value* up_to = floor_div(b_.CreateAdd(b_.CreateSub(hi, at), km1), ak);
+        Value* dn_from = b_.CreateAdd(floor_div(b_.CreateSub(at, hi), ak), b_.getInt64(1));
+        Value* dn_to = b_.CreateAdd(floor_div(b_.CreateSub(at, lo), ak), b_.getInt64(1));
+        from = b_.CreateSelect(pos, up_from, dn_from);
+        to = b_.CreateSelect(pos, up_to, dn_to);
+      }
+      i0 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, i0, from);
+      i1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i1, to);
+    }
+    i0 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, i0, b_.getInt64(0)), n);
+    i1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i1, n), i0);
+    auto run = [&](Value* first, Value* count, bool inside) {
+      inside_ = inside;
+      loop(count, true, [&](Value* j) { point(0, step(base, seg_axis_, b_.CreateAdd(j, first, "", true, true)), nullptr); });
+      inside_ = false;
+    };
+    run(b_.getInt64(0), i0, false);
+    run(i0, b_.CreateSub(i1, i0), true);
+    run(i1, b_.CreateSub(n, i1), false);
+  }
+
+  bool has_ranges() const {
+    for (const KInstr& in : k_.instrs) {
+      if (in.kind == KOp::InRange && in.phase == 0) return true;
+    }
+    return false;
+  }
+
+  // if (mask) x = *at else x = 0, as a branch (the block the builder is in
+  // continues after it).
+  Value* masked_load(llvm::Type* mt, Value* base, Value* at, Value* mask) {
+    auto* pre = b_.GetInsertBlock();
+    auto* then = llvm::BasicBlock::Create(c_, "masked.load", f_);
+    auto* join = llvm::BasicBlock::Create(c_, "masked.join", f_);
+    b_.CreateCondBr(mask, then, join);
+    b_.SetInsertPoint(then);
+    Value* x = no_alias(b_.CreateLoad(mt, b_.CreateGEP(mt, base, at)), true);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode* phi = b_.CreatePHI(mt, 2);
+    phi->addIncoming(x, then);
+    phi->addIncoming(llvm::Constant::getNullValue(mt), pre);
+    return phi;
+  }
+
   // Evaluate the instructions of `phase` at one point, then store that
-  // phase's outputs (all loads of a point come before its stores).
-  std::vector<Value*> point(int phase, const Pos& pos, const std::function<Value*(std::size_t)>& reduced) {
+  // phase's outputs (all loads of a point come before its stores). `scan`
+  // advances Scan instruction j's running value by x and returns it.
+  std::vector<Value*> point(int phase, const Pos& pos, const std::function<Value*(std::size_t)>& reduced,
+                            const std::function<Value*(std::size_t, Value*)>& scan = {}) {
     std::vector<Value*> v(k_.instrs.size(), nullptr);
     auto val = [&](int o) { return o < 0 ? nullptr : v[static_cast<std::size_t>(o)]; };
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
@@ -408,7 +732,18 @@ class KernelCodegen {
         case KOp::Load: {
           const auto s = static_cast<std::size_t>(in.arg);
           llvm::Type* mt = sc_.mem_type(in.dtype);
-          Value* x = b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s]));
+          Value* x;
+          if (in.b < 0 && in.c < 0) {
+            x = no_alias(b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s])), true);
+          } else {
+            // A gather adds its index; a pad's mask guards the load with a
+            // branch, which the loop vectorizer turns into a masked vector
+            // load (AVX2/AVX-512). No `inbounds`: a masked-off address may
+            // lie outside the buffer.
+            Value* at = in.b < 0 ? pos[s] : b_.CreateAdd(pos[s], val(in.b));
+            x = in.c < 0 ? no_alias(b_.CreateLoad(mt, b_.CreateGEP(mt, ptr_of_[s], at)), true)
+                         : masked_load(mt, ptr_of_[s], at, val(in.c));
+          }
           v[j] = in.dtype == DType::bool_ ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
           break;
         }
@@ -416,7 +751,19 @@ class KernelCodegen {
         case KOp::Index: {
           Value* s = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), scalars_,
                                                    static_cast<std::uint64_t>(in.a) * sizeof(KScalar));
-          v[j] = sc_.generate(in.op, in.dtype, s, pos[static_cast<std::size_t>(in.arg)]);
+          Value* at = pos[static_cast<std::size_t>(in.arg)];
+          if (in.b >= 0) at = b_.CreateAdd(at, val(in.b));
+          v[j] = sc_.generate(in.op, in.dtype, s, at);
+          break;
+        }
+        case KOp::Position: v[j] = pos[static_cast<std::size_t>(in.arg)]; break;
+        case KOp::InRange: {
+          if (inside_) {  // the middle of a split loop (range_split)
+            v[j] = b_.getTrue();
+            break;
+          }
+          Value* at = pos[static_cast<std::size_t>(in.arg)];
+          v[j] = b_.CreateAnd(b_.CreateICmpSLE(scalar_i64(in.a), at), b_.CreateICmpSLT(at, scalar_i64(in.b)));
           break;
         }
         case KOp::Unary: case KOp::Binary: case KOp::Where: {
@@ -429,6 +776,10 @@ class KernelCodegen {
           if (!reduced) internal_error("jit: Reduce outside phase 1");
           v[j] = reduced(j);
           break;
+        case KOp::Scan:
+          if (!scan) internal_error("jit: Scan outside a reduction loop");
+          v[j] = scan(j, v[static_cast<std::size_t>(in.a)]);
+          break;
       }
     }
     for (std::size_t o = 0; o < k_.outputs.size(); ++o) {
@@ -439,7 +790,7 @@ class KernelCodegen {
       if (!x) internal_error("jit: output of a value not computed in its phase");
       if (out.stream.dtype == DType::bool_) x = b_.CreateZExt(x, b_.getInt8Ty());
       llvm::Type* mt = sc_.mem_type(out.stream.dtype);
-      b_.CreateStore(x, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s]));
+      no_alias(b_.CreateStore(x, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s])), false);
     }
     return v;
   }
@@ -453,7 +804,11 @@ class KernelCodegen {
   int rank_, nin_, nstreams_;
   std::vector<int> outer_, reduce_;
   Mode mode_ = Mode::elementwise;
+  bool arg_ = false;  // the kernel has an arg reduction
   int seg_axis_ = -1;
+  bool has_scan_ = false;
+  bool inside_ = false;  // range_split's middle loop: every InRange is true
+  llvm::MDNode *in_scope_ = nullptr, *out_scope_ = nullptr;
   llvm::Function* f_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Type *i64_ = nullptr, *ptr_ = nullptr;

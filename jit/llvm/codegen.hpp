@@ -12,7 +12,17 @@
 //  - reducing other axes: a block of outputs along the last axis with an
 //    accumulator array (kOuterAccBytes), rows read contiguously, kOuterRows
 //    of them per pass, vectorized across outputs, each output summed in
-//    row-major order (bit-exact).
+//    row-major order (bit-exact);
+//  - argmax/argmin keep (best value, index) pairs: across outputs in the
+//    outer-axis blocks, in kArgLanes lanes along the row when the last axis
+//    is reduced (selects the vectorizer widens), folded to the lowest index
+//    among the best values.
+// Pad masks (KOp::InRange) split the elementwise inner loop in three: the
+// points inside every range run with the masks constant true (plain loads),
+// the edges with masked loads. Loads and stores carry alias scopes saying
+// inputs and outputs are separate buffers (unless an output takes an input
+// over in place): the buffer plan guarantees it, and LLVM then keeps a
+// gather's per-row index out of the row loop.
 // Scalar semantics are base/semantics.hpp's, without undefined
 // behaviour (guarded integer division, saturating float->int casts).
 #pragma once
@@ -44,6 +54,10 @@ inline constexpr int kInnerRowsWork = 6;
 // 4096 x 8 chosen.
 inline constexpr std::int64_t kOuterAccBytes = 16384;
 inline constexpr int kOuterRows = 8;
+
+// Last-axis reductions in a kernel with an argmax/argmin: lanes of
+// accumulators (half as many for 8-byte values), folded at the end.
+inline constexpr int kArgLanes = 16;
 
 // Throws aj::Error (internal) for IR that breaks graph/kernel.hpp's rules.
 std::unique_ptr<llvm::Module> generate_module(const Kernel& k, const std::vector<int>& alias,

@@ -3,7 +3,9 @@
 // clear_memory_cache frees code). Compiled objects are also written to the
 // disk cache (jit/disk_cache.hpp), keyed by the kernel's structure, the CPU
 // and the LLVM version, so a new process links them without compiling.
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <mutex>
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 #include <unordered_map>
+#include <utility>
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -79,6 +82,76 @@ std::string library_fingerprint() {
          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
 }
 
+// ---- who may be running compiled code (CodeInUse) -------------------------------
+// One counter per thread, odd while the thread holds a CodeInUse; freeing
+// code waits until each counter that was odd has moved on (a grace period,
+// as in RCU). A thread's counter sits on its own cache line: taking and
+// letting go cost one uncontended atomic add each.
+struct alignas(64) ReaderSlot {
+  std::atomic<std::uint64_t> state{0};
+};
+
+struct Readers {
+  std::mutex mu;
+  std::vector<ReaderSlot*> all, free;
+  static Readers& get() {
+    static Readers* r = new Readers();  // never destroyed: threads may exit after main
+    return *r;
+  }
+};
+
+// This thread's slot (plain TLS, one load to reach), and the object that
+// gives it back when the thread exits.
+struct ThreadReader {
+  ReaderSlot* slot = nullptr;
+  int depth = 0;
+};
+constinit thread_local ThreadReader t_reader [[gnu::tls_model("initial-exec")]];
+
+struct ReaderExit {
+  ~ReaderExit() {
+    if (!t_reader.slot) return;
+    Readers& r = Readers::get();
+    std::lock_guard lock(r.mu);
+    r.free.push_back(t_reader.slot);
+    t_reader.slot = nullptr;
+  }
+};
+
+ReaderSlot& reader_slot() {
+  if (!t_reader.slot) {
+    static thread_local ReaderExit give_back;
+    (void)&give_back;
+    Readers& r = Readers::get();
+    std::lock_guard lock(r.mu);
+    if (!r.free.empty()) {
+      t_reader.slot = r.free.back();
+      r.free.pop_back();
+    } else {
+      r.all.push_back(new ReaderSlot());
+      t_reader.slot = r.all.back();
+    }
+  }
+  return *t_reader.slot;
+}
+
+void wait_for_code_readers() {
+  Readers& r = Readers::get();
+  std::vector<std::pair<ReaderSlot*, std::uint64_t>> inside;
+  {
+    std::lock_guard lock(r.mu);
+    for (ReaderSlot* s : r.all) {
+      const std::uint64_t v = s->state.load(std::memory_order_seq_cst);
+      if (v & 1) inside.push_back({s, v});
+    }
+  }
+  const ReaderSlot* mine = t_reader.slot;
+  for (auto& [s, v] : inside) {
+    if (s == mine) continue;  // this thread frees code between its own launches
+    while (s->state.load(std::memory_order_acquire) == v) std::this_thread::yield();
+  }
+}
+
 class HostJit {
  public:
   // Never destroyed: compiled code may be running in other static
@@ -88,18 +161,26 @@ class HostJit {
     return *j;
   }
 
+  // Threads: the map is looked up under mu_; compiling and linking happen
+  // outside it (each thread compiles with a TargetMachine of its own; ORC's
+  // session is thread-safe), so a thread that finds its kernel never waits
+  // for another thread's compile. Two threads compiling one structure at
+  // once both compile; the first to finish is kept.
   HostKernelFn kernel(const Kernel& k, const std::vector<int>& alias) {
     std::string key = jit_structure_key(k, alias);
-    std::lock_guard lock(mu_);
-    if (auto it = fns_.find(key); it != fns_.end()) {
-      ++detail::stats_mut().kernel_cache_hits;
-      return it->second.fn;
+    std::string dir;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = fns_.find(key); it != fns_.end()) {
+        ++detail::stats_mut().kernel_cache_hits;
+        return it->second.fn;
+      }
+      dir = cache_dir_;
     }
-    if (fns_.size() >= kMaxKernels) clear_locked();
     std::string object;
     bool from_disk = false;
     const auto t0 = std::chrono::steady_clock::now();
-    DiskCache disk(cache_dir_);
+    DiskCache disk(dir);
     const std::string disk_key = disk.enabled() ? disk_prefix_ + key : "";
     if (disk.enabled()) {
       DiskRead r = disk.read(disk_key, &object);
@@ -118,11 +199,12 @@ class HostJit {
       object = compile(k, alias);
       if (auto err2 = link(object, &e)) fail("linking the compiled kernel failed: " + *err2, k);
     }
-    if (!from_disk && disk.enabled() && disk.write(disk_key, object) && ++disk_writes_ % 256 == 0) {
+    if (!from_disk && disk.enabled() && disk.write(disk_key, object) &&
+        disk_writes_.fetch_add(1, std::memory_order_relaxed) % 256 == 255) {
       disk.trim(kMaxDiskEntries);
     }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-    Stats& s = detail::stats_mut();
+    detail::Counters& s = detail::stats_mut();
     if (from_disk) {
       ++s.kernel_disk_hits;
       s.kernel_disk_load_ns += static_cast<std::uint64_t>(ns);
@@ -130,8 +212,26 @@ class HostJit {
       ++s.kernels_compiled;
       s.compile_ns += static_cast<std::uint64_t>(ns);
     }
-    fns_.emplace(std::move(key), e);
-    return e.fn;
+    std::vector<llvm::orc::JITDylib*> retired;
+    HostKernelFn fn;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = fns_.find(key); it != fns_.end()) {
+        // Another thread was quicker: keep its kernel; ours was never seen.
+        drop(e.jd);
+        return it->second.fn;
+      }
+      if (fns_.size() >= kMaxKernels) {
+        // Full: the whole map goes to the graveyard, and the one before is
+        // freed (by now no launch can hold its code: this thread's own
+        // launches look up at most two kernels each).
+        retired = std::exchange(graveyard_, take_all_locked());
+      }
+      fns_.emplace(std::move(key), e);
+      fn = e.fn;
+    }
+    retire(std::move(retired));
+    return fn;
   }
 
   std::string ir(const Kernel& k, const std::vector<int>& alias, bool optimized, bool assembly) {
@@ -146,7 +246,7 @@ class HostJit {
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream bos(buf);
     llvm::legacy::PassManager pm;
-    if (tm_->addPassesToEmitFile(pm, bos, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
+    if (thread_tm().addPassesToEmitFile(pm, bos, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
       fail("this target cannot emit assembly", k);
     }
     pm.run(*m);
@@ -162,8 +262,14 @@ class HostJit {
     cache_dir_ = d;
   }
   void clear() {
-    std::lock_guard lock(mu_);
-    clear_locked();
+    std::vector<llvm::orc::JITDylib*> dropped;
+    {
+      std::lock_guard lock(mu_);
+      dropped = take_all_locked();
+      dropped.insert(dropped.end(), graveyard_.begin(), graveyard_.end());
+      graveyard_.clear();
+    }
+    retire(std::move(dropped));
   }
   const std::string& target() const { return target_; }
 
@@ -184,6 +290,7 @@ class HostJit {
     auto tm = jtmb->createTargetMachine();
     if (!tm) runtime_error("host JIT: no target machine: " + to_string(tm.takeError()));
     tm_ = std::move(*tm);
+    jtmb_ = *jtmb;
     auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*jtmb).create();
     if (!jit) runtime_error("host JIT: cannot start ORC LLJIT: " + to_string(jit.takeError()));
     jit_ = std::move(*jit);
@@ -223,8 +330,8 @@ class HostJit {
     // without a vector form) are expected; they must not reach stderr.
     ctx.setDiagnosticHandlerCallBack([](const llvm::DiagnosticInfo*, void*) {}, nullptr);
     std::unique_ptr<llvm::Module> m = generate_module(k, alias, kFnName, ctx);
-    m->setDataLayout(tm_->createDataLayout());
-    m->setTargetTriple(tm_->getTargetTriple().str());
+    m->setDataLayout(thread_tm().createDataLayout());
+    m->setTargetTriple(thread_tm().getTargetTriple().str());
     for (llvm::Function& f : *m) {
       if (f.isDeclaration()) continue;
       f.addFnAttr("target-cpu", cpu_);
@@ -238,7 +345,7 @@ class HostJit {
   }
 
   void optimize(llvm::Module& m) {
-    llvm::TargetLibraryInfoImpl tlii(tm_->getTargetTriple());
+    llvm::TargetLibraryInfoImpl tlii(thread_tm().getTargetTriple());
     std::vector<llvm::VecDesc> descs;
     for (std::size_t i = 0; i < mappings_.size(); ++i) {
       descs.emplace_back(mappings_[i].scalar, mappings_[i].vector,
@@ -252,7 +359,7 @@ class HostJit {
     llvm::PipelineTuningOptions pto;
     pto.LoopVectorization = true;
     pto.SLPVectorization = true;
-    llvm::PassBuilder pb(tm_.get(), pto);
+    llvm::PassBuilder pb(&thread_tm(), pto);
     fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
@@ -263,13 +370,25 @@ class HostJit {
     mpm.run(m, mam);
   }
 
+  // This thread's TargetMachine: code generation mutates it, so threads that
+  // compile at once each use their own (made once per thread).
+  llvm::TargetMachine& thread_tm() {
+    thread_local std::unique_ptr<llvm::TargetMachine> tm;
+    if (!tm) {
+      auto made = jtmb_->createTargetMachine();
+      if (!made) runtime_error("host JIT: no target machine: " + to_string(made.takeError()));
+      tm = std::move(*made);
+    }
+    return *tm;
+  }
+
   std::string compile(const Kernel& k, const std::vector<int>& alias) {
     llvm::LLVMContext ctx;
     auto m = build(k, alias, ctx, true);
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
     llvm::legacy::PassManager pm;
-    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    if (thread_tm().addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
       fail("this target cannot emit object files", k);
     }
     pm.run(*m);
@@ -278,7 +397,7 @@ class HostJit {
 
   // Link an object into a fresh JITDylib; an error message on failure.
   std::optional<std::string> link(const std::string& object, Entry* e) {
-    auto jd = jit_->createJITDylib("aj_kernel_" + std::to_string(next_id_++));
+    auto jd = jit_->createJITDylib("aj_kernel_" + std::to_string(next_id_.fetch_add(1)));
     if (!jd) return to_string(jd.takeError());
     jd->addToLinkOrder(jit_->getMainJITDylib());
     auto buf = llvm::MemoryBuffer::getMemBufferCopy(object, "aj_kernel.o");
@@ -302,27 +421,54 @@ class HostJit {
     if (auto err = jit_->getExecutionSession().removeJITDylib(*jd)) llvm::consumeError(std::move(err));
   }
 
-  void clear_locked() {
-    for (auto& [key, e] : fns_) drop(e.jd);
+  std::vector<llvm::orc::JITDylib*> take_all_locked() {
+    generation_.fetch_add(1, std::memory_order_seq_cst);  // functions looked up before may go
+    std::vector<llvm::orc::JITDylib*> out;
+    for (auto& [key, e] : fns_) out.push_back(e.jd);
     fns_.clear();
+    return out;
+  }
+
+  // Frees the code of kernels no longer in the map once no thread can be
+  // running it (CodeInUse: a thread that looked one up before it left the
+  // map finishes its launch first).
+  void retire(std::vector<llvm::orc::JITDylib*> dropped) {
+    if (dropped.empty()) return;
+    wait_for_code_readers();
+    for (llvm::orc::JITDylib* jd : dropped) drop(jd);
   }
 
   std::mutex mu_;
+ public:
+  std::atomic<std::uint64_t> generation_{0};
+
+ private:
+  std::optional<llvm::orc::JITTargetMachineBuilder> jtmb_;
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::string cpu_, features_, target_, disk_prefix_, cache_dir_;
   std::vector<VectorMapping> mappings_;
   std::vector<std::string> prefixes_;
   std::unordered_map<std::string, Entry> fns_;
-  std::uint64_t next_id_ = 0;
-  std::uint64_t disk_writes_ = 0;
+  std::vector<llvm::orc::JITDylib*> graveyard_;  // dropped when the map was last full
+  std::atomic<std::uint64_t> next_id_{0};
+  std::atomic<std::uint64_t> disk_writes_{0};
 };
 
 }  // namespace
 
+CodeInUse::CodeInUse() {
+  if (t_reader.depth++ == 0) reader_slot().state.fetch_add(1, std::memory_order_seq_cst);
+}
+CodeInUse::~CodeInUse() {
+  if (--t_reader.depth == 0) t_reader.slot->state.fetch_add(1, std::memory_order_release);
+}
+
 HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias) {
   return HostJit::get().kernel(k, alias);
 }
+
+std::uint64_t host_kernels_generation() { return HostJit::get().generation_.load(std::memory_order_seq_cst); }
 
 std::string host_kernel_ir(const Kernel& k, const std::vector<int>& alias, bool optimized) {
   return HostJit::get().ir(k, alias, optimized, false);

@@ -183,9 +183,11 @@ Value* ScalarCodegen::exp_f32(Value* x) {
   Value* n1 = b_.CreateAShr(ni, 1);
   Value* n2 = b_.CreateSub(ni, n1);
   auto pow2 = [&](Value* e) { return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(e, b_.getInt32(127)), 23), f); };
+  // No tests for overflow or underflow: the clamps make them come out of
+  // the arithmetic. Above 88.72 n is 128 and p * 2^128 rounds to +inf (as
+  // expf) once p > 1 - 2^-25; below -103.97 n is -150 and p <= 1, so
+  // p * 2^-150 rounds to 0.
   Value* y = b_.CreateFMul(b_.CreateFMul(p, pow2(n1)), pow2(n2));
-  y = b_.CreateSelect(b_.CreateFCmpOGT(x, k(88.72283935546875)), k(std::numeric_limits<double>::infinity()), y);
-  y = b_.CreateSelect(b_.CreateFCmpOLT(x, k(-103.97208)), k(0.0), y);
   return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, y);
 }
 
@@ -339,6 +341,8 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
     case OpCategory::Leaf:
     case OpCategory::Generator:
     case OpCategory::View:
+    case OpCategory::Scan:    // KOp::Scan runs its combiner (Sum, Prod) through combine()
+    case OpCategory::Remap:   // index arithmetic of lowering (KOp::Load, Position, InRange)
     case OpCategory::Other: break;
   }
   internal_error(std::string("jit: op '") + op_name(in.op) + "' cannot appear in a kernel instruction");

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
+#include <queue>
+#include <set>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -39,10 +42,14 @@ class Planner {
   }
 
   BufferPlan run() {
+    plan();
+    return std::move(p_);
+  }
+
+  void plan() {
     collect_values();
     find_donations();
     pack();
-    return std::move(p_);
   }
 
  private:
@@ -50,26 +57,37 @@ class Planner {
     const Node& n = g_[id];
     auto it = consumers_.find(id);
     std::size_t inside = it == consumers_.end() ? 0 : it->second.size();
-    return n.ext > 0 || n.uses != inside;
+    return g_.ext_count(id) > 0 || n.uses != inside;
   }
 
-  // No reader of `id` is left after step k (and no handle).
-  bool free_after(NodeId id, int k) const {
-    if (held_outside(id)) return false;
-    if (std::find(s_.roots.begin(), s_.roots.end(), id) != s_.roots.end()) return false;
+  // Why a reader of `id` is left after step k (or a handle): nullopt when
+  // none is.
+  struct Held {
+    NotInPlace::Why why;
+    NodeId other = kNoNode;
+    int step = -1;
+  };
+  std::optional<Held> reader_after(NodeId id, int k) const {
+    if (g_.ext_count(id) > 0) return Held{NotInPlace::Why::held};
+    if (held_outside(id)) return Held{NotInPlace::Why::read_outside};
+    if (std::find(s_.roots.begin(), s_.roots.end(), id) != s_.roots.end()) return Held{NotInPlace::Why::root};
     auto it = consumers_.find(id);
-    if (it == consumers_.end()) return true;
+    if (it == consumers_.end()) return std::nullopt;
     for (NodeId c : it->second) {
-      if (release_.at(c) > k) return false;
+      const int release = release_.at(c);
+      if (release > k) return Held{NotInPlace::Why::later_reader, c, release};
       // A view step shares id's buffer: it must be free too.
       auto st = s_.step_of.find(c);
       if (st != s_.step_of.end() && s_.steps[static_cast<std::size_t>(st->second)].kind == Step::Kind::view &&
-          !free_after(c, k)) {
-        return false;
+          reader_after(c, k)) {
+        return Held{NotInPlace::Why::shared, c};
       }
     }
-    return true;
+    return std::nullopt;
   }
+
+  // No reader of `id` is left after step k (and no handle).
+  bool free_after(NodeId id, int k) const { return !reader_after(id, k); }
 
   // The value whose buffer `id` uses (through view steps), or kNoNode.
   NodeId base_value(NodeId id) const {
@@ -82,16 +100,36 @@ class Planner {
     }
   }
 
+  // A kernel output written into a concatenate's buffer (Step::into) is no
+  // value of its own: the concatenate's value starts at the first such step.
+  static NodeId into(const Step& st, std::size_t j) { return j < st.into.size() ? st.into[j] : kNoNode; }
+
   void collect_values() {
+    std::unordered_map<NodeId, int> first_into;
+    std::unordered_map<NodeId, NodeId> into_of;  // piece -> the concatenate holding it
+    for (std::size_t k = 0; k < s_.steps.size(); ++k) {
+      for (std::size_t j = 0; j < s_.steps[k].into.size(); ++j) {
+        const NodeId c = s_.steps[k].into[j];
+        if (c == kNoNode) continue;
+        if (!first_into.count(c)) first_into[c] = static_cast<int>(k);
+        into_of[s_.steps[k].outputs[j]] = c;
+      }
+    }
     for (std::size_t k = 0; k < s_.steps.size(); ++k) {
       const Step& st = s_.steps[k];
       const int ki = static_cast<int>(k);
       std::vector<NodeId> reads;
       if (st.kind == Step::Kind::kernel) {
-        for (NodeId o : st.outputs) add_value(o, ki);
+        for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+          if (into(st, j) == kNoNode) add_value(st.outputs[j], ki);
+        }
         reads = st.inputs;
       } else {
-        if (st.kind == Step::Kind::library) add_value(st.node, ki);
+        if (st.kind == Step::Kind::library) {
+          auto f = first_into.find(st.node);
+          add_value(st.node, f == first_into.end() ? ki : f->second);
+          p_.values.back().last = ki;
+        }
         reads = g_[st.node].inputs;
       }
       for (NodeId r : reads) {
@@ -106,6 +144,7 @@ class Planner {
       bool survives = held_outside(id);
       for (NodeId c : consumers_[id]) survives |= release_.at(c) == BufferPlan::kEnd;
       NodeId b = base_value(id);
+      if (auto it = into_of.find(b); it != into_of.end()) b = it->second;  // a held piece keeps the whole result
       if (survives && b != kNoNode) extend(b, BufferPlan::kEnd);
     }
   }
@@ -122,25 +161,20 @@ class Planner {
   }
 
   void find_donations() {
-    std::unordered_set<NodeId> donors;
     for (std::size_t k = 0; k < s_.steps.size(); ++k) {
       const Step& st = s_.steps[k];
+      if (st.kind == Step::Kind::library) {
+        library_donation(k);
+        continue;
+      }
       if (st.kind != Step::Kind::kernel) continue;
       for (std::size_t j = 0; j < st.outputs.size(); ++j) {
-        const KOutput& out = st.kernel.outputs[j];
-        const std::size_t bytes = bytes_of(g_[st.outputs[j]]);
+        if (into(st, j) != kNoNode) continue;  // goes into a concatenate's buffer
         for (std::size_t e = 0; e < st.inputs.size(); ++e) {
           NodeId from = st.inputs[e];
-          if (from == kNoNode || donors.count(from)) continue;
-          if (!same_index_everywhere(st, from, out)) continue;
-          const Node& fn = g_[from];
-          const bool produced = s_.step_of.count(from) > 0;
-          if (produced && s_.steps[static_cast<std::size_t>(s_.step_of.at(from))].kind == Step::Kind::view) continue;
-          if (!produced && (!fn.evaluated() || fn.storage->borrowed || fn.storage->bytes != bytes)) continue;
-          if (produced && bytes_of(fn) != bytes) continue;
-          if (!free_after(from, static_cast<int>(k))) continue;
-          if (produced && index_.count(from) && p_.values[index_.at(from)].last > static_cast<int>(k)) continue;
-          donors.insert(from);
+          if (from == kNoNode || st.kernel.inputs[e].index_only) continue;
+          if (refusal(k, j, from)) continue;
+          taken_.emplace(from, st.outputs[j]);
           p_.donations.push_back({static_cast<int>(k), static_cast<int>(j), from, st.outputs[j]});
           p_.values[index_.at(st.outputs[j])].donor = from;
           break;
@@ -149,17 +183,97 @@ class Planner {
     }
   }
 
-  // Every read of `from` in the kernel is at exactly the output's index.
-  static bool same_index_everywhere(const Step& st, NodeId from, const KOutput& out) {
+ public:
+  // The donation rule, for output j of kernel step k and its input `from`:
+  // nullopt when the output may take the input's buffer, else why not.
+  std::optional<NotInPlace> refusal(std::size_t k, std::size_t j, NodeId from) const {
+    using W = NotInPlace::Why;
+    const Step& st = s_.steps[k];
+    const KOutput& out = st.kernel.outputs[j];
+    const std::size_t bytes = bytes_of(g_[st.outputs[j]]);
+    NotInPlace r{static_cast<int>(k), static_cast<int>(j), from};
+    auto no = [&](W why, NodeId other = kNoNode, int step = -1) {
+      r.why = why;
+      r.other = other;
+      r.reader_step = step;
+      return std::optional<NotInPlace>(r);
+    };
+    if (auto t = taken_.find(from); t != taken_.end()) return no(W::taken, t->second);
+    if (auto w = index_mismatch(st, from, out)) return no(*w);
+    const Node& fn = g_[from];
+    const bool produced = s_.step_of.count(from) > 0;
+    if (produced && s_.steps[static_cast<std::size_t>(s_.step_of.at(from))].kind == Step::Kind::view) return no(W::view);
+    if (!produced && !fn.evaluated()) return no(W::view);
+    if (!produced && fn.storage->borrowed) return no(W::borrowed);
+    if ((produced ? bytes_of(fn) : fn.storage->bytes) != bytes) return no(W::sizes_differ);
+    if (auto h = reader_after(from, static_cast<int>(k))) return no(h->why, h->other, h->step);
+    if (produced && index_.count(from)) {
+      const int last = p_.values[index_.at(from)].last;
+      if (last > static_cast<int>(k)) return no(W::later_reader, kNoNode, last);
+    }
+    return std::nullopt;
+  }
+
+  // For aj::explain: the donations of plan `b` (made by this planner's rule).
+  void take_donations(const BufferPlan& b) {
+    for (const Donation& d : b.donations) taken_.emplace(d.from, d.to);
+  }
+
+ private:
+  // A library step whose result is its first input changed in places
+  // (scatter, scatter_add: the Overwrites flag) takes that input's buffer
+  // when the same rules hold and the input is laid out as the result
+  // (contiguous, offset 0): the step then skips copying it.
+  void library_donation(std::size_t k) {
+    const Step& st = s_.steps[k];
+    const Node& n = g_[st.node];
+    if (!op_has(n.op, opflag::Overwrites)) return;
+    const NodeId from = n.inputs[0];
+    const Node& fn = g_[from];
+    const std::size_t bytes = bytes_of(n);
+    if (taken_.count(from) || fn.dtype != n.dtype || fn.shape != n.shape) return;
+    for (std::size_t i = 1; i < n.inputs.size(); ++i) {  // another operand reading that buffer
+      NodeId in = n.inputs[i];
+      while (s_.step_of.count(in) && s_.steps[static_cast<std::size_t>(s_.step_of.at(in))].kind == Step::Kind::view) {
+        in = g_[in].inputs[0];
+      }
+      if (in == from || (fn.evaluated() && g_[in].evaluated() && g_[in].storage == fn.storage)) return;
+    }
+    const bool produced = s_.step_of.count(from) > 0;
+    if (produced) {
+      const Step& ps = s_.steps[static_cast<std::size_t>(s_.step_of.at(from))];
+      if (ps.kind == Step::Kind::view || s_.layouts.at(from) != contiguous_layout(n.shape)) return;
+    } else if (!fn.evaluated() || fn.storage->borrowed || fn.storage->bytes != bytes || fn.offset != 0 ||
+               !is_contiguous(fn.shape, fn.strides)) {
+      return;
+    }
+    if (!free_after(from, static_cast<int>(k))) return;
+    if (produced && index_.count(from) && p_.values[index_.at(from)].last > static_cast<int>(k)) return;
+    taken_.emplace(from, st.node);
+    p_.donations.push_back({static_cast<int>(k), 0, from, st.node});
+    p_.values[index_.at(st.node)].donor = from;
+  }
+
+  // Why a read of `from` in the kernel is not at exactly the output's index
+  // (nullopt: every read is).
+  static std::optional<NotInPlace::Why> index_mismatch(const Step& st, NodeId from, const KOutput& out) {
     for (std::size_t e = 0; e < st.inputs.size(); ++e) {
       if (st.inputs[e] != from) continue;
       const KStream& in = st.kernel.inputs[e];
-      if (in.index_only || in.strides != out.stream.strides || in.offset != out.stream.offset ||
-          itemsize(in.dtype) != itemsize(out.stream.dtype)) {
-        return false;
+      if (itemsize(in.dtype) != itemsize(out.stream.dtype)) return NotInPlace::Why::item_size;
+      if (in.index_only || in.gathered || in.strides != out.stream.strides || in.offset != out.stream.offset) {
+        return NotInPlace::Why::other_index;
+      }
+      // None comes after the write: a phase-0 output is stored during the
+      // reduction loop, before phase 1 loads (equal strides there mean
+      // reduce axes of extent 1, where both address the same element).
+      for (const KInstr& i : st.kernel.instrs) {
+        if (i.kind == KOp::Load && i.arg == static_cast<std::int32_t>(e) && i.phase > out.phase) {
+          return NotInPlace::Why::other_index;
+        }
       }
     }
-    return true;
+    return std::nullopt;
   }
 
   // Temporaries packed by best fit in decreasing size. A donation chain
@@ -178,11 +292,6 @@ class Planner {
       if (it != index_.end()) root[i] = root[it->second];
       else root[i] = nv;  // continues a buffer from outside this evaluation: no slot
     }
-    struct Unit {
-      std::size_t bytes = 0;
-      int lo = 0, hi = 0;
-      int slot = -1;
-    };
     std::vector<Unit> units(nv);
     for (std::size_t i = 0; i < nv; ++i) {
       const BufferValue& v = p_.values[i];
@@ -195,6 +304,46 @@ class Planner {
     for (std::size_t i = 0; i < nv; ++i) {
       if (root[i] == i) order.push_back(i);
     }
+    if (order.size() <= kBestFitUnits) {
+      best_fit(units, order);
+    } else {
+      sweep(units, order);
+    }
+    for (std::size_t i = 0; i < nv; ++i) p_.values[i].slot = root[i] < nv ? units[root[i]].slot : -1;
+    for (auto b : p_.slot_bytes) p_.bytes_used += b;
+    // Lower bound: the most bytes live at once. A value donated from another
+    // continues its donor's buffer, so it starts counting after its def.
+    const auto steps = static_cast<int>(s_.steps.size());
+    std::vector<std::int64_t> change(s_.steps.size() + 1, 0);
+    for (const BufferValue& v : p_.values) {
+      if (v.slot < 0) continue;
+      const int start = v.donor != kNoNode ? v.def + 1 : v.def;
+      const int end = std::min(v.last, steps - 1);
+      if (start > end) continue;
+      change[static_cast<std::size_t>(start)] += static_cast<std::int64_t>(v.bytes);
+      change[static_cast<std::size_t>(end) + 1] -= static_cast<std::int64_t>(v.bytes);
+    }
+    std::int64_t live = 0;
+    for (int k = 0; k < steps; ++k) {
+      live += change[static_cast<std::size_t>(k)];
+      p_.lower_bound = std::max(p_.lower_bound, static_cast<std::size_t>(live));
+    }
+  }
+
+  struct Unit {
+    std::size_t bytes = 0;
+    int lo = 0, hi = 0;
+    int slot = -1;
+  };
+
+  // Up to this many units, packing tries every slot for every unit (largest
+  // first); beyond it, one sweep in time order (lazy loops and concatenates
+  // of thousands of pieces must plan in linear time).
+  static constexpr std::size_t kBestFitUnits = 256;
+
+  // The largest units choose first; each takes the smallest slot that is
+  // large enough and free over its whole interval, or opens a new slot.
+  void best_fit(std::vector<Unit>& units, std::vector<std::size_t> order) {
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return units[a].bytes > units[b].bytes;  // stable: ties keep def order
     });
@@ -217,19 +366,37 @@ class Planner {
       unit.slot = best;
       occupants[static_cast<std::size_t>(best)].push_back(u);
     }
-    for (std::size_t i = 0; i < nv; ++i) p_.values[i].slot = root[i] < nv ? units[root[i]].slot : -1;
-    for (auto b : p_.slot_bytes) p_.bytes_used += b;
-    // Lower bound: the most bytes live at once. A value donated from another
-    // continues its donor's buffer, so it starts counting after its def.
-    for (std::size_t k = 0; k < s_.steps.size(); ++k) {
-      const int ki = static_cast<int>(k);
-      std::size_t live = 0;
-      for (const BufferValue& v : p_.values) {
-        if (v.slot < 0) continue;
-        const int start = v.donor != kNoNode ? v.def + 1 : v.def;
-        if (start <= ki && ki <= v.last) live += v.bytes;
+  }
+
+  // Units in order of their first step; a slot is free again once its unit's
+  // last step has passed. Each takes the smallest free slot that is large
+  // enough, else the largest free slot (grown), else a new one.
+  void sweep(std::vector<Unit>& units, std::vector<std::size_t> order) {
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return units[a].lo < units[b].lo; });
+    using Busy = std::pair<int, std::size_t>;  // (last step, slot)
+    std::priority_queue<Busy, std::vector<Busy>, std::greater<Busy>> busy;
+    std::set<std::pair<std::size_t, std::size_t>> free;  // (bytes, slot)
+    for (std::size_t u : order) {
+      Unit& unit = units[u];
+      while (!busy.empty() && busy.top().first < unit.lo) {
+        const std::size_t sl = busy.top().second;
+        busy.pop();
+        free.insert({p_.slot_bytes[sl], sl});
       }
-      p_.lower_bound = std::max(p_.lower_bound, live);
+      std::size_t sl;
+      if (auto it = free.lower_bound({unit.bytes, 0}); it != free.end()) {
+        sl = it->second;
+        free.erase(it);
+      } else if (!free.empty()) {
+        sl = std::prev(free.end())->second;
+        free.erase(std::prev(free.end()));
+        p_.slot_bytes[sl] = unit.bytes;
+      } else {
+        sl = p_.slot_bytes.size();
+        p_.slot_bytes.push_back(unit.bytes);
+      }
+      unit.slot = static_cast<int>(sl);
+      busy.push({unit.hi, sl});
     }
   }
 
@@ -239,15 +406,46 @@ class Planner {
   std::unordered_map<NodeId, std::vector<NodeId>> consumers_;
   std::unordered_map<NodeId, int> release_;
   std::unordered_map<NodeId, std::size_t> index_;
+  std::unordered_map<NodeId, NodeId> taken_;  // donor -> the output that took its buffer
 };
 
 }  // namespace
 
 BufferPlan assign_buffers(const Schedule& s) { return Planner(s).run(); }
 
+std::vector<NotInPlace> not_in_place(const Schedule& s, const BufferPlan& b) {
+  Planner p(s);
+  p.plan();  // the same liveness the plan was made with
+  p.take_donations(b);
+  std::vector<NotInPlace> out;
+  for (std::size_t k = 0; k < s.steps.size(); ++k) {
+    const Step& st = s.steps[k];
+    if (st.kind != Step::Kind::kernel) continue;
+    for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+      bool donated = false;
+      for (const Donation& d : b.donations) donated |= d.step == static_cast<int>(k) && d.output == static_cast<int>(j);
+      if (donated) continue;
+      std::vector<NodeId> seen;
+      for (std::size_t e = 0; e < st.inputs.size(); ++e) {
+        const NodeId from = st.inputs[e];
+        if (from == kNoNode || st.kernel.inputs[e].index_only) continue;
+        if (std::find(seen.begin(), seen.end(), from) != seen.end()) continue;
+        seen.push_back(from);
+        if (auto r = p.refusal(k, j, from)) {
+          out.push_back(*r);
+        } else if (graph()[from].evaluated() && graph()[from].storage.use_count() > 1) {
+          // The plan allows it; the run-time check refuses a shared storage.
+          out.push_back({static_cast<int>(k), static_cast<int>(j), from, NotInPlace::Why::shared});
+        }
+      }
+    }
+  }
+  return out;
+}
+
 bool donation_applies(NodeId from, std::size_t bytes, Device device) {
   const Node& n = graph()[from];
-  return n.alive && n.evaluated() && n.ext == 0 && !n.storage->borrowed && n.storage->device == device &&
+  return n.alive && n.evaluated() && graph().ext_count(from) == 0 && !n.storage->borrowed && n.storage->device == device &&
          n.storage.use_count() == 1 && n.storage->bytes == bytes;
 }
 

@@ -216,11 +216,13 @@ void fold_elementwise(NodeId id) {
 void fold_view(NodeId id) {
   Graph& g = graph();
   if (g[id].op == Op::Broadcast && g[g[id].inputs[0]].op == Op::Constant) return;  // a fill already
+  if (g[id].op == Op::Reshape && g[id].i0 != 0) return;  // autodiff's tracers and stop_gradient stay themselves
   const Node n = g[id];
   const Node& m = g[n.inputs[0]];
   if (auto v = fill_of(n.inputs[0])) return make_fill(id, *v);
   if (m.evaluated() || m.op != n.op) return;
   if (n.op == Op::Reshape) {
+    if (m.i0 != 0) return;  // autodiff's tracers and stop_gradient (ops.def) stay in the path
     Node like = n;
     like.inputs = {m.inputs[0]};
     return g.rewrite(id, like);  // an alias when the shapes agree

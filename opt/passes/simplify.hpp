@@ -12,7 +12,9 @@
 //    only the exact forms x + (-0.0) and x - (+0.0) (x + 0.0 is NOT x: -0.0);
 //    x - x = 0 for integers (not floats: inf - inf is NaN); -(-x) = x;
 //    cast chains through a lossless middle type (i32->i64->T == i32->T);
-//    reshape of reshape; transpose of transpose; where(fill, a, b).
+//    reshape of reshape (not through a Reshape autodiff marked, i0 != 0:
+//    a tracer or stop_gradient, which is never folded itself, not even as a
+//    view of a fill); transpose of transpose; where(fill, a, b).
 //  - Node identity is kept: a rewritten node changes in place into an
 //    equivalent one (a Broadcast of a new Constant, or an identity Reshape
 //    "alias" of the simpler node), so user handles stay valid.

@@ -184,8 +184,20 @@ expect "an open bracket asks for more" '^\.\.> '
 type_line '  n = n + 10; }'
 type_line 'n'
 expect "the loop ran" '^23$'
+# Each key goes in once the REPL reads the terminal: keys typed before its
+# prompt is drawn were dropped or reordered with the Ctrl-C when the machine
+# was busy (a ctest -j2 run beside aj_tests).
+prompt_ready() { [[ $(pane | sed '/^[[:space:]]*$/d' | tail -n 1) =~ ^aj\>[[:space:]]*$ ]]; }
+wait_prompt() {
+  local deadline=$((SECONDS + 90))
+  while ((SECONDS < deadline)); do prompt_ready && return 0; sleep 0.2; done
+  return 1
+}
+wait_prompt
 tmux -L "$socket" send-keys -t repl -l 'this is not C++'
+wait_for 'aj> this is not C\+\+' 30
 tmux -L "$socket" send-keys -t repl C-c  # drops the line, keeps the session
+wait_prompt
 type_line '6 * 7'
 expect "Ctrl-C drops the line typed" '^42$'
 if pane | grep -q 'not C++.*error\|undeclared identifier .this'; then

@@ -3,6 +3,16 @@
 // Every op below records a node at once (shape and dtype are inferred when the
 // op is written, and mistakes throw aj::Error naming the caller's file:line).
 // Nothing runs until a value is needed: eval(), to_vector(), item(), printing.
+//
+// Threads: any number of threads may trace, evaluate, read out and destroy
+// arrays at the same time. Each thread traces into a graph of its own, so
+// arrays made on different threads are independent and never contend; an
+// array may be handed to another thread and used there (as an operand it is
+// evaluated first, then shared without a copy), and one evaluated array
+// (weights, say) may be read by many threads at once. What is not allowed,
+// as for std::vector: two threads assigning to the same Array object at once,
+// or one assigning while another reads it (copy the handle instead: copies are
+// cheap and safe). docs/semantics.md, "Threads", has the whole model.
 #pragma once
 
 #include <concepts>
@@ -21,6 +31,7 @@ namespace aj {
 
 class Array;
 struct ArrayData;
+class Graph;  // a thread's traced graph (internal: graph/graph.hpp)
 
 // Axes of a reduction: one axis, a list, or (default) all of them.
 // Negative axes count from the end.
@@ -106,6 +117,8 @@ class Array {
 
   bool valid() const { return id_ != kNoNode; }
   // On an empty handle these throw a user error naming the caller's line.
+  // shape() refers into the array's node: valid as long as a handle to this
+  // array lives (on any thread), whatever else is traced meanwhile.
   DType dtype(Loc loc = Loc::current()) const;
   const Shape& shape(Loc loc = Loc::current()) const;
   int ndim(Loc loc = Loc::current()) const;
@@ -157,13 +170,17 @@ class Array {
   Array& operator/=(const Operand& b);
   Array& operator%=(const Operand& b);
 
-  // Internal: the node this handle refers to.
+  // Internal: the node this handle refers to, in graph_of().
   static constexpr std::uint32_t kNoNode = 0xffffffffu;
   std::uint32_t node_id() const { return id_; }
-  static Array from_node(std::uint32_t id);  // takes a new external reference
+  Graph* graph_of() const { return g_; }
+  // A handle to node `id` of the graph the calling thread works in now
+  // (graph/graph.hpp graph()); takes a new external reference.
+  static Array from_node(std::uint32_t id);
 
  private:
   void copy_out(void* dst, DType as, const Loc& loc) const;
+  Graph* g_ = nullptr;
   std::uint32_t id_ = kNoNode;
 };
 
@@ -232,6 +249,9 @@ T Array::item(Loc loc) const {
 Array zeros(Shape shape, DType dtype = DType::f32, Loc loc = Loc::current());
 Array ones(Shape shape, DType dtype = DType::f32, Loc loc = Loc::current());
 Array full(Shape shape, Scalar value, DType dtype, Loc loc = Loc::current());
+// The dtype from the value, as zeros' and arange's defaults: a float is f32,
+// an integer i64, a bool bool (full({256}, 0.01) is f32).
+Array full(Shape shape, Scalar value, Loc loc = Loc::current());
 // Values start, start+step, ... below stop (NumPy's arange).
 Array arange(double start, double stop, double step = 1.0, DType dtype = DType::f32,
              Loc loc = Loc::current());
@@ -282,7 +302,9 @@ Array operator!(const Operand& a);                     // bool only
   X(negative, Neg) X(logical_not, Not) X(exp, Exp) X(log, Log) X(log1p, Log1p) X(expm1, Expm1) \
   X(sin, Sin) X(cos, Cos) X(tan, Tan) X(tanh, Tanh) X(sigmoid, Sigmoid) X(sqrt, Sqrt)          \
   X(rsqrt, Rsqrt) X(abs, Abs) X(sign, Sign) X(floor, Floor) X(ceil, Ceil)                      \
-  X(round, Round) /* half to even, as NumPy */
+  X(round, Round) /* half to even, as NumPy */                                                \
+  X(erf, Erf)     /* floats; integers compute in f64 */                                        \
+  X(erfc, Erfc)   /* 1 - erf(a) without its cancellation */
 #define AJ_BINARY_FUNCTIONS(X)                                                               \
   X(add, Add) X(subtract, Sub) X(multiply, Mul)                                              \
   X(divide, Div) /* as operator/: floor division on integers */                              \
@@ -355,6 +377,9 @@ std::ostream& operator<<(std::ostream& os, DType t);
 std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 namespace random {
+// The random state is per thread: seed() sets the calling thread's seed, and
+// every thread starts at the same default seed (give threads seeds of their
+// own, e.g. seed(base + thread_index), when their streams must differ).
 void seed(std::uint64_t s);
 // Uniform in [lo, hi). Counter-based: the values depend only on the seed and
 // the number of random arrays made since it was set, never on the backend.
@@ -362,6 +387,23 @@ Array uniform(Shape shape, double lo = 0.0, double hi = 1.0, DType dtype = DType
               Loc loc = Loc::current());
 Array normal(Shape shape, double mean = 0.0, double stddev = 1.0, DType dtype = DType::f32,
              Loc loc = Loc::current());
+// ---- more random arrays (issue 14), counter-based as uniform: the same
+// values on every backend. ----
+// Integers uniform in [lo, hi) (lo < hi, both fitting dtype, hi - lo below
+// 2^63), i32 or i64: lo + (64 random bits mod (hi - lo)).
+Array randint(Shape shape, std::int64_t lo, std::int64_t hi, DType dtype = DType::i64, Loc loc = Loc::current());
+// A random permutation of 0 .. n-1 (i64): the positions that sort n random
+// 64-bit keys (argsort, stable: a repeated key still gives a permutation).
+Array permutation(std::int64_t n, Loc loc = Loc::current());
+// true with probability p (0 <= p <= 1): uniform(0, 1) in f64 < p.
+Array bernoulli(Shape shape, double p = 0.5, Loc loc = Loc::current());
 }  // namespace random
+
+// ---- creation from another array's shape (issue 14) ------------------------------
+// Fills of a's shape, and of a's dtype unless one is given; like zeros(), a
+// fill has no device of its own (it is made where it is used).
+Array zeros_like(const Array& a, std::optional<DType> dtype = std::nullopt, Loc loc = Loc::current());
+Array ones_like(const Array& a, std::optional<DType> dtype = std::nullopt, Loc loc = Loc::current());
+Array full_like(const Array& a, Scalar value, std::optional<DType> dtype = std::nullopt, Loc loc = Loc::current());
 
 }  // namespace aj

@@ -1,12 +1,43 @@
 /* arrayjit's C API (C99). Link libarrayjit.so; only aj_* symbols are exported.
  *
- * Every call that can fail returns an aj_status; on failure aj_last_error()
- * gives the message (per thread, valid until this thread's next failing call).
- * No C++ exception ever crosses this boundary.
+ * A system written in C, or any language with a C FFI, drives arrayjit through
+ * this header: it makes arrays, records ops on them (lazily, as the C++ API
+ * does), evaluates, reads results out, and traces functions it replays with
+ * new inputs (aj_function).
  *
- * This header starts with what exchanging arrays needs (handles, a strided
- * view with acquire/release in the spirit of PEP 3118's Py_buffer, and, in
- * <arrayjit/dlpack.h>, DLPack); the full C API builds on it.
+ * ---- Conventions (they hold for every function below) ----------------------
+ *
+ * Status. Every call that can fail returns an aj_status; on failure
+ * aj_last_error() gives the message (per thread, valid until this thread's
+ * next failing call) and nothing changed: no handle was made or released.
+ * No C++ exception ever crosses this boundary (out of memory included).
+ *
+ * Handles. aj_array and aj_function are small values (a 64-bit id: a slot in
+ * a handle table and a generation), not pointers into arrayjit. Copying the
+ * value does not make a new handle. A zeroed handle is the null handle.
+ *  - A handle written to an `out` parameter is new and owned by the caller,
+ *    who releases it exactly once (aj_array_release, aj_function_release).
+ *    On failure `*out` is set to the null handle.
+ *  - A handle passed as an argument is borrowed for the duration of the call;
+ *    the call never releases it (the few that consume a handle say so).
+ *  - A released handle, a copy of one, a handle of the wrong kind or a
+ *    made-up value is detected (always, not only in debug builds) and gives
+ *    AJ_ERROR_HANDLE; releasing twice is such an error. Generations are 32
+ *    bits and freed slots are reused oldest first, so a stale handle could
+ *    only alias after 2^32 reuses of its slot.
+ *  - Nothing is pinned beyond its handles: a buffer goes back to arrayjit's
+ *    pool the moment the last handle (or lazy array) using it is released,
+ *    never in a deferred sweep.
+ *  - The handle table may be used from several threads at once; the arrays
+ *    behind the handles follow the C++ API's threading rules.
+ *
+ * Shapes, axes. A shape is `(const int64_t* shape, int32_t ndim)`; an axis
+ * list `(const int32_t* axes, int32_t naxes)`; negative axes count from the
+ * end. Strides passed in or out of this header are in BYTES.
+ *
+ * Structs passed in start with `size_t struct_size`, set by the caller to
+ * sizeof(the struct) as its header declares it, so fields can be appended
+ * without breaking callers compiled against an older header.
  */
 #ifndef ARRAYJIT_H
 #define ARRAYJIT_H
@@ -24,43 +55,356 @@
 extern "C" {
 #endif
 
-/* ---- status, errors ----------------------------------------------------- */
+/* ---- version ------------------------------------------------------------------ */
 
-typedef enum aj_status {
+/* The C API's version: a program built against this header runs with a
+ * library whose aj_api_version() has the same major and a minor >= its own
+ * (new functions and appended struct fields raise the minor). */
+#define AJ_API_VERSION_MAJOR 1
+#define AJ_API_VERSION_MINOR 0
+#define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
+
+AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
+AJ_C_API const char* aj_version(void);  /* the library's version, "0.1.0" (static storage) */
+
+/* ---- status, errors ------------------------------------------------------------ */
+
+/* Codes of the ABI are fixed-width integers (an enum's size is the
+ * compiler's choice in C, and a value outside it is undefined in C++); the
+ * enums only name the values. */
+typedef int32_t aj_status;
+enum aj_status_code {
   AJ_OK = 0,
   AJ_ERROR_USER = 1,     /* a bad argument or request; nothing changed */
   AJ_ERROR_RUNTIME = 2,  /* out of memory, compile failure, device error */
-  AJ_ERROR_INTERNAL = 3  /* a bug in arrayjit: please report it */
-} aj_status;
+  AJ_ERROR_INTERNAL = 3, /* a bug in arrayjit: please report it */
+  AJ_ERROR_HANDLE = 4    /* a null, released, stale or made-up handle, or one of the wrong kind */
+};
 
-/* The message of this thread's last failed call ("" when none failed). */
+/* The message of this thread's last failed call ("" when none failed). The
+ * string belongs to arrayjit; it stays valid until this thread's next failing
+ * call. */
 AJ_C_API const char* aj_last_error(void);
 
-/* ---- arrays ---------------------------------------------------------------- */
+/* ---- types ------------------------------------------------------------------------ */
 
-/* aj::DType's values (arrayjit/dtypes.def). F16: IEEE binary16; BF16: bfloat16. */
-typedef enum aj_dtype { AJ_BOOL = 0, AJ_I32 = 1, AJ_I64 = 2, AJ_F32 = 3, AJ_F64 = 4, AJ_F16 = 5, AJ_BF16 = 6 } aj_dtype;
+/* New dtypes are appended (codes never change). */
+typedef int32_t aj_dtype;
+enum aj_dtype_code { AJ_BOOL = 0, AJ_I32 = 1, AJ_I64 = 2, AJ_F32 = 3, AJ_F64 = 4, AJ_F16 = 5, AJ_BF16 = 6 };
+/* F16: IEEE binary16; BF16: bfloat16 (aj::DType's values, arrayjit/dtypes.def). */
+
+/* "bool", "i32", ...; NULL for a code that is not a dtype. */
+AJ_C_API const char* aj_dtype_name(aj_dtype dtype);
+/* Bytes per element (bool is one byte); 0 for a code that is not a dtype. */
+AJ_C_API size_t aj_dtype_itemsize(aj_dtype dtype);
 
 /* Device types use DLPack's codes. */
-typedef enum aj_device_type {
+typedef int32_t aj_device_type;
+enum aj_device_type_code {
   AJ_DEVICE_CPU = 1,
   AJ_DEVICE_CUDA = 2,
   AJ_DEVICE_CUDA_HOST = 3 /* pinned host memory: read like CPU memory */
-} aj_device_type;
+};
 
-/* A handle to an arrayjit array (lazy until evaluated). Each handle is
- * released once with aj_array_release. */
-typedef struct aj_array aj_array;
+/* A handle to an array (lazy until evaluated). The field is private. */
+typedef struct aj_array {
+  uint64_t _id;
+} aj_array;
 
-AJ_C_API void aj_array_release(aj_array* a); /* NULL is ignored */
-/* A second handle to the same array. */
-AJ_C_API aj_status aj_array_retain(const aj_array* a, aj_array** out);
-/* The values 0, 1, ..., n - 1 (lazy; a small way to make an array from C). */
-AJ_C_API aj_status aj_arange(int64_t n, aj_dtype dtype, aj_array** out);
-/* Evaluate now. */
-AJ_C_API aj_status aj_eval(const aj_array* a);
+/* A handle to a traced function (aj_function_new). The field is private. */
+typedef struct aj_function {
+  uint64_t _id;
+} aj_function;
 
-/* ---- strided views ----------------------------------------------------------- */
+#define AJ_IS_NULL(handle) ((handle)._id == 0)
+
+/* ---- handles ---------------------------------------------------------------------- */
+
+/* Release one handle. The null handle is ignored (AJ_OK); a released or
+ * unknown one is AJ_ERROR_HANDLE. The array itself lives on while other
+ * handles or lazy arrays use it. */
+AJ_C_API aj_status aj_array_release(aj_array a);
+/* A second handle to the same array (released separately). */
+AJ_C_API aj_status aj_array_retain(aj_array a, aj_array* out);
+/* How many aj_array and aj_function handles are open now (all threads): a
+ * leak check for tests. */
+AJ_C_API size_t aj_live_handles(void);
+
+/* ---- creation ------------------------------------------------------------------------ */
+
+/* Copies of caller memory: `ndim` extents, row-major, `dtype` elements (a
+ * bool is one byte, 0 or 1). `data` may be NULL when the shape has no
+ * elements. The caller keeps its memory. */
+AJ_C_API aj_status aj_array_from_data(const void* data, aj_dtype dtype, const int64_t* shape, int32_t ndim,
+                                      aj_array* out);
+
+/* What is called when arrayjit lets go of borrowed memory. */
+typedef void (*aj_release_fn)(void* context);
+
+/* An array borrowing caller memory (row-major; zero-copy). arrayjit never
+ * writes it, and never frees it: `release(context)` is called exactly once,
+ * when the last array using the memory dies (which may be during a later call
+ * of any thread that releases that array); a failed call takes nothing
+ * (release is not called). `release` may be NULL: then the caller keeps the
+ * memory alive and unchanged while arrays use it. */
+AJ_C_API aj_status aj_array_borrow(void* data, aj_dtype dtype, const int64_t* shape, int32_t ndim,
+                                   aj_release_fn release, void* context, aj_array* out);
+
+/* Fills (lazy: a broadcast scalar, no buffer until evaluated). */
+AJ_C_API aj_status aj_zeros(const int64_t* shape, int32_t ndim, aj_dtype dtype, aj_array* out);
+AJ_C_API aj_status aj_ones(const int64_t* shape, int32_t ndim, aj_dtype dtype, aj_array* out);
+/* `value` converted to dtype (integers beyond 2^53 do not survive a double:
+ * use aj_scalar_i64 and aj_broadcast_to for those). */
+AJ_C_API aj_status aj_full(const int64_t* shape, int32_t ndim, double value, aj_dtype dtype, aj_array* out);
+/* 0, 1, ..., n - 1. */
+AJ_C_API aj_status aj_arange(int64_t n, aj_dtype dtype, aj_array* out);
+/* start, start + step, ... below stop (NumPy's arange). */
+AJ_C_API aj_status aj_arange_range(double start, double stop, double step, aj_dtype dtype, aj_array* out);
+/* num values from start to stop, both included. */
+AJ_C_API aj_status aj_linspace(double start, double stop, int64_t num, aj_dtype dtype, aj_array* out);
+/* n x m with ones on diagonal k (k > 0 above the main one). */
+AJ_C_API aj_status aj_eye(int64_t n, int64_t m, int64_t k, aj_dtype dtype, aj_array* out);
+/* Counter-based random numbers: the values depend only on the seed and the
+ * number of random arrays made since it was set. */
+AJ_C_API void aj_random_seed(uint64_t seed);
+AJ_C_API aj_status aj_random_uniform(const int64_t* shape, int32_t ndim, double lo, double hi, aj_dtype dtype,
+                                     aj_array* out);
+AJ_C_API aj_status aj_random_normal(const int64_t* shape, int32_t ndim, double mean, double stddev,
+                                    aj_dtype dtype, aj_array* out);
+
+/* Weak scalars: what a C++ literal is in `x * 2.0`. In elementwise ops
+ * (everything taking `aj_array` operands in the next section, where and clip)
+ * a weak scalar takes the other operand's dtype unless it is of a higher
+ * category (bool < integer < floating): f32 array * weak 2.0 is f32, i32
+ * array + weak 1 is i32 (docs/semantics.md, "Types and promotion"). Anywhere
+ * else it is a rank-0 array of f64, i64 or bool. Results are never weak. */
+AJ_C_API aj_status aj_scalar_f64(double value, aj_array* out);
+AJ_C_API aj_status aj_scalar_i64(int64_t value, aj_array* out);
+AJ_C_API aj_status aj_scalar_bool(int value, aj_array* out);
+
+/* ---- ops ------------------------------------------------------------------------------
+ * Every op records a node and returns at once with a new handle in `out`
+ * (lazy); shapes and dtypes are checked now and a mistake is an error naming
+ * the op, the shapes and the dtypes. Semantics are the C++ API's (arrayjit/
+ * array.hpp, docs/semantics.md): NumPy broadcasting and promotion. The lists
+ * below declare one function per entry (X(name) declares aj_<name>); a new op
+ * is one line in its list.
+ */
+
+/* Elementwise, one operand: aj_status aj_<name>(aj_array x, aj_array* out). */
+#define AJ_UNARY_OPS(X)                                          \
+  X(negative)    /* -x */                                        \
+  X(logical_not) /* !x, bool only */                             \
+  X(abs)                                                         \
+  X(sign)                                                        \
+  X(floor)                                                       \
+  X(ceil)                                                        \
+  X(round)       /* half to even */                              \
+  X(exp)                                                         \
+  X(log)                                                         \
+  X(log1p)                                                       \
+  X(expm1)                                                       \
+  X(sin)                                                         \
+  X(cos)                                                         \
+  X(tan)                                                         \
+  X(tanh)                                                        \
+  X(sigmoid)                                                     \
+  X(sqrt)                                                        \
+  X(rsqrt)       /* 1 / sqrt(x) */                               \
+  X(erf)                                                         \
+  X(erfc)        /* 1 - erf(x) without its cancellation */
+
+/* Elementwise, two operands: aj_status aj_<name>(aj_array a, aj_array b, aj_array* out). */
+#define AJ_BINARY_OPS(X)                                                    \
+  X(add)                                                                    \
+  X(subtract)                                                               \
+  X(multiply)                                                               \
+  X(divide)        /* true division on floats, floor division on integers */ \
+  X(true_divide)   /* always floating point */                              \
+  X(floor_divide)  /* floor(a / b) in the operands' dtype */                \
+  X(mod)           /* sign of the divisor, as NumPy */                      \
+  X(maximum)       /* NaN propagates */                                     \
+  X(minimum)                                                                \
+  X(pow)                                                                    \
+  X(equal)         /* comparisons give bool */                              \
+  X(not_equal)                                                              \
+  X(less)                                                                   \
+  X(less_equal)                                                             \
+  X(greater)                                                                \
+  X(greater_equal)                                                          \
+  X(logical_and)   /* bool only */                                          \
+  X(logical_or)
+
+/* Elementwise, three operands: aj_status aj_<name>(aj_array a, aj_array b, aj_array c, aj_array* out). */
+#define AJ_TERNARY_OPS(X)                            \
+  X(where) /* where(cond, a, b): cond is bool */     \
+  X(clip)  /* clip(x, lo, hi) */
+
+/* Reductions over `axes` (NULL: all axes; naxes 0 with a non-NULL pointer:
+ * none), keeping the reduced axes as extent 1 when keepdims is nonzero:
+ * aj_status aj_<name>(aj_array x, const int32_t* axes, int32_t naxes, int keepdims, aj_array* out).
+ * sum/prod of bool or i32 accumulate in i64; mean of integers is f64. */
+#define AJ_REDUCE_OPS(X) \
+  X(sum)                 \
+  X(prod)                \
+  X(mean)                \
+  X(max)                 \
+  X(min)                 \
+  X(all)                 \
+  X(any)
+
+#define AJ_DECLARE_UNARY_(name) AJ_C_API aj_status aj_##name(aj_array x, aj_array* out);
+#define AJ_DECLARE_BINARY_(name) AJ_C_API aj_status aj_##name(aj_array a, aj_array b, aj_array* out);
+#define AJ_DECLARE_TERNARY_(name) AJ_C_API aj_status aj_##name(aj_array a, aj_array b, aj_array c, aj_array* out);
+#define AJ_DECLARE_REDUCE_(name) \
+  AJ_C_API aj_status aj_##name(aj_array x, const int32_t* axes, int32_t naxes, int keepdims, aj_array* out);
+AJ_UNARY_OPS(AJ_DECLARE_UNARY_)
+AJ_BINARY_OPS(AJ_DECLARE_BINARY_)
+AJ_TERNARY_OPS(AJ_DECLARE_TERNARY_)
+AJ_REDUCE_OPS(AJ_DECLARE_REDUCE_)
+
+/* Index of the largest/smallest element along *axis (NULL: of the flattened
+ * array), as i64. */
+AJ_C_API aj_status aj_argmax(aj_array x, const int32_t* axis, int keepdims, aj_array* out);
+AJ_C_API aj_status aj_argmin(aj_array x, const int32_t* axis, int keepdims, aj_array* out);
+
+/* NumPy matmul: 1-d operands are promoted and the added axis removed; batch
+ * axes broadcast. */
+AJ_C_API aj_status aj_matmul(aj_array a, aj_array b, aj_array* out);
+/* A copy converted to dtype (the same array when it has that dtype). */
+AJ_C_API aj_status aj_astype(aj_array x, aj_dtype dtype, aj_array* out);
+/* A copy on another device (the same array when it is there already). */
+AJ_C_API aj_status aj_to_device(aj_array x, aj_device_type type, int32_t device_id, aj_array* out);
+
+/* ---- shape ops (views where possible: no copy) --------------------------------------------- */
+
+/* One extent may be -1 (inferred). */
+AJ_C_API aj_status aj_reshape(aj_array x, const int64_t* shape, int32_t ndim, aj_array* out);
+/* perm NULL: reverse the axes. */
+AJ_C_API aj_status aj_transpose(aj_array x, const int32_t* perm, int32_t nperm, aj_array* out);
+AJ_C_API aj_status aj_broadcast_to(aj_array x, const int64_t* shape, int32_t ndim, aj_array* out);
+AJ_C_API aj_status aj_expand_dims(aj_array x, int32_t axis, aj_array* out);
+/* axes NULL: every axis of extent 1. */
+AJ_C_API aj_status aj_squeeze(aj_array x, const int32_t* axes, int32_t naxes, aj_array* out);
+
+/* "Not given" for a slice bound: from the start / to the end in the
+ * direction of step (Python's x[::step]). */
+#define AJ_SLICE_NONE INT64_MIN
+/* Python slicing of the first n axes (the rest taken whole): axis i is
+ * starts[i]:stops[i]:steps[i]. NULL starts or stops: AJ_SLICE_NONE for every
+ * axis; NULL steps: 1. Negative bounds count from the end and must lie in
+ * [-extent, extent] (no silent clamping). */
+AJ_C_API aj_status aj_slice(aj_array x, const int64_t* starts, const int64_t* stops, const int64_t* steps,
+                            int32_t n, aj_array* out);
+/* x[..., start:stop:step, ...] on one axis. */
+AJ_C_API aj_status aj_slice_axis(aj_array x, int32_t axis, int64_t start, int64_t stop, int64_t step,
+                                 aj_array* out);
+/* Join n arrays along an existing axis / a new axis. */
+AJ_C_API aj_status aj_concatenate(const aj_array* xs, size_t n, int32_t axis, aj_array* out);
+AJ_C_API aj_status aj_stack(const aj_array* xs, size_t n, int32_t axis, aj_array* out);
+
+/* ---- evaluation, reading out ---------------------------------------------------------------- */
+
+/* Evaluate now (and everything it needs). */
+AJ_C_API aj_status aj_eval(aj_array a);
+/* Evaluate n arrays together: one plan, shared work computed once. */
+AJ_C_API aj_status aj_eval_many(const aj_array* xs, size_t n);
+/* Evaluate with the kernel writing straight into `dst` (row-major, the
+ * array's dtype, exactly dst_bytes = size * itemsize). Afterwards the array
+ * borrows dst: the caller keeps it alive and unchanged while arrays use it
+ * (C++: Array::eval_into). */
+AJ_C_API aj_status aj_eval_into(aj_array a, void* dst, size_t dst_bytes);
+
+/* Copy the values (evaluating first) into caller memory as dtype `as`
+ * (converted with astype's rules). strides NULL: row-major, and dst_bytes must
+ * be exactly size * itemsize(as); otherwise ndim non-negative byte strides
+ * (0 only for extent-1 axes), multiples of the item size, and dst_bytes must
+ * cover the last element. */
+AJ_C_API aj_status aj_array_read(aj_array a, aj_dtype as, void* dst, size_t dst_bytes, const int64_t* strides);
+/* The one element of a size-1 array, converted. */
+AJ_C_API aj_status aj_array_item_f64(aj_array a, double* out);
+AJ_C_API aj_status aj_array_item_i64(aj_array a, int64_t* out);
+
+/* ---- queries (no evaluation) ------------------------------------------------------------------- */
+
+AJ_C_API aj_status aj_array_dtype(aj_array a, aj_dtype* out);
+AJ_C_API aj_status aj_array_ndim(aj_array a, int32_t* out);
+/* The extents into shape[0 .. ndim); capacity must be at least ndim. */
+AJ_C_API aj_status aj_array_shape(aj_array a, int64_t* shape, int32_t capacity);
+AJ_C_API aj_status aj_array_size(aj_array a, int64_t* out); /* number of elements */
+AJ_C_API aj_status aj_array_device(aj_array a, aj_device_type* type, int32_t* device_id);
+AJ_C_API aj_status aj_array_is_evaluated(aj_array a, int* out);
+
+/* Text into buf (snprintf's rule: at most cap - 1 characters and a NUL;
+ * *len, when len is not NULL, gets the full length without the NUL, so a
+ * second call with cap > *len gets it all). buf may be NULL when cap is 0.
+ * aj_array_to_string prints the values as the C++ operator<< does
+ * (evaluating first); aj_array_dump prints the unevaluated graph reaching a
+ * ("%3 = add f32[4] %1, %2"). */
+AJ_C_API aj_status aj_array_to_string(aj_array a, char* buf, size_t cap, size_t* len);
+AJ_C_API aj_status aj_array_dump(aj_array a, char* buf, size_t cap, size_t* len);
+
+/* ---- traced functions (compile once, replay) ---------------------------------------------------
+ * An aj_function wraps a C callback that builds its outputs from its inputs
+ * with the ops above. aj_function_call runs it on new inputs and evaluates the
+ * outputs together. The callback is traced: it is called with handles that
+ * stand for the inputs and must only record ops on them. Calls are compiled
+ * (aj::compile in C++): the first call with an input signature (each array's
+ * dtype, shape, layout and device, each weak scalar's kind) traces the
+ * callback and keeps its plan; a later call with the same signature replays
+ * the plan on the new inputs without calling back (a weak scalar whose value
+ * reaches the kernels as it is, such as a learning rate, is rebound; one the
+ * callback computes with traces again). New shapes trace once more and compile
+ * no kernel. So the callback must not:
+ *  - evaluate or read values (aj_eval*, aj_array_read, aj_array_item_*,
+ *    aj_array_to_string, aj_view_acquire, DLPack exports): AJ_ERROR_USER
+ *    while tracing;
+ *  - read arrays it reached through `context` that change between calls
+ *    (pass them as inputs), or have other side effects: they happen only
+ *    when it is traced;
+ *  - branch on values; branching on shapes and dtypes is fine (they are part
+ *    of the signature).
+ * Scalars that change between calls (a learning rate) are inputs: weak
+ * scalar handles (aj_scalar_f64) or rank-0 arrays.
+ *
+ * Handles in the callback: `inputs` are owned by arrayjit for the callback's
+ * duration (do not release them); it writes n_outputs new handles to
+ * `outputs` (an input handle may be returned as is) and returns AJ_OK, or
+ * returns an error status (its message is passed on). Handles it makes and
+ * does not return are released when it returns (it may release them itself).
+ * Calling another aj_function inside a callback records its ops inline.
+ * A replay runs the plan the trace produced: a donated input is written in
+ * place when nothing else holds its buffer, as on the first call.
+ */
+typedef aj_status (*aj_trace_fn)(void* context, const aj_array* inputs, aj_array* outputs);
+
+typedef struct aj_function_desc {
+  size_t struct_size;    /* sizeof(aj_function_desc) */
+  aj_trace_fn trace;     /* required */
+  void* context;         /* passed to trace and release */
+  int32_t n_inputs;      /* every call passes exactly this many */
+  int32_t n_outputs;     /* at least 1 */
+  aj_release_fn release; /* called once with context when the function dies; may be NULL */
+  const char* name;      /* for messages (copied); may be NULL */
+} aj_function_desc;
+
+/* A function handle. On failure release is not called. */
+AJ_C_API aj_status aj_function_new(const aj_function_desc* desc, aj_function* out);
+/* Release one function handle; the function dies (release(context) runs)
+ * when the last handle is released and no call is running it. */
+AJ_C_API aj_status aj_function_release(aj_function f);
+
+/* Run f on n_inputs arrays; n_outputs new, evaluated handles in outputs. */
+AJ_C_API aj_status aj_function_call(aj_function f, const aj_array* inputs, aj_array* outputs);
+/* As aj_function_call, but the inputs whose donate[i] is nonzero are
+ * consumed: their handles are released and set to null in inputs[], so their
+ * buffers may be reused in place for the outputs (a training step updating
+ * its weights). A call that fails before running (bad arguments, a failing
+ * callback) consumes nothing; once it runs, the donated inputs are consumed
+ * even if running fails (their buffers may have been written). */
+AJ_C_API aj_status aj_function_call_donate(aj_function f, aj_array* inputs, const int* donate, aj_array* outputs);
+
+/* ---- strided views ------------------------------------------------------------------------------ */
 
 /* What aj_view_acquire is asked for. Without AJ_VIEW_WRITABLE the view is
  * read-only; without a layout flag any strides (negative, zero) may come. */
@@ -72,6 +416,7 @@ enum {
 };
 
 typedef struct aj_view {
+  size_t struct_size;     /* sizeof(aj_view): set by the caller, also before aj_view_acquire */
   void* data;             /* element [0, 0, ...] */
   int32_t ndim;
   const int64_t* shape;   /* ndim extents */
@@ -85,24 +430,42 @@ typedef struct aj_view {
   void* owner;            /* what keeps the memory alive; released by aj_view_release */
 } aj_view;
 
-/* Evaluate `a` and fill `view` with its layout. The view owns its shape and
- * strides storage and pins the buffer (it is neither freed nor reused in
- * place) until aj_view_release, which is the only thing that unpins it.
- * Fails, leaving `view` zeroed, when `flags` cannot be met (e.g. a
- * transposed array asked for C-contiguous, or a writable view of a buffer
- * another array shares). */
-AJ_C_API aj_status aj_view_acquire(const aj_array* a, int flags, aj_view* view);
-/* Give everything back; the view is zeroed. A zeroed view is ignored. */
+/* Evaluate `a` and fill `view` with its layout (view->struct_size set by the
+ * caller first). The view owns its shape and strides storage and pins the
+ * buffer (it is neither freed nor reused in place) until aj_view_release,
+ * which is the only thing that unpins it; releasing `a` meanwhile is fine.
+ * Fails, leaving `view` zeroed but for struct_size, when `flags` cannot be met
+ * (e.g. a transposed array asked for C-contiguous, or a writable view of a
+ * buffer another array shares). */
+AJ_C_API aj_status aj_view_acquire(aj_array a, int flags, aj_view* view);
+/* Give everything back; the view is zeroed but for struct_size. A zeroed view
+ * is ignored. */
 AJ_C_API void aj_view_release(aj_view* view);
 
 /* An array that borrows the memory `view` describes (CPU or CUDA-host; strides
- * in bytes, multiples of the item size; view->owner is not used). arrayjit never
- * writes it. `release(context)` is called exactly once, when the last array
- * using the memory dies; a failed call takes nothing (release is not called).
- * It may be NULL. */
-typedef void (*aj_release_fn)(void* context);
-AJ_C_API aj_status aj_array_from_view(const aj_view* view, aj_release_fn release, void* context,
-                                      aj_array** out);
+ * in bytes, multiples of the item size, NULL for row-major; view->owner is not
+ * used). arrayjit never writes it. `release(context)` is called exactly once,
+ * when the last array using the memory dies; a failed call takes nothing
+ * (release is not called). It may be NULL. */
+AJ_C_API aj_status aj_array_from_view(const aj_view* view, aj_release_fn release, void* context, aj_array* out);
+/* A copy of the memory `view` describes (any strides); the caller keeps it. */
+AJ_C_API aj_status aj_array_copy_view(const aj_view* view, aj_array* out);
+/* An array that borrows CUDA device memory (view->device_type AJ_DEVICE_CUDA,
+ * view->device_id the device; the CUDA Array Interface rule: the producer
+ * names the stream its writes were enqueued on). `producer_stream` is that
+ * CUstream (NULL: the default stream; 1, 2: CU_STREAM_LEGACY/PER_THREAD;
+ * (void*)-1: nothing to wait for). arrayjit's stream waits on an event
+ * recorded there (no synchronization). The memory is checked with the driver
+ * (host memory is an error); arrayjit never writes it. `release(context)` is
+ * called exactly once, after the last array using it died AND arrayjit's
+ * work reading it completed (an event; the call happens then or at a later
+ * arrayjit CUDA call, on that call's thread, never on a driver thread). */
+AJ_C_API aj_status aj_array_from_cuda_view(const aj_view* view, void* producer_stream, aj_release_fn release,
+                                           void* context, aj_array* out);
+/* The CUstream arrayjit enqueues work for CUDA device `device_id` on, on
+ * this thread: the stream to name to a producer (DLPack's __dlpack__(stream))
+ * or to wait on. AJ_ERROR_RUNTIME where CUDA or the device is unavailable. */
+AJ_C_API aj_status aj_cuda_current_stream(int32_t device_id, void** out);
 
 #ifdef __cplusplus
 }

@@ -3,13 +3,18 @@
 #pragma once
 
 #include "arrayjit/array.hpp"
+#include "arrayjit/autodiff.hpp"
+#include "arrayjit/compile.hpp"
 #include "arrayjit/cuda.hpp"
 #include "arrayjit/dtype.hpp"
 #include "arrayjit/error.hpp"
 #include "arrayjit/explain.hpp"
+#include "arrayjit/indexing.hpp"
 #include "arrayjit/jit.hpp"
 #include "arrayjit/memory.hpp"
+#include "arrayjit/nn.hpp"
 #include "arrayjit/print.hpp"
+#include "arrayjit/scan_sort.hpp"
 #include "arrayjit/stats.hpp"
 
 namespace aj {

@@ -2,18 +2,14 @@
 // for C++ code that talks to C callers.
 #pragma once
 
-#include <utility>
-
 #include "arrayjit/array.hpp"
 #include "arrayjit/arrayjit.h"
 
-// One C handle: one aj::Array (one reference to the array).
-struct aj_array {
-  aj::Array array;
-};
-
 namespace aj {
-// A new C handle to `a`; the C side releases it with aj_array_release.
-inline aj_array* to_c(Array a) { return new aj_array{std::move(a)}; }
-inline const Array& from_c(const aj_array* a) { return a->array; }
+// A new C handle to `a` (one more reference to the array); the C side
+// releases it with aj_array_release.
+aj_array to_c(Array a);
+// The array a live C handle stands for (a weak scalar gives its rank-0
+// array). A null, released or unknown handle is an aj::Error (user).
+Array from_c(aj_array h, Loc loc = Loc::current());
 }  // namespace aj

@@ -20,6 +20,8 @@
 // is freed on it, stream-ordered).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -95,5 +97,36 @@ std::string kernel_source(const std::vector<Array>& arrays);
 
 // Give the device's cached memory (pool and pinned staging) back.
 void trim_memory(int device = 0);
+
+// ---- device memory of other libraries (the CUDA Array Interface rule) -------
+//
+// A stream argument naming another library's stream is a CUstream as void*;
+// nullptr, 1 and 2 are CUDA's default streams (the default, CU_STREAM_LEGACY,
+// CU_STREAM_PER_THREAD), and no_sync() means "nothing to wait for".
+inline void* no_sync() { return reinterpret_cast<void*>(static_cast<std::intptr_t>(-1)); }
+
+// An array borrowing device memory another library owns (PyTorch, CuPy, a
+// cudaMalloc): zero-copy, element [0, ...] at `ptr`, strides in elements
+// (empty = row-major; any sign, zero allowed). The producer names the stream
+// its writes to the memory were enqueued on: arrayjit's current stream for
+// `device` waits on an event recorded there (no synchronization), so work
+// arrayjit enqueues later sees those writes. The buffer is never written by
+// arrayjit and never reused in place. `release` runs exactly once, after the
+// last array using the memory died and arrayjit's work reading it completed
+// (an event recorded on the buffer's last stream): at once if done, else at a
+// later arrayjit CUDA call (a launch, a copy, trim_memory,
+// Stream::synchronize, release_borrowed) on that call's thread; never on a
+// driver thread. It may run inside an arrayjit call: it must not call
+// arrayjit (giving the memory back to its owner is what it is for). Errors (aj::Error, user): null `ptr` for a nonempty shape,
+// memory the driver does not know as device memory of `device` (a host
+// pointer, pinned host memory, another device's memory), a stream of another
+// context; nothing is taken and `release` is not called then.
+Array borrow(void* ptr, DType dtype, Shape shape, std::vector<std::int64_t> strides, int device,
+             void* producer_stream, std::function<void()> release = {}, Loc loc = Loc::current());
+
+// Run the release callbacks of borrowed device memory whose arrays died
+// (see borrow); with `wait`, first wait for arrayjit's work on those
+// buffers (their events, nothing else).
+void release_borrowed(bool wait = true);
 
 }  // namespace aj::cuda

@@ -25,6 +25,13 @@ struct Stats {
   // (a loop tracing the same structure, scalar values aside, reuses one).
   std::uint64_t plans_built = 0;
   std::uint64_t plan_cache_hits = 0;
+  // Values evaluations stored although nobody asked for them by name: held
+  // values (a live handle refers to them; docs/semantics.md), and
+  // intermediates the planner materialized on its own (the work rule, the
+  // kernel size cap, reductions needed at another index, library operands;
+  // aj::explain says why).
+  std::uint64_t held_values_stored = 0;
+  std::uint64_t values_materialized = 0;
   // Host JIT (jit/llvm): kernel structures compiled, found compiled in memory,
   // loaded from the disk cache, and disk entries rejected (corrupt/stale).
   std::uint64_t kernels_compiled = 0;
@@ -33,6 +40,10 @@ struct Stats {
   std::uint64_t kernel_disk_rejects = 0;
   std::uint64_t compile_ns = 0;          // time spent compiling (codegen + LLVM)
   std::uint64_t kernel_disk_load_ns = 0; // time spent loading disk-cached kernels
+  // aj::compile (arrayjit/compile.hpp): calls that traced the function, and
+  // calls that replayed a kept program (no tracing, no planning).
+  std::uint64_t compiled_traces = 0;
+  std::uint64_t compiled_replays = 0;
 
   std::string str() const;
 };

@@ -1,0 +1,132 @@
+// A compiled training step (aj::compile): an MLP's loss, its gradients
+// (value_and_grad) and an out-of-place Adam update, traced once and replayed.
+//
+// Issue 15's target: "a compiled MLP training step's host overhead <= 5 us".
+// Host overhead is what a step costs besides its kernels and library calls.
+// Two sizes, each timed as this thread's CPU time, medians of several runs of
+// many steps:
+//   tiny   4 -> 8 -> 8 -> 2, batch 4: the kernels do almost nothing, so the
+//          step's time is its host overhead (an upper bound: the 16 or so
+//          kernels' own few hundred nanoseconds are in it)
+//   mlp    784 -> 256 -> 10, batch 256 (bench_mlp's model): the overhead is
+//          the compiled step minus the sum of its launches run directly
+// Both also run uncompiled (trace + plan cache hit + run each step) for
+// comparison, and check that the compiled and uncompiled losses agree and
+// that replays trace, plan, compile and allocate nothing.
+//
+//   build/bench/compiled_step [steps]
+#include <arrayjit/arrayjit.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.hpp"
+
+namespace {
+
+struct Model {
+  int B, D, H, C;
+  aj::Array X, Y;
+  std::vector<aj::Array> p, m, v;
+  int t = 0;
+
+  Model(int b, int d, int h, int c, unsigned seed) : B(b), D(d), H(h), C(c) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> n(0.0f, 1.0f);
+    auto rand = [&](int count, float scale) {
+      std::vector<float> out(static_cast<std::size_t>(count));
+      for (float& x : out) x = n(rng) * scale;
+      return out;
+    };
+    X = aj::from_vector(rand(B * D, 1.0f), {B, D});
+    std::vector<float> y(static_cast<std::size_t>(B * C), 0.0f);
+    for (int i = 0; i < B; ++i) y[static_cast<std::size_t>(i * C + i % C)] = 1.0f;
+    Y = aj::from_vector(y, {B, C});
+    p = {aj::from_vector(rand(D * H, 1.0f / std::sqrt(static_cast<float>(D))), {D, H}), aj::zeros({H}),
+         aj::from_vector(rand(H * C, 1.0f / std::sqrt(static_cast<float>(H))), {H, C}), aj::zeros({C})};
+    ajbench::adam_init(p, m, v, {X, Y});
+  }
+};
+
+struct Result {
+  double compiled_us = 0, uncompiled_us = 0;
+  double traces = 0, plans = 0, compiles = 0, allocs = 0, launches = 0;
+  float max_loss_diff = 0;
+};
+
+Result run(int B, int D, int H, int C, int steps, bool profile = false) {
+  Model a(B, D, H, C, 7), b(B, D, H, C, 7);
+  auto compiled = aj::compile([](const aj::Array& X, const aj::Array& Y, std::vector<aj::Array> p,
+                                 std::vector<aj::Array> m, std::vector<aj::Array> v, float c1, float c2) {
+    return ajbench::mlp_adam_step(X, Y, std::move(p), std::move(m), std::move(v), c1, c2);
+  });
+  auto step_compiled = [&](Model& md) {
+    auto [c1, c2] = ajbench::adam_bias(++md.t);
+    return ajbench::take_step(md.p, md.m, md.v, compiled(md.X, md.Y, std::move(md.p), std::move(md.m), std::move(md.v), c1, c2));
+  };
+  auto step_plain = [&](Model& md) {
+    auto [c1, c2] = ajbench::adam_bias(++md.t);
+    std::vector<aj::Array> r = ajbench::mlp_adam_step(md.X, md.Y, md.p, md.m, md.v, c1, c2);
+    aj::eval(r);
+    return ajbench::take_step(md.p, md.m, md.v, std::move(r));
+  };
+  Result res;
+  // Warm-up (the compiled step traces twice: the second learns which kernel
+  // scalars follow c1 and c2), and the losses compared step by step.
+  for (int k = 0; k < 5; ++k) {
+    const float la = step_compiled(a).item<float>(), lb = step_plain(b).item<float>();
+    res.max_loss_diff = std::max(res.max_loss_diff, std::fabs(la - lb));
+  }
+  if (profile) {  // only compiled steps, for perf
+    for (int k = 0; k < steps; ++k) aj::Array l = step_compiled(a);
+    return res;
+  }
+  const auto c0 = compiled.counts();
+  const aj::Stats s0 = aj::stats();
+  res.compiled_us = ajbench::median_us([&] { aj::Array l = step_compiled(a); }, steps);
+  const aj::Stats s1 = aj::stats();
+  const auto c1 = compiled.counts();
+  res.uncompiled_us = ajbench::median_us([&] { aj::Array l = step_plain(b); }, steps);
+  const double n = static_cast<double>(c1.replays - c0.replays);
+  res.traces = static_cast<double>(c1.traces - c0.traces);
+  res.plans = static_cast<double>(s1.plans_built - s0.plans_built) / n;
+  res.compiles = static_cast<double>(s1.kernels_compiled - s0.kernels_compiled) / n;
+  res.allocs = static_cast<double>(s1.system_allocs - s0.system_allocs) / n;
+  res.launches = static_cast<double>(s1.kernels_launched - s0.kernels_launched) / n;
+  return res;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 2000;
+  if (argc > 2 && std::string(argv[2]) == "profile") {  // the tiny case's compiled steps only
+    run(4, 8, 8, 2, steps, true);
+    return 0;
+  }
+  std::printf("arrayjit %s: an MLP training step (value_and_grad + Adam), us per step (median)\n", aj::version());
+  struct Case {
+    const char* name;
+    int B, D, H, C, steps;
+  } cases[] = {{"tiny 4->8->8->2, batch 4", 4, 8, 8, 2, steps}, {"mlp 784->256->10, batch 256", 256, 784, 256, 10, steps / 40 + 5}};
+  int failures = 0;
+  for (const Case& c : cases) {
+    const Result r = run(c.B, c.D, c.H, c.C, c.steps);
+    std::printf("  %s\n", c.name);
+    std::printf("    %-30s %10.2f us\n", "compiled (aj::compile replay)", r.compiled_us);
+    std::printf("    %-30s %10.2f us   (trace + plan cache hit + run)\n", "uncompiled", r.uncompiled_us);
+    std::printf("    per replay: %.1f launches, %.2f plans, %.2f compiles, %.2f system allocations; "
+                "%g traces while timing; losses agree to %.2g\n",
+                r.launches, r.plans, r.compiles, r.allocs, r.traces, static_cast<double>(r.max_loss_diff));
+    if (r.traces != 0 || r.plans != 0 || r.compiles != 0 || r.max_loss_diff > 1e-4f) {
+      std::fprintf(stderr, "compiled_step: a replay traced, planned or compiled, or the losses differ\n");
+      ++failures;
+    }
+  }
+  std::printf("  host overhead of a compiled step: the tiny case's time (target <= 5 us, issue 15)\n");
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,412 @@
+// aj::compile (arrayjit/compile.hpp): signatures, the programs kept per
+// signature, tracing a call and replaying one.
+//
+// A call's signature is every array argument's dtype, shape, strides,
+// offset, device and donation, and every scalar's kind and value (bits). A
+// program (exec/program.hpp) is kept per signature; a call with a kept
+// signature is replayed: its arguments' buffers are bound to the program's
+// argument values and the steps run. For a scalar that reaches kernels
+// unchanged, a program is also kept per signature with that scalar left
+// out: the second trace with another value shows which kernel scalars follow
+// the argument (exec::Program's scalar bindings), and later values replay.
+#include "arrayjit/compile.hpp"
+
+#include <bit>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "base/stats.hpp"
+#include "core/autodiff_trace.hpp"
+#include "core/evaluate.hpp"
+#include "core/trace.hpp"
+#include "exec/program.hpp"
+
+namespace aj::detail {
+
+namespace {
+
+using Key = std::vector<std::uint64_t>;
+
+struct KeyHash {
+  std::size_t operator()(const Key& k) const {
+    std::uint64_t h = 0x9e3779b97f4a7c15ull ^ k.size();
+    for (std::uint64_t w : k) h = (h ^ w) * 0x100000001b3ull + (h >> 29);
+    return static_cast<std::size_t>(h);
+  }
+};
+
+// A kernel scalar that is a scalar argument's value (converted to the
+// kernel scalar's dtype): replays with another value write it there.
+struct ScalarBinding {
+  int step = 0, scalar = 0;  // program step, index in its kernel's scalars
+  int arg = 0;               // the call argument
+};
+
+struct Entry {
+  std::shared_ptr<const exec::Program> program;
+  std::vector<ScalarBinding> bindings;  // empty for an exact-scalar entry
+};
+
+// Kept programs by signature, with the last one found: calls in a loop with
+// one signature compare one key instead of hashing it and probing.
+class Programs {
+ public:
+  std::shared_ptr<const Entry> find(const Key& k) {
+    if (last_ && k == last_key_) return last_;
+    auto it = map_.find(k);
+    if (it == map_.end()) return nullptr;
+    last_key_ = k;
+    return last_ = it->second;
+  }
+  void put(const Key& k, std::shared_ptr<const Entry> e) { map_[k] = std::move(e); }
+  void clear() {
+    map_.clear();
+    last_.reset();
+  }
+  std::size_t size() const { return map_.size(); }
+
+ private:
+  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> map_;
+  Key last_key_;
+  std::shared_ptr<const Entry> last_;
+};
+
+std::uint64_t bits(double d) { return std::bit_cast<std::uint64_t>(d); }
+
+// The kernel scalar a C++ scalar becomes in a kernel scalar slot of dtype t
+// (as trace::constant stores it).
+KScalar as_kernel_scalar(const Scalar& s, DType t) {
+  KScalar k;
+  k.dtype = t;
+  if (is_float(t)) {
+    const double v = s.kind == Scalar::Kind::floating ? s.f : static_cast<double>(s.i);
+    k.f = t == DType::f32 ? static_cast<double>(static_cast<float>(v)) : v;
+  } else {
+    k.i = s.kind == Scalar::Kind::floating ? static_cast<std::int64_t>(s.f) : s.i;
+  }
+  return k;
+}
+
+bool same_scalar(const KScalar& a, const KScalar& b) {
+  return a.dtype == b.dtype && a.i == b.i && bits(a.f) == bits(b.f);
+}
+
+// The nodes of array arguments, read under their graph's lock: one scope
+// for each run of arguments of one graph (usually all of them).
+class ArgNodes {
+ public:
+  const Node& operator()(const CallArg& a) {
+    Graph& g = *a.array->graph_of();
+    if (&g != locked_) {
+      in_.reset();
+      in_.emplace(g);
+      locked_ = &g;
+    }
+    return g[a.array->node_id()];
+  }
+
+ private:
+  Graph* locked_ = nullptr;
+  std::optional<GraphScope> in_;
+};
+
+}  // namespace
+
+class CompiledCore {
+ public:
+  explicit CompiledCore(std::string where) : where_(std::move(where)) {}
+
+  std::vector<Array> call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace);
+  CompiledCounts counts() const {
+    std::lock_guard lock(mu_);
+    CompiledCounts c = counts_;
+    c.programs = exact_.size() + scalar_free_.size();
+    return c;
+  }
+
+ private:
+  // The signature into `k`; `with_scalars` false leaves scalar values out (kinds stay).
+  void signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const;
+  std::vector<Array> replay(const Entry& e, std::vector<CallArg>& args);
+  std::vector<Array> trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
+                                const Key& exact, const Key& scalar_free);
+
+  std::string where_;
+  mutable std::mutex mu_;
+  Programs exact_;
+  // Per signature without scalar values: the last program traced (to learn
+  // bindings from the next trace), and an entry once bindings are known.
+  std::unordered_map<Key, std::shared_ptr<const exec::Program>, KeyHash> last_trace_;
+  std::unordered_map<Key, std::vector<Scalar>, KeyHash> last_scalars_;
+  Programs scalar_free_;
+  CompiledCounts counts_;
+  static constexpr std::size_t kMaxPrograms = 64;  // per compiled function (then all are dropped)
+};
+
+void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const {
+  k.clear();
+  k.push_back(args.size());
+  ArgNodes node_of;
+  for (const CallArg& a : args) {
+    if (a.is_scalar) {
+      k.push_back(0x5ca1a0 + static_cast<std::uint64_t>(a.scalar.kind));
+      if (with_scalars || a.structural) {
+        k.push_back(static_cast<std::uint64_t>(a.scalar.i) ^ bits(a.scalar.f) ^ a.scalar.above_int64);
+      }
+      continue;
+    }
+    const Node& n = node_of(a);
+    k.push_back(0xa77a7 + (static_cast<std::uint64_t>(n.dtype) << 8) + (a.donated ? 1u << 16 : 0u));
+    k.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 | static_cast<std::uint32_t>(n.storage->device.index));
+    k.push_back(static_cast<std::uint64_t>(n.shape.ndim()));
+    for (auto d : n.shape) k.push_back(static_cast<std::uint64_t>(d));
+    for (auto st : n.strides) k.push_back(static_cast<std::uint64_t>(st));
+    k.push_back(static_cast<std::uint64_t>(n.offset));
+    k.push_back(n.storage->bytes);
+    k.push_back(n.storage->borrowed);
+  }
+}
+
+// Runs a kept program on this call's arguments; the results are new arrays
+// of this thread's graph.
+std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& args) {
+  const exec::Program& p = *e.program;
+  // This thread's buffers, their memory reused (a replay allocates no
+  // vectors but its results'); emptied however the replay ends, so no
+  // storage stays referenced from here.
+  thread_local std::vector<exec::Value> values;
+  thread_local std::vector<exec::ScalarOverride> overrides;
+  struct Empty {
+    ~Empty() { values.clear(), overrides.clear(); }
+  } empty_after;
+  values.assign(static_cast<std::size_t>(p.values), exec::Value{});
+  std::size_t next = 0;  // program values 0 .. args-1 are the array arguments, in order
+  {
+    ArgNodes node_of;
+    for (const CallArg& a : args) {
+      if (!a.is_scalar) values[next++] = {node_of(a).storage};
+    }
+  }
+  for (CallArg& a : args) {
+    if (!a.donated || a.is_scalar) continue;
+    Array given_up = std::move(*a.array);  // its buffer may now be ours alone
+    if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
+  }
+  // This call's scalar values (bindings are sorted by step).
+  overrides.reserve(e.bindings.size());
+  for (const ScalarBinding& b : e.bindings) {
+    const KScalar& slot = p.steps[static_cast<std::size_t>(b.step)].kernel.scalars[static_cast<std::size_t>(b.scalar)];
+    overrides.push_back({b.step, b.scalar, as_kernel_scalar(args[static_cast<std::size_t>(b.arg)].scalar, slot.dtype)});
+  }
+  exec::run_program(p, backend_for(p.device), values, overrides);
+  ++stats_mut().compiled_replays;
+  trace::Scope scope;
+  std::vector<Array> out;
+  out.reserve(p.results.size());
+  for (std::size_t r = 0; r < p.results.size(); ++r) {
+    exec::Value& v = values[static_cast<std::size_t>(p.results[r])];
+    out.push_back(Array::from_node(graph().add_leaf(p.result_dtypes[r], p.result_shapes[r], v.storage,
+                                                    p.result_layouts[r].strides, p.result_layouts[r].offset)));
+  }
+  return out;
+}
+
+namespace {
+
+// Collects the plan of the results' evaluation into a program.
+struct Capture final : EvalObserver {
+  const std::vector<NodeId>* args = nullptr;
+  const std::vector<NodeId>* results = nullptr;
+  std::unique_ptr<exec::Program> program;
+  void planned(const opt::Plan& p, Device device) override {
+    program = exec::make_program(p, *args, *results, device);
+  }
+};
+
+// Clears the thread's hooks however the trace ends.
+struct HookGuard {
+  ~HookGuard() {
+    set_tracing_compiled(nullptr);
+    set_eval_observer(nullptr);
+  }
+};
+
+// Kernel scalars that differ between two programs of one structure, each
+// tied to the one scalar argument whose new value it equals; false when a
+// difference is not an argument's value (the function computed with it) or
+// the programs differ in structure.
+bool learn_bindings(const exec::Program& before, const exec::Program& after, const std::vector<Scalar>& old_args,
+                    const std::vector<CallArg>& args, std::vector<ScalarBinding>* out) {
+  if (before.steps.size() != after.steps.size() || before.values != after.values) return false;
+  for (std::size_t k = 0; k < after.steps.size(); ++k) {
+    const exec::ProgramStep &x = before.steps[k], &y = after.steps[k];
+    if (x.kind != y.kind || x.inputs != y.inputs || x.outputs != y.outputs) return false;
+    if (x.kind != exec::ProgramStep::Kind::kernel) continue;
+    if (x.kernel.scalars.size() != y.kernel.scalars.size() || x.kernel.instrs.size() != y.kernel.instrs.size()) {
+      return false;
+    }
+    for (std::size_t i = 0; i < y.kernel.scalars.size(); ++i) {
+      const KScalar &a = x.kernel.scalars[i], &b = y.kernel.scalars[i];
+      if (same_scalar(a, b)) continue;
+      int found = -1;
+      for (std::size_t j = 0; j < args.size(); ++j) {
+        if (!args[j].is_scalar || args[j].structural) continue;
+        if (same_scalar(as_kernel_scalar(args[j].scalar, b.dtype), b) &&
+            same_scalar(as_kernel_scalar(old_args[j], a.dtype), a)) {
+          if (found >= 0) return false;  // two arguments would fit: ambiguous
+          found = static_cast<int>(j);
+        }
+      }
+      if (found < 0) return false;
+      out->push_back({static_cast<int>(k), static_cast<int>(i), found});
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
+                                            const Key& exact, const Key& scalar_free) {
+  // What the program needs of the arguments is read now: once the function
+  // has run, a vector argument passed as an rvalue is gone.
+  std::vector<NodeId> arg_nodes;
+  bool all_local = true;
+  for (const CallArg& a : args) {
+    if (a.is_scalar) continue;
+    arg_nodes.push_back(a.array->node_id());
+    all_local &= a.array->graph_of() == &graph();
+  }
+  std::vector<Array> results;
+  {
+    HookGuard guard;
+    set_tracing_compiled(where_.c_str());
+    results = trace();
+    set_tracing_compiled(nullptr);
+  }
+  // Donated handles are given up now. The elements of a vector passed as an
+  // rvalue are not touched: the function took the vector (its elements are
+  // gone with it, or are the function's to keep).
+  for (CallArg& a : args) {
+    if (!a.donated || a.is_scalar || a.element) continue;
+    if (a.array->valid()) Array given_up = std::move(*a.array);
+    if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
+  }
+  ++stats_mut().compiled_traces;
+  // The results as arrays of this thread's graph, evaluated with the plan caught.
+  trace::Scope scope;
+  std::vector<Array> local;
+  std::vector<NodeId> result_nodes;
+  for (const Array& r : results) {
+    local.push_back(trace::local(r, "compile", Loc::current()));
+    result_nodes.push_back(local.back().node_id());
+  }
+  // Arguments of another graph than this thread's (or not among the plan's
+  // leaves) simply leave the program unmade: those calls are traced.
+  Capture capture;
+  capture.args = &arg_nodes;
+  capture.results = &result_nodes;
+  std::vector<NodeId> roots;
+  for (NodeId r : result_nodes) {
+    if (!graph()[r].evaluated()) roots.push_back(r);
+  }
+  {
+    HookGuard guard;
+    if (all_local) set_eval_observer(&capture);
+    if (!roots.empty()) {
+      ++stats_mut().evals;
+      evaluate(roots);
+    } else if (all_local) {
+      // Nothing to run: the results are arguments or captured arrays.
+      capture.planned(opt::Plan{}, Device::cpu());
+    }
+  }
+  if (capture.program) {
+    exec::prepare_program(*capture.program, backend_for(capture.program->device));
+    std::shared_ptr<const exec::Program> prog = std::move(capture.program);
+    std::vector<Scalar> scalars;
+    for (const CallArg& a : args) scalars.push_back(a.scalar);
+    std::lock_guard lock(mu_);
+    if (exact_.size() + scalar_free_.size() >= kMaxPrograms) {
+      exact_.clear();
+      scalar_free_.clear();
+      last_trace_.clear();
+      last_scalars_.clear();
+    }
+    exact_.put(exact, std::make_shared<const Entry>(Entry{prog, {}}));
+    // Learn which kernel scalars follow scalar arguments from the trace before.
+    auto last = last_trace_.find(scalar_free);
+    if (last != last_trace_.end() && exact != scalar_free) {
+      std::vector<ScalarBinding> bindings;
+      if (learn_bindings(*last->second, *prog, last_scalars_[scalar_free], args, &bindings) && !bindings.empty()) {
+        scalar_free_.put(scalar_free, std::make_shared<const Entry>(Entry{prog, std::move(bindings)}));
+      }
+    }
+    last_trace_[scalar_free] = prog;
+    last_scalars_[scalar_free] = std::move(scalars);
+  }
+  return local;
+}
+
+std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace) {
+  // Inside another compiled function's trace, or while grad/vjp/jvp trace
+  // their function, the ops are recorded inline (a replay here would run now
+  // and its results would be taken as constants).
+  if (tracing_compiled() || t_autodiff_traces > 0) return trace();
+  // Arguments are evaluated first (together: one plan): a program starts
+  // from buffers.
+  std::vector<Array> pending;
+  {
+    ArgNodes node_of;
+    for (CallArg& a : args) {
+      if (a.is_scalar) continue;
+      if (!a.array->valid()) {
+        throw Error(Error::Kind::user, "aj::compile: an empty Array handle (default-constructed or moved-from) "
+                                       "passed to the function compiled at " + where_);
+      }
+      if (!node_of(a).evaluated()) pending.push_back(*a.array);
+    }
+  }
+  if (!pending.empty()) aj::eval(pending);
+  // The keys are built in this thread's buffers (a replay allocates none).
+  thread_local Key exact, scalar_free;
+  bool has_scalars = false;
+  for (const CallArg& a : args) has_scalars |= a.is_scalar && !a.structural;
+  std::shared_ptr<const Entry> hit;
+  if (has_scalars) {
+    // Scalars whose kernel slots are known replay whatever their values.
+    signature(args, false, scalar_free);
+    std::lock_guard lock(mu_);
+    hit = scalar_free_.find(scalar_free);
+  }
+  if (!hit) {
+    signature(args, true, exact);
+    if (!has_scalars) scalar_free = exact;
+    std::lock_guard lock(mu_);
+    hit = exact_.find(exact);
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (hit) ++counts_.replays;
+    else ++counts_.traces;
+  }
+  if (hit) return replay(*hit, args);
+  // Copies: the function being traced may call compiled functions itself.
+  const Key exact_key = exact, scalar_free_key = scalar_free;
+  return trace_call(args, trace, exact_key, scalar_free_key);
+}
+
+std::shared_ptr<CompiledCore> make_compiled_core(Loc where) { return std::make_shared<CompiledCore>(loc_str(where)); }
+std::shared_ptr<CompiledCore> make_compiled_core(std::string name) { return std::make_shared<CompiledCore>(std::move(name)); }
+
+std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
+                                 const std::function<std::vector<Array>()>& trace) {
+  return core.call(args, trace);
+}
+
+CompiledCounts compiled_counts(const CompiledCore& core) { return core.counts(); }
+
+}  // namespace aj::detail

@@ -1,0 +1,210 @@
+// aj::compile: trace a function once per kind of arguments, replay it after.
+//
+//   auto step = aj::compile([](aj::Array w, const aj::Array& g, double lr) {
+//     return w - lr * g;
+//   });
+//   w = step(std::move(w), g, 0.1);   // first call: traced, planned, kept
+//   w = step(std::move(w), g, 0.1);   // same kind of arguments: replayed
+//
+// The first call for a signature runs the function (tracing it), evaluates
+// its results and keeps the plan. A later call whose arguments have the same
+// signature — each array's dtype, shape, strides and device, whether it is
+// donated, and each C++ scalar's value — runs the kept kernels on the new
+// arguments' buffers: no tracing, no planning, no kernel lookup. Any other
+// call traces again (and keeps that plan too): new extents or layouts get a
+// plan of their own, but never recompile a kernel (kernels are compiled by
+// structure, extents are run-time arguments), and a C++ scalar whose value
+// changes is a run-time value of the kernels (arrayjit never replans for a
+// scalar: docs/semantics.md) — a changing scalar that reaches kernels
+// unchanged (`x * lr`) is replayed too; one the function computes with
+// (`x * (1 - lr)`) is traced again each time, without planning or compiling.
+//
+// Donation: an argument passed as an rvalue (`std::move(p)`, a temporary) or
+// wrapped in aj::donate(p) is given up: the call takes its handle (the
+// caller's variable is left empty) and may write its buffer in place, when
+// nothing else holds that buffer.
+//
+// What the function may not do (docs/semantics.md, "Compiled functions"):
+//  - read values: eval(), item(), to_vector() on arrays it made are errors
+//    while it is traced (a replay would not run them);
+//  - depend on anything but its arguments: arrays it reads from the
+//    enclosing scope are taken as they are at the first call (rebinding
+//    them later does not reach replays; pass them as arguments instead), and
+//    side effects (printing, counters) happen only when it is traced.
+// Arguments: aj::Array (by value, const&, &&), aj::Donated, std::vector<Array>
+// (each element an argument; an rvalue vector donates them all), and
+// arithmetic scalars. Called while another compiled function or a
+// grad/vjp/jvp is being traced, a compiled function is traced inline (its
+// ops become part of the outer trace). Results: an Array, a std::vector<Array>, or a std::tuple / pair
+// of Arrays. A Compiled may be called from several threads at once.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "arrayjit/array.hpp"
+
+namespace aj {
+
+// An argument given up to a compiled call (see above).
+struct Donated {
+  Array array;
+};
+// Takes the handle: the caller's variable is left empty, so the call holds
+// the only reference and may write the buffer in place.
+inline Donated donate(Array& a) { return Donated{std::move(a)}; }
+inline Donated donate(Array&& a) { return Donated{std::move(a)}; }
+
+namespace detail {
+
+// One argument of a compiled call as the library sees it.
+struct CallArg {
+  Array* array = nullptr;  // an array argument (the caller's object; taken when donated)
+  bool donated = false;
+  bool is_scalar = false;
+  bool structural = false;  // a scalar that is part of the structure (a vector's length)
+  bool element = false;     // an element of a std::vector argument (gone once the function took the vector)
+  // Called when the call takes a donated argument (after a successful trace,
+  // or before a replay runs): the C API releases the caller's handle there.
+  void (*give_up)(void* context, std::size_t index) = nullptr;
+  void* give_up_context = nullptr;
+  std::size_t give_up_index = 0;
+  Scalar scalar;
+};
+
+class CompiledCore;
+std::shared_ptr<CompiledCore> make_compiled_core(Loc where);
+std::shared_ptr<CompiledCore> make_compiled_core(std::string name);  // named for messages (the C API)
+
+// One call: replays a program kept for arguments like these, or calls
+// `trace` (the user's function, results flattened) and keeps its program.
+std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
+                                 const std::function<std::vector<Array>()>& trace);
+
+// Counts of one compiled function: calls traced and calls replayed.
+struct CompiledCounts {
+  std::uint64_t traces = 0, replays = 0, programs = 0;
+};
+CompiledCounts compiled_counts(const CompiledCore& core);
+
+template <class T>
+struct is_array_tuple : std::false_type {};
+template <class... T>
+struct is_array_tuple<std::tuple<T...>> : std::bool_constant<(std::is_same_v<T, Array> && ...)> {};
+template <class A, class B>
+struct is_array_tuple<std::pair<A, B>> : std::bool_constant<std::is_same_v<A, Array> && std::is_same_v<B, Array>> {};
+
+template <class R>
+std::vector<Array> flatten(R&& r) {
+  using D = std::decay_t<R>;
+  if constexpr (std::is_same_v<D, Array>) {
+    return {std::forward<R>(r)};
+  } else if constexpr (std::is_same_v<D, std::vector<Array>>) {
+    return std::vector<Array>(std::forward<R>(r));
+  } else {
+    static_assert(is_array_tuple<D>::value,
+                  "aj::compile: the function must return an Array, a std::vector<Array>, or a tuple/pair of Arrays");
+    std::vector<Array> v;
+    std::apply([&](auto&... a) { (v.push_back(a), ...); }, r);
+    return v;
+  }
+}
+
+template <class R>
+R rebuild(std::vector<Array>&& v) {
+  if constexpr (std::is_same_v<R, Array>) {
+    return std::move(v[0]);
+  } else if constexpr (std::is_same_v<R, std::vector<Array>>) {
+    return std::move(v);
+  } else {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return R{std::move(v[I])...};
+    }(std::make_index_sequence<std::tuple_size_v<R>>{});
+  }
+}
+
+// What the user's function receives for each argument.
+template <class A>
+decltype(auto) pass(A&& a) {
+  if constexpr (std::is_same_v<std::decay_t<A>, Donated>) {
+    return std::move(a.array);  // an rvalue Array
+  } else {
+    return std::forward<A>(a);
+  }
+}
+
+template <class A>
+void describe_arg(std::vector<CallArg>& out, A&& a) {
+  using D = std::decay_t<A>;
+  CallArg c;
+  if constexpr (std::is_same_v<D, Donated>) {
+    c.array = &a.array;
+    c.donated = true;
+  } else if constexpr (std::is_same_v<D, Array>) {
+    c.array = const_cast<Array*>(&a);
+    c.donated = std::is_rvalue_reference_v<A&&> && !std::is_const_v<std::remove_reference_t<A>>;
+  } else if constexpr (std::is_same_v<D, std::vector<Array>>) {
+    // Each element is an array argument (a variable number of them).
+    const bool donated = std::is_rvalue_reference_v<A&&> && !std::is_const_v<std::remove_reference_t<A>>;
+    CallArg count;
+    count.is_scalar = true;  // the length is part of the signature
+    count.structural = true;
+    count.scalar = Scalar(static_cast<std::int64_t>(a.size()));
+    out.push_back(count);
+    for (const Array& e : a) {
+      CallArg c2;
+      c2.array = const_cast<Array*>(&e);
+      c2.donated = donated;
+      c2.element = true;
+      out.push_back(c2);
+    }
+    return;
+  } else {
+    static_assert(std::is_arithmetic_v<D>,
+                  "aj::compile: arguments must be aj::Array, aj::Donated or arithmetic scalars");
+    c.is_scalar = true;
+    c.scalar = Scalar(a);
+  }
+  out.push_back(c);
+}
+
+}  // namespace detail
+
+template <class F>
+class Compiled {
+ public:
+  explicit Compiled(F f, Loc where = Loc::current())
+      : f_(std::move(f)), core_(detail::make_compiled_core(where)) {}
+
+  template <class... Args>
+  auto operator()(Args&&... args) const {
+    using R = std::decay_t<decltype(std::invoke(f_, detail::pass(std::forward<Args>(args))...))>;
+    std::vector<detail::CallArg> cargs;
+    cargs.reserve(sizeof...(Args) + 16);  // vector arguments add their elements
+    (detail::describe_arg(cargs, std::forward<Args>(args)), ...);
+    auto trace = [&] { return detail::flatten(std::invoke(f_, detail::pass(std::forward<Args>(args))...)); };
+    // Through std::ref: a std::function holds a reference_wrapper without
+    // allocating (the lambda's captures would not fit in it).
+    std::vector<Array> out = detail::compiled_call(*core_, cargs, std::ref(trace));
+    return detail::rebuild<R>(std::move(out));
+  }
+
+  // Calls traced and replayed so far, and programs kept.
+  detail::CompiledCounts counts() const { return detail::compiled_counts(*core_); }
+
+ private:
+  F f_;
+  std::shared_ptr<detail::CompiledCore> core_;
+};
+
+template <class F>
+Compiled<std::decay_t<F>> compile(F&& f, Loc where = Loc::current()) {
+  return Compiled<std::decay_t<F>>(std::forward<F>(f), where);
+}
+
+}  // namespace aj

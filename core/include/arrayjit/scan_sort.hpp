@@ -1,0 +1,43 @@
+// Scans and sorting along one axis (NumPy / array-API names), traced lazily
+// like every op of arrayjit/array.hpp; semantics in docs/semantics.md.
+//
+//   cumsum, cumprod   a running sum / product in a fused kernel (producers
+//                     run inside it, elementwise consumers after it)
+//   sort, argsort     stable, ascending; NaN after every number; -0.0 and
+//                     +0.0 are equal (keep their order)
+//   topk              the k largest, largest first; NaN counts as largest;
+//                     ties: the lower index first
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "arrayjit/array.hpp"
+
+namespace aj {
+
+// The running sum (product) along `axis`; with no axis, of the flattened
+// array (a 1-d result, as NumPy). `dtype` is the dtype the values are cast to
+// and accumulated in; by default sum's rule: bool and i32 accumulate in i64,
+// i64 and floats in their own dtype. Integers wrap. Floats add (multiply) in
+// order along the axis, one rounding per element, on every backend.
+Array cumsum(const Array& a, std::optional<int> axis = std::nullopt, std::optional<DType> dtype = std::nullopt,
+             Loc loc = Loc::current());
+Array cumprod(const Array& a, std::optional<int> axis = std::nullopt, std::optional<DType> dtype = std::nullopt,
+              Loc loc = Loc::current());
+
+// Each line along `axis` sorted ascending (stable; see above). Same shape and dtype.
+Array sort(const Array& a, int axis = -1, Loc loc = Loc::current());
+// The i64 positions along `axis` that sort each line: sort(a) equals a's
+// values taken at these positions.
+Array argsort(const Array& a, int axis = -1, Loc loc = Loc::current());
+
+// The k largest values of each line along `axis`, largest first, and their
+// i64 positions. The results have extent k along the axis; 0 <= k <= extent.
+struct TopK {
+  Array values;
+  Array indices;
+};
+TopK topk(const Array& a, std::int64_t k, int axis = -1, Loc loc = Loc::current());
+
+}  // namespace aj

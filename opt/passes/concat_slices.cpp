@@ -1,0 +1,103 @@
+#include "opt/passes/concat_slices.hpp"
+
+#include <algorithm>
+
+namespace aj {
+
+namespace {
+
+// The layout of `src` under which the reshape view `v` of it has layout
+// `want`: only for a reshape that inserts or removes size-1 axes (the
+// remaining extents agree in order); nullopt otherwise.
+std::optional<Layout> through_reshape(const Node& v, const Node& src, const Layout& want) {
+  if (v.op != Op::Reshape) return std::nullopt;
+  std::vector<std::int64_t> kept;  // want's strides of v's non-1 axes, in order
+  for (int d = 0; d < v.shape.ndim(); ++d) {
+    if (v.shape[d] != 1) kept.push_back(want.strides[static_cast<std::size_t>(d)]);
+  }
+  Layout l;
+  l.offset = want.offset;
+  std::size_t j = 0;
+  for (int d = 0; d < src.shape.ndim(); ++d) {
+    if (src.shape[d] == 1) {
+      l.strides.push_back(0);
+      continue;
+    }
+    if (j >= kept.size()) return std::nullopt;
+    l.strides.push_back(kept[j++]);
+  }
+  if (j != kept.size()) return std::nullopt;
+  std::vector<std::int64_t> a, b;
+  for (auto e : v.shape) if (e != 1) a.push_back(e);
+  for (auto e : src.shape) if (e != 1) b.push_back(e);
+  if (a != b) return std::nullopt;
+  return l;
+}
+
+// Read by one node only (handles may hold it: it becomes a view of the
+// concatenate's buffer, which then stays alive while they do).
+bool only_read_by(const Node& n) { return n.uses == 1; }
+
+// The strides over kernel k's iteration space of output o stored with layout l.
+std::vector<std::int64_t> over_space(const Kernel& k, const KOutput& o, const Layout& l) {
+  std::vector<std::int64_t> st(k.shape.size(), 0);
+  std::size_t j = 0;
+  for (std::size_t d = 0; d < k.shape.size(); ++d) {
+    const bool reduced = std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) !=
+                         k.reduce_axes.end();
+    if (o.phase == 1 && reduced) continue;
+    const std::size_t axis = o.phase == 1 ? j++ : d;
+    st[d] = k.shape[d] == 1 ? 0 : l.strides[axis];
+  }
+  return st;
+}
+
+}  // namespace
+
+int place_concat_slices(Schedule& s) {
+  Graph& g = graph();
+  int placed = 0;
+  for (std::size_t ci = 0; ci < s.steps.size(); ++ci) {
+    const Step& cs = s.steps[ci];
+    if (cs.kind != Step::Kind::library || g[cs.node].op != Op::Concat) continue;
+    const NodeId c = cs.node;
+    const Node& cn = g[c];
+    const auto axis = static_cast<std::size_t>(cn.i0);
+    const std::vector<std::int64_t> cstr = contiguous_strides(cn.shape);
+    std::int64_t base = 0;
+    for (NodeId piece : cn.inputs) {
+      const Layout slice{cstr, base * cstr[axis]};
+      base += g[piece].shape[static_cast<int>(axis)];
+      const auto is_root = [&](NodeId id) { return std::find(s.roots.begin(), s.roots.end(), id) != s.roots.end(); };
+      if (g[piece].evaluated() || !only_read_by(g[piece]) || !s.step_of.count(piece) || is_root(piece)) continue;
+      NodeId src = piece;
+      Layout want = slice;
+      const Step& ps = s.steps[static_cast<std::size_t>(s.step_of.at(piece))];
+      if (ps.kind == Step::Kind::view) {
+        src = g[piece].inputs[0];
+        auto l = through_reshape(g[piece], g[src], slice);
+        if (!l || g[src].evaluated() || !only_read_by(g[src]) || !s.step_of.count(src) || is_root(src)) continue;
+        want = *l;
+      }
+      auto it = s.step_of.find(src);
+      if (it == s.step_of.end() || it->second > static_cast<int>(ci)) continue;
+      Step& prod = s.steps[static_cast<std::size_t>(it->second)];
+      if (prod.kind != Step::Kind::kernel) continue;
+      const auto out = std::find(prod.outputs.begin(), prod.outputs.end(), src);
+      if (out == prod.outputs.end() || g[src].dtype != cn.dtype) continue;
+      const auto j = static_cast<std::size_t>(out - prod.outputs.begin());
+      prod.into.resize(prod.outputs.size(), kNoNode);
+      if (prod.into[j] != kNoNode) continue;
+      KOutput& o = prod.kernel.outputs[j];
+      o.stream.strides = over_space(prod.kernel, o, want);
+      o.stream.offset = want.offset;
+      prod.into[j] = c;
+      s.layouts[src] = want;
+      s.layouts[piece] = slice;
+      ++placed;
+    }
+  }
+  return placed;
+}
+
+}  // namespace aj

@@ -1,0 +1,380 @@
+// aj::compile (arrayjit/compile.hpp): a compiled function gives exactly what
+// calling the function does, traces once per signature, replays without
+// tracing or planning, never recompiles a kernel for new extents, donates
+// rvalue arguments, and rejects what it cannot replay.
+#include <doctest/doctest.h>
+
+#include <arrayjit/arrayjit.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/random_data.hpp"
+
+namespace {
+
+using aj::Array;
+using aj::DType;
+using aj::Shape;
+
+bool long_mode() {
+  const char* s = std::getenv("AJ_TEST_LONG");
+  return s && *s && std::string(s) != "0";
+}
+
+std::vector<double> vals(const Array& a) { return a.to_vector<double>(); }
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+}
+
+Array input(Shape s, unsigned seed, DType t = DType::f32) {
+  const auto v = ajtest::random_in<double>(static_cast<std::size_t>(s.numel()), seed, -2, 2);
+  return aj::from_vector(v, s).astype(t).eval();
+}
+
+// ---- a generator of random functions of k arrays of one shape -------------------
+// Any extents of the same rank work for the same function (so replays with
+// new extents are the same function): elementwise ops with broadcasting of
+// size-1 reductions, reductions with keepdims, where, casts, transposes.
+struct RandomFunction {
+  std::uint64_t seed;
+  int inputs;
+  std::vector<Array> operator()(const std::vector<Array>& x) const {
+    std::mt19937_64 rng(seed);
+    auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    std::vector<Array> pool(x.begin(), x.end());
+    const int rank = x[0].ndim();
+    const int steps = uni(2, 12);
+    for (int s = 0; s < steps; ++s) {
+      const Array& a = pool[static_cast<std::size_t>(uni(0, static_cast<int>(pool.size()) - 1))];
+      const Array& b = pool[static_cast<std::size_t>(uni(0, static_cast<int>(pool.size()) - 1))];
+      Array r;
+      switch (uni(0, 11)) {
+        case 0: r = a + b; break;
+        case 1: r = a * b - 0.5f; break;
+        case 2: r = aj::maximum(a, b * 0.25f); break;
+        case 3: r = aj::tanh(a) + b; break;
+        case 4: r = aj::exp(aj::minimum(a, 2.0f)); break;
+        case 5: r = aj::where(a > b, a, b * 2.0f); break;
+        case 6: r = a - aj::sum(b, uni(0, rank - 1), true); break;  // a reduction broadcast back
+        case 7: r = aj::max(a, uni(0, rank - 1), true) * b; break;
+        case 8: r = a * 1.5f + aj::mean(b, aj::Axes::all(), true); break;
+        case 9: r = (a.astype(DType::f64) * 0.1).astype(DType::f32) + b; break;
+        case 10: r = aj::abs(a) / (aj::abs(b) + 1.0f); break;
+        case 11: r = aj::sqrt(aj::abs(a + b)); break;
+      }
+      pool.push_back(r);
+    }
+    std::vector<Array> out{pool.back()};
+    if (uni(0, 1)) out.push_back(aj::sum(pool[pool.size() - 2], uni(0, rank - 1)));
+    if (uni(0, 2) == 0) out.push_back(x[0]);  // an argument returned unchanged
+    return out;
+  }
+};
+
+// Evaluated together (one plan, as a compiled call evaluates its results):
+// a reduction planned another way may round differently.
+std::vector<std::vector<double>> read_all(std::vector<Array> v) {
+  aj::eval(v);
+  std::vector<std::vector<double>> r;
+  for (const Array& a : v) r.push_back(vals(a));
+  return r;
+}
+
+}  // namespace
+
+TEST_SUITE("compile") {
+
+TEST_CASE("compile: a replay gives what the call gives, without tracing, planning or compiling") {
+  auto f = [](const Array& x, const Array& y) { return aj::exp(x * 0.5f) * y + 1.0f; };
+  auto cf = aj::compile(f);
+  const Array x1 = input({64, 33}, 1), y1 = input({64, 33}, 2);
+  const Array x2 = input({64, 33}, 3), y2 = input({64, 33}, 4);
+  CHECK(same_bits(vals(cf(x1, y1)), vals(f(x1, y1))));
+  const aj::Stats before = aj::stats();
+  const Array r = cf(x2, y2);
+  const aj::Stats after = aj::stats();
+  CHECK(same_bits(vals(r), vals(f(x2, y2))));
+  CHECK(after.compiled_replays - before.compiled_replays == 1);
+  CHECK(after.compiled_traces == before.compiled_traces);
+  CHECK(after.plans_built == before.plans_built);
+  CHECK(after.plan_cache_hits == before.plan_cache_hits);
+  CHECK(after.nodes_created - before.nodes_created == 1);  // the result's node only
+  CHECK(after.kernels_compiled == before.kernels_compiled);
+  CHECK(cf.counts().traces == 1);
+  CHECK(cf.counts().replays == 1);
+}
+
+TEST_CASE("compile: new extents trace again and compile no kernel; each signature then replays") {
+  auto cf = aj::compile([](const Array& x) { return aj::sum(aj::tanh(x) * x, 1) + 2.0f; });
+  for (std::int64_t n : {5, 17, 300}) {
+    const Array a = input({n, 40}, 10 + static_cast<unsigned>(n)), b = input({n, 40}, 20 + static_cast<unsigned>(n));
+    const aj::Stats s0 = aj::stats();
+    CHECK(same_bits(vals(cf(a)), vals(aj::sum(aj::tanh(a) * a, 1) + 2.0f)));
+    const aj::Stats s1 = aj::stats();
+    if (n != 5) CHECK(s1.kernels_compiled == s0.kernels_compiled);  // structure known: extents are arguments
+    CHECK(s1.compiled_traces - s0.compiled_traces == 1);
+    CHECK(same_bits(vals(cf(b)), vals(aj::sum(aj::tanh(b) * b, 1) + 2.0f)));
+    CHECK(aj::stats().compiled_replays - s1.compiled_replays == 1);
+  }
+  CHECK(cf.counts().programs == 3);
+}
+
+TEST_CASE("compile: rvalue and aj::donate arguments are written in place; others never") {
+  auto step = aj::compile([](Array p, const Array& g) { return p - 0.1f * g; });
+  Array g = input({1000}, 5);
+  Array p = input({1000}, 6);
+  const std::vector<double> p0 = vals(p), gv = vals(g);
+  p = step(std::move(p), g);  // traced
+  const void* before = p.data().ptr;
+  const aj::Stats s0 = aj::stats();
+  p = step(std::move(p), g);  // replayed, in place
+  CHECK(p.data().ptr == before);
+  CHECK(aj::stats().inplace_reuses - s0.inplace_reuses == 1);
+  CHECK(aj::stats().system_allocs == s0.system_allocs);
+  p = step(aj::donate(p), g);
+  CHECK(p.data().ptr == before);
+  const std::vector<double> got = vals(p);
+  for (std::size_t i = 0; i < got.size(); i += 37) {
+    float want = static_cast<float>(p0[i]);
+    for (int k = 0; k < 3; ++k) want = want - 0.1f * static_cast<float>(gv[i]);
+    CHECK(got[i] == want);
+  }
+  // Not donated: the argument keeps its values and its buffer.
+  Array q = input({1000}, 7);
+  const std::vector<double> q0 = vals(q);
+  Array r = step(q, g);
+  (void)r;
+  Array r2 = step(q, g);
+  CHECK(vals(q) == q0);
+  CHECK(r2.data().ptr != q.data().ptr);
+  // Donated while another handle holds it: copied, not overwritten.
+  Array held = input({1000}, 8);
+  Array other = held;
+  const std::vector<double> h0 = vals(held);
+  Array out = step(std::move(held), g);
+  CHECK(vals(other) == h0);
+  CHECK(!held.valid());
+}
+
+TEST_CASE("compile: a scalar that reaches kernels as is replays; one the function computes with traces") {
+  auto scaled = aj::compile([](const Array& x, double lr) { return x * lr + 1.0; });
+  const Array x = input({256}, 9, DType::f64);
+  for (int t = 0; t < 6; ++t) {
+    const double lr = 0.5 + 0.25 * t;
+    CHECK(same_bits(vals(scaled(x, lr)), vals(x * lr + 1.0)));
+  }
+  // Traced for the first two values (the second shows the binding), replayed after.
+  CHECK(scaled.counts().traces == 2);
+  CHECK(scaled.counts().replays == 4);
+
+  auto computed = aj::compile([](const Array& x, double beta) { return x * (1 - beta); });
+  const aj::Stats s0 = aj::stats();
+  for (int t = 0; t < 4; ++t) {
+    const double beta = 0.9 + 0.01 * t;
+    CHECK(same_bits(vals(computed(x, beta)), vals(x * (1 - beta))));
+  }
+  CHECK(computed.counts().replays == 0);
+  // Traced each time, but never planned again or compiled (the plan cache).
+  CHECK(aj::stats().plans_built - s0.plans_built <= 1);
+  CHECK(aj::stats().kernels_compiled - s0.kernels_compiled <= 1);
+  // The same value again replays exactly.
+  CHECK(same_bits(vals(computed(x, 0.9)), vals(x * (1 - 0.9))));
+  CHECK(computed.counts().replays == 1);
+}
+
+TEST_CASE("compile: results of every kind, arguments returned and arrays from the enclosing scope") {
+  const Array w = input({8, 3}, 11);
+  auto cf = aj::compile([&w](const Array& x, const std::vector<Array>& more) {
+    return std::make_tuple(aj::matmul(x, w), x, more.at(1) * 2.0f, w);
+  });
+  for (int k = 0; k < 3; ++k) {
+    const Array x = input({5, 8}, 30 + static_cast<unsigned>(k));
+    const std::vector<Array> more{input({2}, 40), input({4}, 41 + static_cast<unsigned>(k))};
+    auto [a, b, c, d] = cf(x, more);
+    CHECK(same_bits(vals(a), vals(aj::matmul(x, w))));
+    CHECK(vals(b) == vals(x));
+    CHECK(same_bits(vals(c), vals(more[1] * 2.0f)));
+    CHECK(vals(d) == vals(w));
+  }
+  CHECK(cf.counts().replays == 2);
+  auto pair = aj::compile([](const Array& x) { return std::make_pair(x + 1.0f, aj::argmax(x)); });
+  auto [p1, p2] = pair(input({9}, 50));
+  auto [q1, q2] = pair(input({9}, 51));
+  CHECK(vals(q1) == vals(input({9}, 51) + 1.0f));
+  CHECK(q2.item<std::int64_t>() == aj::argmax(input({9}, 51)).item<std::int64_t>());
+  auto vec = aj::compile([](const Array& x) { return std::vector<Array>{x * 2.0f, x * 3.0f}; });
+  CHECK(vec(input({3}, 52)).size() == 2);
+  CHECK(vals(vec(input({3}, 53))[1]) == vals(input({3}, 53) * 3.0f));
+}
+
+TEST_CASE("compile: what a compiled function may not do is a clear error") {
+  auto reads = aj::compile([](const Array& x) {
+    const float m = aj::max(x).item<float>();  // a value read while traced
+    return x / m;
+  });
+  try {
+    (void)reads(input({4}, 60));
+    FAIL("no error");
+  } catch (const aj::Error& e) {
+    CHECK(e.kind() == aj::Error::Kind::user);
+    CHECK(std::string(e.what()).find("aj::compile") != std::string::npos);
+    CHECK(std::string(e.what()).find("test_compile.cpp") != std::string::npos);  // where it was compiled
+  }
+  // The library is fine afterwards, and so is the next compiled function.
+  auto ok = aj::compile([](const Array& x) { return x + 1.0f; });
+  CHECK(vals(ok(input({4}, 61))) == vals(input({4}, 61) + 1.0f));
+  // An empty handle is named.
+  Array empty;
+  CHECK_THROWS_WITH_AS((void)ok(empty), doctest::Contains("empty Array handle"), aj::Error);
+  // A user error inside the function comes out as it is, and nothing is kept.
+  auto bad = aj::compile([](const Array& x) { return x + aj::ones({7}); });
+  CHECK_THROWS_AS((void)bad(input({4}, 62)), aj::Error);
+  CHECK(bad.counts().programs == 0);
+}
+
+TEST_CASE("compile: one compiled function called from several threads at once") {
+  auto cf = aj::compile([](const Array& x, const Array& y) { return aj::sum(x * y + aj::exp(x), 0); });
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 30; ++k) {
+        const Array x = input({32, 16}, 100 + static_cast<unsigned>(t * 31 + k % 3));
+        const Array y = input({32, 16}, 200 + static_cast<unsigned>(k % 5));
+        bad += !same_bits(vals(cf(x, y)), vals(aj::sum(x * y + aj::exp(x), 0)));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(bad.load() == 0);
+  CHECK(cf.counts().replays > 0);
+}
+
+TEST_CASE("compile: a training step with rvalue vectors and changing scalars replays, matching uncompiled steps") {
+  // The shape of a training loop: parameters and optimizer state in vectors
+  // moved into the call, data by const&, a bias correction that changes every
+  // step; the results put back. Regression: the vector's elements were read
+  // after the function had taken the vector.
+  auto step = [](const Array& x, std::vector<Array> p, std::vector<Array> m, float c) {
+    auto [l, g] = aj::value_and_grad([&](const std::vector<Array>& q) { return aj::mean(aj::tanh(aj::matmul(x, q[0]) + q[1])); },
+                                     {0, 1})(p);
+    std::vector<Array> out{l};
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      Array mi = 0.9f * m[i] + 0.1f * g[i];
+      out.push_back(p[i] - 0.05f * mi / c);
+      out.push_back(mi);
+    }
+    return out;
+  };
+  auto cstep = aj::compile(step);
+  const Array x = input({6, 5}, 31);
+  // (m starts as buffers like the ones steps make: aj::zeros is a broadcast
+  // view, another layout, so another signature.)
+  std::vector<Array> p{input({5, 3}, 32), input({3}, 33)}, m{input({5, 3}, 34) * 0.01f, input({3}, 35) * 0.01f};
+  std::vector<Array> p2 = p, m2 = m;
+  aj::eval(p), aj::eval(m);
+  for (int t = 1; t <= 8; ++t) {
+    const float c = 1.0f - std::pow(0.9f, static_cast<float>(t));
+    std::vector<Array> r = cstep(x, std::move(p), std::move(m), c);
+    std::vector<Array> e = step(x, p2, m2, c);
+    aj::eval(e);
+    REQUIRE(r.size() == 5);
+    CHECK(same_bits(vals(r[0]), vals(e[0])));
+    p = {r[1], r[3]}, m = {r[2], r[4]};
+    p2 = {e[1], e[3]}, m2 = {e[2], e[4]};
+    for (std::size_t i = 0; i < p.size(); ++i) CHECK(same_bits(vals(p[i]), vals(p2[i])));
+  }
+  CHECK(cstep.counts().traces == 2);  // the second learns which kernel scalars follow c
+  CHECK(cstep.counts().replays == 6);
+}
+
+TEST_CASE("compile: a replay survives the JIT's memory cache being emptied") {
+  // Programs keep each kernel's compiled function: one dropped from the
+  // cache is looked up (or compiled) again, never called.
+  auto cf = aj::compile([](const Array& x, float s) { return aj::exp(x * s) + x; });
+  const Array x = input({257}, 41);
+  (void)cf(x, 0.5f), (void)cf(x, 0.25f);
+  for (int k = 0; k < 3; ++k) {
+    aj::jit::clear_memory_cache();
+    const float s = 0.1f * static_cast<float>(k + 1);
+    CHECK(same_bits(vals(cf(x, s)), vals(aj::exp(x * s) + x)));
+  }
+  CHECK(cf.counts().traces == 2);
+}
+
+TEST_CASE("compile: a compiled function called while another is traced, or inside grad, is traced inline") {
+  auto inner = aj::compile([](const Array& x, float s) { return aj::tanh(x * s); });
+  auto outer = aj::compile([&inner](const Array& x, float s) { return inner(x, s) + inner(x * 2.0f, s); });
+  const Array x = input({50}, 51), x2 = input({50}, 52);
+  auto want = [](const Array& a, float s) { return aj::tanh(a * s) + aj::tanh((a * 2.0f) * s); };
+  for (float s : {0.5f, 0.7f, 0.9f}) {
+    CHECK(same_bits(vals(outer(x, s)), vals(want(x, s))));
+    // With evaluated arguments the inner call could have replayed at trace
+    // time, its result then a constant of the outer program: new data shows it.
+    CHECK(same_bits(vals(outer(x2, s)), vals(want(x2, s))));
+  }
+  CHECK(inner.counts().replays == 0);
+  CHECK(outer.counts().replays >= 3);
+  // Inside grad: the gradient flows through the compiled call.
+  auto g = aj::grad([&inner](const Array& a) { return aj::sum(inner(a, 0.5f)); })(x);
+  const Array t = aj::tanh(x * 0.5f);
+  const auto gv = vals(g), ev = vals(0.5f * (1.0f - t * t));
+  REQUIRE(gv.size() == ev.size());
+  for (std::size_t i = 0; i < gv.size(); ++i) CHECK(gv[i] == doctest::Approx(ev[i]).epsilon(1e-5));
+}
+
+TEST_CASE("compile: a matmul replays with its epilogue run blockwise, as the executor runs it") {
+  // A result of >= 16K elements: the program runs bias + relu on each block
+  // of the product (Backend::run_library_then); smaller ones run it apart.
+  auto f = [](const Array& x, const Array& w, const Array& b, float s) { return aj::maximum(aj::matmul(x, w) + b, 0.0f) * s; };
+  auto cf = aj::compile(f);
+  for (unsigned k = 0; k < 4; ++k) {
+    const Array x = input({160, 48}, 60 + k), w = input({48, 130}, 70 + k), b = input({130}, 80 + k);
+    const float s = 0.5f + 0.25f * static_cast<float>(k);
+    const aj::Stats s0 = aj::stats();
+    const Array r = cf(x, w, b, s);
+    if (k >= 2) CHECK(aj::stats().kernels_launched - s0.kernels_launched == 1);  // replays: one blockwise step
+    CHECK(same_bits(vals(r), vals(f(x, w, b, s))));
+  }
+  CHECK(cf.counts().traces == 2);
+  CHECK(cf.counts().replays == 2);
+}
+
+TEST_CASE("compile: random functions replay with new data and new extents exactly as uncompiled calls") {
+  const int n = long_mode() ? 1000 : 120;
+  int mismatches = 0, replays = 0;
+  std::string first;
+  for (int g = 0; g < n; ++g) {
+    const RandomFunction f{0xc0de00 + static_cast<std::uint64_t>(g), 1 + g % 3};
+    const int rank = 1 + g % 3;
+    auto cf = aj::compile([&f](const std::vector<Array>& x) { return f(x); });
+    for (int round = 0; round < 4; ++round) {
+      // Rounds 0, 1: one shape (trace, then replay new data); 2, 3: new extents.
+      std::vector<std::int64_t> dims;
+      for (int d = 0; d < rank; ++d) dims.push_back(round < 2 ? 3 + d : 7 - d + g % 4);
+      std::vector<Array> x;
+      for (int k = 0; k < f.inputs; ++k) x.push_back(input(Shape(dims), static_cast<unsigned>(g * 17 + round * 5 + k)));
+      const auto want = read_all(f(x));
+      const auto got = read_all(cf(x));
+      bool same = want.size() == got.size();
+      for (std::size_t k = 0; same && k < want.size(); ++k) same = same_bits(want[k], got[k]);
+      if (!same) {
+        ++mismatches;
+        if (first.empty()) first = "function " + std::to_string(g) + " round " + std::to_string(round);
+      }
+    }
+    replays += static_cast<int>(cf.counts().replays);
+    CHECK(cf.counts().traces == 2);
+  }
+  INFO(first);
+  CHECK(mismatches == 0);
+  CHECK(replays == 2 * n);
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,529 @@
+// cumsum, cumprod, sort, argsort, topk: every dtype, ranks 0-4 with size-0
+// and size-1 axes, negative axes, strided, transposed, broadcast and
+// computed (lazy) inputs; each result under the host JIT, the kernel
+// interpreter and the reference interpreter, against loops written here
+// (std::stable_sort with NumPy's NaN order). Then fusion (explain, stats),
+// threads, and the documented edge cases.
+#include <doctest/doctest.h>
+
+#include <arrayjit/arrayjit.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/executor.hpp"
+#include "tests/random_data.hpp"
+
+namespace {
+
+using aj::Array;
+using aj::DType;
+using Dims = std::vector<std::int64_t>;
+using Executor = aj::detail::Executor;
+
+constexpr DType kDTypes[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
+
+std::int64_t numel(const Dims& d) {
+  std::int64_t n = 1;
+  for (auto e : d) n *= e;
+  return n;
+}
+
+// The three ways a graph runs: the oracle, the optimized path with the host
+// JIT, and with the kernel interpreter.
+enum class Path { reference, jit, interpreter };
+constexpr Path kPaths[] = {Path::reference, Path::jit, Path::interpreter};
+const char* path_name(Path p) { return p == Path::reference ? "reference" : p == Path::jit ? "jit" : "interpreter"; }
+
+struct PathScope {
+  explicit PathScope(Path p)
+      : exec(p == Path::reference ? Executor::reference : Executor::optimized), jit_was(aj::jit::enabled()) {
+    aj::jit::set_enabled(p != Path::interpreter);
+  }
+  ~PathScope() { aj::jit::set_enabled(jit_was); }
+  aj::detail::ExecutorScope exec;
+  bool jit_was;
+};
+
+// Values read back exactly: floats as their bits (in f64, which holds every
+// f32 exactly), everything else as int64.
+struct Values {
+  DType dtype = DType::f32;
+  Dims dims;
+  std::vector<double> f;
+  std::vector<std::int64_t> i;
+};
+Values read(const Array& a) {
+  Values v;
+  v.dtype = a.dtype();
+  v.dims = a.shape().dims();
+  if (aj::is_float(v.dtype)) v.f = a.to_vector<double>();
+  else v.i = a.to_vector<std::int64_t>();
+  return v;
+}
+bool same_double(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
+// Bit-identical (NaN positions equal), dtype and shape too.
+void check_same(const Values& want, const Values& got, const std::string& what) {
+  CAPTURE(what);
+  REQUIRE(want.dtype == got.dtype);
+  REQUIRE(want.dims == got.dims);
+  REQUIRE(want.f.size() == got.f.size());
+  REQUIRE(want.i.size() == got.i.size());
+  for (std::size_t k = 0; k < want.f.size(); ++k) {
+    if (!same_double(want.f[k], got.f[k])) {
+      FAIL_CHECK("element " << k << ": want " << want.f[k] << ", got " << got.f[k]);
+      return;
+    }
+  }
+  for (std::size_t k = 0; k < want.i.size(); ++k) {
+    if (want.i[k] != got.i[k]) {
+      FAIL_CHECK("element " << k << ": want " << want.i[k] << ", got " << got.i[k]);
+      return;
+    }
+  }
+}
+
+// ---- inputs ------------------------------------------------------------------------
+
+// Values of dtype t for n elements: small integers (ties, exact float sums),
+// and for floats sometimes NaN, +-inf, -0.0 (`specials`).
+Array data(DType t, const Dims& dims, std::uint64_t seed, bool specials) {
+  std::vector<double> v = ajtest::small_values(static_cast<std::size_t>(numel(dims)), seed, specials);
+  if (specials && aj::is_float(t)) {
+    for (std::size_t k = 3; k < v.size(); k += 11) v[k] = k % 2 ? INFINITY : -INFINITY;
+  }
+  if (!aj::is_float(t)) {
+    for (auto& x : v) x = std::isnan(x) ? 1 : x;
+  }
+  return aj::from_vector<double>(v, aj::Shape(dims)).astype(t).eval();
+}
+
+// An input of logical shape `dims` laid out one of several ways: contiguous,
+// a transpose, a strided (and reversed) slice, a broadcast, or computed
+// lazily (x + y, so producers run inside the kernel that uses it).
+Array laid_out(DType t, const Dims& dims, int layout, std::uint64_t seed, bool specials) {
+  const int r = static_cast<int>(dims.size());
+  switch (r == 0 ? 0 : layout) {
+    case 1: {  // transpose of the reversed shape
+      Dims rev(dims.rbegin(), dims.rend());
+      return data(t, rev, seed, specials).T();
+    }
+    case 2: {  // every other element of the last axis, backwards
+      Dims wide = dims;
+      wide.back() = wide.back() * 2;
+      return aj::slice(data(t, wide, seed, specials), r - 1, std::nullopt, std::nullopt, -2);
+    }
+    case 3: {  // axis 0 broadcast from extent 1
+      Dims one = dims;
+      one[0] = 1;
+      return aj::broadcast_to(data(t, one, seed, specials), aj::Shape(dims));
+    }
+    case 4: {  // lazy: a producer the consumer's kernel computes
+      if (t == DType::bool_) return data(t, dims, seed, specials) || data(t, dims, seed + 1, false);
+      return data(t, dims, seed, specials) - data(t, dims, seed + 1, false);
+    }
+    default: return data(t, dims, seed, specials);
+  }
+}
+
+Dims random_dims(std::mt19937_64& rng) {
+  const int rank = static_cast<int>(rng() % 5);
+  Dims d(static_cast<std::size_t>(rank));
+  for (auto& e : d) {
+    const int u = static_cast<int>(rng() % 100);
+    e = u < 8 ? 0 : u < 30 ? 1 : 2 + static_cast<std::int64_t>(rng() % 6);
+  }
+  while (numel(d) > 300) {
+    for (auto& e : d) e = std::max<std::int64_t>(1, e / 2);
+  }
+  return d;
+}
+
+// ---- loops written here ------------------------------------------------------------------
+
+std::int64_t stride_of(const Dims& d, int axis) {
+  std::int64_t s = 1;
+  for (std::size_t k = static_cast<std::size_t>(axis) + 1; k < d.size(); ++k) s *= d[k];
+  return s;
+}
+
+// NumPy's cumsum/cumprod: the first element along the axis is copied, each
+// next one combined with the running value; integers wrap (unsigned math).
+template <class A>
+std::vector<A> hand_scan(const std::vector<A>& x, const Dims& dims, int axis, bool prod) {
+  std::vector<A> out = x;
+  const std::int64_t stride = stride_of(dims, axis), extent = dims[static_cast<std::size_t>(axis)];
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    const auto i = static_cast<std::int64_t>(k);
+    if ((i / stride) % extent == 0) continue;
+    const A before = out[k - static_cast<std::size_t>(stride)];
+    if constexpr (std::is_integral_v<A>) {
+      const auto a = static_cast<std::uint64_t>(before), b = static_cast<std::uint64_t>(x[k]);
+      out[k] = static_cast<A>(prod ? a * b : a + b);
+    } else {
+      out[k] = prod ? before * x[k] : before + x[k];
+    }
+  }
+  return out;
+}
+
+// Ascending with every NaN after every number, -0.0 equal to +0.0.
+template <class T>
+bool numpy_less(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(b)) return !std::isnan(a);
+    if (std::isnan(a)) return false;
+  }
+  return a < b;
+}
+
+// Sort (or topk: descending, first `keep`) each line with std::stable_sort;
+// the positions of each line, row-major over the result's shape.
+template <class T>
+std::vector<std::int64_t> hand_order(const std::vector<T>& x, const Dims& dims, int axis, bool top, std::int64_t keep) {
+  const std::int64_t stride = stride_of(dims, axis), extent = dims[static_cast<std::size_t>(axis)];
+  Dims od = dims;
+  od[static_cast<std::size_t>(axis)] = keep;
+  std::vector<std::int64_t> out(static_cast<std::size_t>(numel(od)));
+  const std::int64_t outer = numel(dims) == 0 ? 0 : numel(dims) / (extent * stride);
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t in = 0; in < stride; ++in) {
+      std::vector<std::int64_t> pos(static_cast<std::size_t>(extent));
+      for (std::int64_t k = 0; k < extent; ++k) pos[static_cast<std::size_t>(k)] = k;
+      auto at = [&](std::int64_t k) { return x[static_cast<std::size_t>((o * extent + k) * stride + in)]; };
+      std::stable_sort(pos.begin(), pos.end(), [&](std::int64_t a, std::int64_t b) {
+        return top ? numpy_less(at(b), at(a)) : numpy_less(at(a), at(b));
+      });
+      for (std::int64_t k = 0; k < keep; ++k) {
+        out[static_cast<std::size_t>((o * keep + k) * stride + in)] = pos[static_cast<std::size_t>(k)];
+      }
+    }
+  }
+  return out;
+}
+
+// The values of `x` at the positions `order` along `axis` (a gather by hand).
+template <class T>
+std::vector<T> gather(const std::vector<T>& x, const Dims& dims, int axis, const std::vector<std::int64_t>& order,
+                      std::int64_t keep) {
+  const std::int64_t stride = stride_of(dims, axis), extent = dims[static_cast<std::size_t>(axis)];
+  std::vector<T> out(order.size());
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const auto i = static_cast<std::int64_t>(k);
+    const std::int64_t in = i % stride, o = i / stride / keep;
+    out[k] = x[static_cast<std::size_t>((o * extent + order[k]) * stride + in)];
+  }
+  return out;
+}
+
+template <class T>
+Values values_of(DType t, const Dims& dims, const std::vector<T>& v) {
+  Values r;
+  r.dtype = t;
+  r.dims = dims;
+  for (T x : v) {
+    if (aj::is_float(t)) r.f.push_back(static_cast<double>(x));
+    else r.i.push_back(static_cast<std::int64_t>(x));
+  }
+  return r;
+}
+
+// Calls f(T{}) with the C++ type of t.
+template <class F>
+void visit(DType t, F&& f) {
+  switch (t) {
+    case DType::bool_: return f(bool{});
+    case DType::i32: return f(std::int32_t{});
+    case DType::i64: return f(std::int64_t{});
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+  }
+}
+
+template <class T>
+std::vector<T> as_vector(const Array& a) {
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<bool> b = a.to_vector<bool>();
+    return std::vector<T>(b.begin(), b.end());
+  } else {
+    return a.to_vector<T>();
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("scan and sort") {
+
+TEST_CASE("cumsum and cumprod equal NumPy's loops on every dtype, shape, axis and layout, on every path") {
+  std::mt19937_64 rng(1401);
+  int cases = 0;
+  for (int round = 0; round < 60; ++round) {
+    const Dims dims = random_dims(rng);
+    const int rank = static_cast<int>(dims.size());
+    for (DType t : kDTypes) {
+      const int layout = static_cast<int>(rng() % 5);
+      const bool prod = rng() % 2;
+      // An axis (negative half the time), or none: the flattened array.
+      std::optional<int> axis;
+      if (rank > 0 && rng() % 6 != 0) {
+        axis = static_cast<int>(rng() % static_cast<std::uint64_t>(rank));
+        if (rng() % 2) *axis -= rank;
+      }
+      const std::uint64_t seed = rng();
+      const bool specials = rng() % 3 == 0;
+      auto make = [&] {
+        const Array x = laid_out(t, dims, layout, seed, specials);
+        return prod ? aj::cumprod(x, axis) : aj::cumsum(x, axis);
+      };
+      // The input's logical values, by the oracle's views.
+      Values in;
+      {
+        PathScope ref(Path::reference);
+        in = read(laid_out(t, dims, layout, seed, specials));
+      }
+      const DType acc = t == DType::bool_ || t == DType::i32 ? DType::i64 : t;
+      const Dims sdims = axis ? dims : Dims{numel(dims)};
+      const int sax = axis ? (*axis < 0 ? *axis + rank : *axis) : 0;
+      Values want;
+      if (aj::is_float(t)) {
+        if (t == DType::f32) {
+          std::vector<float> x(in.f.begin(), in.f.end());
+          want = values_of(acc, sdims, hand_scan(x, sdims, sax, prod));
+        } else {
+          want = values_of(acc, sdims, hand_scan(in.f, sdims, sax, prod));
+        }
+      } else if (acc == DType::i64) {
+        want = values_of(acc, sdims, hand_scan(in.i, sdims, sax, prod));
+      }
+      for (Path p : kPaths) {
+        PathScope scope(p);
+        const std::string what = std::string(prod ? "cumprod " : "cumsum ") + aj::dtype_name(t) +
+                                 aj::Shape(dims).str() + " axis " + (axis ? std::to_string(*axis) : "none") +
+                                 " layout " + std::to_string(layout) + " on " + path_name(p);
+        check_same(want, read(make()), what);
+      }
+      ++cases;
+    }
+  }
+  CHECK(cases == 300);
+}
+
+TEST_CASE("cumsum with a dtype casts first, as NumPy; i32 wraps in i32 when asked, i64 by default") {
+  const Array x = aj::from_vector<std::int32_t>({2147483647, 1, 1, -5}, aj::Shape{4});
+  for (Path p : kPaths) {
+    PathScope scope(p);
+    CHECK(aj::cumsum(x).dtype() == DType::i64);
+    CHECK(aj::cumsum(x).to_vector<std::int64_t>() == std::vector<std::int64_t>{2147483647, 2147483648LL, 2147483649LL, 2147483644LL});
+    CHECK(aj::cumsum(x, 0, DType::i32).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{2147483647, -2147483648LL, -2147483647LL, 2147483644LL});
+    const Array f = aj::from_vector<double>({0.5, 1.75, -2.9, 3.2}, aj::Shape{4});
+    CHECK(aj::cumsum(f, 0, DType::i64).to_vector<std::int64_t>() == std::vector<std::int64_t>{0, 1, -1, 2});
+    CHECK(aj::cumprod(aj::from_vector<bool>({true, true, false, true})).dtype() == DType::i64);
+    CHECK(aj::cumprod(aj::from_vector<bool>({true, true, false, true})).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{1, 1, 0, 0});
+    // A rank-0 array with no axis scans its one element, as NumPy (shape [1]).
+    CHECK(aj::cumsum(aj::full({}, 2.5, DType::f64)).shape() == aj::Shape{1});
+    // -0.0 first stays -0.0 (NumPy copies the first element).
+    CHECK(std::signbit(aj::cumsum(aj::from_vector<double>({-0.0, -0.0})).to_vector<double>()[1]));
+  }
+}
+
+TEST_CASE("float cumsum adds in order along the axis: a sum that depends on the order comes out as the loop's") {
+  // 1 + 1e-16 + 1e-16 ... rounds back to 1 at every step in order; any other
+  // grouping of the small terms would show.
+  const std::int64_t n = 5000;
+  std::vector<double> v(static_cast<std::size_t>(n), 1e-16);
+  v[0] = 1.0;
+  std::vector<double> rows;
+  for (int r = 0; r < 7; ++r) rows.insert(rows.end(), v.begin(), v.end());
+  const Array x = aj::from_vector(rows, aj::Shape{7, n});
+  for (Path p : kPaths) {
+    PathScope scope(p);
+    const std::vector<double> got = aj::cumsum(x, 1).to_vector<double>();
+    CHECK(got.back() == 1.0);
+    const std::vector<double> col = aj::cumsum(x.T(), 0).to_vector<double>();
+    CHECK(col.back() == 1.0);
+  }
+}
+
+TEST_CASE("sort, argsort and topk equal std::stable_sort with NumPy's NaN order on every dtype, shape, axis and layout") {
+  std::mt19937_64 rng(1402);
+  int cases = 0;
+  for (int round = 0; round < 50; ++round) {
+    Dims dims = random_dims(rng);
+    if (dims.empty()) dims = {5};
+    const int rank = static_cast<int>(dims.size());
+    for (DType t : kDTypes) {
+      const int layout = static_cast<int>(rng() % 5);
+      int axis = static_cast<int>(rng() % static_cast<std::uint64_t>(rank));
+      if (rng() % 2) axis -= rank;
+      const int ax = axis < 0 ? axis + rank : axis;
+      const std::int64_t extent = dims[static_cast<std::size_t>(ax)];
+      const std::int64_t k = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(extent + 1));
+      const std::uint64_t seed = rng();
+      Values in;
+      {
+        PathScope ref(Path::reference);
+        in = read(laid_out(t, dims, layout, seed, true));
+      }
+      Dims kdims = dims;
+      kdims[static_cast<std::size_t>(ax)] = k;
+      Values want_sorted, want_order, want_top, want_top_order;
+      visit(t, [&](auto tag) {
+        using T = decltype(tag);
+        std::vector<T> x;
+        if (aj::is_float(t)) for (double f : in.f) x.push_back(static_cast<T>(f));
+        else for (std::int64_t i : in.i) x.push_back(static_cast<T>(i));
+        const auto order = hand_order(x, dims, ax, false, extent);
+        const auto top = hand_order(x, dims, ax, true, k);
+        want_order = values_of(DType::i64, dims, order);
+        want_sorted = values_of(t, dims, gather(x, dims, ax, order, extent));
+        want_top_order = values_of(DType::i64, kdims, top);
+        want_top = values_of(t, kdims, gather(x, dims, ax, top, k));
+      });
+      for (Path p : kPaths) {
+        PathScope scope(p);
+        const std::string what = std::string(aj::dtype_name(t)) + aj::Shape(dims).str() + " axis " +
+                                 std::to_string(axis) + " k " + std::to_string(k) + " layout " +
+                                 std::to_string(layout) + " on " + path_name(p);
+        const Array x = laid_out(t, dims, layout, seed, true);
+        const aj::TopK top = aj::topk(x, k, axis);
+        aj::eval({aj::sort(x, axis), top.values});
+        check_same(want_sorted, read(aj::sort(x, axis)), "sort " + what);
+        check_same(want_order, read(aj::argsort(x, axis)), "argsort " + what);
+        check_same(want_top, read(top.values), "topk values " + what);
+        check_same(want_top_order, read(top.indices), "topk indices " + what);
+      }
+      ++cases;
+    }
+  }
+  CHECK(cases == 250);
+}
+
+TEST_CASE("sort of long lines (the radix path), topk's selection and partial sort, many lines over threads: as std::stable_sort") {
+  for (DType t : kDTypes) {
+    for (const Dims& dims : {Dims{20000}, Dims{64, 700}, Dims{700, 64}}) {
+      const Array x = data(t, dims, 77, true);
+      Values in;
+      {
+        PathScope ref(Path::reference);
+        in = read(x);
+      }
+      for (int axis : {0, -1}) {
+        if (dims.size() == 1 && axis == 0) continue;
+        const int ax = axis < 0 ? axis + static_cast<int>(dims.size()) : axis;
+        const std::int64_t extent = dims[static_cast<std::size_t>(ax)];
+        Values want;
+        visit(t, [&](auto tag) {
+          using T = decltype(tag);
+          std::vector<T> v;
+          if (aj::is_float(t)) for (double f : in.f) v.push_back(static_cast<T>(f));
+          else for (std::int64_t i : in.i) v.push_back(static_cast<T>(i));
+          want = values_of(DType::i64, dims, hand_order(v, dims, ax, false, extent));
+        });
+        const std::string what = std::string(aj::dtype_name(t)) + aj::Shape(dims).str() + " axis " + std::to_string(axis);
+        check_same(want, read(aj::argsort(x, axis)), "argsort " + what);
+        // k = 10: the one-pass selection; k = 100 of a long line: the partial sort.
+        for (std::int64_t k : {std::min<std::int64_t>(extent, 10), std::min<std::int64_t>(extent, 100)}) {
+          Values want_top;
+          Dims kdims = dims;
+          kdims[static_cast<std::size_t>(ax)] = k;
+          visit(t, [&](auto tag) {
+            using T = decltype(tag);
+            std::vector<T> v;
+            if (aj::is_float(t)) for (double f : in.f) v.push_back(static_cast<T>(f));
+            else for (std::int64_t i : in.i) v.push_back(static_cast<T>(i));
+            want_top = values_of(DType::i64, kdims, hand_order(v, dims, ax, true, k));
+          });
+          check_same(want_top, read(aj::topk(x, k, axis).indices), "topk " + std::to_string(k) + " " + what);
+        }
+        // A large k takes the full radix sort, descending.
+        const aj::TopK all = aj::topk(x, extent, axis);
+        Values want_all;
+        visit(t, [&](auto tag) {
+          using T = decltype(tag);
+          std::vector<T> v;
+          if (aj::is_float(t)) for (double f : in.f) v.push_back(static_cast<T>(f));
+          else for (std::int64_t i : in.i) v.push_back(static_cast<T>(i));
+          want_all = values_of(DType::i64, dims, hand_order(v, dims, ax, true, extent));
+        });
+        check_same(want_all, read(all.indices), "topk (all) " + what);
+      }
+    }
+  }
+}
+
+TEST_CASE("sort order: NaN last, -0.0 and +0.0 keep their order, infinities at the ends; topk: NaN first, ties by index") {
+  const double nan = std::nan(""), inf = INFINITY;
+  const Array x = aj::from_vector<double>({0.0, nan, -0.0, 3, -inf, 0.0, inf, nan, -0.0, 3});
+  for (Path p : kPaths) {
+    PathScope scope(p);
+    CHECK(aj::argsort(x).to_vector<std::int64_t>() == std::vector<std::int64_t>{4, 0, 2, 5, 8, 3, 9, 6, 1, 7});
+    const std::vector<double> s = aj::sort(x).to_vector<double>();
+    CHECK(std::signbit(s[2]));  // the -0.0 of position 2
+    CHECK_FALSE(std::signbit(s[1]));
+    const aj::TopK t = aj::topk(x, 5);
+    CHECK(t.indices.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 7, 6, 3, 9});
+    CHECK(aj::topk(x, 0).values.shape() == aj::Shape{0});
+  }
+}
+
+TEST_CASE("cumsum fuses: producers run inside the scan kernel, elementwise consumers and a same-axis sum after it") {
+  const Array a = data(DType::f32, {64, 300}, 5, false);
+  const Array b = data(DType::f32, {64, 300}, 6, false);
+  for (int axis : {0, 1}) {
+    Array c = aj::cumsum(a * 2.0f + b, axis) * 3.0f;
+    Array s = aj::sum(aj::cumsum(a - b, axis), axis);
+    const std::string plan = aj::explain({c, s});
+    CAPTURE(plan);
+    // One kernel: the scan's output times 3 at every point, the sum of the
+    // other scan after each line.
+    CHECK(plan.find("plan: 1 steps, 1 kernels") != std::string::npos);
+    CHECK(plan.find("scan_sum") != std::string::npos);
+    aj::reset_stats();
+    aj::eval({c, s});
+    CHECK(aj::stats().kernels_launched == 1);
+    // The same values as unfused (the reference interpreter: one op at a time).
+    Values want_c, want_s;
+    {
+      PathScope ref(Path::reference);
+      want_c = read(aj::cumsum(a * 2.0f + b, axis) * 3.0f);
+      want_s = read(aj::sum(aj::cumsum(a - b, axis), axis));
+    }
+    check_same(want_c, read(c), "fused cumsum");
+    check_same(want_s, read(s), "sum of cumsum");
+  }
+  // A scan along another axis than the kernel's ends the kernel.
+  const Array both = aj::cumsum(aj::cumsum(a, 0), 1);
+  CHECK(aj::explain(both).find("2 kernels") != std::string::npos);
+  // Sort, argsort and topk are library steps.
+  CHECK(aj::explain(aj::sort(a)).find("library %") != std::string::npos);
+}
+
+TEST_CASE("scans and sorts split over threads give the same bits as one thread") {
+  const Array a = data(DType::f64, {2000, 130}, 9, true);
+  const int saved = aj::jit::num_threads();
+  std::vector<Values> got;
+  for (int threads : {1, 4}) {
+    aj::jit::set_num_threads(threads);
+    got.push_back(read(aj::cumsum(a, 1)));
+    got.push_back(read(aj::cumprod(a, 0)));
+    got.push_back(read(aj::argsort(a, 1)));
+    got.push_back(read(aj::topk(a, 7, 0).values));
+  }
+  aj::jit::set_num_threads(saved);
+  for (std::size_t k = 0; k < 4; ++k) check_same(got[k], got[k + 4], "threads " + std::to_string(k));
+}
+
+}  // TEST_SUITE
