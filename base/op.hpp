@@ -1,10 +1,10 @@
-// Op enum, names, arity and categories, all generated from base/ops.def.
+// Op enum, names, arity and categories, all generated from arrayjit/ops.def.
 //
 // Also read by NVRTC through the CUDA prelude (AJ_SEM_CUDA, see
 // base/semantics.hpp): there only the enum and the case macros exist.
 #pragma once
 
-#include "base/ops.def"
+#include "arrayjit/ops.def"
 
 #if !defined(AJ_SEM_CUDA)
 #include <cstdint>
@@ -13,7 +13,7 @@
 namespace aj {
 
 enum class Op : unsigned char {
-#define AJ_OP_ENUM(e, name, arity, cat, flags) e,
+#define AJ_OP_ENUM(e, name, arity, cat, flags, api, fn) e,
   AJ_OPS(AJ_OP_ENUM)
 #undef AJ_OP_ENUM
 };
@@ -44,7 +44,7 @@ struct OpInfo {
 };
 
 inline constexpr OpInfo kOpInfo[] = {
-#define AJ_OP_INFO(e, name, arity, cat, flags) \
+#define AJ_OP_INFO(e, name, arity, cat, flags, api, fn) \
   {#e, name, arity, OpCategory::cat, [] { using namespace opflag; return std::uint32_t(flags); }()},
     AJ_OPS(AJ_OP_INFO)
 #undef AJ_OP_INFO
@@ -86,16 +86,16 @@ constexpr bool is_remap(Op op) { return op_category(op) == OpCategory::Remap; }
 #define AJ_CASES_OUTSIDE(Category) AJ_OPS(AJ_CASE_OUTSIDE_##Category)
 
 // AJ_CASE_OUTSIDE_<W>(op...) is `case Op::e:` unless the op's category is W.
-#define AJ_CASE_OUTSIDE_Leaf(e, name, arity, cat, flags) AJ_IF_NOT_Leaf_##cat(e)
-#define AJ_CASE_OUTSIDE_Generator(e, name, arity, cat, flags) AJ_IF_NOT_Generator_##cat(e)
-#define AJ_CASE_OUTSIDE_Unary(e, name, arity, cat, flags) AJ_IF_NOT_Unary_##cat(e)
-#define AJ_CASE_OUTSIDE_Binary(e, name, arity, cat, flags) AJ_IF_NOT_Binary_##cat(e)
-#define AJ_CASE_OUTSIDE_Ternary(e, name, arity, cat, flags) AJ_IF_NOT_Ternary_##cat(e)
-#define AJ_CASE_OUTSIDE_Reduce(e, name, arity, cat, flags) AJ_IF_NOT_Reduce_##cat(e)
-#define AJ_CASE_OUTSIDE_View(e, name, arity, cat, flags) AJ_IF_NOT_View_##cat(e)
-#define AJ_CASE_OUTSIDE_Other(e, name, arity, cat, flags) AJ_IF_NOT_Other_##cat(e)
-#define AJ_CASE_OUTSIDE_Scan(e, name, arity, cat, flags) AJ_IF_NOT_Scan_##cat(e)
-#define AJ_CASE_OUTSIDE_Remap(e, name, arity, cat, flags) AJ_IF_NOT_Remap_##cat(e)
+#define AJ_CASE_OUTSIDE_Leaf(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Leaf_##cat(e)
+#define AJ_CASE_OUTSIDE_Generator(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Generator_##cat(e)
+#define AJ_CASE_OUTSIDE_Unary(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Unary_##cat(e)
+#define AJ_CASE_OUTSIDE_Binary(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Binary_##cat(e)
+#define AJ_CASE_OUTSIDE_Ternary(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Ternary_##cat(e)
+#define AJ_CASE_OUTSIDE_Reduce(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Reduce_##cat(e)
+#define AJ_CASE_OUTSIDE_View(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_View_##cat(e)
+#define AJ_CASE_OUTSIDE_Other(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Other_##cat(e)
+#define AJ_CASE_OUTSIDE_Scan(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Scan_##cat(e)
+#define AJ_CASE_OUTSIDE_Remap(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Remap_##cat(e)
 
 #define AJ_IF_NOT_Leaf_Leaf(e)
 #define AJ_IF_NOT_Leaf_Generator(e) case ::aj::Op::e:

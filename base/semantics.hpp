@@ -11,7 +11,7 @@
 // So: every function AJ_HD, no standard library under AJ_SEM_CUDA, math
 // through `math::` below. docs/semantics.md states the same rules in prose.
 //
-// No `default:` in an op switch: a new op in base/ops.def is a compile error
+// No `default:` in an op switch: a new op in arrayjit/ops.def is a compile error
 // (-Werror=switch) until every switch here handles it. A new op needs its
 // case here and nothing in the emitters (README "Where things go").
 //

@@ -1,5 +1,5 @@
 // The derivative rules: how a cotangent passes backward (vjp) and a tangent
-// forward (jvp) through each op of base/ops.def. See core/autodiff_rules.hpp
+// forward (jvp) through each op of arrayjit/ops.def. See core/autodiff_rules.hpp
 // for what every rule keeps; docs/semantics.md ("Differentiation") states the
 // choices at kinks (ties of max/min, abs at 0, pow at 0).
 #include "core/autodiff_rules.hpp"

@@ -1,4 +1,4 @@
-// The derivative rules of the ops, one per op of base/ops.def
+// The derivative rules of the ops, one per op of arrayjit/ops.def
 // (core/autodiff_rules.cpp), used by the reverse and forward walks of
 // core/autodiff.cpp.
 //
@@ -61,7 +61,7 @@ struct Rule {
 //    (sign, floor, ceil, round: derivative 0 almost everywhere, taken as 0
 //    everywhere).
 // The switch behind it lists every op (no default: the compiler flags a new
-// op of base/ops.def until it is given a rule or declared here).
+// op of arrayjit/ops.def until it is given a rule or declared here).
 const Rule* rule_for(Op op);
 
 // The rules of the scans, sorting and indexing ops (core/autodiff_rules_index.cpp).

@@ -1,5 +1,5 @@
 // The derivative rules of the scans, sorting and indexing ops (issue 14's ops
-// of base/ops.def): cumsum, cumprod, sort, topk, gather, pad, scatter_add,
+// of arrayjit/ops.def): cumsum, cumprod, sort, topk, gather, pad, scatter_add,
 // scatter. core/autodiff_rules.hpp states what every rule keeps; the choices
 // (duplicates, ties, out-of-range indices, zeros of cumprod) are in
 // docs/semantics.md, "Differentiation".
@@ -26,7 +26,7 @@ namespace {
 Operand o(const Array& a, const Loc& loc) { return Operand(a, loc); }
 
 // gather(a, idx) along `axis`: idx has the result's shape, a the same but
-// for the axis (base/ops.def).
+// for the axis (arrayjit/ops.def).
 Array gather_node(const Array& a, const Array& idx, std::int64_t axis, const Loc& loc) {
   Node n;
   n.op = Op::Gather;

@@ -1,5 +1,5 @@
 // Indexing and data movement (arrayjit/indexing.hpp): every public op here is
-// built from four graph ops (base/ops.def): gather and pad, which lowering
+// built from four graph ops (arrayjit/ops.def): gather and pad, which lowering
 // turns into index arithmetic inside kernels, and scatter / scatter_add,
 // library steps. Everything a call could get wrong is checked before the
 // first node is made, so a bad call changes nothing.

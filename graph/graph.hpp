@@ -65,7 +65,7 @@ struct Node {
   std::vector<NodeId> inputs;
   Shape shape;
 
-  // Payload, by op (see base/ops.def): scalar values and small integer lists.
+  // Payload, by op (see arrayjit/ops.def): scalar values and small integer lists.
   std::int64_t i0 = 0, i1 = 0;
   double f0 = 0.0, f1 = 0.0;
   std::vector<std::int64_t> ints;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <sstream>
 
 #include "graph/dump.hpp"
@@ -15,24 +16,6 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   return h;
 }
 
-// Per axis: 0 broadcast, 1 unit stride on the innermost varying axis, 2 other.
-// This is what code generation specializes on; the stride values are not.
-std::uint64_t stream_shape_hash(std::uint64_t h, const KStream& s, const std::vector<std::int64_t>& shape) {
-  h = mix(h, static_cast<std::uint64_t>(s.dtype));
-  h = mix(h, s.index_only);
-  h = mix(h, s.gathered);
-  // Contiguous over the iteration space (row-major, ignoring broadcast axes)?
-  std::int64_t acc = 1;
-  bool contiguous = true;
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    h = mix(h, static_cast<std::uint64_t>(stride_kind(s.strides[d])));
-    if (s.strides[d] != 0) {
-      if (s.strides[d] != acc) contiguous = false;
-      acc *= shape[d];
-    }
-  }
-  return mix(h, contiguous);
-}
 
 }  // namespace
 
@@ -180,27 +163,61 @@ bool collapse_axes(const Kernel& k, Kernel* out, std::size_t min_rank) {
 }
 
 
+std::string kernel_key(const Kernel& k, const std::vector<int>& alias, bool contiguity) {
+  // Raw bytes, not text: the host runs this on every launch (a memory cache lookup).
+  std::string s;
+  s.reserve(16 + 20 * k.instrs.size() + 8 * (k.inputs.size() + k.outputs.size()) * (k.shape.size() + 2));
+  auto put = [&](std::int64_t v) {
+    char b[8];
+    std::memcpy(b, &v, 8);
+    s.append(b, 8);
+  };
+  auto small = [&](int v) { s.push_back(static_cast<char>(v)); };
+  auto stream = [&](const KStream& st) {
+    small(static_cast<int>(st.dtype));
+    small(st.index_only);
+    small(st.gathered);
+    for (auto v : st.strides) small(stride_kind(v));
+    if (contiguity) {  // row-major over the iteration space, ignoring broadcast axes
+      std::int64_t acc = 1;
+      bool contiguous = true;
+      for (std::size_t d = k.shape.size(); d-- > 0;) {
+        if (st.strides[d] == 0) continue;
+        contiguous &= st.strides[d] == acc;
+        acc *= k.shape[d];
+      }
+      small(contiguous);
+    }
+  };
+  small(static_cast<int>(k.shape.size()));
+  small(static_cast<int>(k.reduce_axes.size()));
+  for (auto a : k.reduce_axes) small(static_cast<int>(a));
+  put(static_cast<std::int64_t>(k.inputs.size()));
+  for (const KStream& st : k.inputs) stream(st);
+  put(static_cast<std::int64_t>(k.instrs.size()));
+  for (const KInstr& in : k.instrs) {
+    small(static_cast<int>(in.kind));
+    small(static_cast<int>(in.op));
+    small(static_cast<int>(in.dtype));
+    small(in.phase);
+    std::int32_t f[4] = {in.a, in.b, in.c, in.arg};
+    s.append(reinterpret_cast<const char*>(f), sizeof f);
+  }
+  put(static_cast<std::int64_t>(k.outputs.size()));
+  for (const KOutput& o : k.outputs) {
+    put(o.value);
+    small(o.phase);
+    stream(o.stream);
+  }
+  put(static_cast<std::int64_t>(k.scalars.size()));
+  for (const KScalar& sc : k.scalars) small(static_cast<int>(sc.dtype));
+  for (int a : alias) put(a);
+  return s;
+}
+
 std::uint64_t structural_hash(const Kernel& k) {
-  std::uint64_t h = mix(0x61726a6b, k.shape.size());
-  for (auto a : k.reduce_axes) h = mix(h, static_cast<std::uint64_t>(a));
-  for (auto& s : k.inputs) h = stream_shape_hash(h, s, k.shape);
-  for (auto& in : k.instrs) {
-    h = mix(h, static_cast<std::uint64_t>(in.kind));
-    h = mix(h, static_cast<std::uint64_t>(in.op));
-    h = mix(h, static_cast<std::uint64_t>(in.dtype));
-    h = mix(h, in.phase);
-    h = mix(h, static_cast<std::uint64_t>(in.a));
-    h = mix(h, static_cast<std::uint64_t>(in.b));
-    h = mix(h, static_cast<std::uint64_t>(in.c));
-    h = mix(h, static_cast<std::uint64_t>(in.arg));
-  }
-  for (auto& o : k.outputs) {
-    h = mix(h, static_cast<std::uint64_t>(o.value));
-    h = mix(h, o.phase);
-    h = stream_shape_hash(h, o.stream, k.shape);
-  }
-  // Scalars count by dtype only: their values are arguments.
-  for (auto& s : k.scalars) h = mix(h, static_cast<std::uint64_t>(s.dtype));
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : kernel_key(k, {}, true)) h = (h ^ c) * 0x100000001b3ull;
   return h;
 }
 

@@ -151,9 +151,18 @@ bool collapse_axes(const Kernel& k, Kernel* out, std::size_t min_rank = 0);
 // dtypes are left as they are.
 void widen_halves(Kernel& k);
 
-// Hash of the kernel's structure: ops, dtypes, rank, reduce axes, which axes
-// of each stream broadcast and whether it is contiguous. Not extents, not
-// scalar values.
+// The one kernel key: everything code generation depends on, as bytes
+// (compared whole, so two structures never share a compiled kernel): rank,
+// reduce axes, each stream's dtype, flags and the kind of every stride (0, 1
+// or other), instructions, outputs, scalar dtypes, and `alias` (which output
+// shares its input's memory: the host JIT's noalias facts). Never extents,
+// stride values or scalar values. `contiguity` adds whether each stream is
+// contiguous over the iteration space: the CUDA emitter's wide loads
+// specialize on it, the host JIT's code does not (so it leaves it out and
+// compiles once for both).
+std::string kernel_key(const Kernel& k, const std::vector<int>& alias = {}, bool contiguity = false);
+
+// A 64-bit digest of kernel_key(k, {}, true), for dumps and kernel names.
 std::uint64_t structural_hash(const Kernel& k);
 
 // Readable, deterministic text: "v3 = add f64 v1, v2".

@@ -7,7 +7,7 @@
 // with its whole reduction, for a reduction kernel), in row-major order. Any
 // split of [0, outer_points) into disjoint ranges may run concurrently.
 // Extents, strides, offsets and scalar values are read from HostArgs at run
-// time; only the structure (jit_structure_key) is compiled in.
+// time; only the structure (kernel_key, graph/kernel.hpp) is compiled in.
 #pragma once
 
 #include <cstdint>
@@ -37,11 +37,6 @@ std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& 
 // The same into `alias` (its storage reused: a launch allocates nothing for it).
 void exact_aliases_into(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
                         std::vector<int>& alias);
-
-// Everything code generation depends on, as bytes: rank, reduce axes, stream
-// dtypes and the kind of every stride (0, 1 or other), instructions, outputs,
-// scalar dtypes, aliases. Never extents, stride values or scalar values.
-std::string jit_structure_key(const Kernel& k, const std::vector<int>& alias);
 
 // Compiled function for this kernel structure: from the in-memory cache, the
 // disk cache or a fresh compile. Throws aj::Error (runtime) on failure. The

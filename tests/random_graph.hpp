@@ -69,7 +69,22 @@ inline std::string dims_str(const Dims& d) {
 }
 
 inline double eps_of(DType t) {
-  return t == DType::f32 ? 0x1p-23 : t == DType::f64 ? 0x1p-52 : 0.0;
+  switch (t) {
+    case DType::f16: return 0x1p-10;
+    case DType::bf16: return 0x1p-7;
+    case DType::f32: return 0x1p-23;
+    case DType::f64: return 0x1p-52;
+    case DType::bool_: case DType::i32: case DType::i64: return 0.0;
+  }
+  return 0.0;
+}
+// The rounding unit of a float result computed from these operand dtypes:
+// the coarsest float operand's (an upper bound: promotion never narrows),
+// f64's when none is a float.
+inline double eps_from(std::initializer_list<DType> operands) {
+  double e = eps_of(DType::f64);
+  for (DType t : operands) e = std::max(e, eps_of(t));
+  return e;
 }
 inline double max_of(DType t) {
   switch (t) {
@@ -78,6 +93,8 @@ inline double max_of(DType t) {
     case DType::i64: return 0x1p63;
     case DType::f32: return static_cast<double>(std::numeric_limits<float>::max());
     case DType::f64: return std::numeric_limits<double>::max();
+    case DType::f16: return 65504.0;
+    case DType::bf16: return 0x1.fep127;
   }
   return 0.0;
 }
@@ -350,13 +367,13 @@ class RandomGraph {
 // ============================================================================
 
 inline DType RandomGraph::random_dtype(int kinds) {
-  // weights: bool 15, i32 15, i64 15, f32 30, f64 25
-  static const DType all[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64};
-  static const int w[] = {15, 15, 15, 30, 25};
+  // weights: bool 15, i32 15, i64 15, f32 25, f64 20, f16 5, bf16 5
+  static const DType all[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64, DType::f16, DType::bf16};
+  static const int w[] = {15, 15, 15, 25, 20, 5, 5};
   int total = 0;
-  for (int k = 0; k < 5; ++k) total += (kinds & kind_bit(all[k])) ? w[k] : 0;
+  for (int k = 0; k < 7; ++k) total += (kinds & kind_bit(all[k])) ? w[k] : 0;
   int r = uni(0, total - 1);
-  for (int k = 0; k < 5; ++k) {
+  for (int k = 0; k < 7; ++k) {
     if (!(kinds & kind_bit(all[k]))) continue;
     if (r < w[k]) return all[k];
     r -= w[k];
@@ -467,6 +484,8 @@ inline RandomGraph::Val RandomGraph::new_input(const Dims& dims, DType t) {
         if (data_rng_) mag = std::max(mag, 4.0);
       }
       if (t == DType::f32) x = static_cast<float>(x);
+      if (t == DType::f16) x = static_cast<double>(static_cast<float>(aj::f16(static_cast<float>(x))));
+      if (t == DType::bf16) x = static_cast<double>(static_cast<float>(aj::bf16(static_cast<float>(x))));
       if (std::isfinite(x)) mag = std::max(mag, std::fabs(x));
       else nonfinite = true;
       fv.push_back(x);
@@ -506,6 +525,7 @@ inline RandomGraph::Val RandomGraph::new_input(const Dims& dims, DType t) {
     for (std::int64_t k = 0; k < n; ++k) {
       auto kk = static_cast<std::size_t>(k);
       if constexpr (std::is_floating_point_v<T>) data.push_back(static_cast<T>(fv[kk]));
+      else if constexpr (std::is_same_v<T, aj::f16> || std::is_same_v<T, aj::bf16>) data.push_back(T(static_cast<float>(fv[kk])));
       else data.push_back(static_cast<T>(iv[kk]));
     }
     if (!borrow) {
@@ -534,7 +554,7 @@ inline RandomGraph::Val RandomGraph::new_input(const Dims& dims, DType t) {
     Borrowed b;
     b.data.reset(new std::uint64_t[static_cast<std::size_t>(total) * sizeof(T) / 8 + 1]());
     T* base = reinterpret_cast<T*>(b.data.get());
-    for (std::int64_t k = 0; k < total; ++k) base[k] = static_cast<T>(-7);  // padding
+    for (std::int64_t k = 0; k < total; ++k) base[k] = T(-7.0f);  // padding
     std::vector<std::int64_t> strides(dims.size());
     std::int64_t start = 0;
     for (int i = 0; i < r; ++i) {
@@ -566,8 +586,11 @@ inline RandomGraph::Val RandomGraph::new_input(const Dims& dims, DType t) {
     case DType::i64: put(std::int64_t{}); break;
     case DType::f32: put(float{}); break;
     case DType::f64: put(double{}); break;
+    case DType::f16: put(aj::f16{}); break;
+    case DType::bf16: put(aj::bf16{}); break;
   }
   ++used_[borrow ? "borrow" : "from_vector"];
+  ++used_[std::string("input ") + aj::dtype_name(t)];
   return make_val(std::move(a), exact_bound(mag, nonfinite), fresh(), expr);
 }
 
@@ -969,13 +992,9 @@ inline void RandomGraph::step_binary() {
     }
   }
   const Bound ba = a.bound(), bb = b.bound();
-  // Rounding unit of the result: f32's whenever an operand is f32 (an upper
+  // Rounding unit of the result: the coarsest float operand's (an upper
   // bound: f32 with an integer gives f64), else f64's.
-  const double reps =
-      fl ? (((!a.scalar && a.v.dtype() == DType::f32) || (!b.scalar && b.v.dtype() == DType::f32))
-                ? eps_of(DType::f32)
-                : eps_of(DType::f64))
-         : 0.0;
+  const double reps = fl ? eps_from({a.scalar ? DType::f64 : a.v.dtype(), b.scalar ? DType::f64 : b.v.dtype()}) : 0.0;
   const double rnd = exact ? 0.0 : reps;
   Bound r;
   r.nonfinite = ba.nonfinite || bb.nonfinite;
@@ -1112,8 +1131,8 @@ inline void RandomGraph::step_astype() {
   Bound b = x.b;
   if (!aj::is_float(t)) {
     b = exact_bound(t == DType::bool_ ? 1.0 : std::min(b.mag, max_of(t)));  // saturates, NaN -> 0
-  } else if (t == DType::f32 && x.dtype() == DType::f64 && !b.exact()) {
-    b.rel_err += eps_of(DType::f32);
+  } else if (eps_of(t) > eps_of(x.dtype()) && aj::is_float(x.dtype()) && !b.exact()) {
+    b.rel_err += eps_of(t);  // narrowed: one more rounding
   }
   place(x.a.astype(t), b, "astype(" + x.name + ", " + aj::dtype_name(t) + ")", "astype", slot);
 }
@@ -1196,7 +1215,7 @@ inline void RandomGraph::step_reduce() {
     Array out = op == "sum" ? aj::sum(x.a, axes, keep) : aj::prod(x.a, axes, keep);
     return place(out, exact_bound(mag), op + "(" + x.name + tail, op, slot);
   }
-  const double eps = eps_of(x.dtype() == DType::f32 ? DType::f32 : DType::f64);
+  const double eps = eps_from({x.dtype()});
   Bound b;
   if (op == "prod") {
     Val p = prep(x, 1.5);
@@ -1454,8 +1473,7 @@ inline void RandomGraph::step_matmul() {
   } else {
     a = prep(a);
     b = prep(b);
-    const double eps = (a.dtype() == DType::f32 && b.dtype() == DType::f32) ? eps_of(DType::f32)
-                                                                            : eps_of(DType::f64);
+    const double eps = eps_from({a.dtype(), b.dtype()});
     const double Kd = static_cast<double>(K), Ma = a.b.mag, Mb = b.b.mag, Ea = a.b.err(),
                  Eb = b.b.err();
     r.mag = Kd * Ma * Mb;

@@ -1,4 +1,4 @@
-// Every differentiable op of base/ops.def against central differences in f64
+// Every differentiable op of arrayjit/ops.def against central differences in f64
 // (tests/autodiff_check.hpp: reverse mode element by element, forward mode
 // against reverse mode), over random shapes with size-0 and size-1 axes,
 // broadcasting, strided views and strided (borrowed, reversed) arguments.

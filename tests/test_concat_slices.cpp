@@ -83,6 +83,26 @@ TEST_CASE("computed pieces are written into their slices: every axis, every dtyp
   }
 }
 
+TEST_CASE("a strided reshape's copy kernel writes into its slice: it iterates over its input's axes, not the piece's") {
+  // The random-graph seed 220203658: the copy kernel that lays out
+  // reshape(borrowed [1, 5, 2] with strides [30, 3, 2], [2, 5]) iterates over
+  // [1, 5, 2]; its slice strides were once taken axis by axis from the
+  // [2, 5] piece's ([0, 1, 0]: half the slice never written).
+  std::vector<float> buf(40, -7.0f);
+  for (int k = 0; k < 10; ++k) buf[static_cast<std::size_t>(k / 2 * 3 + k % 2 * 2)] = 0.25f * static_cast<float>(k) - 1.0f;
+  const Array v0 = values({6, 5}, DType::f32, 6), w = values({2, 3}, DType::f32, 7);
+  check([&] {
+    const Array piece = aj::reshape(aj::borrow<float>(buf.data(), aj::Shape({1, 5, 2}), {30, 3, 2}), {2, 5});
+    const Array rows = aj::concatenate({v0 * 2.0f, piece}, 0);  // a contiguous slice: written in place
+    return std::vector<Array>{rows, aj::argmax(rows)};
+  });
+  check([&] {
+    const Array piece = aj::reshape(aj::borrow<float>(buf.data(), aj::Shape({1, 5, 2}), {30, 3, 2}), {2, 5});
+    const Array cols = aj::concatenate({w * 2.0f, piece}, 1);  // a strided slice: copied
+    return std::vector<Array>{cols, aj::argmin(cols)};
+  });
+}
+
 TEST_CASE("reductions write into their slices, also split over threads; a piece read twice or held is copied") {
   const Array x = values({3, 200000}, DType::f32, 4), y = values({1 << 19}, DType::f64, 5);
   check([&] {

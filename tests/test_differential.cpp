@@ -168,8 +168,10 @@ std::optional<std::string> compare_values(DType t, const Bound& b, const std::ve
            std::to_string(want.size());
   }
   const double eps = eps_of(t);
-  const double tiny = 16 * (t == DType::f32 ? static_cast<double>(std::numeric_limits<float>::min())
-                                            : std::numeric_limits<double>::min());
+  // 16 of the smallest normal value (f16: 2^-14; bf16 has f32's exponent range).
+  const double tiny = 16 * (t == DType::f16 ? 0x1p-14
+                            : t == DType::f32 || t == DType::bf16 ? static_cast<double>(std::numeric_limits<float>::min())
+                                                                  : std::numeric_limits<double>::min());
   for (std::size_t k = 0; k < want.size(); ++k) {
     const double a = want[k], g = got[k];
     bool ok;
@@ -508,7 +510,8 @@ TEST_CASE("the generator is deterministic and covers every kind of op") {
       "matmul", "concatenate", "stack", "eval", "read", "drop", "(rebind)",
       "cumsum", "cumprod", "sort", "argsort", "topk", "erf", "erfc", "softmax", "logsumexp",
       "take", "take_along_axis", "scatter_add", "scatter", "scatter_add_along_axis", "put_along_axis",
-      "slice_update", "slice_add", "pad", "roll", "one_hot", "where_scalar"};
+      "slice_update", "slice_add", "pad", "roll", "one_hot", "where_scalar",
+      "input bool", "input i32", "input i64", "input f32", "input f64", "input f16", "input bf16"};
   // clang-format on
   for (const char* op : expected) {
     INFO("op " << op);

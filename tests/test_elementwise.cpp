@@ -939,7 +939,7 @@ TEST_CASE("chains of ops over all dtypes agree with a plain loop") {
   check_values(e, {3, 4}, want);
 }
 
-// A new elementwise op in base/ops.def needs its API line in arrayjit/array.hpp
+// A new elementwise op in arrayjit/ops.def needs its API line in arrayjit/array.hpp
 // (AJ_UNARY_FUNCTIONS / AJ_BINARY_FUNCTIONS): this fails until it has one.
 // Cast is astype; comparisons and logic are operators.
 TEST_CASE("every unary and arithmetic binary op of the op table has its API function") {

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "arrayjit/error.hpp"
@@ -43,7 +45,7 @@ struct Runtime {
   // borrows of one foreign pointer are two entries.
   std::unordered_map<const Storage*, CUstream> last_stream;
   std::vector<Pinned> pinned_busy, pinned_free;
-  std::unordered_map<std::uint64_t, Loaded> modules;  // (device, structural hash) -> module
+  std::unordered_map<std::string, Loaded> modules;  // (device, kernel_key) -> module
   std::unordered_map<std::uint64_t, Loaded> library_modules;  // (device, LibrarySpec::key) -> module
 };
 
@@ -166,10 +168,13 @@ Loaded load_module(const DeviceInfo& info, const KernelSource& src, bool serial)
 
 // A loaded module from `cache` under `key` (with the device index mixed in),
 // or `make()`'s, stored there.
-template <class Make>
-const Loaded& cached_module(std::unordered_map<std::uint64_t, Loaded>& cache, std::uint64_t key,
-                            const DeviceInfo& info, Make&& make) {
-  key = key * 31 + static_cast<std::uint64_t>(info.index);
+template <class Key, class Make>
+const Loaded& cached_module(std::unordered_map<Key, Loaded>& cache, Key key, const DeviceInfo& info, Make&& make) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    key.push_back(static_cast<char>(info.index));
+  } else {
+    key = key * 31 + static_cast<std::uint64_t>(info.index);
+  }
   Runtime& r = rt();
   {
     std::lock_guard<std::mutex> lock(r.mu);
@@ -181,7 +186,7 @@ const Loaded& cached_module(std::unordered_map<std::uint64_t, Loaded>& cache, st
 }
 
 const Loaded& module_for(const DeviceInfo& info, const Kernel& c) {
-  return cached_module(rt().modules, structural_hash(c), info, [&] {
+  return cached_module(rt().modules, kernel_key(c, {}, true), info, [&] {
     const KernelSource src = render(c);
     if (src.param_bytes > kMaxParamBytes) {
       runtime_error("aj: a fused CUDA kernel needs " + std::to_string(src.param_bytes) +

@@ -167,7 +167,7 @@ class HostJit {
   // for another thread's compile. Two threads compiling one structure at
   // once both compile; the first to finish is kept.
   HostKernelFn kernel(const Kernel& k, const std::vector<int>& alias) {
-    std::string key = jit_structure_key(k, alias);
+    std::string key = kernel_key(k, alias);
     std::string dir;
     {
       std::lock_guard lock(mu_);

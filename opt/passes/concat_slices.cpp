@@ -38,7 +38,22 @@ std::optional<Layout> through_reshape(const Node& v, const Node& src, const Layo
 // concatenate's buffer, which then stays alive while they do).
 bool only_read_by(const Node& n) { return n.uses == 1; }
 
-// The strides over kernel k's iteration space of output o stored with layout l.
+// Does kernel k iterate over output o's node axes, one to one (phase-1
+// outputs: the axes left after the reduction)? A copy kernel that lays a
+// strided reshape out contiguous iterates over its input's axes instead.
+bool space_is_node(const Kernel& k, const KOutput& o, const Shape& node_shape) {
+  std::vector<std::int64_t> dims;
+  for (std::size_t d = 0; d < k.shape.size(); ++d) {
+    const bool reduced = std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) !=
+                         k.reduce_axes.end();
+    if (o.phase == 1 && reduced) continue;
+    dims.push_back(k.shape[d]);
+  }
+  return dims == node_shape.dims();
+}
+
+// The strides over kernel k's iteration space of output o stored with layout l
+// (k iterates over o's node axes: space_is_node).
 std::vector<std::int64_t> over_space(const Kernel& k, const KOutput& o, const Layout& l) {
   std::vector<std::int64_t> st(k.shape.size(), 0);
   std::size_t j = 0;
@@ -89,7 +104,13 @@ int place_concat_slices(Schedule& s) {
       prod.into.resize(prod.outputs.size(), kNoNode);
       if (prod.into[j] != kNoNode) continue;
       KOutput& o = prod.kernel.outputs[j];
-      o.stream.strides = over_space(prod.kernel, o, want);
+      if (space_is_node(prod.kernel, o, g[src].shape)) {
+        o.stream.strides = over_space(prod.kernel, o, want);
+      } else if (want.strides != contiguous_strides(g[src].shape) || o.stream.offset != 0) {
+        // Another iteration space: only a contiguous slice keeps the
+        // kernel's own (contiguous) output strides, moved by its offset.
+        continue;
+      }
       o.stream.offset = want.offset;
       prod.into[j] = c;
       s.layouts[src] = want;

@@ -26,6 +26,7 @@
 
 #include "arrayjit/dtype.hpp"
 #include "arrayjit/error.hpp"
+#include "arrayjit/ops.def"
 
 namespace aj {
 
@@ -293,25 +294,24 @@ Array operator&&(const Operand& a, const Operand& b);  // bool only
 Array operator||(const Operand& a, const Operand& b);  // bool only
 Array operator!(const Operand& a);                     // bool only
 
-// The functions that are an op of base/ops.def and nothing more:
-// X(function, Op enumerator). Each declares `Array function(const Operand&...)`
-// here; core/elementwise.cpp defines it from the same list (dtype rules,
-// broadcasting and checks are the op's category's). A new elementwise op adds
-// its line here; tests/test_elementwise.cpp fails while an op has none.
-#define AJ_UNARY_FUNCTIONS(X)                                                                \
-  X(negative, Neg) X(logical_not, Not) X(exp, Exp) X(log, Log) X(log1p, Log1p) X(expm1, Expm1) \
-  X(sin, Sin) X(cos, Cos) X(tan, Tan) X(tanh, Tanh) X(sigmoid, Sigmoid) X(sqrt, Sqrt)          \
-  X(rsqrt, Rsqrt) X(abs, Abs) X(sign, Sign) X(floor, Floor) X(ceil, Ceil)                      \
-  X(round, Round) /* half to even, as NumPy */                                                \
-  X(erf, Erf)     /* floats; integers compute in f64 */                                        \
-  X(erfc, Erfc)   /* 1 - erf(a) without its cancellation */
-#define AJ_BINARY_FUNCTIONS(X)                                                               \
-  X(add, Add) X(subtract, Sub) X(multiply, Mul)                                              \
-  X(divide, Div) /* as operator/: floor division on integers */                              \
-  X(mod, Mod)                                                                                \
-  X(maximum, Max) /* NaN propagates, max(-0,+0)=+0 */                                        \
-  X(minimum, Min) /* NaN propagates, min(-0,+0)=-0 */                                        \
-  X(pow, Pow)
+// The functions that are an op and nothing more: the rows of arrayjit/ops.def
+// whose Api column is `unary` or `binary`. AJ_UNARY_FUNCTIONS(X) calls
+// X(function, Op enumerator) for each; each is declared here as
+// `Array function(const Operand&...)` and core/elementwise.cpp defines it
+// from the same list (dtype rules, broadcasting and checks are the op's
+// category's). See ops.def for what each computes (docs/semantics.md in full).
+#define AJ_UNARY_FUNCTIONS(X) AJ_OPS_V(AJ_PICK_UNARY_, X)
+#define AJ_BINARY_FUNCTIONS(X) AJ_OPS_V(AJ_PICK_BINARY_, X)
+#define AJ_PICK_UNARY_(X, e, name, arity, cat, flags, api, fn) AJ_PICK_UNARY_##api(X, fn, e)
+#define AJ_PICK_BINARY_(X, e, name, arity, cat, flags, api, fn) AJ_PICK_BINARY_##api(X, fn, e)
+#define AJ_PICK_UNARY_unary(X, fn, e) X(fn, e)
+#define AJ_PICK_UNARY_binary(X, fn, e)
+#define AJ_PICK_UNARY_c_binary(X, fn, e)
+#define AJ_PICK_UNARY_none(X, fn, e)
+#define AJ_PICK_BINARY_unary(X, fn, e)
+#define AJ_PICK_BINARY_binary(X, fn, e) X(fn, e)
+#define AJ_PICK_BINARY_c_binary(X, fn, e)
+#define AJ_PICK_BINARY_none(X, fn, e)
 #define AJ_DECLARE_UNARY(function, op) Array function(const Operand& a);
 #define AJ_DECLARE_BINARY(function, op) Array function(const Operand& a, const Operand& b);
 AJ_UNARY_FUNCTIONS(AJ_DECLARE_UNARY)

@@ -45,6 +45,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arrayjit/ops.def" /* the op table: the elementwise functions below come from it */
+
 #if defined(__GNUC__)
 #define AJ_C_API __attribute__((visibility("default")))
 #else
@@ -187,53 +189,36 @@ AJ_C_API aj_status aj_scalar_bool(int value, aj_array* out);
  * (lazy); shapes and dtypes are checked now and a mistake is an error naming
  * the op, the shapes and the dtypes. Semantics are the C++ API's (arrayjit/
  * array.hpp, docs/semantics.md): NumPy broadcasting and promotion. The lists
- * below declare one function per entry (X(name) declares aj_<name>); a new op
- * is one line in its list.
+ * below declare one function per entry (X(name) declares aj_<name>). The
+ * elementwise ones come from the op table (arrayjit/ops.def, its Api column),
+ * so a new elementwise op is one line there; the others are one line here.
  */
 
-/* Elementwise, one operand: aj_status aj_<name>(aj_array x, aj_array* out). */
-#define AJ_UNARY_OPS(X)                                          \
-  X(negative)    /* -x */                                        \
-  X(logical_not) /* !x, bool only */                             \
-  X(abs)                                                         \
-  X(sign)                                                        \
-  X(floor)                                                       \
-  X(ceil)                                                        \
-  X(round)       /* half to even */                              \
-  X(exp)                                                         \
-  X(log)                                                         \
-  X(log1p)                                                       \
-  X(expm1)                                                       \
-  X(sin)                                                         \
-  X(cos)                                                         \
-  X(tan)                                                         \
-  X(tanh)                                                        \
-  X(sigmoid)                                                     \
-  X(sqrt)                                                        \
-  X(rsqrt)       /* 1 / sqrt(x) */                               \
-  X(erf)                                                         \
-  X(erfc)        /* 1 - erf(x) without its cancellation */
+/* Elementwise, one operand: aj_status aj_<name>(aj_array x, aj_array* out):
+ * negative, logical_not (bool only), abs, sign, floor, ceil, round (half to
+ * even), exp, log, log1p, expm1, sin, cos, tan, tanh, sigmoid, sqrt, rsqrt,
+ * erf, erfc, ... (arrayjit/ops.def: the rows whose Api is `unary`). */
+#define AJ_UNARY_OPS(X) AJ_OPS_V(AJ_C_PICK_UNARY_, X)
 
-/* Elementwise, two operands: aj_status aj_<name>(aj_array a, aj_array b, aj_array* out). */
-#define AJ_BINARY_OPS(X)                                                    \
-  X(add)                                                                    \
-  X(subtract)                                                               \
-  X(multiply)                                                               \
-  X(divide)        /* true division on floats, floor division on integers */ \
-  X(true_divide)   /* always floating point */                              \
-  X(floor_divide)  /* floor(a / b) in the operands' dtype */                \
-  X(mod)           /* sign of the divisor, as NumPy */                      \
-  X(maximum)       /* NaN propagates */                                     \
-  X(minimum)                                                                \
-  X(pow)                                                                    \
-  X(equal)         /* comparisons give bool */                              \
-  X(not_equal)                                                              \
-  X(less)                                                                   \
-  X(less_equal)                                                             \
-  X(greater)                                                                \
-  X(greater_equal)                                                          \
-  X(logical_and)   /* bool only */                                          \
-  X(logical_or)
+/* Elementwise, two operands: aj_status aj_<name>(aj_array a, aj_array b, aj_array* out):
+ * add, subtract, multiply, divide (true division on floats, floor division on
+ * integers), mod (sign of the divisor, as NumPy), maximum (NaN propagates),
+ * minimum, pow, equal, not_equal, less, less_equal, greater, greater_equal
+ * (comparisons give bool), logical_and, logical_or (bool only) (ops.def: Api
+ * `binary` or `c_binary`), and true_divide (always floating point),
+ * floor_divide (floor(a / b) in the operands' dtype). */
+#define AJ_BINARY_OPS(X) AJ_OPS_V(AJ_C_PICK_BINARY_, X) X(true_divide) X(floor_divide)
+
+#define AJ_C_PICK_UNARY_(X, e, name, arity, cat, flags, api, fn) AJ_C_PICK_UNARY_##api(X, fn)
+#define AJ_C_PICK_BINARY_(X, e, name, arity, cat, flags, api, fn) AJ_C_PICK_BINARY_##api(X, fn)
+#define AJ_C_PICK_UNARY_unary(X, fn) X(fn)
+#define AJ_C_PICK_UNARY_binary(X, fn)
+#define AJ_C_PICK_UNARY_c_binary(X, fn)
+#define AJ_C_PICK_UNARY_none(X, fn)
+#define AJ_C_PICK_BINARY_unary(X, fn)
+#define AJ_C_PICK_BINARY_binary(X, fn) X(fn)
+#define AJ_C_PICK_BINARY_c_binary(X, fn) X(fn)
+#define AJ_C_PICK_BINARY_none(X, fn)
 
 /* Elementwise, three operands: aj_status aj_<name>(aj_array a, aj_array b, aj_array c, aj_array* out). */
 #define AJ_TERNARY_OPS(X)                            \
