@@ -431,6 +431,13 @@ TEST_CASE("reductions and matmul of halves accumulate in f32 and round once") {
         return aj::matmul(aj::ones({3, 4096}, t), aj::ones({4096, 2}, t)).astype(DType::f64).to_vector<double>();
       });
       CHECK(mm == std::vector<double>(6, 4096.0));
+      // cumsum: an f32 running value, each output rounded once. Rounding the
+      // running value would stop at 2048 (2048 + 1 ties to even).
+      const auto cs = on(p, [&] {
+        return aj::cumsum(aj::from_vector(std::vector<float>{2048, 1, 1}).astype(t), 0).astype(DType::f64).to_vector<double>();
+      });
+      const double third = t == DType::f16 ? 2050.0 : 2048.0;  // bf16 holds 8 bits: 2050 rounds to 2048
+      CHECK(cs == std::vector<double>{2048.0, 2048.0, third});
     }
     // Random products: the optimized paths (BLAS on widened values) against
     // the reference interpreter (f32 sums in k order), within one half ulp.

@@ -190,12 +190,17 @@ void run_scan(NodeId id) {
   const Op combiner = scan_combiner(n.op);
   visit_dtype(n.dtype, [&](auto tag) {
     using T = decltype(tag);
+    using A = acc_t<T>;  // the running value: f32 for halves, each output rounded once
     T* out = static_cast<T*>(s->data);
+    std::vector<A> running(static_cast<std::size_t>(n.numel()));
     StridedWalk w(src.shape, {&v.strides, &out_strides}, {v.offset, 0});
     for (std::int64_t k = 0; k < src.numel(); ++k, w.next()) {
       const std::int64_t o = w.offset(1);
-      const T before = w.index()[axis] == 0 ? scan_identity<T>(combiner) : out[o - out_strides[axis]];
-      out[o] = reduce_combine(combiner, before, v.ptr<T>()[w.offset(0)]);
+      const A before = w.index()[axis] == 0 ? scan_identity<A>(combiner)
+                                            : running[static_cast<std::size_t>(o - out_strides[axis])];
+      const A now = reduce_combine(combiner, before, convert<A>(v.ptr<T>()[w.offset(0)]));
+      running[static_cast<std::size_t>(o)] = now;
+      out[o] = convert<T>(now);
     }
   });
   finish(id, std::move(s));
