@@ -298,6 +298,9 @@ Value* ScalarCodegen::plain(Op op, DType t, Value* a, Value* b) {
   if (op == Op::Sub) return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
   if (op == Op::Mul) return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
   if (op == Op::Div && fp) return b_.CreateFDiv(a, b);
+  if (op == Op::Pow && fp) {  // sem::binary: math::pow, its hook
+    return pure_call(std::string(kMathPrefix) + "pow" + (t == DType::f32 ? "_f32" : "_f64"), a->getType(), {a, b});
+  }
   if (op == Op::Max || op == Op::Min) {
     if (integer) return b_.CreateSelect(op == Op::Max ? b_.CreateICmpSGT(a, b) : b_.CreateICmpSLT(a, b), a, b);
     return fmax_nan(a, b, op == Op::Max);
@@ -316,6 +319,40 @@ Value* ScalarCodegen::plain(Op op, DType t, Value* a, Value* b) {
   return nullptr;
 }
 
+// Float unary ops that are one math function of base/semantics.hpp
+// (sem::unary: `case Op::Exp: return math::exp(x);`) as a direct call of
+// that function's hook, and the exact ones as their instruction: a kernel of
+// these reads no bitcode (linking it costs about 1.3 ms of a cold compile).
+// nullptr: any other op or dtype. Tested op by op against semantics.hpp
+// (tests/test_jit_host.cpp), like plain().
+Value* ScalarCodegen::plain_unary(Op op, DType t, Value* a) {
+  if (t != DType::f32 && t != DType::f64) return nullptr;
+  struct Hook {
+    Op op;
+    const char* fn;
+  };
+  constexpr Hook hooks[] = {{Op::Exp, "exp"}, {Op::Log, "log"},   {Op::Log1p, "log1p"}, {Op::Expm1, "expm1"},
+                            {Op::Sin, "sin"}, {Op::Cos, "cos"},   {Op::Tan, "tan"},     {Op::Tanh, "tanh"},
+                            {Op::Erf, "erf"}, {Op::Erfc, "erfc"}};
+  llvm::Type* ty = a->getType();
+  auto hook = [&](const char* fn, Value* x) {
+    return pure_call(std::string(kMathPrefix) + fn + (t == DType::f32 ? "_f32" : "_f64"), ty, {x});
+  };
+  for (const Hook& h : hooks) {
+    if (h.op == op) return hook(h.fn, a);
+  }
+  llvm::Constant* one = llvm::ConstantFP::get(ty, 1.0);
+  if (op == Op::Sigmoid) return b_.CreateFDiv(one, b_.CreateFAdd(one, hook("exp", b_.CreateFNeg(a))));
+  if (op == Op::Sqrt) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
+  if (op == Op::Rsqrt) return b_.CreateFDiv(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a));
+  if (op == Op::Floor) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, a);
+  if (op == Op::Ceil) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, a);
+  if (op == Op::Round) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, a);  // half to even
+  if (op == Op::Abs) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
+  if (op == Op::Neg) return b_.CreateFNeg(a);
+  return nullptr;
+}
+
 // Every category is handled; within a category every op goes through
 // semantics.hpp, so a new op in ops.def needs nothing here.
 Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c, bool reassoc) {
@@ -329,6 +366,7 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
     case OpCategory::Unary:
       if (in.op == Op::Cast) return convert(a, t, in.dtype);
       no_half();
+      if (Value* v = plain_unary(in.op, t, a)) return v;
       return sem_call("unary", t, in.op, {a});
     case OpCategory::Binary:
       no_half();
@@ -352,7 +390,13 @@ void ScalarCodegen::finish_module(llvm::Module& m) {
   llvm::LLVMContext& ctx = m.getContext();
   bool calls_semantics = false;
   for (llvm::Function& f : m) calls_semantics |= f.isDeclaration() && f.getName().starts_with(kSemPrefix);
-  if (!calls_semantics) return;
+  if (calls_semantics) link_semantics(m);
+  write_math_hooks(m);
+}
+
+// Links the semantics functions the kernel calls and inlines them.
+void ScalarCodegen::link_semantics(llvm::Module& m) {
+  llvm::LLVMContext& ctx = m.getContext();
   // Link the semantics functions the kernel calls (lazily read: only those
   // and what they call are materialized).
   const llvm::StringRef data(reinterpret_cast<const char*>(aj_semantics_bitcode), aj_semantics_bitcode_size);
@@ -403,6 +447,11 @@ void ScalarCodegen::finish_module(llvm::Module& m) {
     if (!f->use_empty()) internal_error("jit: a semantics function is still called after inlining");
     f->eraseFromParent();
   }
+}
+
+// The math hooks' bodies (declared by the bitcode or by plain_unary).
+void ScalarCodegen::write_math_hooks(llvm::Module& m) {
+  llvm::LLVMContext& ctx = m.getContext();
   std::vector<llvm::Function*> hooks;
   for (llvm::Function& f : m) {
     if (f.isDeclaration() && f.getName().starts_with(kMathPrefix) && !f.use_empty()) hooks.push_back(&f);

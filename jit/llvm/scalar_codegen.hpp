@@ -59,6 +59,9 @@ class ScalarCodegen {
   llvm::Value* sem_call(const char* kind, DType t, Op op, llvm::ArrayRef<llvm::Value*> args);
   llvm::Value* combine(Op op, DType t, llvm::Value* acc, llvm::Value* x, bool reassoc);
   llvm::Value* plain(Op op, DType t, llvm::Value* a, llvm::Value* b);
+  llvm::Value* plain_unary(Op op, DType t, llvm::Value* a);
+  static void link_semantics(llvm::Module& m);
+  static void write_math_hooks(llvm::Module& m);
   llvm::Value* fmax_nan(llvm::Value* a, llvm::Value* b, bool is_max);
   llvm::Value* exp_f32(llvm::Value* x);
   llvm::Value* math(const std::string& name, llvm::Value* x, llvm::Value* y = nullptr);
