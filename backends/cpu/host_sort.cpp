@@ -36,9 +36,11 @@ auto sort_key(T x) {
     static_assert(sizeof(K) == sizeof(T), "a float type of 2, 4 or 8 bytes");
     using S = std::make_signed_t<K>;
     constexpr K sign = K(1) << (sizeof(K) * 8 - 1);
-    K inf;  // +inf's bits (half types have no numeric_limits)
-    if constexpr (sem::is_half_type<T>) inf = T(std::numeric_limits<float>::infinity()).bits;
-    else inf = std::bit_cast<K>(std::numeric_limits<T>::infinity());
+    constexpr K inf = [] {  // +inf's bits (the half types have no numeric_limits)
+      if constexpr (std::is_same_v<T, f16>) return K(0x7c00);
+      else if constexpr (std::is_same_v<T, bf16>) return K(0x7f80);
+      else return std::bit_cast<K>(std::numeric_limits<T>::infinity());
+    }();
     const K u = std::bit_cast<K>(x);
     const K magnitude = u & ~sign;
     const K flipped = u ^ (static_cast<K>(static_cast<S>(u) >> (sizeof(K) * 8 - 1)) | sign);
