@@ -29,6 +29,25 @@ bool counts_as_work(Op op) {
   return false;
 }
 
+std::int64_t work_limit(const Graph& g, NodeId id, const std::function<bool(NodeId)>& is_materialized) {
+  const Node& n = g[id];
+  const std::int64_t numel = n.numel();
+  if (!is_elementwise(n.op) || !op_has(n.op, opflag::Cheap) || op_category(n.op) == OpCategory::Generator) {
+    return numel;
+  }
+  int full = 0;
+  for (NodeId in : n.inputs) {
+    NodeId base = in;
+    while (!g[base].evaluated() && !is_materialized(base) && is_view(g[base].op)) base = g[base].inputs[0];
+    const Node& b = g[base];
+    const bool stored = b.evaluated() || is_materialized(base) || b.op == Op::Constant ||
+                        (is_generator(b.op) && !counts_as_work(b.op));
+    if (!stored) return numel;
+    if (b.numel() >= numel) ++full;  // a broadcast input re-reads few elements
+  }
+  return full <= 1 ? 2 * numel : numel;
+}
+
 KScalar scalar_value(const ScalarSource& src, const KScalar& like) {
   if (src.node == kNoNode || src.field == ScalarSource::fixed) return like;
   const Node& n = graph()[src.node];
@@ -532,7 +551,11 @@ class Lowerer {
     Work& mine = work_[r.id];
     if (ctx_.evaluations_elsewhere && !is_root(r.id)) {
       const std::int64_t other = ctx_.evaluations_elsewhere(r.id);
-      if (other + mine.points + points > n.numel()) {
+      // A second kernel may recompute what is worth it (work_limit); one
+      // kernel evaluates a node at most once per element.
+      const std::int64_t limit =
+          other > 0 && mine.points == 0 && points <= n.numel() ? work_limit(g_, r.id, ctx_.is_materialized) : n.numel();
+      if (other + mine.points + points > limit) {
         const Why why = other > 0 ? Why::several_kernels : mine.points > 0 ? Why::several_maps : Why::broadcast;
         const std::int64_t count = why == Why::several_maps ? ++mine.maps
                                    : why == Why::broadcast ? points

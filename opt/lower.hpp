@@ -78,6 +78,17 @@ struct Materialization {
 // index generators (iota, linspace, eye cost what an address does).
 bool counts_as_work(Op op);
 
+// The most points the plan may evaluate node `id` at (the work rule's
+// limit): its element count, or twice that for a node worth recomputing in a
+// second kernel rather than storing: a Cheap elementwise op whose inputs are
+// all stored (evaluated, or materialized per `is_materialized`; through
+// views), constants or index generators, at most one of them with as many
+// elements as the node. Recomputing it costs one op per element and reads
+// what storing it would have read back anyway (the large input instead of
+// the node); storing it costs a write of its whole size too. Layernorm's
+// `x - mean` read by the variance and the normalizing kernel is one.
+std::int64_t work_limit(const Graph& g, NodeId id, const std::function<bool(NodeId)>& is_materialized);
+
 // Where a kernel scalar's value comes from, so a plan reused for another
 // graph of the same structure takes that graph's values (opt/plan_cache.hpp):
 // a Constant's value, or one of a generator's payload fields.

@@ -152,6 +152,75 @@ TEST_CASE("the work rule: a producer read at two offsets, through a broadcast or
   }
 }
 
+TEST_CASE("the work rule's exception: a cheap op over stored inputs is recomputed by a second kernel, not stored") {
+  const std::int64_t r = 24, c = 40;
+  Array x = aj::from_vector(random_floats(static_cast<std::size_t>(r * c), 21), {r, c});
+  Array y = aj::from_vector(random_floats(static_cast<std::size_t>(r * c), 22), {r, c});
+  Array g = aj::from_vector(random_floats(static_cast<std::size_t>(c), 23));
+  // Layernorm as a function writes it: x - mean is read by the variance's
+  // kernel and by the normalizing kernel, at every element of both.
+  auto layernorm = [&] {
+    Array d = x - aj::mean(x, 1, true);
+    return d / aj::sqrt(aj::mean(d * d, 1, true) + 1e-5f) * g;
+  };
+  // Two full-size inputs: recomputing would read two arrays instead of one.
+  auto two_full = [&] {
+    Array d = x - y;
+    return std::vector<Array>{aj::sum(d, 0), d * aj::sum(d, 1, true)};
+  };
+  // Not cheap: exp is computed once per element, whatever it saves.
+  auto not_cheap = [&] {
+    Array e = aj::exp(x - aj::max(x, 1, true));
+    return e / aj::sum(e, 1, true);
+  };
+  std::vector<std::vector<float>> want;
+  {
+    ExecutorScope ref(Executor::reference);
+    want.push_back(layernorm().to_vector<float>());
+    for (Array& a : two_full()) want.push_back(a.to_vector<float>());
+    want.push_back(not_cheap().to_vector<float>());
+  }
+  auto close = [](const std::vector<float>& got, const std::vector<float>& w) {
+    REQUIRE(got.size() == w.size());
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(w[i]).epsilon(1e-5));
+  };
+  {
+    Array out = layernorm();
+    const std::string plan = aj::explain(out);
+    CHECK(plan.find("needed by 2 kernels") == std::string::npos);
+    aj::reset_stats();
+    out.eval();
+    // mean, variance, sqrt, normalize; only the three row vectors are stored.
+    CHECK(aj::stats().kernels_launched == 4);
+    CHECK(aj::stats().values_materialized == 3);
+    close(out.to_vector<float>(), want[0]);
+  }
+  {  // held by a handle, x - mean is stored, and read back
+    Array d = x - aj::mean(x, 1, true);
+    Array out = d / aj::sqrt(aj::mean(d * d, 1, true) + 1e-5f) * g;
+    aj::reset_stats();
+    out.eval();
+    CHECK(d.is_evaluated());
+    CHECK(aj::stats().kernels_launched == 4);
+    close(out.to_vector<float>(), want[0]);
+  }
+  {
+    auto out = two_full();
+    const std::string plan = aj::explain(out);
+    CHECK(plan.find("materialized: needed by 2 kernels") != std::string::npos);
+    aj::eval(out);
+    close(out[0].to_vector<float>(), want[1]);
+    close(out[1].to_vector<float>(), want[2]);
+  }
+  {
+    Array out = not_cheap();
+    const std::string plan = aj::explain(out);
+    CHECK(plan.find("materialized: needed by 2 kernels") != std::string::npos);
+    out.eval();
+    close(out.to_vector<float>(), want[3]);
+  }
+}
+
 TEST_CASE("the work rule is about cost, not op count: 100 x (x * 0.5 + 1) is one kernel") {
   Array x = aj::from_vector(random_floats(1000, 6));
   auto make = [&] {

@@ -502,6 +502,8 @@ class Partitioner {
     for (std::size_t i = 0; i < s_.order.size(); ++i) {
       const NodeId id = s_.order[i];
       if (evaluations_[i] <= g_[id].numel()) continue;
+      // Two kernels may recompute a node worth it, each once per element.
+      if (kernels[id] <= 2 && evaluations_[i] <= work_limit(g_, id, ctx_.is_materialized)) continue;
       again = true;
       mark(id, Materialization{id, Why::several_kernels, kNoNode, kernels[id]});
     }
