@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -31,12 +32,13 @@ class Pool {
     std::uint64_t gen;
     {
       std::lock_guard lock(mu_);
-      gen = ++gen_;
+      gen = gen_.load(std::memory_order_relaxed) + 1;
       job_ = {fn, ctx, total, chunks, helpers};
       done_.store(0, std::memory_order_relaxed);
       ticket_.store(gen << 32, std::memory_order_release);
+      gen_.store(gen, std::memory_order_release);
     }
-    cv_.notify_all();
+    cv_.notify_all();  // cheap when every worker is still spinning (none waits)
     take_chunks(gen, job_);
     while (done_.load(std::memory_order_acquire) < chunks) std::this_thread::yield();
     return true;
@@ -63,25 +65,44 @@ class Pool {
     }
   }
 
+  // After a job a worker spins for kSpin before it sleeps: kernels launched
+  // back to back (a training step's, a product split in two) find it awake,
+  // where waking a sleeping thread takes tens of microseconds on a VM, as
+  // long as a 256^2 product's half. Spinning holds a core only that long.
+  static constexpr auto kSpin = std::chrono::microseconds(50);
+
   void work(int index) {
     std::uint64_t seen = 0;
     for (;;) {
+      const auto until = std::chrono::steady_clock::now() + kSpin;
+      for (int i = 0; gen_.load(std::memory_order_acquire) == seen; ++i) {
+        if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) break;
+        pause();
+      }
       Job job;
       std::uint64_t gen;
       {
         std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return gen_ != seen; });
-        gen = seen = gen_;
+        cv_.wait(lock, [&] { return gen_.load(std::memory_order_relaxed) != seen; });
+        gen = seen = gen_.load(std::memory_order_relaxed);
         job = job_;
       }
       if (index < job.helpers) take_chunks(gen, job);
     }
   }
 
+  static void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
+
   std::mutex job_mu_;  // one job at a time
   std::mutex mu_;
   std::condition_variable cv_;
-  std::uint64_t gen_ = 0;
+  std::atomic<std::uint64_t> gen_{0};  // written under mu_, read by spinning workers without it
   Job job_;
   std::atomic<std::uint64_t> ticket_{0};
   std::atomic<std::int64_t> done_{0};
