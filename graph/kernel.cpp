@@ -9,16 +9,6 @@
 
 namespace aj {
 
-namespace {
-
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return h;
-}
-
-
-}  // namespace
-
 KOperands operands(const KInstr& in) {
   KOperands o;
   switch (in.kind) {

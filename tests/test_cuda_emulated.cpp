@@ -70,6 +70,8 @@ double element(const void* base, DType t, std::int64_t i) {
     case DType::i64: return static_cast<double>(static_cast<const std::int64_t*>(base)[i]);
     case DType::f32: return static_cast<const float*>(base)[i];
     case DType::f64: return static_cast<const double*>(base)[i];
+    case DType::f16: return static_cast<float>(static_cast<const aj::f16*>(base)[i]);
+    case DType::bf16: return static_cast<float>(static_cast<const aj::bf16*>(base)[i]);
   }
   return 0;
 }

@@ -387,7 +387,6 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
 }
 
 void ScalarCodegen::finish_module(llvm::Module& m) {
-  llvm::LLVMContext& ctx = m.getContext();
   bool calls_semantics = false;
   for (llvm::Function& f : m) calls_semantics |= f.isDeclaration() && f.getName().starts_with(kSemPrefix);
   if (calls_semantics) link_semantics(m);
