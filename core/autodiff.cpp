@@ -31,7 +31,7 @@
 namespace aj {
 
 namespace detail {
-thread_local int t_autodiff_traces = 0;
+thread_local int t_autodiff_traces [[gnu::tls_model("initial-exec")]] = 0;
 }  // namespace detail
 
 namespace {

@@ -12,7 +12,7 @@
 namespace aj::detail {
 
 // Traces of f in progress on this thread (nested for grad of grad).
-extern thread_local int t_autodiff_traces;
+extern thread_local int t_autodiff_traces [[gnu::tls_model("initial-exec")]];
 
 void reject_traced_eval(const std::vector<NodeId>& roots, const Loc& loc);
 

@@ -177,8 +177,8 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
   // This thread's buffers, their memory reused (a replay allocates no
   // vectors but its results'); emptied however the replay ends, so no
   // storage stays referenced from here.
-  thread_local std::vector<exec::Value> values;
-  thread_local std::vector<exec::ScalarOverride> overrides;
+  thread_local std::vector<exec::Value> values [[gnu::tls_model("initial-exec")]];
+  thread_local std::vector<exec::ScalarOverride> overrides [[gnu::tls_model("initial-exec")]];
   struct Empty {
     ~Empty() { values.clear(), overrides.clear(); }
   } empty_after;
@@ -372,30 +372,29 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
   }
   if (!pending.empty()) aj::eval(pending);
   // The keys are built in this thread's buffers (a replay allocates none).
-  thread_local Key exact, scalar_free;
+  thread_local Key exact [[gnu::tls_model("initial-exec")]], scalar_free [[gnu::tls_model("initial-exec")]];
   bool has_scalars = false;
   for (const CallArg& a : args) has_scalars |= a.is_scalar && !a.structural;
+  // The signatures are read outside mu_ (they lock the arguments' graph,
+  // which trace_call holds while it takes mu_); a hit takes mu_ once.
   std::shared_ptr<const Entry> hit;
   if (has_scalars) {
     // Scalars whose kernel slots are known replay whatever their values.
     signature(args, false, scalar_free);
     std::lock_guard lock(mu_);
     hit = scalar_free_.find(scalar_free);
+    if (hit) ++counts_.replays;
   }
   if (!hit) {
     signature(args, true, exact);
-    if (!has_scalars) scalar_free = exact;
     std::lock_guard lock(mu_);
     hit = exact_.find(exact);
-  }
-  {
-    std::lock_guard lock(mu_);
     if (hit) ++counts_.replays;
     else ++counts_.traces;
   }
   if (hit) return replay(*hit, args);
   // Copies: the function being traced may call compiled functions itself.
-  const Key exact_key = exact, scalar_free_key = scalar_free;
+  const Key exact_key = exact, scalar_free_key = has_scalars ? scalar_free : exact;
   return trace_call(args, trace, exact_key, scalar_free_key);
 }
 

@@ -20,11 +20,7 @@
 
 namespace aj::exec {
 
-// What a backend keeps of a kernel it will launch many times
-// (Backend::prepare_kernel).
-struct PreparedKernel {
-  virtual ~PreparedKernel() = default;
-};
+using aj::PreparedKernel;  // graph/kernel.hpp
 
 class Backend {
  public:

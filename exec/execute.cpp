@@ -101,12 +101,25 @@ void set_kernel_results(const opt::Plan& p, const Step& st, KernelBuffers& b) {
 void run_kernel_step(const opt::Plan& p, std::size_t k, Backend& target, Pending& pending) {
   KernelBuffers b = kernel_buffers(p, k, target, pending);
   const Step& st = p.schedule.steps[k];
+  // A plan from the plan cache: its kernels are prepared on its first hit
+  // (under the graph's lock, which every hit of it holds here), and later
+  // hits launch them without looking them up again.
+  PreparedCell* cell = st.prepared.get();
+  if (cell && (!cell->done || cell->device != target.device())) {
+    cell->kernel = target.prepare_kernel(st.kernel);
+    cell->device = target.device();
+    cell->done = true;
+  }
+  // Held while the lock is let go (another evaluation may prepare the cell
+  // again, for another device).
+  const std::shared_ptr<const PreparedKernel> prepared = cell ? cell->kernel : nullptr;
   {
     // Other threads may use the graph while the kernel (and its compile)
     // runs: this evaluation's nodes are claimed, its inputs kept by their
     // readers, its outputs by `b.outs`.
     GraphUnlocked unlocked;
-    target.run_kernel(st.kernel, b.ins, b.out_ptrs);
+    if (prepared) target.run_prepared(prepared.get(), st.kernel, st.kernel.scalars.data(), b.ins, b.out_ptrs);
+    else target.run_kernel(st.kernel, b.ins, b.out_ptrs);
   }
   set_kernel_results(p, st, b);
 }

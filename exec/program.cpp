@@ -165,10 +165,10 @@ void run_program(const Program& p, Backend& target, std::vector<Value>& values,
   detail::Counters& stats = detail::stats_mut();
   // This thread's work lists, their memory kept between runs: a replay
   // allocates nothing here. (No step calls back into run_program.)
-  thread_local std::vector<const Storage*> ins, epilogue_ins;
-  thread_local std::vector<const Storage*> out_ptrs;
-  thread_local std::vector<std::shared_ptr<Storage>> outs;
-  thread_local std::vector<KScalar> scalars;
+  thread_local std::vector<const Storage*> ins [[gnu::tls_model("initial-exec")]], epilogue_ins [[gnu::tls_model("initial-exec")]];
+  thread_local std::vector<const Storage*> out_ptrs [[gnu::tls_model("initial-exec")]];
+  thread_local std::vector<std::shared_ptr<Storage>> outs [[gnu::tls_model("initial-exec")]];
+  thread_local std::vector<KScalar> scalars [[gnu::tls_model("initial-exec")]];
   struct Empty {  // no buffer stays referenced from here, however the run ends
     ~Empty() { outs.clear(); }
   } empty_after;

@@ -49,6 +49,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -167,5 +168,21 @@ std::uint64_t structural_hash(const Kernel& k);
 
 // Readable, deterministic text: "v3 = add f64 v1, v2".
 std::string dump(const Kernel& k);
+
+// What a backend keeps of a kernel it launches many times
+// (exec::Backend::prepare_kernel): for a compiled function's program, and
+// for a plan the plan cache keeps.
+struct PreparedKernel {
+  virtual ~PreparedKernel() = default;
+};
+
+// A kernel step of a cached plan, prepared once for every hit of the plan
+// (opt/plan_cache.hpp makes the cell, the executor fills it on the plan's
+// first hit, under the graph's lock).
+struct PreparedCell {
+  bool done = false;
+  Device device;
+  std::shared_ptr<const PreparedKernel> kernel;  // null: the backend keeps nothing
+};
 
 }  // namespace aj

@@ -89,7 +89,8 @@ bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, 
                   std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), (*key)->words.size());
     detail::log("passes", text);
   }
-  if (!plan_cache::lookup(**key, &p->schedule, &p->buffers)) return false;
+  // Logged or checked, the plan is translated whole; else only what runs it.
+  if (!plan_cache::lookup(**key, &p->schedule, &p->buffers, g_logging || verify_enabled())) return false;
   if (logging("passes")) detail::log("passes", "plan cache: hit (fuse, assign_buffers skipped)");
   if (verify_enabled()) {
     verify(p->buffers, p->schedule, "plan_cache");

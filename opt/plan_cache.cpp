@@ -69,7 +69,7 @@ Cache& cache() {
 // Copies `in` into `out` with every node id passed through f (kNoNode stays).
 // f returns kNoNode for an id it cannot map; then this returns false.
 template <class F>
-bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferPlan* bout, F&& f) {
+bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferPlan* bout, F&& f, bool whole = true) {
   bool ok = true;
   auto map = [&](NodeId id) {
     if (id == kNoNode) return kNoNode;
@@ -84,32 +84,57 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
   map_all(out->roots);
   out->order = in.order;
   map_all(out->order);
-  out->steps = in.steps;
-  for (Step& st : out->steps) {
-    st.node = map(st.node);
+  out->steps.resize(in.steps.size());
+  for (std::size_t k = 0; k < in.steps.size(); ++k) {
+    const Step& from = in.steps[k];
+    Step& st = out->steps[k];
+    st.kind = from.kind;
+    st.node = map(from.node);
+    st.kernel = from.kernel;
+    st.inputs = from.inputs;
     map_all(st.inputs);
+    st.outputs = from.outputs;
     map_all(st.outputs);
-    map_all(st.computed);
-    map_all(st.touched);
+    if (whole) {
+      st.computed = from.computed;
+      map_all(st.computed);
+      st.touched = from.touched;
+      map_all(st.touched);
+    }
+    st.space = from.space;
+    st.axes = from.axes;
+    st.copy = from.copy;
+    st.into = from.into;
     map_all(st.into);
+    st.scalar_sources = from.scalar_sources;
     for (ScalarSource& src : st.scalar_sources) src.node = map(src.node);
+    st.prepared = from.prepared;
   }
   out->layouts.clear();
   out->layouts.reserve(in.layouts.size());
   for (const auto& [id, l] : in.layouts) out->layouts.emplace(map(id), l);
   out->step_of.clear();
-  out->step_of.reserve(in.step_of.size());
-  for (const auto& [id, k] : in.step_of) out->step_of.emplace(map(id), k);
+  if (whole) {
+    out->step_of.reserve(in.step_of.size());
+    for (const auto& [id, k] : in.step_of) out->step_of.emplace(map(id), k);
+  }
   out->materialized = in.materialized;
   for (Materialization& m : out->materialized) {
     m.node = map(m.node);
     m.by = map(m.by);
   }
-  *bout = bin;
-  for (BufferValue& v : bout->values) {
-    v.node = map(v.node);
-    v.donor = map(v.donor);
+  bout->slot_bytes = bin.slot_bytes;
+  bout->bytes_used = bin.bytes_used;
+  bout->lower_bound = bin.lower_bound;
+  bout->values.clear();
+  if (whole) {
+    bout->values = bin.values;
+    for (BufferValue& v : bout->values) {
+      v.node = map(v.node);
+      v.donor = map(v.donor);
+    }
   }
+  bout->donations = bin.donations;
   for (Donation& d : bout->donations) {
     d.from = map(d.from);
     d.to = map(d.to);
@@ -280,7 +305,7 @@ const Key& make_key(const std::vector<NodeId>& roots) {
   return k;
 }
 
-bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers) {
+bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers, bool whole) {
   Cache& c = cache();
   if (!enabled() || key.words.empty()) return false;
   auto it = c.map.find(key.hash);
@@ -289,7 +314,7 @@ bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers) {
       if (e.words != key.words) continue;
       const bool ok = translate(e.schedule, e.buffers, schedule, buffers, [&](NodeId pos) {
         return pos < key.nodes.size() ? key.nodes[pos] : kNoNode;
-      });
+      }, whole);
       if (!ok) internal_error("plan_cache: a stored plan names a position its key does not have");
       refresh_scalars(schedule);
       ++c.counters.hits;
@@ -312,6 +337,9 @@ void insert(const Key& key, const Schedule& schedule, const BufferPlan& buffers)
     return it == pos.end() ? kNoNode : it->second;
   });
   if (!ok) return;  // the plan reaches outside the walk: not cached
+  for (Step& st : e.schedule.steps) {
+    if (st.kind == Step::Kind::kernel) st.prepared = std::make_shared<PreparedCell>();
+  }
   if (c.entries >= kMaxEntries) c.drop_plans();
   e.words = key.words;
   c.map[key.hash].push_back(std::move(e));

@@ -55,7 +55,10 @@ struct Key {
 const Key& make_key(const std::vector<NodeId>& roots);
 
 // A stored plan for `key`, with this graph's node ids; false on a miss.
-bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers);
+// `whole` false: only what running it needs (steps without `computed` and
+// `touched`, no `step_of`, no buffer values); true for explaining or
+// checking it. Its kernel steps share the stored plan's PreparedCells.
+bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers, bool whole = true);
 
 // Stores the plan just made for `key` (nothing when it names a node the key
 // does not know).

@@ -14,6 +14,8 @@
 #include "opt/passes/assign_buffers.hpp"
 #include "opt/passes/fuse.hpp"
 #include "opt/plan_cache.hpp"
+#include "opt/verify.hpp"
+#include "tests/random_data.hpp"
 
 namespace {
 
@@ -289,6 +291,50 @@ TEST_CASE("a scalar equal to another constant of the step plans nothing new (sca
   CHECK(r.end.plans_built == r.warm.plans_built);
   CHECK(r.end.kernels_compiled == r.warm.kernels_compiled);
   CHECK(r.end.plan_cache_hits - r.warm.plan_cache_hits == lrs.size() - 3);
+}
+
+TEST_CASE("hits with verification off run lean copies of the plan and its prepared kernels, with the planned values") {
+  // Tests run with verification on, which translates every hit whole and
+  // plans it again; a user's build does neither.
+  struct VerifyOff {
+    bool was = aj::verify_enabled();
+    VerifyOff() { aj::set_verify(false); }
+    ~VerifyOff() { aj::set_verify(was); }
+  } off;
+  pc::clear();
+  const std::size_t n = 96;
+  std::vector<double> xr = ajtest::random_in<double>(n, 31, -1.0, 1.0), mr = ajtest::random_in<double>(n, 32, -0.5, 0.5);
+  Array x = aj::from_vector(xr), m = aj::from_vector(mr);
+  const auto before = aj::stats();
+  Delta d;
+  std::uint64_t compiled_after_both = 0;
+  for (int t = 0; t < 40; ++t) {
+    if (t == 2) compiled_after_both = aj::stats().kernels_compiled;
+    const double lr = 0.01 * (1 + t % 7);  // a new kernel scalar on most hits
+    Array keep;
+    if (t % 3 == 0) keep = x;  // held: another plan, which must not write x in place
+    m = m * 0.9 + aj::exp(x) * lr;
+    x = x - m;
+    Array s = aj::sum(x * x);  // a reduction: a kernel of another space
+    aj::eval({x, m, s});
+    double sr = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      mr[i] = mr[i] * 0.9 + std::exp(xr[i]) * lr;
+      xr[i] -= mr[i];
+      sr += xr[i] * xr[i];
+    }
+    const auto xs = x.to_vector<double>(), ms = m.to_vector<double>();
+    for (std::size_t i = 0; i < n; ++i) {
+      REQUIRE(xs[i] == doctest::Approx(xr[i]).epsilon(1e-12));
+      REQUIRE(ms[i] == doctest::Approx(mr[i]).epsilon(1e-12));
+    }
+    CHECK(s.item<double>() == doctest::Approx(sr).epsilon(1e-12));
+    if (t % 3 == 0) CHECK(keep.to_vector<double>() != xs);  // the held x kept its values
+  }
+  CHECK(d.misses() == 2);  // x held, and not
+  CHECK(d.hits() == 38);
+  CHECK(aj::stats().inplace_reuses - before.inplace_reuses > 20);
+  CHECK(aj::stats().kernels_compiled == compiled_after_both);
 }
 
 TEST_CASE("the plan cache can be switched off and cleared") {

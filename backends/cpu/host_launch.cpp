@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "arrayjit/error.hpp"
+#include "base/stats.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "jit/host_kernel.hpp"
 
@@ -355,7 +356,7 @@ void launch(const Kernel& k, const KScalar* scalars, const std::vector<const voi
     }
   }
   threads = static_cast<int>(std::min<std::int64_t>(threads, outer));
-  thread_local std::vector<int> alias;  // reused (looked up before any nested launch)
+  thread_local std::vector<int> alias [[gnu::tls_model("initial-exec")]];  // reused (looked up before any nested launch)
   jit::exact_aliases_into(k, inputs, outputs, alias);
   jit::HostKernelFn fn = fn_for(alias);
   Args args(k, inputs, outputs, scalars);
@@ -408,7 +409,10 @@ struct PreparedHostKernel final : exec::PreparedKernel {
     {
       std::lock_guard lock(mu);
       for (const Fn& f : fns) {
-        if (f.alias == alias && f.generation == gen) return f.fn;
+        if (f.alias == alias && f.generation == gen) {
+          ++detail::stats_mut().kernel_cache_hits;  // found compiled, as the JIT's cache would
+          return f.fn;
+        }
       }
     }
     jit::HostKernelFn fn = jit::host_kernel(k, alias);

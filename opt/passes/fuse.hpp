@@ -60,6 +60,7 @@
 
 namespace aj {
 
+// (A field added here is copied by opt/plan_cache.cpp's translate too.)
 struct Step {
   enum class Kind { kernel, view, library };
   Kind kind = Kind::kernel;
@@ -78,6 +79,8 @@ struct Step {
   // (opt/passes/concat_slices.hpp).
   std::vector<NodeId> into;
   std::vector<ScalarSource> scalar_sources;  // per kernel scalar (plan cache refresh)
+  // kernel, in a plan from the plan cache: shared by all its hits (else null).
+  std::shared_ptr<PreparedCell> prepared;
 };
 
 struct Schedule {
