@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "arrayjit/error.hpp"
 #include "base/stats.hpp"
@@ -30,8 +31,34 @@ constexpr std::int64_t kOuterChunk = 1024;
 // The run-time arguments of one call of a compiled kernel: pointers, extents,
 // strides and offsets laid out as HostArgs wants them. Small kernels keep
 // them on the stack (a small call allocates nothing).
+// A kernel's extents, strides and offsets as HostArgs reads them, made once
+// for a prepared kernel (a launch then only fills in its pointers).
+struct ArgLayout {
+  std::vector<std::int64_t> shape, strides, offsets;
+  explicit ArgLayout(const Kernel& k) : shape(k.shape) {
+    auto add = [&](const KStream& st) {
+      offsets.push_back(st.offset);
+      strides.insert(strides.end(), st.strides.begin(), st.strides.end());
+    };
+    for (const KStream& st : k.inputs) add(st);
+    for (const KOutput& o : k.outputs) add(o.stream);
+  }
+};
+
 class Args {
  public:
+  // Pointers only; the rest is `l`'s (restrict_axis and add_offset may not be used).
+  Args(const ArgLayout& l, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+       const KScalar* scalars)
+      : rank_(l.shape.size()), n_(inputs.size() + outputs.size()), shared_layout_(true) {
+    if (n_ > kSmall) {
+      ptr_vec_.resize(n_);
+      ptrs_ = ptr_vec_.data();
+    }
+    for (std::size_t s = 0; s < inputs.size(); ++s) ptrs_[s] = const_cast<void*>(inputs[s]);
+    for (std::size_t s = 0; s < outputs.size(); ++s) ptrs_[inputs.size() + s] = outputs[s];
+    args_ = {ptrs_, l.shape.data(), l.strides.data(), l.offsets.data(), scalars};
+  }
   Args(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
        const KScalar* scalars = nullptr)
       : rank_(k.shape.size()), n_(k.inputs.size() + k.outputs.size()) {
@@ -62,14 +89,19 @@ class Args {
 
   // Restricts axis `a` to [lo, hi): every stream starts lo steps further.
   void restrict_axis(std::size_t a, std::int64_t lo, std::int64_t hi) {
+    if (shared_layout_) internal_error("Args: restrict_axis on a prepared kernel's shared layout");
     shape_[a] = hi - lo;
     for (std::size_t s = 0; s < n_; ++s) offs_[s] += lo * strides_[s * rank_ + a];
   }
-  void add_offset(std::size_t stream, std::int64_t d) { offs_[stream] += d; }
+  void add_offset(std::size_t stream, std::int64_t d) {
+    if (shared_layout_) internal_error("Args: add_offset on a prepared kernel's shared layout");
+    offs_[stream] += d;
+  }
 
  private:
   static constexpr std::size_t kSmall = 16;
   std::size_t rank_, n_;
+  bool shared_layout_ = false;
   void* ptr_buf_[kSmall];
   std::int64_t off_buf_[kSmall], stride_buf_[kSmall * 4], shape_buf_[kSmall];
   std::vector<void*> ptr_vec_;
@@ -334,11 +366,12 @@ bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const st
 namespace {
 
 // Launches the collapsed kernel `k` (its compiled function from `fn_for`,
-// given the launch's aliasing), `scalars` its run-time scalars. The caller
+// given the launch's aliasing), `scalars` its run-time scalars, `layout`
+// its argument layout when made already (a prepared kernel). The caller
 // holds a CodeInUse.
 template <class FnFor>
 void launch(const Kernel& k, const KScalar* scalars, const std::vector<const void*>& inputs,
-            const std::vector<void*>& outputs, FnFor&& fn_for) {
+            const std::vector<void*>& outputs, FnFor&& fn_for, const ArgLayout* layout = nullptr) {
   const std::int64_t outer = k.outer_points();
   if (outer == 0) return;  // nothing to write (reductions of empty axes still have outer points)
 
@@ -359,7 +392,10 @@ void launch(const Kernel& k, const KScalar* scalars, const std::vector<const voi
   thread_local std::vector<int> alias [[gnu::tls_model("initial-exec")]];  // reused (looked up before any nested launch)
   jit::exact_aliases_into(k, inputs, outputs, alias);
   jit::HostKernelFn fn = fn_for(alias);
-  Args args(k, inputs, outputs, scalars);
+  std::optional<Args> made;
+  if (layout) made.emplace(*layout, inputs, outputs, scalars);
+  else made.emplace(k, inputs, outputs, scalars);
+  const Args& args = *made;
   if (work < kParallelWork || threads <= 1) {
     fn(args.get(), 0, outer);
     return;
@@ -395,7 +431,9 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
 // seen, each valid while the JIT's cache generation is the one it was
 // looked up in.
 struct PreparedHostKernel final : exec::PreparedKernel {
+  explicit PreparedHostKernel(Kernel collapsed) : k(std::move(collapsed)), layout(k) {}
   Kernel k;  // collapsed
+  ArgLayout layout;
   mutable std::mutex mu;
   struct Fn {
     std::vector<int> alias;
@@ -424,9 +462,9 @@ struct PreparedHostKernel final : exec::PreparedKernel {
 };
 
 std::shared_ptr<const exec::PreparedKernel> prepare_compiled(const Kernel& original) {
-  auto p = std::make_shared<PreparedHostKernel>();
-  if (!collapse_axes(original, &p->k)) p->k = original;
-  return p;
+  Kernel collapsed;
+  if (!collapse_axes(original, &collapsed)) collapsed = original;
+  return std::make_shared<PreparedHostKernel>(std::move(collapsed));
 }
 
 void run_prepared_compiled(const exec::PreparedKernel& prepared, const KScalar* scalars,
@@ -434,7 +472,7 @@ void run_prepared_compiled(const exec::PreparedKernel& prepared, const KScalar* 
   const auto& p = static_cast<const PreparedHostKernel&>(prepared);
   jit::CodeInUse in_use;  // read the generation inside: a function it vouches for stays loaded
   launch(p.k, scalars ? scalars : p.k.scalars.data(), inputs, outputs,
-         [&](const std::vector<int>& alias) { return p.fn_for(alias); });
+         [&](const std::vector<int>& alias) { return p.fn_for(alias); }, &p.layout);
 }
 
 struct KernelRanges::Impl {
