@@ -104,10 +104,12 @@ void evaluate(const std::vector<NodeId>& roots_in) {
     }
     return ref::evaluate(roots);  // runs with the lock held throughout
   }
-  const opt::Plan p = opt::plan(roots);
+  const char* dot_dir = std::getenv("AJ_DUMP_DOT");
+  const bool dump_dot = dot_dir && *dot_dir;
+  const opt::Plan p = opt::plan(roots, true, /*whole=*/dump_dot);  // the DOT file draws every field
   const Claim claim(g, p.schedule.order);
   if (log_any() && log_enabled("plan")) log("plan", describe_plan(p.schedule, p.buffers));
-  if (const char* dir = std::getenv("AJ_DUMP_DOT"); dir && *dir) {
+  if (const char* dir = dot_dir; dump_dot) {
     static std::atomic<int> n{0};
     write_dot_files(plan_dot(p.schedule, p.buffers), std::string(dir) + "/plan-" + std::to_string(n++) + ".dot");
   }

@@ -77,7 +77,7 @@ void run_pass(const char* name, const std::vector<NodeId>& roots, Body&& body) {
 // A plan for the graph simplify left, from the plan cache (opt/plan_cache.hpp)
 // when an earlier evaluation had the same structure. With verification on, a
 // hit is checked against planning from scratch.
-bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, Plan* p) {
+bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, Plan* p, bool whole) {
   if (!plan_cache::enabled() || !disabled_passes().empty()) return false;
   using Clock = std::chrono::steady_clock;
   const bool show = logging("passes");
@@ -90,7 +90,7 @@ bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, 
     detail::log("passes", text);
   }
   // Logged or checked, the plan is translated whole; else only what runs it.
-  if (!plan_cache::lookup(**key, &p->schedule, &p->buffers, g_logging || verify_enabled())) return false;
+  if (!plan_cache::lookup(**key, &p->schedule, &p->buffers, whole || g_logging || verify_enabled())) return false;
   if (logging("passes")) detail::log("passes", "plan cache: hit (fuse, assign_buffers skipped)");
   if (verify_enabled()) {
     verify(p->buffers, p->schedule, "plan_cache");
@@ -117,7 +117,7 @@ void count_stored(const Schedule& s) {
 
 // The table of contents: the passes, in order. `use_cache`: look the plan up
 // in (and add it to) the plan cache after simplify.
-Plan plan(const std::vector<NodeId>& roots, bool use_cache) {
+Plan plan(const std::vector<NodeId>& roots, bool use_cache, bool whole) {
   g_logging = detail::log_any();
   Plan p;
   run_pass("simplify", roots, [&](bool on) {
@@ -125,7 +125,7 @@ Plan plan(const std::vector<NodeId>& roots, bool use_cache) {
     return std::string();
   });
   const plan_cache::Key* key = nullptr;
-  if (use_cache && cached_plan(roots, &key, &p)) {
+  if (use_cache && cached_plan(roots, &key, &p, whole)) {
     ++detail::stats_mut().plan_cache_hits;
     count_stored(p.schedule);
     return p;

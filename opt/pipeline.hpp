@@ -22,7 +22,9 @@ struct Plan {
 // The plan for evaluating the roots (and what they need); `use_cache`: from
 // (and into) the plan cache, when an earlier evaluation had the same
 // structure. Runs simplify, which rewrites nodes into equivalent ones.
-Plan plan(const std::vector<NodeId>& roots, bool use_cache = true);
+// `whole`: a plan-cache hit is translated whole (every field explain and
+// the DOT dump read), as it is anyway when a log channel or verification is on.
+Plan plan(const std::vector<NodeId>& roots, bool use_cache = true, bool whole = false);
 
 // That plan as text (kernels, fused ops, buffer slots, in-place reuse),
 // planned from scratch; computes nothing.

@@ -100,6 +100,9 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
       map_all(st.computed);
       st.touched = from.touched;
       map_all(st.touched);
+    } else {
+      st.computed.clear();
+      st.touched.clear();
     }
     st.space = from.space;
     st.axes = from.axes;

@@ -16,6 +16,8 @@
 
 #include <unistd.h>
 
+#include "opt/plan_cache.hpp"
+#include "opt/verify.hpp"
 #include "tests/random_data.hpp"
 
 namespace {
@@ -98,6 +100,37 @@ TEST_CASE("write_dot and AJ_DUMP_DOT write .dot files, and .svg/.png where Graph
     found |= e.path().filename().string().rfind("plan-", 0) == 0 && e.path().extension() == ".dot";
   }
   CHECK(found);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("AJ_DUMP_DOT draws a plan-cache hit as fully as the plan it reuses (verification off)") {
+  // Verification (on in tests) makes every hit whole; a user's build does not.
+  struct VerifyOff {
+    bool was = aj::verify_enabled();
+    VerifyOff() { aj::set_verify(false); }
+    ~VerifyOff() { aj::set_verify(was); }
+  } off;
+  aj::plan_cache::clear();
+  const auto dir = std::filesystem::temp_directory_path() / ("aj_dot_hit_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  Array x = aj::from_vector(ajtest::random_in<double>(100, 6, -2.0, 2.0));
+  ::setenv("AJ_DUMP_DOT", dir.string().c_str(), 1);
+  for (int i = 0; i < 2; ++i) (aj::exp(x) * x + 1.0).eval();  // a plan, then a hit
+  ::unsetenv("AJ_DUMP_DOT");
+  std::vector<std::string> texts;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".dot") continue;
+    std::ifstream f(e.path());
+    std::stringstream ss;
+    ss << f.rdbuf();
+    texts.push_back(ss.str());
+  }
+  REQUIRE(texts.size() == 2);
+  for (const std::string& t : texts) {
+    CHECK(t.find("exp") != std::string::npos);    // the kernel's fused ops
+    CHECK(t.find("bytes") != std::string::npos);  // the buffers
+  }
   std::filesystem::remove_all(dir);
 }
 

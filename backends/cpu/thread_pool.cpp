@@ -55,7 +55,7 @@ class Pool {
   void take_chunks(std::uint64_t gen, const Job& job) {
     for (;;) {
       std::uint64_t cur = ticket_.load(std::memory_order_acquire);
-      if ((cur >> 32) != gen) return;
+      if ((cur >> 32) != (gen & 0xffffffffu)) return;  // the ticket keeps the generation's low 32 bits
       const auto c = static_cast<std::int64_t>(cur & 0xffffffffu);
       if (c >= job.chunks) return;
       if (!ticket_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) continue;
@@ -73,9 +73,10 @@ class Pool {
 
   void work(int index) {
     std::uint64_t seen = 0;
+    bool helped = false;  // only a worker the last job used spins (on a wide machine the rest do not)
     for (;;) {
       const auto until = std::chrono::steady_clock::now() + kSpin;
-      for (int i = 0; gen_.load(std::memory_order_acquire) == seen; ++i) {
+      for (int i = 0; helped && gen_.load(std::memory_order_acquire) == seen; ++i) {
         if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) break;
         pause();
       }
@@ -87,7 +88,8 @@ class Pool {
         gen = seen = gen_.load(std::memory_order_relaxed);
         job = job_;
       }
-      if (index < job.helpers) take_chunks(gen, job);
+      helped = index < job.helpers;
+      if (helped) take_chunks(gen, job);
     }
   }
 
