@@ -20,6 +20,9 @@ std::string& api_channels() {
   static std::string* s = new std::string;
   return *s;
 }
+// Whether api_channels() is not empty, read without the lock (log_any runs
+// on every evaluation).
+std::atomic<bool> g_api_set{false};
 
 bool lists(const std::string& list, const char* channel) {
   if (list.empty()) return false;
@@ -67,8 +70,7 @@ bool log_enabled(const char* channel) {
 bool log_any() {
   auto set = [](const char* v) { return v && *v; };
   if (set(std::getenv("AJ_LOG")) || set(std::getenv("AJ_DUMP"))) return true;
-  std::lock_guard lock(mu());
-  return !api_channels().empty();
+  return g_api_set.load(std::memory_order_acquire);
 }
 
 void log(const char* channel, const std::string& text) {
@@ -83,6 +85,7 @@ void set_log_channels(const std::string& channels) {
   check_names(channels, "aj::set_log");
   std::lock_guard lock(mu());
   api_channels() = channels;
+  g_api_set.store(!channels.empty(), std::memory_order_release);
 }
 
 }  // namespace aj::detail
