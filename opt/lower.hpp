@@ -83,10 +83,11 @@ bool counts_as_work(Op op);
 // second kernel rather than storing: a Cheap elementwise op whose inputs are
 // all stored (evaluated, or materialized per `is_materialized`; through
 // views), constants or index generators, at most one of them with as many
-// elements as the node. Recomputing it costs one op per element and reads
-// what storing it would have read back anyway (the large input instead of
-// the node); storing it costs a write of its whole size too. Layernorm's
-// `x - mean` read by the variance and the normalizing kernel is one.
+// elements as the node, and that one at most twice the node's item size.
+// Recomputing it costs one op per element and reads the large input instead
+// of the node; storing it costs a write of its whole size and a read back.
+// Layernorm's `x - mean` read by the variance and the normalizing kernel is
+// one; `x > 0` of f64 x (a bool) is not: reading x again would cost more.
 std::int64_t work_limit(const Graph& g, NodeId id, const std::function<bool(NodeId)>& is_materialized);
 
 // Where a kernel scalar's value comes from, so a plan reused for another
