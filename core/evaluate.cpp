@@ -109,9 +109,9 @@ void evaluate(const std::vector<NodeId>& roots_in) {
   const opt::Plan p = opt::plan(roots, true, /*whole=*/dump_dot);  // the DOT file draws every field
   const Claim claim(g, p.schedule.order);
   if (log_any() && log_enabled("plan")) log("plan", describe_plan(p.schedule, p.buffers));
-  if (const char* dir = dot_dir; dump_dot) {
+  if (dump_dot) {
     static std::atomic<int> n{0};
-    write_dot_files(plan_dot(p.schedule, p.buffers), std::string(dir) + "/plan-" + std::to_string(n++) + ".dot");
+    write_dot_files(plan_dot(p.schedule, p.buffers), std::string(dot_dir) + "/plan-" + std::to_string(n++) + ".dot");
   }
   const Device device = exec::plan_device(p);
   if (EvalObserver* o = t_observer) {

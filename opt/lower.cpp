@@ -32,9 +32,7 @@ bool counts_as_work(Op op) {
 std::int64_t work_limit(const Graph& g, NodeId id, const std::function<bool(NodeId)>& is_materialized) {
   const Node& n = g[id];
   const std::int64_t numel = n.numel();
-  if (!is_elementwise(n.op) || !op_has(n.op, opflag::Cheap) || op_category(n.op) == OpCategory::Generator) {
-    return numel;
-  }
+  if (!is_elementwise(n.op) || !op_has(n.op, opflag::Cheap)) return numel;
   int full = 0;
   for (NodeId in : n.inputs) {
     NodeId base = in;

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "opt/plan_cache.hpp"
-#include "opt/verify.hpp"
 #include "tests/random_data.hpp"
+#include "tests/verify_off.hpp"
 
 namespace {
 
@@ -104,12 +104,7 @@ TEST_CASE("write_dot and AJ_DUMP_DOT write .dot files, and .svg/.png where Graph
 }
 
 TEST_CASE("AJ_DUMP_DOT draws a plan-cache hit as fully as the plan it reuses (verification off)") {
-  // Verification (on in tests) makes every hit whole; a user's build does not.
-  struct VerifyOff {
-    bool was = aj::verify_enabled();
-    VerifyOff() { aj::set_verify(false); }
-    ~VerifyOff() { aj::set_verify(was); }
-  } off;
+  const ajtest::VerifyOff off;  // a user's build: hits are not translated whole
   aj::plan_cache::clear();
   const auto dir = std::filesystem::temp_directory_path() / ("aj_dot_hit_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);

@@ -14,8 +14,8 @@
 #include "opt/passes/assign_buffers.hpp"
 #include "opt/passes/fuse.hpp"
 #include "opt/plan_cache.hpp"
-#include "opt/verify.hpp"
 #include "tests/random_data.hpp"
+#include "tests/verify_off.hpp"
 
 namespace {
 
@@ -294,13 +294,7 @@ TEST_CASE("a scalar equal to another constant of the step plans nothing new (sca
 }
 
 TEST_CASE("hits with verification off run lean copies of the plan and its prepared kernels, with the planned values") {
-  // Tests run with verification on, which translates every hit whole and
-  // plans it again; a user's build does neither.
-  struct VerifyOff {
-    bool was = aj::verify_enabled();
-    VerifyOff() { aj::set_verify(false); }
-    ~VerifyOff() { aj::set_verify(was); }
-  } off;
+  const ajtest::VerifyOff off;  // a user's build: hits are lean, and not planned again
   pc::clear();
   const std::size_t n = 96;
   std::vector<double> xr = ajtest::random_in<double>(n, 31, -1.0, 1.0), mr = ajtest::random_in<double>(n, 32, -0.5, 0.5);

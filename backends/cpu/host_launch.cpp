@@ -28,9 +28,6 @@ std::atomic<int> g_threads{0};
 
 constexpr std::int64_t kOuterChunk = 1024;
 
-// The run-time arguments of one call of a compiled kernel: pointers, extents,
-// strides and offsets laid out as HostArgs wants them. Small kernels keep
-// them on the stack (a small call allocates nothing).
 // A kernel's extents, strides and offsets as HostArgs reads them, made once
 // for a prepared kernel (a launch then only fills in its pointers).
 struct ArgLayout {
@@ -45,6 +42,9 @@ struct ArgLayout {
   }
 };
 
+// The run-time arguments of one call of a compiled kernel: pointers, extents,
+// strides and offsets laid out as HostArgs wants them. Small kernels keep
+// them on the stack (a small call allocates nothing).
 class Args {
  public:
   // Pointers only; the rest is `l`'s (restrict_axis and add_offset may not be used).
