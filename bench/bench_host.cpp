@@ -432,6 +432,24 @@ void bench_two_pass() {
     const auto [t1, t2] = one_two(layernorm_held);
     bw_rows("layernorm, x - mean held, 4096x4096 f32", bytes, t1, t2, "hand-written loop", tl);
   }
+  // Where layernorm's time goes, 1 thread: each of its passes evaluated on
+  // its own from stored mean and sqrt(var + eps), against one elementwise
+  // pass that reads and writes as much as the normalizing one.
+  {
+    Array mu = aj::mean(x, 1, true);
+    Array rs = aj::sqrt(aj::mean((x - mu) * (x - mu), 1, true) + eps);
+    aj::eval({mu, rs});
+    aj::jit::set_num_threads(1);
+    const double t_mean = median_ms([&] { aj::mean(x, 1, true).eval(); });
+    // (x - mu twice is one node: no handle holds it, so it is not stored.)
+    const double t_var = median_ms([&] { aj::mean((x - mu) * (x - mu), 1, true).eval(); });
+    const double t_norm = median_ms([&] { ((x - mu) / rs * g + b).eval(); });
+    const double t_scale = median_ms([&] { (x * 1.0001f).eval(); });
+    aj::jit::set_num_threads(0);
+    std::printf("  layernorm's passes, 1 thread: mean %.2f ms, variance %.2f ms, normalize %.2f ms "
+                "(x * 1.0001 over the same array: %.2f ms)\n", t_mean, t_var, t_norm, t_scale);
+    std::fflush(stdout);
+  }
 }
 
 // argmax over rows and over columns of f32 [8192, 4096] (JIT reductions
