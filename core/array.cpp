@@ -7,6 +7,7 @@
 
 #include "base/semantics.hpp"
 #include "core/autodiff_trace.hpp"
+#include "core/compile_extents.hpp"
 #include "core/device.hpp"
 #include "core/executor.hpp"
 #include "base/stats.hpp"
@@ -56,9 +57,21 @@ Array::~Array() {
 
 // dtype and shape never change while a node lives: read without a lock.
 DType Array::dtype(Loc loc) const { return trace::own_node(*this, "dtype", loc).dtype; }
-const Shape& Array::shape(Loc loc) const { return trace::own_node(*this, "shape", loc).shape; }
+namespace trace {
+bool in_op();  // below
+}  // namespace trace
+
+// A function being compiled that reads an extent may branch on it: aj::compile
+// then keeps its programs per extent (core/compile_extents.hpp).
+const Shape& Array::shape(Loc loc) const {
+  if (!trace::in_op()) detail::extents::note_shape_read();
+  return trace::own_node(*this, "shape", loc).shape;
+}
 int Array::ndim(Loc loc) const { return trace::own_node(*this, "ndim", loc).shape.ndim(); }
-std::int64_t Array::size(Loc loc) const { return trace::own_node(*this, "size", loc).shape.numel(); }
+std::int64_t Array::size(Loc loc) const {
+  if (!trace::in_op()) detail::extents::note_shape_read();
+  return trace::own_node(*this, "size", loc).shape.numel();
+}
 Device Array::device(Loc loc) const {
   trace::own_node(*this, "device", loc);
   GraphScope in(*g_);
@@ -196,6 +209,8 @@ namespace trace {
 namespace {
 constinit thread_local Scope* t_scope [[gnu::tls_model("initial-exec")]] = nullptr;  // the innermost op scope of this thread
 }  // namespace
+
+bool in_op() { return t_scope != nullptr; }
 
 Scope::Scope() : graph_(thread_graph()), outer_(t_scope) { t_scope = this; }
 

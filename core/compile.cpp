@@ -9,6 +9,12 @@
 // unchanged, a program is also kept per signature with that scalar left
 // out: the second trace with another value shows which kernel scalars follow
 // the argument (exec::Program's scalar bindings), and later values replay.
+//
+// Extents (docs/extent-replays.md): per signature with the extents left out
+// (0 and 1 stay in), the first trace's template is kept (compile_extents.hpp);
+// a trace at other extents checks it, and from then on a call at new extents
+// makes the template's nodes at its extents and plans them: no tracing. The
+// program that plan makes is kept under the call's full signature.
 #include "arrayjit/compile.hpp"
 
 #include <bit>
@@ -20,6 +26,7 @@
 
 #include "base/stats.hpp"
 #include "core/autodiff_trace.hpp"
+#include "core/compile_extents.hpp"
 #include "core/evaluate.hpp"
 #include "core/trace.hpp"
 #include "exec/program.hpp"
@@ -126,13 +133,37 @@ class CompiledCore {
     c.programs = exact_.size() + scalar_free_.size();
     return c;
   }
+  std::string extents_note() const {
+    std::lock_guard lock(mu_);
+    return extents_note_;
+  }
 
  private:
   // The signature into `k`; `with_scalars` false leaves scalar values out (kinds stay).
   void signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const;
+  // The signature without extents (but which are 0 or 1) into `k`: false
+  // when an argument is not contiguous from its buffer's start (its layout
+  // would not follow its extents).
+  bool extent_free_signature(const std::vector<CallArg>& args, Key& k) const;
   std::vector<Array> replay(const Entry& e, std::vector<CallArg>& args);
+  // What the extent-free signature `generic` has kept.
+  struct Generic {
+    std::shared_ptr<const extents::Template> first;    // the first trace's, not yet checked
+    std::shared_ptr<const extents::Template> trusted;  // checked by a second trace
+    bool refused = false;                              // this function cannot be generalized
+  };
   std::vector<Array> trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
-                                const Key& exact, const Key& scalar_free);
+                                const Key& exact, const Key& scalar_free, const Key* generic,
+                                std::shared_ptr<const extents::Template> first);
+  // The template made at this call's extents and planned; false when its
+  // guards fail here.
+  bool run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
+                    std::vector<Array>* out);
+  // Evaluates `local` (the results, arrays of this thread's graph) catching
+  // the plan; the program it makes, prepared, or null.
+  std::shared_ptr<const exec::Program> evaluate_and_capture(const std::vector<NodeId>& arg_nodes, bool all_local,
+                                                            const std::vector<Array>& local);
+  void keep(const Key& exact, std::shared_ptr<const exec::Program> prog);  // mu_ held
 
   std::string where_;
   mutable std::mutex mu_;
@@ -142,6 +173,8 @@ class CompiledCore {
   std::unordered_map<Key, std::shared_ptr<const exec::Program>, KeyHash> last_trace_;
   std::unordered_map<Key, std::vector<Scalar>, KeyHash> last_scalars_;
   Programs scalar_free_;
+  std::unordered_map<Key, Generic, KeyHash> generic_;
+  std::string extents_note_;  // why calls at new extents trace, when they do
   CompiledCounts counts_;
   static constexpr std::size_t kMaxPrograms = 64;  // per compiled function (then all are dropped)
 };
@@ -168,6 +201,36 @@ void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars
     k.push_back(n.storage->bytes);
     k.push_back(n.storage->borrowed);
   }
+}
+
+bool CompiledCore::extent_free_signature(const std::vector<CallArg>& args, Key& k) const {
+  k.clear();
+  k.push_back(args.size() | 0xe7e7ull << 32);
+  ArgNodes node_of;
+  for (const CallArg& a : args) {
+    if (a.is_scalar) {  // values out: kernel constants that follow them are fitted
+      k.push_back(0x5ca1a0 + static_cast<std::uint64_t>(a.scalar.kind));
+      if (a.structural) k.push_back(static_cast<std::uint64_t>(a.scalar.i) ^ bits(a.scalar.f) ^ a.scalar.above_int64);
+      continue;
+    }
+    const Node& n = node_of(a);
+    if (n.offset != 0 || !is_contiguous(n.shape, n.strides)) return false;
+    k.push_back(0xa77a7 + (static_cast<std::uint64_t>(n.dtype) << 8) + (a.donated ? 1u << 16 : 0u));
+    k.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 | static_cast<std::uint32_t>(n.storage->device.index));
+    k.push_back(static_cast<std::uint64_t>(n.shape.ndim()));
+    for (auto d : n.shape) k.push_back(d <= 1 ? static_cast<std::uint64_t>(d) : 2u);
+    k.push_back(n.storage->borrowed);
+  }
+  return true;
+}
+
+// The scalar arguments an extent-free signature leaves out, in order.
+static std::vector<Scalar> changeable_scalars(const std::vector<CallArg>& args) {
+  std::vector<Scalar> s;
+  for (const CallArg& a : args) {
+    if (a.is_scalar && !a.structural) s.push_back(a.scalar);
+  }
+  return s;
 }
 
 // Runs a kept program on this call's arguments; the results are new arrays
@@ -269,41 +332,11 @@ bool learn_bindings(const exec::Program& before, const exec::Program& after, con
 
 }  // namespace
 
-std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
-                                            const Key& exact, const Key& scalar_free) {
-  // What the program needs of the arguments is read now: once the function
-  // has run, a vector argument passed as an rvalue is gone.
-  std::vector<NodeId> arg_nodes;
-  bool all_local = true;
-  for (const CallArg& a : args) {
-    if (a.is_scalar) continue;
-    arg_nodes.push_back(a.array->node_id());
-    all_local &= a.array->graph_of() == &graph();
-  }
-  std::vector<Array> results;
-  {
-    HookGuard guard;
-    set_tracing_compiled(where_.c_str());
-    results = trace();
-    set_tracing_compiled(nullptr);
-  }
-  // Donated handles are given up now. The elements of a vector passed as an
-  // rvalue are not touched: the function took the vector (its elements are
-  // gone with it, or are the function's to keep).
-  for (CallArg& a : args) {
-    if (!a.donated || a.is_scalar || a.element) continue;
-    if (a.array->valid()) Array given_up = std::move(*a.array);
-    if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
-  }
-  ++stats_mut().compiled_traces;
-  // The results as arrays of this thread's graph, evaluated with the plan caught.
-  trace::Scope scope;
-  std::vector<Array> local;
+std::shared_ptr<const exec::Program> CompiledCore::evaluate_and_capture(const std::vector<NodeId>& arg_nodes,
+                                                                       bool all_local,
+                                                                       const std::vector<Array>& local) {
   std::vector<NodeId> result_nodes;
-  for (const Array& r : results) {
-    local.push_back(trace::local(r, "compile", Loc::current()));
-    result_nodes.push_back(local.back().node_id());
-  }
+  for (const Array& r : local) result_nodes.push_back(r.node_id());
   // Arguments of another graph than this thread's (or not among the plan's
   // leaves) simply leave the program unmade: those calls are traced.
   Capture capture;
@@ -324,19 +357,128 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
       capture.planned(opt::Plan{}, Device::cpu());
     }
   }
-  if (capture.program) {
-    exec::prepare_program(*capture.program, backend_for(capture.program->device));
-    std::shared_ptr<const exec::Program> prog = std::move(capture.program);
+  if (!capture.program) return nullptr;
+  exec::prepare_program(*capture.program, backend_for(capture.program->device));
+  return std::move(capture.program);
+}
+
+void CompiledCore::keep(const Key& exact, std::shared_ptr<const exec::Program> prog) {
+  if (exact_.size() + scalar_free_.size() >= kMaxPrograms) {
+    exact_.clear();
+    scalar_free_.clear();
+    last_trace_.clear();
+    last_scalars_.clear();
+  }
+  exact_.put(exact, std::make_shared<const Entry>(Entry{std::move(prog), {}}));
+}
+
+bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
+                                std::vector<Array>* out) {
+  std::vector<NodeId> arg_nodes;
+  for (const CallArg& a : args) {
+    if (a.is_scalar) continue;
+    if (a.array->graph_of() != &graph()) return false;
+    arg_nodes.push_back(a.array->node_id());
+  }
+  trace::Scope scope;
+  std::vector<Array> local;
+  std::string why;
+  if (!extents::instantiate(t, arg_nodes, changeable_scalars(args), &local, &why)) {
+    std::lock_guard lock(mu_);
+    extents_note_ = "traced again at new extents: " + why;
+    return false;
+  }
+  for (CallArg& a : args) {  // donated handles are given up, as after a trace
+    if (!a.donated || a.is_scalar || a.element) continue;
+    if (a.array->valid()) Array given_up = std::move(*a.array);
+    if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
+  }
+  ++stats_mut().compiled_new_extents;
+  std::shared_ptr<const exec::Program> prog = evaluate_and_capture(arg_nodes, true, local);
+  if (prog) {
+    std::lock_guard lock(mu_);
+    keep(exact, std::move(prog));
+  }
+  *out = std::move(local);
+  return true;
+}
+
+std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
+                                            const Key& exact, const Key& scalar_free, const Key* generic,
+                                            std::shared_ptr<const extents::Template> first) {
+  // What the program needs of the arguments is read now: once the function
+  // has run, a vector argument passed as an rvalue is gone.
+  std::vector<NodeId> arg_nodes;
+  bool all_local = true;
+  for (const CallArg& a : args) {
+    if (a.is_scalar) continue;
+    arg_nodes.push_back(a.array->node_id());
+    all_local &= a.array->graph_of() == &graph();
+  }
+  std::vector<Array> results;
+  std::uint64_t reads = 0;
+  {
+    HookGuard guard;
+    struct Watch {
+      std::uint64_t before = extents::shape_reads();
+      Watch() { extents::watch_shape_reads(true); }
+      ~Watch() { extents::watch_shape_reads(false); }
+    } watch;
+    set_tracing_compiled(where_.c_str());
+    results = trace();
+    set_tracing_compiled(nullptr);
+    reads = extents::shape_reads() - watch.before;
+  }
+  // Donated handles are given up now. The elements of a vector passed as an
+  // rvalue are not touched: the function took the vector (its elements are
+  // gone with it, or are the function's to keep).
+  for (CallArg& a : args) {
+    if (!a.donated || a.is_scalar || a.element) continue;
+    if (a.array->valid()) Array given_up = std::move(*a.array);
+    if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
+  }
+  ++stats_mut().compiled_traces;
+  // The results as arrays of this thread's graph, evaluated with the plan caught.
+  trace::Scope scope;
+  std::vector<Array> local;
+  std::vector<NodeId> result_nodes;
+  for (const Array& r : results) {
+    local.push_back(trace::local(r, "compile", Loc::current()));
+    result_nodes.push_back(local.back().node_id());
+  }
+  // The template of this trace, and what it says of the one kept before.
+  if (generic) {
+    std::string why;
+    std::shared_ptr<extents::Template> mine;
+    if (!all_local) why = "arguments of another thread's graph";
+    else if (reads) why = "the function read an extent in C++ (shape() or size()) while traced";
+    else mine = extents::capture(arg_nodes, changeable_scalars(args), result_nodes, &why);
+    std::shared_ptr<extents::Template> checked;
+    if (mine && first && !extents::extents_differ(*first, *mine)) first.reset();  // nothing new to learn
+    if (mine && first) {
+      checked = extents::copy(*first);
+      if (!extents::validate(*checked, *mine, &why)) checked.reset();
+    }
+    std::lock_guard lock(mu_);
+    Generic& gen = generic_[*generic];
+    if (!mine || (first && !checked)) {
+      // (A trace at the first's extents, first reset above, changes nothing.)
+      gen.refused = true;
+      gen.first.reset();
+      extents_note_ = "calls at new extents are traced: " + why;
+    } else if (checked) {
+      gen.trusted = std::move(checked);
+      gen.first.reset();
+    } else if (!gen.first && !gen.trusted && !gen.refused) {
+      gen.first = std::move(mine);
+    }
+  }
+  std::shared_ptr<const exec::Program> prog = evaluate_and_capture(arg_nodes, all_local, local);
+  if (prog) {
     std::vector<Scalar> scalars;
     for (const CallArg& a : args) scalars.push_back(a.scalar);
     std::lock_guard lock(mu_);
-    if (exact_.size() + scalar_free_.size() >= kMaxPrograms) {
-      exact_.clear();
-      scalar_free_.clear();
-      last_trace_.clear();
-      last_scalars_.clear();
-    }
-    exact_.put(exact, std::make_shared<const Entry>(Entry{prog, {}}));
+    keep(exact, prog);
     // Learn which kernel scalars follow scalar arguments from the trace before.
     auto last = last_trace_.find(scalar_free);
     if (last != last_trace_.end() && exact != scalar_free) {
@@ -390,12 +532,32 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
     std::lock_guard lock(mu_);
     hit = exact_.find(exact);
     if (hit) ++counts_.replays;
-    else ++counts_.traces;
   }
   if (hit) return replay(*hit, args);
   // Copies: the function being traced may call compiled functions itself.
   const Key exact_key = exact, scalar_free_key = has_scalars ? scalar_free : exact;
-  return trace_call(args, trace, exact_key, scalar_free_key);
+  // New extents: the kept trace, made again at these extents, once checked.
+  Key generic;
+  const bool has_generic = extent_free_signature(args, generic);
+  std::shared_ptr<const extents::Template> trusted, first;
+  if (has_generic) {
+    std::lock_guard lock(mu_);
+    auto it = generic_.find(generic);
+    if (it != generic_.end()) trusted = it->second.trusted, first = it->second.first;
+  }
+  if (trusted) {
+    std::vector<Array> out;
+    if (run_template(*trusted, args, exact_key, &out)) {
+      std::lock_guard lock(mu_);
+      ++counts_.new_extents;
+      return out;
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++counts_.traces;
+  }
+  return trace_call(args, trace, exact_key, scalar_free_key, has_generic ? &generic : nullptr, std::move(first));
 }
 
 std::shared_ptr<CompiledCore> make_compiled_core(Loc where) { return std::make_shared<CompiledCore>(loc_str(where)); }
@@ -407,5 +569,6 @@ std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
 }
 
 CompiledCounts compiled_counts(const CompiledCore& core) { return core.counts(); }
+std::string compiled_extents_note(const CompiledCore& core) { return core.extents_note(); }
 
 }  // namespace aj::detail

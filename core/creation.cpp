@@ -332,16 +332,16 @@ Array bernoulli(Shape shape, double p, Loc loc) try {
 // ---- fills of another array's shape (issue 14) --------------------------------
 
 Array zeros_like(const Array& a, std::optional<DType> dtype, Loc loc) {
-  trace::own_node(a, "zeros_like", loc);
-  return fill("zeros_like", a.shape(), 0, dtype.value_or(a.dtype()), loc);
+  const Node& n = trace::own_node(a, "zeros_like", loc);  // (not a.shape(): a read aj::compile would count)
+  return fill("zeros_like", Shape(n.shape), 0, dtype.value_or(n.dtype), loc);
 }
 Array ones_like(const Array& a, std::optional<DType> dtype, Loc loc) {
-  trace::own_node(a, "ones_like", loc);
-  return fill("ones_like", a.shape(), 1, dtype.value_or(a.dtype()), loc);
+  const Node& n = trace::own_node(a, "ones_like", loc);  // (not a.shape(): a read aj::compile would count)
+  return fill("ones_like", Shape(n.shape), 1, dtype.value_or(n.dtype), loc);
 }
 Array full_like(const Array& a, Scalar value, std::optional<DType> dtype, Loc loc) {
-  trace::own_node(a, "full_like", loc);
-  return fill("full_like", a.shape(), value, dtype.value_or(a.dtype()), loc);
+  const Node& n = trace::own_node(a, "full_like", loc);  // (not a.shape(): a read aj::compile would count)
+  return fill("full_like", Shape(n.shape), value, dtype.value_or(n.dtype), loc);
 }
 
 }  // namespace aj

@@ -218,8 +218,10 @@ Array slice(const Array& a_in, std::vector<Slice> slices, Loc loc) try {
 
 Array slice(const Array& a, int axis, std::optional<std::int64_t> start,
             std::optional<std::int64_t> stop, std::int64_t step, Loc loc) try {
-  trace::own_node(a, "slice", loc);  // the other slice() makes the node
-  int ax = trace::normalize_axis(axis, a.ndim(), "slice", a.shape(), a.dtype(), loc);
+  // The other slice() makes the node. (The node's shape, not a.shape(): a
+  // read of the user's that aj::compile would count.)
+  const Node& n = trace::own_node(a, "slice", loc);
+  int ax = trace::normalize_axis(axis, n.shape.ndim(), "slice", n.shape, n.dtype, loc);
   std::vector<Slice> slices(static_cast<std::size_t>(ax + 1));
   slices[static_cast<std::size_t>(ax)] = Slice(start, stop, step);
   return slice(a, std::move(slices), loc);

@@ -89,8 +89,10 @@ std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
 // Counts of one compiled function: calls traced and calls replayed.
 struct CompiledCounts {
   std::uint64_t traces = 0, replays = 0, programs = 0;
+  std::uint64_t new_extents = 0;  // calls at new extents run from a kept trace (no tracing)
 };
 CompiledCounts compiled_counts(const CompiledCore& core);
+std::string compiled_extents_note(const CompiledCore& core);
 
 template <class T>
 struct is_array_tuple : std::false_type {};
@@ -196,6 +198,9 @@ class Compiled {
 
   // Calls traced and replayed so far, and programs kept.
   detail::CompiledCounts counts() const { return detail::compiled_counts(*core_); }
+  // Why calls at new extents were traced rather than run from the kept
+  // trace (docs/extent-replays.md); empty when none was.
+  std::string extents_note() const { return detail::compiled_extents_note(*core_); }
 
  private:
   F f_;

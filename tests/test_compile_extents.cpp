@@ -1,0 +1,173 @@
+// aj::compile across extents (docs/extent-replays.md): after a second trace
+// at other extents has checked the first, a call at new extents runs the kept
+// trace made at its extents (no tracing), gives what the call gives, and
+// what cannot follow the extents (an extent read in C++, a constant shape)
+// is traced instead, never replayed wrong.
+#include <doctest/doctest.h>
+
+#include <arrayjit/arrayjit.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/random_data.hpp"
+
+namespace {
+
+using aj::Array;
+using aj::DType;
+using aj::Shape;
+
+std::vector<double> vals(const Array& a) { return a.to_vector<double>(); }
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+}
+
+Array input(Shape s, unsigned seed, DType t = DType::f32) {
+  const auto v = ajtest::random_in<double>(static_cast<std::size_t>(s.numel()), seed, -2, 2);
+  return aj::from_vector(v, s).astype(t).eval();
+}
+
+// Calls cf and f on arrays of each shape in `shapes` (one argument), checks
+// the results bit for bit and returns how many calls traced.
+template <class CF, class F>
+std::uint64_t run_shapes(CF& cf, F f, const std::vector<Shape>& shapes, unsigned seed) {
+  const std::uint64_t before = cf.counts().traces;
+  for (const Shape& s : shapes) {
+    const Array x = input(s, seed++);
+    Array want = f(x), got = cf(x);
+    want.eval();
+    INFO("shape " << s.str());
+    CHECK(same_bits(vals(got), vals(want)));
+  }
+  return cf.counts().traces - before;
+}
+
+}  // namespace
+
+TEST_SUITE("compile") {
+
+TEST_CASE("compile extents: mean's divisor follows the extent it counts") {
+  auto f = [](const Array& x) { return x - aj::mean(x, 1, true) + aj::mean(x * x); };
+  auto cf = aj::compile(f);
+  CHECK(run_shapes(cf, f, {Shape{4, 6}, Shape{7, 9}, Shape{30, 11}, Shape{2, 129}, Shape{30, 11}}, 1) == 2);
+  CHECK(cf.counts().new_extents == 2);
+  CHECK(cf.counts().replays == 1);
+  CHECK(cf.extents_note().empty());
+}
+
+TEST_CASE("compile extents: two arguments with independent extents; a matmul across the epilogue threshold") {
+  // x: [batch, in], w: [in, out], b: [out]. The batch changes; at 1024 rows
+  // the product runs its epilogue blockwise (exec/program.cpp), a decision
+  // the plan at those extents makes again.
+  auto f = [](const Array& x, const Array& w, const Array& b) { return aj::maximum(aj::matmul(x, w) + b, 0.0f); };
+  auto cf = aj::compile(f);
+  const Array w = input({24, 40}, 2), b = input({40}, 3);
+  unsigned seed = 10;
+  for (std::int64_t n : {3, 5, 1024, 17, 1024}) {
+    const Array x = input({n, 24}, seed++);
+    Array want = f(x, w, b);
+    want.eval();
+    CHECK(same_bits(vals(cf(x, w, b)), vals(want)));
+  }
+  CHECK(cf.counts().traces == 2);       // 3, then 5 (w and b keep theirs: pinned)
+  CHECK(cf.counts().new_extents == 2);  // 1024, 17
+  CHECK(cf.counts().replays == 1);
+  // w with another width: its extents were pinned, so this traces.
+  const Array w2 = input({24, 8}, 4), b2 = input({8}, 5), x = input({6, 24}, 6);
+  Array want = f(x, w2, b2);
+  CHECK(same_bits(vals(cf(x, w2, b2)), vals(want)));
+  CHECK(cf.counts().traces == 3);
+  CHECK(cf.extents_note().find("==") != std::string::npos);  // says which extent had to stay
+}
+
+TEST_CASE("compile extents: slices from the end, a concatenation and a flatten follow their extents") {
+  auto f = [](const Array& x) {
+    Array rolled = aj::concatenate({aj::slice(x, 0, 1, std::nullopt), aj::slice(x, 0, 0, 1)}, 0);
+    Array last = aj::slice(x, 0, -1, std::nullopt);  // starts at n - 1
+    return aj::reshape(rolled * 2.0f - last, {-1});
+  };
+  auto cf = aj::compile(f);
+  CHECK(run_shapes(cf, f, {Shape{5, 3}, Shape{8, 4}, Shape{13, 6}, Shape{2, 7}, Shape{13, 6}}, 20) == 2);
+  CHECK(cf.counts().new_extents == 2);
+  INFO(cf.extents_note());
+  CHECK(cf.extents_note().empty());
+}
+
+TEST_CASE("compile extents: a function that reads an extent in C++ is traced at every new extent") {
+  int calls = 0;
+  auto f = [&calls](const Array& x) {
+    ++calls;
+    // A branch on the extent: only a trace sees it.
+    return x.shape()[0] > 10 ? aj::exp(x) : aj::tanh(x);
+  };
+  auto cf = aj::compile(f);
+  CHECK(run_shapes(cf, f, {Shape{4}, Shape{6}, Shape{40}, Shape{7}}, 30) == 4);
+  CHECK(cf.counts().new_extents == 0);
+  CHECK(cf.extents_note().find("read an extent") != std::string::npos);
+}
+
+TEST_CASE("compile extents: a reshape to a constant shape is never generalized") {
+  // [4, 6] and [6, 4] both reshape to {4, 6}; a rule would take the first
+  // axis for the argument's. The second trace shows it is not, so [3, 8]
+  // traces too (its result is [4, 6] as well).
+  auto f = [](const Array& x) { return aj::reshape(x, {4, 6}) + 1.0f; };
+  auto cf = aj::compile(f);
+  CHECK(run_shapes(cf, f, {Shape{4, 6}, Shape{6, 4}, Shape{3, 8}, Shape{8, 3}}, 40) == 4);
+  CHECK(cf.counts().new_extents == 0);
+  CHECK_FALSE(cf.extents_note().empty());
+}
+
+TEST_CASE("compile extents: extents the graph needs equal are checked; a mismatch is the function's own error") {
+  auto f = [](const Array& x, const Array& y) { return x * y + 1.0f; };
+  auto cf = aj::compile(f);
+  for (std::int64_t n : {3, 9, 31}) {
+    const Array x = input({n}, 50 + static_cast<unsigned>(n)), y = input({n}, 60 + static_cast<unsigned>(n));
+    CHECK(same_bits(vals(cf(x, y)), vals(f(x, y))));
+  }
+  CHECK(cf.counts().new_extents == 1);
+  // Extents that break x's and y's equality: traced, and the trace throws as
+  // the uncompiled call does.
+  const Array x = input({5}, 70), y = input({6}, 71);
+  CHECK_THROWS_AS(f(x, y), aj::Error);
+  CHECK_THROWS_AS(cf(x, y), aj::Error);
+  CHECK(cf.counts().new_extents == 1);
+}
+
+TEST_CASE("compile extents: a training step with a changing scalar and a changing batch, donated in place") {
+  auto step = [](const Array& x, const Array& y, Array w, float lr) {
+    auto [l, g] = aj::value_and_grad([&](const Array& q) {
+      const Array z = aj::matmul(x, q);
+      return aj::mean((z - y) * (z - y));
+    })(w);
+    return std::vector<Array>{l, w - lr * g};
+  };
+  auto cstep = aj::compile(step);
+  Array w = input({6, 2}, 80), w2 = w;
+  unsigned seed = 81;
+  const aj::Stats s0 = aj::stats();
+  std::uint64_t inplace_at_new = 0;
+  for (int t = 0; t < 9; ++t) {
+    const std::int64_t batch = 4 + 3 * t;  // every step a new batch size
+    const float lr = 0.1f / static_cast<float>(1 + t);
+    const Array x = input({batch, 6}, seed++), y = input({batch, 2}, seed++);
+    const aj::Stats before = aj::stats();
+    std::vector<Array> r = cstep(x, y, std::move(w), lr);
+    const aj::Stats after = aj::stats();
+    if (t >= 2) inplace_at_new += after.inplace_reuses - before.inplace_reuses;
+    std::vector<Array> e = step(x, y, w2, lr);
+    aj::eval(e);
+    CHECK(same_bits(vals(r[0]), vals(e[0])));
+    CHECK(same_bits(vals(r[1]), vals(e[1])));
+    w = r[1], w2 = e[1];
+  }
+  INFO(cstep.extents_note());
+  CHECK(cstep.counts().traces == 2);
+  CHECK(cstep.counts().new_extents == 7);
+  CHECK(aj::stats().compiled_new_extents - s0.compiled_new_extents == 7);
+  CHECK(inplace_at_new >= 7);  // the donated w written in place at each new batch
+}
+
+}  // TEST_SUITE
