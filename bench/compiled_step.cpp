@@ -17,6 +17,7 @@
 //   build/bench/compiled_step [steps]
 #include <arrayjit/arrayjit.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -100,6 +101,80 @@ Result run(int B, int D, int H, int C, int steps, bool profile = false) {
   return res;
 }
 
+// New batch sizes: every step another batch (the data made beforehand). The
+// compiled step's first call at each batch runs its kept trace made at the
+// new extents (no tracing; docs/extent-replays.md); against the same step
+// compiled from a function that reads an extent (traced at each batch) and
+// the uncompiled step (trace + plan: the plan cache misses at new extents).
+// Each kind its own batches. Medians of the per-step times.
+struct NewBatches {
+  double kept_us = 0, traced_us = 0, uncompiled_us = 0;
+  std::uint64_t traces = 0, new_extents = 0, compiles = 0;
+  float max_loss_diff = 0;
+  std::string note;
+};
+
+NewBatches new_batches(int D, int H, int C, int count) {
+  auto step_fn = [](const aj::Array& X, const aj::Array& Y, std::vector<aj::Array> p, std::vector<aj::Array> m,
+                    std::vector<aj::Array> v, float c1, float c2) {
+    return ajbench::mlp_adam_step(X, Y, std::move(p), std::move(m), std::move(v), c1, c2);
+  };
+  auto kept = aj::compile(step_fn);
+  auto traced = aj::compile([&](const aj::Array& X, const aj::Array& Y, std::vector<aj::Array> p, std::vector<aj::Array> m,
+                                std::vector<aj::Array> v, float c1, float c2) {
+    const float one = X.shape()[0] > 0 ? 1.0f : 0.0f;  // an extent read in C++: traced at each batch
+    return step_fn(X * one, Y, std::move(p), std::move(m), std::move(v), c1, c2);
+  });
+  Model a(4, D, H, C, 7), b(4, D, H, C, 7), t(4, D, H, C, 7), u(4, D, H, C, 7);
+  auto step = [](auto& f, Model& md, const aj::Array& X, const aj::Array& Y) {
+    auto [c1, c2] = ajbench::adam_bias(++md.t);
+    return ajbench::take_step(md.p, md.m, md.v, f(X, Y, std::move(md.p), std::move(md.m), std::move(md.v), c1, c2));
+  };
+  auto plain = [](Model& md, const aj::Array& X, const aj::Array& Y) {
+    auto [c1, c2] = ajbench::adam_bias(++md.t);
+    std::vector<aj::Array> r = ajbench::mlp_adam_step(X, Y, md.p, md.m, md.v, c1, c2);
+    aj::eval(r);
+    return ajbench::take_step(md.p, md.m, md.v, std::move(r));
+  };
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  NewBatches r;
+  // Warm-up batches: the first call (its parameters are aj::zeros views,
+  // another layout: a signature of its own), then the first trace with
+  // contiguous parameters and the second that checks it.
+  for (int batch : {2, 3, 4}) {
+    const Model d(batch, D, H, C, 11);
+    step(kept, a, d.X, d.Y).eval();
+    plain(b, d.X, d.Y).eval();
+    step(traced, t, d.X, d.Y).eval();
+  }
+  std::vector<double> tk, tt, tu;
+  const std::uint64_t compiled0 = aj::stats().kernels_compiled;
+  for (int k = 0; k < count; ++k) {
+    const Model d1(5 + k, D, H, C, 20 + static_cast<unsigned>(k)), d2(1005 + k, D, H, C, 30), d3(2005 + k, D, H, C, 40);
+    aj::eval({d1.X, d1.Y, d2.X, d2.Y, d3.X, d3.Y});
+    double t0 = ajbench::cpu_us();
+    const aj::Array la = step(kept, a, d1.X, d1.Y);
+    tk.push_back(ajbench::cpu_us() - t0);
+    const aj::Array lb = plain(b, d1.X, d1.Y);
+    r.max_loss_diff = std::max(r.max_loss_diff, std::fabs(la.item<float>() - lb.item<float>()));
+    t0 = ajbench::cpu_us();
+    step(traced, t, d2.X, d2.Y).eval();
+    tt.push_back(ajbench::cpu_us() - t0);
+    t0 = ajbench::cpu_us();
+    plain(u, d3.X, d3.Y).eval();
+    tu.push_back(ajbench::cpu_us() - t0);
+  }
+  r.compiles = aj::stats().kernels_compiled - compiled0;
+  r.kept_us = median(tk), r.traced_us = median(tt), r.uncompiled_us = median(tu);
+  r.traces = kept.counts().traces;
+  r.note = kept.extents_note();
+  r.new_extents = kept.counts().new_extents;
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,5 +203,22 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("  host overhead of a compiled step: the tiny case's time (target <= 5 us, issue 15)\n");
+  {
+    const int count = 40;
+    const NewBatches nb = new_batches(8, 8, 2, count);
+    std::printf("  tiny 4->8->8->2, a new batch size every step (5 .. %d rows), first call at each\n", 4 + count);
+    std::printf("    %-30s %10.2f us   (no tracing)\n", "compiled, from the kept trace", nb.kept_us);
+    std::printf("    %-30s %10.2f us\n", "compiled, traced each batch", nb.traced_us);
+    std::printf("    %-30s %10.2f us   (trace + plan)\n", "uncompiled", nb.uncompiled_us);
+    std::printf("    %llu traces (the warm-up batches), %llu calls from the kept trace, %llu kernels compiled; "
+                "losses agree to %.2g%s%s\n",
+                static_cast<unsigned long long>(nb.traces), static_cast<unsigned long long>(nb.new_extents),
+                static_cast<unsigned long long>(nb.compiles), static_cast<double>(nb.max_loss_diff),
+                nb.note.empty() ? "" : "; ", nb.note.c_str());
+    if (nb.traces != 3 || nb.new_extents != static_cast<std::uint64_t>(count) || nb.max_loss_diff > 1e-4f) {
+      std::fprintf(stderr, "compiled_step: new batch sizes were traced, or the losses differ\n");
+      ++failures;
+    }
+  }
   return failures ? 1 : 0;
 }

@@ -15,11 +15,19 @@
 //                     (issue 15's target: <= 1.5 us including the launch)
 //   compiled, lr      the chain with a C++ scalar argument that changes
 //                     every call (x * lr): replayed, the scalar rebound
+//   new extents       a compiled call at extents it has not seen (every call
+//                     another length near 1,000): from the kept trace (made
+//                     at the new extents and planned, no tracing), against
+//                     a function that reads its argument's extent (traced
+//                     each time) and the uncompiled call (trace + plan: the
+//                     plan cache misses, its key has the extents)
 //
 //   build/bench/dispatch_plan [calls]
 #include <arrayjit/arrayjit.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -103,6 +111,37 @@ int main(int argc, char** argv) {
   const auto cc = compiled.counts();
   const auto cl = compiled_lr.counts();
 
+  // New extents: each call another length, arrays made beforehand; each
+  // kind its own lengths (1,000 + 100 k ...), so no plan is cached before
+  // (the plan cache's key has the extents). The per-call median of each kind.
+  const int lengths = 60;  // under aj::compile's 64 kept programs
+  int kind = 0;
+  auto per_call = [&](const std::function<void(const aj::Array&)>& f) {
+    std::vector<aj::Array> xs;
+    for (int n = 0; n < lengths; ++n) {
+      xs.push_back(aj::from_vector(std::vector<float>(static_cast<std::size_t>(1000 + 100 * kind + n), 0.5f)).eval());
+    }
+    ++kind;
+    std::vector<double> t;
+    for (const aj::Array& a : xs) {
+      const double t0 = ajbench::cpu_us();
+      f(a);
+      t.push_back(ajbench::cpu_us() - t0);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  };
+  auto generic = aj::compile([](const aj::Array& a) { return chain(a); });
+  // (lvalues, as the calls timed: an rvalue is donated, another signature)
+  const aj::Array warm1 = aj::from_vector(std::vector<float>(900, 0.5f)), warm2 = aj::from_vector(std::vector<float>(950, 0.5f));
+  generic(warm1).eval();
+  generic(warm2).eval();  // the second trace checks the first
+  auto reading = aj::compile([](const aj::Array& a) { return chain(a) * static_cast<float>(a.shape()[0] > 0); });
+  const double new_kept = per_call([&](const aj::Array& a) { generic(a).eval(); });
+  const double new_traced = per_call([&](const aj::Array& a) { reading(a).eval(); });
+  const double new_uncompiled = per_call([&](const aj::Array& a) { chain(a).eval(); });
+  const auto cg = generic.counts();
+
   std::printf("  %-32s %8.2f us\n", "trace only", trace);
   std::printf("  %-32s %8.2f us\n", aj::jit::enabled() ? "kernel only (compiled)" : "kernel only (interpreter)", kernel);
   std::printf("  %-32s %8.2f us\n", "full call (plan cache on)", full);
@@ -114,10 +153,14 @@ int main(int argc, char** argv) {
   std::printf("  %-32s %8.2f us   <- target <= 1.5 (issue 15)\n", "compiled replay (aj::compile)", replay);
   std::printf("  %-32s %8.2f us\n", "compiled replay, changing lr", replay_lr);
   std::printf("  %-32s %8.2f us\n", "compiled replay - kernel", replay - kernel);
+  std::printf("  %-32s %8.2f us   <- no trace (issue 15)\n", "new extents, from the kept trace", new_kept);
+  std::printf("  %-32s %8.2f us\n", "new extents, traced each time", new_traced);
+  std::printf("  %-32s %8.2f us\n", "new extents, uncompiled call", new_uncompiled);
   std::printf("  compiled: %llu traces, %llu replays; with lr: %llu traces, %llu replays\n",
               static_cast<unsigned long long>(cc.traces), static_cast<unsigned long long>(cc.replays),
               static_cast<unsigned long long>(cl.traces), static_cast<unsigned long long>(cl.replays));
-  if (cc.traces != 1 || cl.traces != 2) {
+  std::printf("  new extents: %llu traces, %llu from the kept trace %s\n", static_cast<unsigned long long>(cg.traces), static_cast<unsigned long long>(cg.new_extents), generic.extents_note().c_str());
+  if (cc.traces != 1 || cl.traces != 2 || cg.traces != 2 || cg.new_extents != static_cast<std::uint64_t>(lengths)) {
     std::fprintf(stderr, "dispatch_plan: a compiled chain was traced again\n");
     return 1;
   }
