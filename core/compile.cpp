@@ -141,9 +141,8 @@ class CompiledCore {
  private:
   // The signature into `k`; `with_scalars` false leaves scalar values out (kinds stay).
   void signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const;
-  // The signature without extents (but which are 0 or 1) into `k`: false
-  // when an argument is not contiguous from its buffer's start (its layout
-  // would not follow its extents).
+  // The signature without extents (but which are 0 or 1) and layouts into
+  // `k`; false when there is none.
   bool extent_free_signature(const std::vector<CallArg>& args, Key& k) const;
   std::vector<Array> replay(const Entry& e, std::vector<CallArg>& args);
   // What the extent-free signature `generic` has kept.
@@ -158,7 +157,7 @@ class CompiledCore {
   // The template made at this call's extents and planned; false when its
   // guards fail here.
   bool run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
-                    std::vector<Array>* out);
+                    std::vector<Array>* out, bool quiet);
   // Evaluates `local` (the results, arrays of this thread's graph) catching
   // the plan; the program it makes, prepared, or null.
   std::shared_ptr<const exec::Program> evaluate_and_capture(const std::vector<NodeId>& arg_nodes, bool all_local,
@@ -213,8 +212,7 @@ bool CompiledCore::extent_free_signature(const std::vector<CallArg>& args, Key& 
       if (a.structural) k.push_back(static_cast<std::uint64_t>(a.scalar.i) ^ bits(a.scalar.f) ^ a.scalar.above_int64);
       continue;
     }
-    const Node& n = node_of(a);
-    if (n.offset != 0 || !is_contiguous(n.shape, n.strides)) return false;
+    const Node& n = node_of(a);  // its layout is left out too: the template is planned for it
     k.push_back(0xa77a7 + (static_cast<std::uint64_t>(n.dtype) << 8) + (a.donated ? 1u << 16 : 0u));
     k.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 | static_cast<std::uint32_t>(n.storage->device.index));
     k.push_back(static_cast<std::uint64_t>(n.shape.ndim()));
@@ -373,7 +371,7 @@ void CompiledCore::keep(const Key& exact, std::shared_ptr<const exec::Program> p
 }
 
 bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
-                                std::vector<Array>* out) {
+                                std::vector<Array>* out, bool quiet) {
   std::vector<NodeId> arg_nodes;
   for (const CallArg& a : args) {
     if (a.is_scalar) continue;
@@ -384,8 +382,10 @@ bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>
   std::vector<Array> local;
   std::string why;
   if (!extents::instantiate(t, arg_nodes, changeable_scalars(args), &local, &why)) {
-    std::lock_guard lock(mu_);
-    extents_note_ = "traced again at new extents: " + why;
+    if (!quiet) {
+      std::lock_guard lock(mu_);
+      extents_note_ = "traced again at new extents: " + why;
+    }
     return false;
   }
   for (CallArg& a : args) {  // donated handles are given up, as after a trace
@@ -545,9 +545,11 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
     auto it = generic_.find(generic);
     if (it != generic_.end()) trusted = it->second.trusted, first = it->second.first;
   }
-  if (trusted) {
+  // (A template not yet checked serves calls at its own extents, arguments
+  // of another layout: a minibatch view at another offset.)
+  if (trusted || first) {
     std::vector<Array> out;
-    if (run_template(*trusted, args, exact_key, &out)) {
+    if (run_template(trusted ? *trusted : *first, args, exact_key, &out, !trusted)) {
       std::lock_guard lock(mu_);
       ++counts_.new_extents;
       return out;

@@ -797,6 +797,21 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
   for (std::size_t s = 0; s < t.syms.size(); ++s) {
     vals[s] = g[args[static_cast<std::size_t>(t.syms[s].first)]].shape[t.syms[s].second];
   }
+  // A template not yet checked is made only as it was traced: at its own
+  // extents and scalar values (the arguments' layouts may differ).
+  const bool as_traced = !t.trusted;
+  if (as_traced) {
+    bool same = vals == t.sym_values && scalars.size() == t.scalars.size();
+    for (std::size_t j = 0; same && j < scalars.size(); ++j) {
+      const Scalar &a = scalars[j], &b = t.scalars[j];
+      same = a.kind == b.kind && a.i == b.i && std::bit_cast<std::uint64_t>(a.f) == std::bit_cast<std::uint64_t>(b.f) &&
+             a.above_int64 == b.above_int64;
+    }
+    if (!same) {
+      *why = "other extents or scalars than the one trace so far";
+      return false;
+    }
+  }
   for (const Guard& c : t.checks) {
     if (!holds(c, vals)) {
       *why = "the extents fail " + show(c.a) + (c.le ? " <= " : " == ") + show(c.b);
@@ -811,7 +826,8 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
       continue;
     }
     std::vector<std::int64_t> shape;
-    for (const Poly& p : t.dims[k]) {
+    if (as_traced) shape = tn.shape.dims();
+    for (const Poly& p : as_traced ? std::vector<Poly>{} : t.dims[k]) {
       const auto v = eval(p, vals);
       if (!v || *v < 0) {
         *why = "an extent of the " + std::string(op_name(tn.op)) + " would be " + (v ? std::to_string(*v) : "too large");

@@ -53,7 +53,9 @@ std::shared_ptr<Template> copy(const Template& t);
 
 // The results of `t` at the extents of the argument leaves `args` (nodes of
 // graph(), inside a trace::Scope): false, with the reason, when a guard does
-// not hold there (the caller traces the function instead).
+// not hold there (the caller traces the function instead). A template not
+// yet validated is made only at its own extents and scalar values (for
+// arguments of another layout, a minibatch's view of a dataset).
 bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
                  std::vector<Array>* results, std::string* why);
 

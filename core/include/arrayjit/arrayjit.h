@@ -339,16 +339,20 @@ AJ_C_API aj_status aj_array_dump(aj_array a, char* buf, size_t cap, size_t* len)
  * callback and keeps its plan; a later call with the same signature replays
  * the plan on the new inputs without calling back (a weak scalar whose value
  * reaches the kernels as it is, such as a learning rate, is rebound; one the
- * callback computes with traces again). New shapes trace once more and compile
- * no kernel. So the callback must not:
+ * callback computes with traces again). New extents: the first call at other
+ * extents traces once more and checks the first trace; later calls at new
+ * extents run the kept trace at their extents without calling back, and
+ * compile no kernel (a callback that reads an extent, aj_array_shape,
+ * keeps being called at each new extent). So the callback must not:
  *  - evaluate or read values (aj_eval*, aj_array_read, aj_array_item_*,
  *    aj_array_to_string, aj_view_acquire, DLPack exports): AJ_ERROR_USER
  *    while tracing;
  *  - read arrays it reached through `context` that change between calls
  *    (pass them as inputs), or have other side effects: they happen only
  *    when it is traced;
- *  - branch on values; branching on shapes and dtypes is fine (they are part
- *    of the signature).
+ *  - branch on values; branching on dtypes and ranks is fine (they are part
+ *    of the signature), and on extents read with aj_array_shape (the
+ *    callback is then called at each new extent).
  * Scalars that change between calls (a learning rate) are inputs: weak
  * scalar handles (aj_scalar_f64) or rank-0 arrays.
  *

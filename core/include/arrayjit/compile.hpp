@@ -89,7 +89,7 @@ std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
 // Counts of one compiled function: calls traced and calls replayed.
 struct CompiledCounts {
   std::uint64_t traces = 0, replays = 0, programs = 0;
-  std::uint64_t new_extents = 0;  // calls at new extents run from a kept trace (no tracing)
+  std::uint64_t new_extents = 0;  // calls at new extents or layouts run from a kept trace (no tracing)
 };
 CompiledCounts compiled_counts(const CompiledCore& core);
 std::string compiled_extents_note(const CompiledCore& core);

@@ -44,8 +44,8 @@ struct Stats {
   // calls that replayed a kept program (no tracing, no planning).
   std::uint64_t compiled_traces = 0;
   std::uint64_t compiled_replays = 0;
-  // Calls at extents not seen before that ran the kept trace made again at
-  // their extents (planned, not traced; docs/extent-replays.md).
+  // Calls at extents (or argument layouts) not seen before that ran the kept
+  // trace made again at them (planned, not traced; docs/extent-replays.md).
   std::uint64_t compiled_new_extents = 0;
 
   std::string str() const;
