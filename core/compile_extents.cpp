@@ -127,6 +127,7 @@ struct TNode {
   double f0 = 0.0, f1 = 0.0;
   std::vector<std::int64_t> ints;
   Loc loc;
+  bool from_extent = false;  // a Constant the library made from an extent (mean's count)
   // Set by validate:
   enum class Value { as_traced, extent, reciprocal, scalar } value = Value::as_traced;  // a Constant's
   Poly value_of;            // the extent (over symbols) that value is made from
@@ -143,6 +144,7 @@ struct Template {
   std::vector<std::pair<int, int>> syms;  // (argument, axis) of each symbol
   std::vector<std::int64_t> sym_values;   // in this trace
   std::vector<Scalar> scalars;            // the changeable scalar arguments, in this trace
+  std::vector<int> pinned_scalars;        // once validated: those that must keep their value
   std::vector<Guard> guards;              // over variables
   // Once validated:
   bool trusted = false;
@@ -183,8 +185,9 @@ bool unify(Template& t, int a, int b) {
   } else if (y.kind == Var::Kind::free) {
     y.parent = a;
   } else {
+    // Both say what they are: each keeps its expression, the equality is
+    // checked wherever the template is used.
     t.guards.push_back({atom(a), atom(b), false});
-    x.parent = b;
   }
   return true;
 }
@@ -371,8 +374,10 @@ bool derive(Template& t, TNode& n, std::string* why) {
         case Op::ArgTopK:
           ok = same_as(0) && n.i0 >= 0 && n.i0 < rank;
           if (ok) {
-            n.dims[static_cast<std::size_t>(n.i0)] = constant_var(t, n.shape[static_cast<int>(n.i0)]);
+            const int k = constant_var(t, n.shape[static_cast<int>(n.i0)]);
             t.vars.back().fit = true;
+            n.dims[static_cast<std::size_t>(n.i0)] = k;
+            t.guards.push_back({atom(k), atom(in(0).dims[static_cast<std::size_t>(n.i0)]), true});  // k <= extent
           }
           break;
         case Op::Scatter:
@@ -470,10 +475,17 @@ bool holds(const Guard& g, const std::vector<std::int64_t>& vals) {
 
 thread_local bool t_watch = false;
 thread_local std::uint64_t t_reads = 0;
+thread_local std::vector<NodeId> t_extent_constants;  // this trace's
 
 }  // namespace
 
-void watch_shape_reads(bool on) { t_watch = on; }
+void watch_shape_reads(bool on) {
+  t_watch = on;
+  if (on) t_extent_constants.clear();
+}
+void note_extent_constant(NodeId id) {
+  if (t_watch) t_extent_constants.push_back(id);
+}
 std::uint64_t shape_reads() { return t_reads; }
 void note_shape_read() {
   if (t_watch) ++t_reads;
@@ -539,6 +551,8 @@ std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::ve
     n.i0 = a.i0, n.i1 = a.i1, n.f0 = a.f0, n.f1 = a.f1;
     n.ints = a.ints;
     n.loc = a.loc;
+    n.from_extent = a.op == Op::Constant &&
+                    std::find(t_extent_constants.begin(), t_extent_constants.end(), id) != t_extent_constants.end();
     for (NodeId in : a.inputs) {
       if (g[in].evaluated()) leaf(in);
       n.inputs.push_back(index.at(in));
@@ -620,6 +634,16 @@ bool validate(Template& t, const Template& u, std::string* why) {
   for (std::size_t s = 0; s < v1.size(); ++s) {
     if (v1[s] == v2[s]) t.checks.push_back({atom(static_cast<int>(s)), cst(v1[s]), false});
   }
+  // So are scalar arguments: the function may have branched on one, or
+  // made a payload of it (topk's k).
+  t.pinned_scalars.clear();
+  for (std::size_t j = 0; j < t.scalars.size(); ++j) {
+    const Scalar &a = t.scalars[j], &b = u.scalars[j];
+    if (a.kind == b.kind && a.i == b.i && std::bit_cast<std::uint64_t>(a.f) == std::bit_cast<std::uint64_t>(b.f) &&
+        a.above_int64 == b.above_int64) {
+      t.pinned_scalars.push_back(static_cast<int>(j));
+    }
+  }
   // Extents: rules first; what disagrees with the second trace and may be
   // fitted gets the one expression that gives both traces' numbers.
   std::unordered_map<int, Poly> fits;
@@ -668,7 +692,8 @@ bool validate(Template& t, const Template& u, std::string* why) {
                                   " traced at " + loc_str(t.nodes[k].loc);
         const int root = find(t, t.nodes[k].dims[d]);
         const Var& x = t.vars[static_cast<std::size_t>(root)];
-        if (!x.fit || fits.count(root) || round > 4 * t.vars.size()) {
+        // (A broadcast's extent no consumer bound is fitted too: zeros_like.)
+        if (!(x.fit || x.kind == Var::Kind::free) || fits.count(root) || round > 4 * t.vars.size()) {
           return fail(where + " is " + std::to_string(want) + " in the second trace, not " + show(dims[k][d]));
         }
         std::optional<Poly> found;
@@ -732,12 +757,13 @@ bool validate(Template& t, const Template& u, std::string* why) {
         a.starts.push_back(std::move(start));
       }
     }
-    if (a.op == Op::Constant && (a.i0 != b.i0 || std::bit_cast<std::uint64_t>(a.f0) != std::bit_cast<std::uint64_t>(b.f0))) {
-      int n = 0;
-      auto try_extents = [&](const std::vector<Poly>& polys) {
+    if (a.op == Op::Constant) {
+      const bool changed = a.i0 != b.i0 || std::bit_cast<std::uint64_t>(a.f0) != std::bit_cast<std::uint64_t>(b.f0);
+      // The extents (or reciprocals) that give this constant's value in both traces.
+      auto extent_forms = [&](const std::vector<Poly>& polys, bool changing_only, auto&& found) {
         for (const Poly& p : polys) {
           const auto e1 = eval(p, v1), e2 = eval(p, v2);
-          if (!e1 || !e2 || *e1 == 0 || *e2 == 0) continue;
+          if (!e1 || !e2 || *e1 == 0 || *e2 == 0 || (changing_only && *e1 == *e2)) continue;
           for (TNode::Value form : {TNode::Value::extent, TNode::Value::reciprocal}) {
             if (form == TNode::Value::reciprocal && !is_float(a.dtype)) continue;
             auto matches = [&](std::int64_t e, const TNode& c) {
@@ -748,12 +774,29 @@ bool validate(Template& t, const Template& u, std::string* why) {
                               integral, a.dtype, &i0, &f0);
               return i0 == c.i0 && std::bit_cast<std::uint64_t>(f0) == std::bit_cast<std::uint64_t>(c.f0);
             };
-            if (matches(*e1, a) && matches(*e2, b)) ++n, a.value = form, a.value_of = p;
+            if (matches(*e1, a) && matches(*e2, b)) found(form, p);
           }
         }
       };
-      auto try_scalars = [&] {
-        for (std::size_t j = 0; j < t.scalars.size(); ++j) {  // a scalar argument as it is
+      if (a.from_extent) {
+        // Made from an extent (mean's count): its count among the reductions
+        // it meets, else any extent of the graph; exactly one. Checked even
+        // when unchanged: an f16 count may round alike in both traces.
+        int n = 0;
+        auto take = [&](TNode::Value form, const Poly& p) { ++n, a.value = form, a.value_of = p; };
+        extent_forms(met_counts(t, dims, k), false, take);
+        if (n != 1) {
+          n = 0;
+          extent_forms(cands, false, take);
+        }
+        if (n != 1) {
+          return fail("the value of " + where + " (from an extent) changes between the traces in a way no one extent explains");
+        }
+      } else if (changed) {
+        // Anything else that changed is a scalar argument as it is, or the
+        // function computed it: refused.
+        int n = 0;
+        for (std::size_t j = 0; j < t.scalars.size(); ++j) {
           std::int64_t i1 = 0, i2 = 0;
           double f1 = 0, f2 = 0;
           if (!constant_of(t.scalars[j], a.dtype, &i1, &f1) || !constant_of(u.scalars[j], a.dtype, &i2, &f2)) continue;
@@ -762,18 +805,9 @@ bool validate(Template& t, const Template& u, std::string* why) {
             ++n, a.value = TNode::Value::scalar, a.scalar = static_cast<int>(j);
           }
         }
-      };
-      // First the scalar arguments and the counts of the reductions it meets
-      // (mean's divisor is its sum's count), then every extent of the graph.
-      try_scalars();
-      try_extents(met_counts(t, dims, k));
-      if (n != 1) {
-        n = 0;
-        try_scalars();
-        try_extents(cands);
-      }
-      if (n != 1) {
-        return fail("the value of " + where + " changes between the traces in a way no one extent or scalar argument explains");
+        if (n != 1) {
+          return fail("the value of " + where + " changes between the traces and is not one scalar argument as it is");
+        }
       }
     }
   }
@@ -816,6 +850,31 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
     if (!holds(c, vals)) {
       *why = "the extents fail " + show(c.a) + (c.le ? " <= " : " == ") + show(c.b);
       return false;
+    }
+  }
+  for (int j : t.pinned_scalars) {
+    const Scalar &a = scalars[static_cast<std::size_t>(j)], &b = t.scalars[static_cast<std::size_t>(j)];
+    if (a.kind != b.kind || a.i != b.i || std::bit_cast<std::uint64_t>(a.f) != std::bit_cast<std::uint64_t>(b.f) ||
+        a.above_int64 != b.above_int64) {
+      *why = "scalar argument " + std::to_string(j) + " has another value than in both traces";
+      return false;
+    }
+  }
+  if (!as_traced) {
+    // Every argument's and held array's extents are what the template says
+    // (the guards imply it; checked, since a wrong extent would read out of
+    // bounds).
+    for (std::size_t k = 0; k < t.nodes.size(); ++k) {
+      const TNode& tn = t.nodes[k];
+      if (tn.arg < 0 && !tn.storage) continue;
+      const Shape& have = tn.arg >= 0 ? g[args[static_cast<std::size_t>(tn.arg)]].shape : tn.shape;
+      for (std::size_t d = 0; d < t.dims[k].size(); ++d) {
+        if (eval(t.dims[k][d], vals) != have[static_cast<int>(d)]) {
+          *why = "extent " + std::to_string(d) + " of " + (tn.arg >= 0 ? "argument " + std::to_string(tn.arg) : std::string("an array it holds")) +
+                 " is not what the template relates it to";
+          return false;
+        }
+      }
     }
   }
   std::vector<Array> made(t.nodes.size());

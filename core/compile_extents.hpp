@@ -64,5 +64,8 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
 void watch_shape_reads(bool on);
 std::uint64_t shape_reads();
 void note_shape_read();  // Array::shape / size call it when no op scope is open
+// A Constant node the library made from an extent (mean's count): only
+// these are fitted to extents.
+void note_extent_constant(NodeId id);
 
 }  // namespace aj::detail::extents

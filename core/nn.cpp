@@ -53,6 +53,7 @@ std::int64_t count_over(const Array& x, const std::vector<int>& axes) {
 }  // namespace
 
 Array softmax(const Array& x, Axes axes_in, Loc loc) try {
+  trace::Scope scope;  // (shape reads below are the library's, not the user's: aj::compile counts those)
   const Array xf = as_float(x, "softmax", loc);
   const std::vector<int> axes = axis_list(xf, axes_in, "softmax", loc);
   if (count_over(xf, axes) == 0) return xf;  // empty lines: nothing to normalize
@@ -64,6 +65,7 @@ Array softmax(const Array& x, Axes axes_in, Loc loc) try {
 }
 
 Array log_softmax(const Array& x, Axes axes_in, Loc loc) try {
+  trace::Scope scope;  // (shape reads below are the library's, not the user's: aj::compile counts those)
   const Array xf = as_float(x, "log_softmax", loc);
   const std::vector<int> axes = axis_list(xf, axes_in, "log_softmax", loc);
   if (count_over(xf, axes) == 0) return xf;
@@ -80,6 +82,7 @@ Array log_softmax(const Array& x, Axes axes_in, Loc loc) try {
 }
 
 Array logsumexp(const Array& x, Axes axes_in, bool keepdims, Loc loc) try {
+  trace::Scope scope;
   const Array xf = as_float(x, "logsumexp", loc);
   const std::vector<int> axes = axis_list(xf, axes_in, "logsumexp", loc);
   if (count_over(xf, axes) == 0) {  // log of an empty sum: -inf (max has no identity here)

@@ -3,6 +3,7 @@
 #include <new>
 #include <string>
 
+#include "core/compile_extents.hpp"
 #include "core/trace.hpp"
 
 namespace aj {
@@ -175,7 +176,10 @@ Array mean(const Array& a_in, Axes axes_in, bool keepdims, Loc loc) try {
   Array x = trace::cast(a, t, loc);
   Array s = reduce_node(Op::Sum, x, axes, t, loc);
   auto count = static_cast<double>(reduced_count(a.shape(), axes));
-  Array m = divide(Operand(s, loc), Operand(count, loc));
+  // The divisor is made from an extent: aj::compile's templates follow it.
+  const Array c = trace::constant(Scalar(count), t, "mean", loc);
+  detail::extents::note_extent_constant(c.node_id());
+  Array m = divide(Operand(s, loc), Operand(c, loc));
   return keep(m, a.shape(), axes, keepdims, loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("mean", loc);

@@ -7,6 +7,7 @@
 
 #include <arrayjit/arrayjit.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -168,6 +169,114 @@ TEST_CASE("compile extents: a training step with a changing scalar and a changin
   CHECK(cstep.counts().new_extents == 7);
   CHECK(aj::stats().compiled_new_extents - s0.compiled_new_extents == 7);
   CHECK(inplace_at_new >= 7);  // the donated w written in place at each new batch
+}
+
+TEST_CASE("compile extents: scalar arguments the two traces shared stay fixed; one computed with is refused") {
+  // (Regressions: these replayed the first value at new extents.)
+  auto branch = [](const Array& x, bool train) { return train ? x * 2.0f : x + 1.0f; };
+  auto cb = aj::compile(branch);
+  auto top = [](const Array& x, int k) { return aj::topk(x, k).values; };
+  auto ct = aj::compile(top);
+  auto computed = [](const Array& x, int t) { return x * static_cast<float>(t + 1); };
+  auto cc = aj::compile(computed);
+  unsigned seed = 200;
+  struct Call {
+    std::int64_t n;
+    int k;
+  };
+  for (const Call& c : {Call{4, 2}, Call{5, 2}, Call{6, 3}, Call{7, 2}, Call{9, 4}}) {
+    const Array x = input({3, c.n}, seed++);
+    CHECK(same_bits(vals(cb(x, c.k == 2)), vals(branch(x, c.k == 2))));
+    CHECK(same_bits(vals(ct(x, c.k)), vals(top(x, c.k))));
+    CHECK(same_bits(vals(cc(x, c.k + static_cast<int>(c.n))), vals(computed(x, c.k + static_cast<int>(c.n)))));
+  }
+  CHECK(cb.counts().new_extents == 1);  // n = 7 (train again): the others traced
+  CHECK(ct.counts().new_extents == 1);
+  CHECK(cc.counts().new_extents == 0);  // t + 1 is no argument as it is
+  CHECK(cc.extents_note().find("scalar") != std::string::npos);
+}
+
+TEST_CASE("compile extents: extents the template relates are checked before anything runs") {
+  // (Regressions: a mismatch at new extents read out of bounds.) Each call
+  // that breaks a relation traces, and throws what the function throws.
+  auto sliced = [](const Array& x, const Array& y) { return y + aj::slice(x, 0, 1, std::nullopt); };
+  auto cs = aj::compile(sliced);
+  auto top = [](const Array& x) { return aj::topk(x, 3).values; };
+  auto ct = aj::compile(top);
+  for (std::int64_t n : {5, 8, 13}) {
+    const Array x = input({n}, 300 + static_cast<unsigned>(n)), y = input({n - 1}, 310 + static_cast<unsigned>(n));
+    CHECK(same_bits(vals(cs(x, y)), vals(sliced(x, y))));
+    const Array z = input({4, n}, 320 + static_cast<unsigned>(n));
+    CHECK(same_bits(vals(ct(z)), vals(top(z))));
+  }
+  CHECK(cs.counts().new_extents == 1);
+  CHECK(ct.counts().new_extents == 1);
+  const Array x = input({9}, 330), y = input({9}, 331);  // y should have 8
+  CHECK_THROWS_WITH_AS(sliced(x, y), doctest::Contains("cannot be broadcast"), aj::Error);
+  CHECK_THROWS_WITH_AS(cs(x, y), doctest::Contains("cannot be broadcast"), aj::Error);
+  const Array z = input({4, 2}, 332);  // k = 3 > 2
+  CHECK_THROWS_WITH_AS(top(z), doctest::Contains("outside"), aj::Error);
+  CHECK_THROWS_WITH_AS(ct(z), doctest::Contains("outside"), aj::Error);
+  CHECK(cs.counts().new_extents == 1);
+  CHECK(ct.counts().new_extents == 1);
+}
+
+TEST_CASE("compile extents: an f16 mean whose count rounds alike in both traces, softmax, log_softmax") {
+  // 4096 and 4098 rows are both 4096 in f16; the third call (20 rows) must
+  // divide by 20.
+  auto m = [](const Array& x) { return aj::mean(x, 0); };
+  auto cm = aj::compile(m);
+  for (std::int64_t n : {4096, 4098, 20}) {
+    const Array x = input({n, 3}, 400 + static_cast<unsigned>(n), DType::f16);
+    CHECK(same_bits(vals(cm(x)), vals(m(x))));
+  }
+  CHECK(cm.counts().new_extents == 1);
+  auto sm = [](const Array& x) { return aj::softmax(x, -1) + aj::log_softmax(x, 0); };
+  auto csm = aj::compile(sm);
+  CHECK(run_shapes(csm, sm, {Shape{3, 5}, Shape{6, 7}, Shape{11, 2}, Shape{2, 40}}, 410) == 2);
+  CHECK(csm.counts().new_extents == 2);
+  CHECK(csm.extents_note().empty());
+}
+
+TEST_CASE("compile extents: minibatch views of one dataset, a short last batch, another epoch") {
+  // Batches are views of X at other offsets (another layout each): the first
+  // is traced, the others of its extents are made from that trace, the short
+  // last one traces again (and checks it); the next epoch replays.
+  auto f = [](const Array& x, const Array& w) { return aj::sum(aj::tanh(aj::matmul(x, w)), 1); };
+  auto cf = aj::compile(f);
+  const Array X = input({250, 6}, 90), w = input({6, 3}, 91);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (std::int64_t s = 0; s < 250; s += 64) {
+      const Array xb = aj::slice(X, 0, s, std::min<std::int64_t>(250, s + 64));
+      Array want = f(xb, w);
+      want.eval();
+      CHECK(same_bits(vals(cf(xb, w)), vals(want)));
+    }
+  }
+  CHECK(cf.counts().traces == 2);       // the first batch; the last (58 rows)
+  CHECK(cf.counts().new_extents == 2);  // batches 2 and 3 of the first epoch
+  CHECK(cf.counts().replays == 4);      // the second epoch
+}
+
+TEST_CASE("compile extents: a view argument at new extents reads through its layout") {
+  // Transposed and offset views as arguments: the plan made at new extents
+  // is made for the arguments' own strides.
+  auto f = [](const Array& x) { return aj::exp(x) * 2.0f + aj::sum(x, 0, true); };
+  auto cf = aj::compile(f);
+  unsigned seed = 100;
+  for (std::int64_t n : {4, 7, 12, 31}) {
+    // Each [n, n + 1]: a transpose, rows 2 .. n + 1 of a taller array, a plain one.
+    const Array views[] = {aj::transpose(input({n + 1, n}, seed)), aj::slice(input({n + 3, n + 1}, seed + 1), 0, 2, n + 2),
+                           input({n, n + 1}, seed + 2)};
+    seed += 3;
+    for (const Array& v : views) {
+      Array want = f(v);
+      want.eval();
+      CHECK(same_bits(vals(cf(v)), vals(want)));
+    }
+  }
+  CHECK(cf.counts().traces == 2);         // the first call, and the first at 7 (checks the template)
+  CHECK(cf.counts().new_extents == 10);  // every other call
 }
 
 }  // TEST_SUITE
