@@ -289,6 +289,10 @@ std::string describe(const Scalar& v) {
 }
 
 Array constant(const Scalar& v, DType t, const char* op, const Loc& loc) {
+  return make(constant_node(v, t, op, loc), loc);
+}
+
+Node constant_node(const Scalar& v, DType t, const char* op, const Loc& loc) {
   Node n;
   n.op = Op::Constant;
   n.dtype = t;
@@ -310,7 +314,7 @@ Array constant(const Scalar& v, DType t, const char* op, const Loc& loc) {
       n.f0 = static_cast<double>(T(v.f));  // the value rounded to T (f32, f16, bf16)
     }
   });
-  return make(std::move(n), loc);
+  return n;
 }
 
 Array cast(const Array& a, DType t, const Loc& loc) {

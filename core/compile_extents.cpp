@@ -447,10 +447,10 @@ class Resolver {
 };
 
 // A Constant's fields as trace::constant makes them for `v` in dtype `t`.
+// (No node is made: validating must leave the graph as the trace made it.)
 void constant_fields(double v, std::int64_t iv, bool integral, DType t, std::int64_t* i0, double* f0) {
-  Array c = integral ? trace::constant(Scalar(iv), t, "compile", Loc::current())
-                     : trace::constant(Scalar(v), t, "compile", Loc::current());
-  const Node& n = graph()[c.node_id()];
+  const Node n = integral ? trace::constant_node(Scalar(iv), t, "compile", Loc::current())
+                          : trace::constant_node(Scalar(v), t, "compile", Loc::current());
   *i0 = n.i0;
   *f0 = n.f0;
 }
@@ -458,8 +458,7 @@ void constant_fields(double v, std::int64_t iv, bool integral, DType t, std::int
 // The same for a scalar argument; false where trace::constant would throw.
 bool constant_of(const Scalar& v, DType t, std::int64_t* i0, double* f0) {
   try {
-    Array c = trace::constant(v, t, "compile", Loc::current());
-    const Node& n = graph()[c.node_id()];
+    const Node n = trace::constant_node(v, t, "compile", Loc::current());
     *i0 = n.i0;
     *f0 = n.f0;
     return true;

@@ -67,6 +67,8 @@ Array make(Node n, const Loc& loc);
 // that does not fit an integer `t` is a user error naming `op`; a float
 // converts as astype does (saturating).
 Array constant(const Scalar& v, DType t, const char* op, const Loc& loc);
+// The node constant() records, not recorded (its value fields as they would be).
+Node constant_node(const Scalar& v, DType t, const char* op, const Loc& loc);
 Array cast(const Array& a, DType t, const Loc& loc);
 Array broadcast(const Array& a, const Shape& to, const Loc& loc);
 

@@ -40,7 +40,9 @@ Array input(Shape s, unsigned seed, DType t = DType::f32) {
 // ---- a generator of random functions of k arrays of one shape -------------------
 // Any extents of the same rank work for the same function (so replays with
 // new extents are the same function): elementwise ops with broadcasting of
-// size-1 reductions, reductions with keepdims, where, casts, transposes.
+// size-1 reductions, reductions with keepdims, where, casts, transposes,
+// slices and concatenations (a roll), softmax, cumsum, matrix products,
+// expand_dims and squeeze.
 struct RandomFunction {
   std::uint64_t seed;
   int inputs;
@@ -54,7 +56,8 @@ struct RandomFunction {
       const Array& a = pool[static_cast<std::size_t>(uni(0, static_cast<int>(pool.size()) - 1))];
       const Array& b = pool[static_cast<std::size_t>(uni(0, static_cast<int>(pool.size()) - 1))];
       Array r;
-      switch (uni(0, 11)) {
+      const int ax = uni(0, rank - 1);
+      switch (uni(0, 16)) {
         case 0: r = a + b; break;
         case 1: r = a * b - 0.5f; break;
         case 2: r = aj::maximum(a, b * 0.25f); break;
@@ -67,6 +70,22 @@ struct RandomFunction {
         case 9: r = (a.astype(DType::f64) * 0.1).astype(DType::f32) + b; break;
         case 10: r = aj::abs(a) / (aj::abs(b) + 1.0f); break;
         case 11: r = aj::sqrt(aj::abs(a + b)); break;
+        case 12:  // a roll by one along ax: a slice from 1 and the first line after it
+          r = aj::concatenate({aj::slice(a, ax, 1, std::nullopt), aj::slice(a, ax, 0, 1)}, ax) - b;
+          break;
+        case 13: r = aj::softmax(a, ax) * b; break;
+        case 14: r = aj::cumsum(a, ax) * 0.125f + b; break;
+        case 15:  // (a b^T) a over the last two axes: a's shape again
+          if (rank >= 2) {
+            std::vector<int> perm;
+            for (int d = 0; d < rank; ++d) perm.push_back(d);
+            std::swap(perm[static_cast<std::size_t>(rank - 1)], perm[static_cast<std::size_t>(rank - 2)]);
+            r = aj::matmul(aj::matmul(a, aj::transpose(b, perm)), a) * 0.0625f;
+          } else {
+            r = a * aj::sum(a * b) * 0.0625f;
+          }
+          break;
+        case 16: r = aj::squeeze(aj::expand_dims(a, ax), ax) + b * aj::mean(b, ax, true); break;
       }
       pool.push_back(r);
     }
