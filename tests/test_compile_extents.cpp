@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/random_data.hpp"
@@ -236,6 +238,28 @@ TEST_CASE("compile extents: an f16 mean whose count rounds alike in both traces,
   CHECK(run_shapes(csm, sm, {Shape{3, 5}, Shape{6, 7}, Shape{11, 2}, Shape{2, 40}}, 410) == 2);
   CHECK(csm.counts().new_extents == 2);
   CHECK(csm.extents_note().empty());
+}
+
+TEST_CASE("compile extents: threads calling one compiled function at their own new extents") {
+  auto f = [](const Array& x, const Array& y) { return aj::sum(x * y + aj::exp(x), 0) - aj::mean(y, 1); };
+  auto cf = aj::compile(f);
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 12; ++k) {
+        const std::int64_t n = 8 + 3 * t + 13 * (k % 4);  // each thread its own extents, some repeated
+        const Array x = input({n, n}, 500 + static_cast<unsigned>(t * 31 + k)), y = input({n, n}, 600 + static_cast<unsigned>(k));
+        Array want = f(x, y);
+        want.eval();
+        bad += !same_bits(vals(cf(x, y)), vals(want));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(bad.load() == 0);
+  CHECK(cf.counts().new_extents > 0);
+  CHECK(cf.counts().traces + cf.counts().new_extents + cf.counts().replays == 48);
 }
 
 TEST_CASE("compile extents: minibatch views of one dataset, a short last batch, another epoch") {
