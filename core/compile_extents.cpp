@@ -680,41 +680,57 @@ bool validate(Template& t, const Template& u, std::string* why) {
     }
     return c;
   };
+  // Rounds: each fits one value and resolves again (what was fitted may
+  // explain others). The rules' open values first (a slice's extent), then
+  // broadcast extents no consumer bound (a gradient's fill: often a slice's
+  // extent); a round that fits nothing fails with the first disagreement.
   for (std::size_t round = 0;; ++round) {
     if (!resolve_all()) return fail("the extents' equations have a cycle");
+    if (round > 4 * t.vars.size()) return fail("the extents' fitting does not settle");
     bool changed = false;
-    for (std::size_t k = 0; k < t.nodes.size() && !changed; ++k) {
-      for (std::size_t d = 0; d < dims[k].size() && !changed; ++d) {
-        const std::int64_t want = u.nodes[k].shape[static_cast<int>(d)];
-        if (eval(dims[k][d], v2) == want) continue;
-        const std::string where = std::string("extent ") + std::to_string(d) + " of the " + op_name(t.nodes[k].op) +
-                                  " traced at " + loc_str(t.nodes[k].loc);
-        const int root = find(t, t.nodes[k].dims[d]);
-        const Var& x = t.vars[static_cast<std::size_t>(root)];
-        // (A broadcast's extent no consumer bound is fitted too: zeros_like.)
-        if (!(x.fit || x.kind == Var::Kind::free) || fits.count(root) || round > 4 * t.vars.size()) {
-          return fail(where + " is " + std::to_string(want) + " in the second trace, not " + show(dims[k][d]));
-        }
-        std::optional<Poly> found;
-        if (x.fit_base >= 0) {  // a slice: its input's extent plus a constant
-          const Poly base = *Resolver(t, fits)(x.fit_base);
-          if (auto b1 = eval(base, v1), b2 = eval(base, v2); b1 && b2 && want - *b2 == x.value - *b1) {
-            found = add(base, cst(x.value - *b1));
+    std::string first_failure;
+    for (int pass = 0; pass < 2 && !changed; ++pass) {
+      for (std::size_t k = 0; k < t.nodes.size() && !changed; ++k) {
+        for (std::size_t d = 0; d < dims[k].size() && !changed; ++d) {
+          const std::int64_t want = u.nodes[k].shape[static_cast<int>(d)];
+          if (eval(dims[k][d], v2) == want) continue;
+          const std::string where = std::string("extent ") + std::to_string(d) + " of the " + op_name(t.nodes[k].op) +
+                                    " traced at " + loc_str(t.nodes[k].loc);
+          const int root = find(t, t.nodes[k].dims[d]);
+          const Var& x = t.vars[static_cast<std::size_t>(root)];
+          if (!(x.fit || x.kind == Var::Kind::free) || fits.count(root)) {
+            if (first_failure.empty()) first_failure = where + " is " + std::to_string(want) + " in the second trace, not " + show(dims[k][d]);
+            continue;
           }
-        } else {
-          int n = 0;
-          for (Poly& p : candidates()) {
-            if (eval(p, v1) == x.value && eval(p, v2) == want) ++n, found = std::move(p);
+          if (x.fit != (pass == 0)) continue;
+          std::optional<Poly> found;
+          if (x.fit_base >= 0) {  // a slice: its input's extent plus a constant
+            const Poly base = *Resolver(t, fits)(x.fit_base);
+            if (auto b1 = eval(base, v1), b2 = eval(base, v2); b1 && b2 && want - *b2 == x.value - *b1) {
+              found = add(base, cst(x.value - *b1));
+            }
+          } else {
+            int n = 0;
+            for (Poly& p : candidates()) {
+              if (eval(p, v1) == x.value && eval(p, v2) == want) ++n, found = std::move(p);
+            }
+            if (n != 1) found.reset();
           }
-          if (n != 1) found.reset();
+          if (!found) {
+            if (first_failure.empty()) {
+              first_failure = where + " changes between the traces (" + std::to_string(x.value) + ", " + std::to_string(want) +
+                              ") in a way no one expression of the arguments' extents explains";
+            }
+            continue;
+          }
+          fits[root] = std::move(*found);
+          changed = true;
         }
-        if (!found) return fail(where + " changes between the traces (" + std::to_string(x.value) + ", " +
-                                std::to_string(want) + ") in a way no one expression of the arguments' extents explains");
-        fits[root] = std::move(*found);
-        changed = true;
       }
     }
-    if (!changed) break;
+    if (changed) continue;
+    if (!first_failure.empty()) return fail(first_failure);
+    break;
   }
   // Guards of the rules, over symbols; the two traces met them.
   {
