@@ -222,6 +222,16 @@ bool CompiledCore::extent_free_signature(const std::vector<CallArg>& args, Key& 
   return true;
 }
 
+// Donated handles are given up once the function's nodes exist (a vector
+// passed as an rvalue keeps its elements: the function took the vector).
+static void give_up_donated(std::vector<CallArg>& args) {
+  for (CallArg& a : args) {
+    if (!a.donated || a.is_scalar || a.element) continue;
+    if (a.array->valid()) Array given_up = std::move(*a.array);
+    if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
+  }
+}
+
 // The scalar arguments an extent-free signature leaves out, in order.
 static std::vector<Scalar> changeable_scalars(const std::vector<CallArg>& args) {
   std::vector<Scalar> s;
@@ -388,11 +398,7 @@ bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>
     }
     return false;
   }
-  for (CallArg& a : args) {  // donated handles are given up, as after a trace
-    if (!a.donated || a.is_scalar || a.element) continue;
-    if (a.array->valid()) Array given_up = std::move(*a.array);
-    if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
-  }
+  give_up_donated(args);  // as after a trace
   ++stats_mut().compiled_new_extents;
   std::shared_ptr<const exec::Program> prog = evaluate_and_capture(arg_nodes, true, local);
   if (prog) {
@@ -432,11 +438,7 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
   // Donated handles are given up now. The elements of a vector passed as an
   // rvalue are not touched: the function took the vector (its elements are
   // gone with it, or are the function's to keep).
-  for (CallArg& a : args) {
-    if (!a.donated || a.is_scalar || a.element) continue;
-    if (a.array->valid()) Array given_up = std::move(*a.array);
-    if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
-  }
+  give_up_donated(args);
   ++stats_mut().compiled_traces;
   // The results as arrays of this thread's graph, evaluated with the plan caught.
   trace::Scope scope;

@@ -467,6 +467,11 @@ bool constant_of(const Scalar& v, DType t, std::int64_t* i0, double* f0) {
   }
 }
 
+bool same_scalar(const Scalar& a, const Scalar& b) {
+  return a.kind == b.kind && a.i == b.i && std::bit_cast<std::uint64_t>(a.f) == std::bit_cast<std::uint64_t>(b.f) &&
+         a.above_int64 == b.above_int64;
+}
+
 bool holds(const Guard& g, const std::vector<std::int64_t>& vals) {
   auto a = eval(g.a, vals), b = eval(g.b, vals);
   return a && b && (g.le ? *a <= *b : *a == *b);
@@ -637,11 +642,7 @@ bool validate(Template& t, const Template& u, std::string* why) {
   // made a payload of it (topk's k).
   t.pinned_scalars.clear();
   for (std::size_t j = 0; j < t.scalars.size(); ++j) {
-    const Scalar &a = t.scalars[j], &b = u.scalars[j];
-    if (a.kind == b.kind && a.i == b.i && std::bit_cast<std::uint64_t>(a.f) == std::bit_cast<std::uint64_t>(b.f) &&
-        a.above_int64 == b.above_int64) {
-      t.pinned_scalars.push_back(static_cast<int>(j));
-    }
+    if (same_scalar(t.scalars[j], u.scalars[j])) t.pinned_scalars.push_back(static_cast<int>(j));
   }
   // Extents: rules first; what disagrees with the second trace and may be
   // fitted gets the one expression that gives both traces' numbers.
@@ -851,11 +852,7 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
   const bool as_traced = !t.trusted;
   if (as_traced) {
     bool same = vals == t.sym_values && scalars.size() == t.scalars.size();
-    for (std::size_t j = 0; same && j < scalars.size(); ++j) {
-      const Scalar &a = scalars[j], &b = t.scalars[j];
-      same = a.kind == b.kind && a.i == b.i && std::bit_cast<std::uint64_t>(a.f) == std::bit_cast<std::uint64_t>(b.f) &&
-             a.above_int64 == b.above_int64;
-    }
+    for (std::size_t j = 0; same && j < scalars.size(); ++j) same = same_scalar(scalars[j], t.scalars[j]);
     if (!same) {
       *why = "other extents or scalars than the one trace so far";
       return false;
@@ -868,9 +865,7 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
     }
   }
   for (int j : t.pinned_scalars) {
-    const Scalar &a = scalars[static_cast<std::size_t>(j)], &b = t.scalars[static_cast<std::size_t>(j)];
-    if (a.kind != b.kind || a.i != b.i || std::bit_cast<std::uint64_t>(a.f) != std::bit_cast<std::uint64_t>(b.f) ||
-        a.above_int64 != b.above_int64) {
+    if (!same_scalar(scalars[static_cast<std::size_t>(j)], t.scalars[static_cast<std::size_t>(j)])) {
       *why = "scalar argument " + std::to_string(j) + " has another value than in both traces";
       return false;
     }
