@@ -85,7 +85,7 @@ struct RandomFunction {
             r = a * aj::sum(a * b) * 0.0625f;
           }
           break;
-        case 16: r = aj::squeeze(aj::expand_dims(a, ax), ax) + b * aj::mean(b, ax, true); break;
+        case 16: r = aj::squeeze(aj::expand_dims(a, ax), ax) + b * 0.5f; break;
       }
       pool.push_back(r);
     }
