@@ -401,6 +401,7 @@ TEST_CASE("compile: random functions replay with new data and new extents exactl
     }
     replays += static_cast<int>(cf.counts().replays);
     new_extents += static_cast<int>(cf.counts().new_extents);
+    INFO("function " << g << ": " << cf.extents_note());
     CHECK(cf.counts().traces == 2);
     if (!cf.extents_note().empty() && note.empty()) note = "function " + std::to_string(g) + ": " + cf.extents_note();
   }
