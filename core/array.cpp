@@ -57,10 +57,6 @@ Array::~Array() {
 
 // dtype and shape never change while a node lives: read without a lock.
 DType Array::dtype(Loc loc) const { return trace::own_node(*this, "dtype", loc).dtype; }
-namespace trace {
-bool in_op();  // below
-}  // namespace trace
-
 // A function being compiled that reads an extent may branch on it: aj::compile
 // then keeps its programs per extent (core/compile_extents.hpp).
 const Shape& Array::shape(Loc loc) const {

@@ -141,9 +141,8 @@ class CompiledCore {
  private:
   // The signature into `k`; `with_scalars` false leaves scalar values out (kinds stay).
   void signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const;
-  // The signature without extents (but which are 0 or 1) and layouts into
-  // `k`; false when there is none.
-  bool extent_free_signature(const std::vector<CallArg>& args, Key& k) const;
+  // The signature without extents (but which are 0 or 1) and layouts into `k`.
+  void extent_free_signature(const std::vector<CallArg>& args, Key& k) const;
   std::vector<Array> replay(const Entry& e, std::vector<CallArg>& args);
   // What the extent-free signature `generic` has kept.
   struct Generic {
@@ -152,7 +151,7 @@ class CompiledCore {
     bool refused = false;                              // this function cannot be generalized
   };
   std::vector<Array> trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
-                                const Key& exact, const Key& scalar_free, const Key* generic,
+                                const Key& exact, const Key& scalar_free, const Key& generic,
                                 std::shared_ptr<const extents::Template> first);
   // The template made at this call's extents and planned; false when its
   // guards fail here.
@@ -202,7 +201,7 @@ void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars
   }
 }
 
-bool CompiledCore::extent_free_signature(const std::vector<CallArg>& args, Key& k) const {
+void CompiledCore::extent_free_signature(const std::vector<CallArg>& args, Key& k) const {
   k.clear();
   k.push_back(args.size() | 0xe7e7ull << 32);
   ArgNodes node_of;
@@ -219,7 +218,6 @@ bool CompiledCore::extent_free_signature(const std::vector<CallArg>& args, Key& 
     for (auto d : n.shape) k.push_back(d <= 1 ? static_cast<std::uint64_t>(d) : 2u);
     k.push_back(n.storage->borrowed);
   }
-  return true;
 }
 
 // Donated handles are given up once the function's nodes exist (a vector
@@ -410,7 +408,7 @@ bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>
 }
 
 std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
-                                            const Key& exact, const Key& scalar_free, const Key* generic,
+                                            const Key& exact, const Key& scalar_free, const Key& generic,
                                             std::shared_ptr<const extents::Template> first) {
   // What the program needs of the arguments is read now: once the function
   // has run, a vector argument passed as an rvalue is gone.
@@ -449,7 +447,7 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     result_nodes.push_back(local.back().node_id());
   }
   // The template of this trace, and what it says of the one kept before.
-  if (generic) {
+  {
     std::string why;
     std::shared_ptr<extents::Template> mine;
     if (!all_local) why = "arguments of another thread's graph";
@@ -462,7 +460,7 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
       if (!extents::validate(*checked, *mine, &why)) checked.reset();
     }
     std::lock_guard lock(mu_);
-    Generic& gen = generic_[*generic];
+    Generic& gen = generic_[generic];
     if (!mine || (first && !checked)) {
       // (A trace at the first's extents, first reset above, changes nothing.)
       gen.refused = true;
@@ -540,9 +538,9 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
   const Key exact_key = exact, scalar_free_key = has_scalars ? scalar_free : exact;
   // New extents: the kept trace, made again at these extents, once checked.
   Key generic;
-  const bool has_generic = extent_free_signature(args, generic);
+  extent_free_signature(args, generic);
   std::shared_ptr<const extents::Template> trusted, first;
-  if (has_generic) {
+  {
     std::lock_guard lock(mu_);
     auto it = generic_.find(generic);
     if (it != generic_.end()) trusted = it->second.trusted, first = it->second.first;
@@ -561,7 +559,7 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
     std::lock_guard lock(mu_);
     ++counts_.traces;
   }
-  return trace_call(args, trace, exact_key, scalar_free_key, has_generic ? &generic : nullptr, std::move(first));
+  return trace_call(args, trace, exact_key, scalar_free_key, generic, std::move(first));
 }
 
 std::shared_ptr<CompiledCore> make_compiled_core(Loc where) { return std::make_shared<CompiledCore>(loc_str(where)); }

@@ -446,25 +446,22 @@ class Resolver {
   int depth_ = 0;
 };
 
-// A Constant's fields as trace::constant makes them for `v` in dtype `t`.
-// (No node is made: validating must leave the graph as the trace made it.)
-void constant_fields(double v, std::int64_t iv, bool integral, DType t, std::int64_t* i0, double* f0) {
-  const Node n = integral ? trace::constant_node(Scalar(iv), t, "compile", Loc::current())
-                          : trace::constant_node(Scalar(v), t, "compile", Loc::current());
-  *i0 = n.i0;
-  *f0 = n.f0;
-}
-
-// The same for a scalar argument; false where trace::constant would throw.
-bool constant_of(const Scalar& v, DType t, std::int64_t* i0, double* f0) {
+// Whether trace::constant makes constant `c`'s value of `v` in c's dtype
+// (no node is made: validating must leave the graph as the trace made it);
+// false too where it would throw.
+bool makes(const Scalar& v, const TNode& c) {
   try {
-    const Node n = trace::constant_node(v, t, "compile", Loc::current());
-    *i0 = n.i0;
-    *f0 = n.f0;
-    return true;
+    const Node n = trace::constant_node(v, c.dtype, "compile", Loc::current());
+    return n.i0 == c.i0 && std::bit_cast<std::uint64_t>(n.f0) == std::bit_cast<std::uint64_t>(c.f0);
   } catch (const Error&) {
     return false;
   }
+}
+
+// The scalar a constant of dtype `t` made from extent value `e` in `form` is.
+Scalar from_extent_value(TNode::Value form, std::int64_t e, DType t) {
+  if (form == TNode::Value::reciprocal) return Scalar(1.0 / static_cast<double>(e));
+  return is_float(t) ? Scalar(static_cast<double>(e)) : Scalar(e);
 }
 
 bool same_scalar(const Scalar& a, const Scalar& b) {
@@ -495,6 +492,18 @@ void note_shape_read() {
   if (t_watch) ++t_reads;
 }
 
+namespace {
+// An evaluated node as a template leaf (an Input: whatever made it).
+TNode evaluated_leaf(const Node& a) {
+  TNode n;
+  n.op = Op::Input;
+  n.dtype = a.dtype;
+  n.shape = a.shape;
+  n.loc = a.loc;
+  return n;
+}
+}  // namespace
+
 std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
                                   const std::vector<NodeId>& results, std::string* why) {
   Graph& g = graph();
@@ -507,12 +516,8 @@ std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::ve
       return nullptr;
     }
     const Node& a = g[args[k]];
-    TNode n;
-    n.op = Op::Input;  // evaluated: whatever made it
-    n.dtype = a.dtype;
-    n.shape = a.shape;
+    TNode n = evaluated_leaf(a);
     n.arg = static_cast<int>(k);
-    n.loc = a.loc;
     for (int d = 0; d < a.shape.ndim(); ++d) {
       if (a.shape[d] <= 1) {
         n.dims.push_back(constant_var(*t, a.shape[d]));
@@ -530,14 +535,10 @@ std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::ve
   auto leaf = [&](NodeId id) {
     if (index.count(id)) return;
     const Node& a = g[id];
-    TNode n;
-    n.op = Op::Input;
-    n.dtype = a.dtype;
-    n.shape = a.shape;
+    TNode n = evaluated_leaf(a);
     n.storage = a.storage;
     n.strides = a.strides;
     n.offset = a.offset;
-    n.loc = a.loc;
     for (std::int64_t d : a.shape) n.dims.push_back(constant_var(*t, d));
     index.emplace(id, static_cast<int>(t->nodes.size()));
     t->nodes.push_back(std::move(n));
@@ -776,21 +777,15 @@ bool validate(Template& t, const Template& u, std::string* why) {
     if (a.op == Op::Constant) {
       const bool changed = a.i0 != b.i0 || std::bit_cast<std::uint64_t>(a.f0) != std::bit_cast<std::uint64_t>(b.f0);
       // The extents (or reciprocals) that give this constant's value in both traces.
-      auto extent_forms = [&](const std::vector<Poly>& polys, bool changing_only, auto&& found) {
+      auto extent_forms = [&](const std::vector<Poly>& polys, auto&& found) {
         for (const Poly& p : polys) {
           const auto e1 = eval(p, v1), e2 = eval(p, v2);
-          if (!e1 || !e2 || *e1 == 0 || *e2 == 0 || (changing_only && *e1 == *e2)) continue;
+          if (!e1 || !e2 || *e1 == 0 || *e2 == 0) continue;
           for (TNode::Value form : {TNode::Value::extent, TNode::Value::reciprocal}) {
             if (form == TNode::Value::reciprocal && !is_float(a.dtype)) continue;
-            auto matches = [&](std::int64_t e, const TNode& c) {
-              std::int64_t i0 = 0;
-              double f0 = 0;
-              const bool integral = form == TNode::Value::extent && !is_float(a.dtype);
-              constant_fields(form == TNode::Value::extent ? static_cast<double>(e) : 1.0 / static_cast<double>(e), e,
-                              integral, a.dtype, &i0, &f0);
-              return i0 == c.i0 && std::bit_cast<std::uint64_t>(f0) == std::bit_cast<std::uint64_t>(c.f0);
-            };
-            if (matches(*e1, a) && matches(*e2, b)) found(form, p);
+            if (makes(from_extent_value(form, *e1, a.dtype), a) && makes(from_extent_value(form, *e2, a.dtype), b)) {
+              found(form, p);
+            }
           }
         }
       };
@@ -800,10 +795,10 @@ bool validate(Template& t, const Template& u, std::string* why) {
         // when unchanged: an f16 count may round alike in both traces.
         int n = 0;
         auto take = [&](TNode::Value form, const Poly& p) { ++n, a.value = form, a.value_of = p; };
-        extent_forms(met_counts(t, dims, k), false, take);
+        extent_forms(met_counts(t, dims, k), take);
         if (n != 1) {
           n = 0;
-          extent_forms(cands, false, take);
+          extent_forms(cands, take);
         }
         if (n != 1) {
           return fail("the value of " + where + " (from an extent) changes between the traces in a way no one extent explains");
@@ -813,13 +808,7 @@ bool validate(Template& t, const Template& u, std::string* why) {
         // function computed it: refused.
         int n = 0;
         for (std::size_t j = 0; j < t.scalars.size(); ++j) {
-          std::int64_t i1 = 0, i2 = 0;
-          double f1 = 0, f2 = 0;
-          if (!constant_of(t.scalars[j], a.dtype, &i1, &f1) || !constant_of(u.scalars[j], a.dtype, &i2, &f2)) continue;
-          if (i1 == a.i0 && i2 == b.i0 && std::bit_cast<std::uint64_t>(f1) == std::bit_cast<std::uint64_t>(a.f0) &&
-              std::bit_cast<std::uint64_t>(f2) == std::bit_cast<std::uint64_t>(b.f0)) {
-            ++n, a.value = TNode::Value::scalar, a.scalar = static_cast<int>(j);
-          }
+          if (makes(t.scalars[j], a) && makes(u.scalars[j], b)) ++n, a.value = TNode::Value::scalar, a.scalar = static_cast<int>(j);
         }
         if (n != 1) {
           return fail("the value of " + where + " changes between the traces and is not one scalar argument as it is");
@@ -895,14 +884,17 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
       continue;
     }
     std::vector<std::int64_t> shape;
-    if (as_traced) shape = tn.shape.dims();
-    for (const Poly& p : as_traced ? std::vector<Poly>{} : t.dims[k]) {
-      const auto v = eval(p, vals);
-      if (!v || *v < 0) {
-        *why = "an extent of the " + std::string(op_name(tn.op)) + " would be " + (v ? std::to_string(*v) : "too large");
-        return false;
+    if (as_traced) {
+      shape = tn.shape.dims();
+    } else {
+      for (const Poly& p : t.dims[k]) {
+        const auto v = eval(p, vals);
+        if (!v || *v < 0) {
+          *why = "an extent of the " + std::string(op_name(tn.op)) + " would be " + (v ? std::to_string(*v) : "too large");
+          return false;
+        }
+        shape.push_back(*v);
       }
-      shape.push_back(*v);
     }
     if (tn.storage) {
       made[k] = Array::from_node(g.add_leaf(tn.dtype, tn.shape, tn.storage, tn.strides, tn.offset));
@@ -918,10 +910,7 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
         *why = "a constant made from an extent that is 0";
         return false;
       }
-      made[k] = tn.value == TNode::Value::extent && !is_float(tn.dtype)
-                    ? trace::constant(Scalar(e), tn.dtype, "compile", tn.loc)
-                    : trace::constant(Scalar(tn.value == TNode::Value::extent ? static_cast<double>(e) : 1.0 / static_cast<double>(e)),
-                                      tn.dtype, "compile", tn.loc);
+      made[k] = trace::constant(from_extent_value(tn.value, e, tn.dtype), tn.dtype, "compile", tn.loc);
       continue;
     }
     Node n;

@@ -40,6 +40,10 @@ class Scope {
   std::vector<std::unique_ptr<Array>> imports_;  // stable addresses (local() returns references)
 };
 
+// Whether an op's Scope is open on this thread (the library is tracing, not
+// the user's code: aj::compile counts only the user's shape reads).
+bool in_op();
+
 // The node of a handle the caller has checked and made local (an empty one,
 // or one of another graph, is a library bug).
 const Node& node(const Array& a);

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/random_data.hpp"
+#include "tests/compile_helpers.hpp"
 
 namespace {
 
@@ -26,16 +26,9 @@ bool long_mode() {
   return s && *s && std::string(s) != "0";
 }
 
-std::vector<double> vals(const Array& a) { return a.to_vector<double>(); }
-
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
-}
-
-Array input(Shape s, unsigned seed, DType t = DType::f32) {
-  const auto v = ajtest::random_in<double>(static_cast<std::size_t>(s.numel()), seed, -2, 2);
-  return aj::from_vector(v, s).astype(t).eval();
-}
+using ajtest::input;
+using ajtest::same_bits;
+using ajtest::vals;
 
 // ---- a generator of random functions of k arrays of one shape -------------------
 // Any extents of the same rank work for the same function (so replays with

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/random_data.hpp"
+#include "tests/compile_helpers.hpp"
 
 namespace {
 
@@ -22,16 +22,9 @@ using aj::Array;
 using aj::DType;
 using aj::Shape;
 
-std::vector<double> vals(const Array& a) { return a.to_vector<double>(); }
-
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
-}
-
-Array input(Shape s, unsigned seed, DType t = DType::f32) {
-  const auto v = ajtest::random_in<double>(static_cast<std::size_t>(s.numel()), seed, -2, 2);
-  return aj::from_vector(v, s).astype(t).eval();
-}
+using ajtest::input;
+using ajtest::same_bits;
+using ajtest::vals;
 
 // Calls cf and f on arrays of each shape in `shapes` (one argument), checks
 // the results bit for bit and returns how many calls traced.
