@@ -488,6 +488,38 @@ TEST_CASE("reductions to fewer outputs than threads split over the reduced range
   }
 }
 
+TEST_CASE("a kernel over a reduced space with no accumulator compiles and agrees, on both layouts") {
+  // Fusion can leave a kernel whose space has reduce axes but whose outputs
+  // are all phase 0 (the reduction it was grouped with went to another
+  // kernel). The outer-axis layout once sized its block by the accumulator
+  // bytes and never stopped growing it at zero.
+  for (std::int64_t axis : {0, 1}) {
+    CAPTURE(axis);
+    aj::Kernel k;
+    k.shape = {3, 20};
+    k.reduce_axes = {axis};
+    k.inputs.push_back({DType::f32, {20, 1}, 0, false});
+    k.instrs.push_back({KOp::Load, Op::Input, DType::f32, 0, -1, -1, -1, 0});
+    k.scalars.push_back({DType::f32, 0, 1.5});
+    k.instrs.push_back({KOp::Const, Op::Constant, DType::f32, 0, -1, -1, -1, 0});
+    k.instrs.push_back({KOp::Binary, Op::Mul, DType::f32, 0, 0, 1, -1, -1});
+    aj::KOutput o;
+    o.value = 2;
+    o.stream = {DType::f32, {20, 1}, 0, false};
+    k.outputs.push_back(o);
+    std::vector<Buf> ins{Buf(DType::f32, 60)};
+    std::mt19937 rng(11 + static_cast<unsigned>(axis));
+    std::uniform_real_distribution<double> d(-3, 3);
+    for (std::size_t i = 0; i < 60; ++i) ins[0].set(i, d(rng), 0);
+    check_kernel(k, ins, 60, false);
+    Buf got(DType::f32, 60);
+    aj::cpu::run_kernel_compiled(k, {ins[0].data()}, {got.data()});
+    int same = 0;
+    for (std::size_t i = 0; i < 60; ++i) same += got.get(i) == static_cast<double>(static_cast<float>(ins[0].get(i)) * 1.5f);
+    CHECK(same == 60);
+  }
+}
+
 TEST_CASE("a kernel the code generator cannot take is an aj::Error, not a crash") {
   // A Reduce in an elementwise kernel breaks graph/kernel.hpp's rules.
   auto k = elementwise({DType::f64}, {KOp::Reduce, Op::Sum, DType::f64, 1, 0, -1, -1, -1}, 8);

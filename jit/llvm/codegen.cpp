@@ -267,13 +267,16 @@ class KernelCodegen {
   }
 
   // Outputs per block of an outer-axis reduction: as many as kOuterAccBytes
-  // of accumulators hold (a power of two, at least 64).
+  // of accumulators hold (a power of two, at least 64). A kernel over a
+  // reduced space may have no accumulator at all (only phase-0 outputs, as
+  // fusion can leave it): one byte then, so the block stays bounded.
   int outer_block() const {
     std::int64_t bytes = 0;
     for (const KInstr& in : k_.instrs) {
       if (in.kind == KOp::Reduce || in.kind == KOp::Scan) bytes += static_cast<std::int64_t>(itemsize(in.dtype));
       if (is_arg(in)) bytes += static_cast<std::int64_t>(itemsize(value_dtype(in)));
     }
+    bytes = std::max<std::int64_t>(bytes, 1);
     int block = 64;
     while (block * 2 * bytes <= kOuterAccBytes) block *= 2;
     return block;
