@@ -73,7 +73,10 @@ KernelBuffers kernel_buffers(const opt::Plan& p, std::size_t k, Backend& target,
     for (const Donation& d : p.buffers.donations) {
       if (!s && d.step == static_cast<int>(k) && d.output == static_cast<int>(j) &&
           donation_applies(d.from, bytes, target.device())) {
-        s = g[d.from].storage;
+        // Taken, not shared: the donor node keeps no reference (it has no
+        // reader after this step), so the output is the buffer's only
+        // holder and a later step may take it over in turn, as a replay does.
+        s = std::move(g[d.from].storage);
         ++detail::stats_mut().inplace_reuses;
       }
     }
