@@ -298,7 +298,8 @@ class HostJit {
     // the same object links in any process), libm/libc through the process.
     llvm::orc::JITDylib& main = jit_->getMainJITDylib();
     llvm::orc::SymbolMap syms;
-    for (const RuntimeSymbol& s : runtime_symbols()) {
+    const bool fma = features_.find("+avx2") != std::string::npos && features_.find("+fma") != std::string::npos;
+    for (const RuntimeSymbol& s : runtime_symbols(fma)) {
       syms[jit_->mangleAndIntern(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address),
                                              llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
     }
@@ -399,7 +400,17 @@ class HostJit {
   std::optional<std::string> link(const std::string& object, Entry* e) {
     auto jd = jit_->createJITDylib("aj_kernel_" + std::to_string(next_id_.fetch_add(1)));
     if (!jd) return to_string(jd.takeError());
-    jd->addToLinkOrder(jit_->getMainJITDylib());
+    // The main JITDylib first, before the process's symbols LLJIT links new
+    // JITDylibs against: its runtime symbols bind SLEEF's names to other
+    // functions than the process's own of those names (runtime_symbols.hpp).
+    llvm::orc::JITDylib& main = jit_->getMainJITDylib();
+    llvm::orc::JITDylibSearchOrder order{{&main, llvm::orc::JITDylibLookupFlags::MatchExportedSymbolsOnly}};
+    jd->withLinkOrderDo([&](const llvm::orc::JITDylibSearchOrder& now) {
+      for (const auto& entry : now) {
+        if (entry.first != &*jd && entry.first != &main) order.push_back(entry);
+      }
+    });
+    jd->setLinkOrder(std::move(order));
     auto buf = llvm::MemoryBuffer::getMemBufferCopy(object, "aj_kernel.o");
     if (auto err = jit_->addObjectFile(*jd, std::move(buf))) {
       std::string msg = to_string(std::move(err));

@@ -11,10 +11,24 @@
 // itself is compiled for those ISAs, and generated code (not this file) is
 // what calls them, with their real types. The accuracy column picks the
 // variant (sleef_variant).
-#define AJ_DECLARE(n, arity, u)                                                            \
-  void Sleef_##n##_##u(); void Sleef_##n##f_##u(); void Sleef_##n##d2_##u();              \
-  void Sleef_##n##d4_##u(); void Sleef_##n##d8_##u(); void Sleef_##n##f4_##u();           \
-  void Sleef_##n##f8_##u(); void Sleef_##n##f16_##u();
+//
+// Generated code calls SLEEF's plain names (Sleef_tanhf_u35 for one lane,
+// Sleef_tanhf16_u35 for 16), but they are bound to one of SLEEF's two
+// deterministic families, whose members give the same bits at every width:
+// "finz" (with FMA) where the CPU has AVX2 and FMA, "cinz" (without) where
+// it does not. SLEEF's plain scalar functions are of neither (no FMA), so a
+// loop's scalar tail once gave other bits than its vector body for the same
+// input: tanh, sin and cos of one value depended on where in an array it
+// was, and a compiled call's result on how its kernels were blocked.
+#define AJ_DECLARE(n, arity, u)                                                              \
+  void Sleef_finz_##n##d1_##u##purecfma(); void Sleef_finz_##n##f1_##u##purecfma();          \
+  void Sleef_finz_##n##d2_##u##avx2128(); void Sleef_finz_##n##f4_##u##avx2128();            \
+  void Sleef_finz_##n##d4_##u##avx2(); void Sleef_finz_##n##f8_##u##avx2();                  \
+  void Sleef_finz_##n##d8_##u##avx512f(); void Sleef_finz_##n##f16_##u##avx512f();           \
+  void Sleef_cinz_##n##d1_##u##purec(); void Sleef_cinz_##n##f1_##u##purec();                \
+  void Sleef_cinz_##n##d2_##u##sse2(); void Sleef_cinz_##n##f4_##u##sse2();                  \
+  void Sleef_cinz_##n##d4_##u##avx(); void Sleef_cinz_##n##f8_##u##avx();                    \
+  void Sleef_cinz_##n##d8_##u##avx512fnofma(); void Sleef_cinz_##n##f16_##u##avx512fnofma();
 extern "C" {
 AJ_MATH_FUNCS(AJ_DECLARE)
 }
@@ -39,22 +53,32 @@ AJ_DTYPES(AJ_GENERATE)
 
 namespace aj::jit {
 
-const std::vector<RuntimeSymbol>& runtime_symbols() {
-  static const std::vector<RuntimeSymbol> syms = [] {
+const std::vector<RuntimeSymbol>& runtime_symbols(bool fma) {
+  static const auto make = [](bool with_fma) {
     std::vector<RuntimeSymbol> v;
-#define SYM(f) v.push_back({#f, reinterpret_cast<void*>(&f)});
-#define SLEEF_ALL(n, arity, u)                                                                 \
-  SYM(Sleef_##n##_##u) SYM(Sleef_##n##f_##u) SYM(Sleef_##n##d2_##u) SYM(Sleef_##n##d4_##u) \
-  SYM(Sleef_##n##d8_##u) SYM(Sleef_##n##f4_##u) SYM(Sleef_##n##f8_##u) SYM(Sleef_##n##f16_##u)
+#define SYM(name, f) v.push_back({name, reinterpret_cast<void*>(&f)});
+#define SLEEF_ALL(n, arity, u)                                                                          \
+  if (with_fma) {                                                                                       \
+    SYM("Sleef_" #n "_" #u, Sleef_finz_##n##d1_##u##purecfma) SYM("Sleef_" #n "f_" #u, Sleef_finz_##n##f1_##u##purecfma) \
+    SYM("Sleef_" #n "d2_" #u, Sleef_finz_##n##d2_##u##avx2128) SYM("Sleef_" #n "f4_" #u, Sleef_finz_##n##f4_##u##avx2128) \
+    SYM("Sleef_" #n "d4_" #u, Sleef_finz_##n##d4_##u##avx2) SYM("Sleef_" #n "f8_" #u, Sleef_finz_##n##f8_##u##avx2)      \
+    SYM("Sleef_" #n "d8_" #u, Sleef_finz_##n##d8_##u##avx512f) SYM("Sleef_" #n "f16_" #u, Sleef_finz_##n##f16_##u##avx512f) \
+  } else {                                                                                              \
+    SYM("Sleef_" #n "_" #u, Sleef_cinz_##n##d1_##u##purec) SYM("Sleef_" #n "f_" #u, Sleef_cinz_##n##f1_##u##purec)     \
+    SYM("Sleef_" #n "d2_" #u, Sleef_cinz_##n##d2_##u##sse2) SYM("Sleef_" #n "f4_" #u, Sleef_cinz_##n##f4_##u##sse2)     \
+    SYM("Sleef_" #n "d4_" #u, Sleef_cinz_##n##d4_##u##avx) SYM("Sleef_" #n "f8_" #u, Sleef_cinz_##n##f8_##u##avx)       \
+    SYM("Sleef_" #n "d8_" #u, Sleef_cinz_##n##d8_##u##avx512fnofma) SYM("Sleef_" #n "f16_" #u, Sleef_cinz_##n##f16_##u##avx512fnofma) \
+  }
     AJ_MATH_FUNCS(SLEEF_ALL)
-#define GENERATOR(e, name, bytes, cpp, cuda, cat, rank, fmt) SYM(aj_jit_generate_##e)
+#define GENERATOR(e, name, bytes, cpp, cuda, cat, rank, fmt) SYM("aj_jit_generate_" #e, aj_jit_generate_##e)
     AJ_DTYPES(GENERATOR)
 #undef GENERATOR
 #undef SLEEF_ALL
 #undef SYM
     return v;
-  }();
-  return syms;
+  };
+  static const std::vector<RuntimeSymbol> with = make(true), without = make(false);
+  return fma ? with : without;
 }
 
 // 3.5-ulp variants where SLEEF has them (sin, cos, tan, log, tanh: about

@@ -15,8 +15,10 @@ struct RuntimeSymbol {
   void* address;
 };
 
-// Every symbol generated code may reference by name.
-const std::vector<RuntimeSymbol>& runtime_symbols();
+// Every symbol generated code may reference by name. `fma`: the CPU has AVX2
+// and FMA, so SLEEF's names are bound to its deterministic family with FMA
+// (else to the one without): every width of a function gives the same bits.
+const std::vector<RuntimeSymbol>& runtime_symbols(bool fma);
 
 // Scalar -> vector function mappings the host can run: SLEEF's vectors of 2/4
 // lanes (f64) and 4/8 (f32) for SSE/AVX2, 8 and 16 with AVX-512F.
