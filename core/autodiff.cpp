@@ -154,11 +154,8 @@ Walk walk(const Trace& tr, const std::vector<NodeId>& roots) {
 autodiff::NodeInfo info_of(NodeId id) {
   const Node& n = graph()[id];
   autodiff::NodeInfo info;
-  info.op = n.op;
-  info.dtype = n.dtype;
+  copy_payload(info, n);
   info.shape = n.shape;
-  info.i0 = n.i0, info.i1 = n.i1, info.f0 = n.f0, info.f1 = n.f1;
-  info.ints = n.ints;
   info.loc = n.loc;
   const std::vector<NodeId> inputs = n.inputs;  // from_node may not move the table, but be sure
   for (NodeId in : inputs) info.in.push_back(Array::from_node(in));

@@ -173,6 +173,14 @@ int new_var(Template& t, Var::Kind k, std::int64_t value, Poly e = {}) {
   return static_cast<int>(t.vars.size()) - 1;
 }
 int constant_var(Template& t, std::int64_t v) { return new_var(t, Var::Kind::expr, v, cst(v)); }
+// A number the rules cannot say (validate fits it), first tried as variable
+// `base`'s expression plus a constant when given.
+int fit_var(Template& t, std::int64_t v, int base = -1) {
+  const int k = constant_var(t, v);
+  t.vars[static_cast<std::size_t>(k)].fit = true;
+  t.vars[static_cast<std::size_t>(k)].fit_base = base;
+  return k;
+}
 
 // The IR says extents a and b are equal: false if this trace says otherwise.
 bool unify(Template& t, int a, int b) {
@@ -212,10 +220,7 @@ bool derive(Template& t, TNode& n, std::string* why) {
   };
   auto constants = [&](bool fit) {
     n.dims.clear();
-    for (std::int64_t d : n.shape) {
-      n.dims.push_back(constant_var(t, d));
-      t.vars.back().fit = fit;
-    }
+    for (std::int64_t d : n.shape) n.dims.push_back(fit ? fit_var(t, d) : constant_var(t, d));
   };
   // Unify axes of a and b but `skip` (a gather's or scatter's axis).
   auto unify_but = [&](const TNode& a, const TNode& b, std::int64_t skip) {
@@ -274,9 +279,7 @@ bool derive(Template& t, TNode& n, std::string* why) {
             if (n.shape[d] == x.shape[d] && n.ints[2 * s] == 0 && n.ints[2 * s + 1] == 1) {
               n.dims.push_back(x.dims[s]);
             } else {
-              n.dims.push_back(constant_var(t, n.shape[d]));
-              t.vars.back().fit = true;
-              t.vars.back().fit_base = x.dims[s];
+              n.dims.push_back(fit_var(t, n.shape[d], x.dims[s]));
             }
           }
           break;
@@ -315,8 +318,7 @@ bool derive(Template& t, TNode& n, std::string* why) {
               } else if (big == 1) {
                 n.dims[s] = i - i0 == 1 ? x.dims[static_cast<std::size_t>(i0)] : new_var(t, Var::Kind::expr, n.shape[d], prod);
               } else {
-                n.dims[s] = constant_var(t, n.shape[d]);
-                t.vars.back().fit = true;
+                n.dims[s] = fit_var(t, n.shape[d]);
               }
             }
           }
@@ -374,8 +376,7 @@ bool derive(Template& t, TNode& n, std::string* why) {
         case Op::ArgTopK:
           ok = same_as(0) && n.i0 >= 0 && n.i0 < rank;
           if (ok) {
-            const int k = constant_var(t, n.shape[static_cast<int>(n.i0)]);
-            t.vars.back().fit = true;
+            const int k = fit_var(t, n.shape[static_cast<int>(n.i0)]);
             n.dims[static_cast<std::size_t>(n.i0)] = k;
             t.guards.push_back({atom(k), atom(in(0).dims[static_cast<std::size_t>(n.i0)]), true});  // k <= extent
           }
@@ -449,10 +450,12 @@ class Resolver {
 // Whether trace::constant makes constant `c`'s value of `v` in c's dtype
 // (no node is made: validating must leave the graph as the trace made it);
 // false too where it would throw.
+bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+
 bool makes(const Scalar& v, const TNode& c) {
   try {
     const Node n = trace::constant_node(v, c.dtype, "compile", Loc::current());
-    return n.i0 == c.i0 && std::bit_cast<std::uint64_t>(n.f0) == std::bit_cast<std::uint64_t>(c.f0);
+    return n.i0 == c.i0 && same_bits(n.f0, c.f0);
   } catch (const Error&) {
     return false;
   }
@@ -465,7 +468,7 @@ Scalar from_extent_value(TNode::Value form, std::int64_t e, DType t) {
 }
 
 bool same_scalar(const Scalar& a, const Scalar& b) {
-  return a.kind == b.kind && a.i == b.i && std::bit_cast<std::uint64_t>(a.f) == std::bit_cast<std::uint64_t>(b.f) &&
+  return a.kind == b.kind && a.i == b.i && same_bits(a.f, b.f) &&
          a.above_int64 == b.above_int64;
 }
 
@@ -550,11 +553,8 @@ std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::ve
   for (NodeId id : g.unevaluated_order(roots)) {
     const Node& a = g[id];
     TNode n;
-    n.op = a.op;
-    n.dtype = a.dtype;
+    copy_payload(n, a);
     n.shape = a.shape;
-    n.i0 = a.i0, n.i1 = a.i1, n.f0 = a.f0, n.f1 = a.f1;
-    n.ints = a.ints;
     n.loc = a.loc;
     n.from_extent = a.op == Op::Constant &&
                     std::find(t_extent_constants.begin(), t_extent_constants.end(), id) != t_extent_constants.end();
@@ -625,8 +625,7 @@ bool validate(Template& t, const Template& u, std::string* why) {
       return fail("the second trace made another graph at " + where);
     }
     const bool numbers = a.op == Op::Constant;  // its value may come from extents
-    if (!numbers && (a.i0 != b.i0 || a.i1 != b.i1 || std::bit_cast<std::uint64_t>(a.f0) != std::bit_cast<std::uint64_t>(b.f0) ||
-                     std::bit_cast<std::uint64_t>(a.f1) != std::bit_cast<std::uint64_t>(b.f1))) {
+    if (!numbers && (a.i0 != b.i0 || a.i1 != b.i1 || !same_bits(a.f0, b.f0) || !same_bits(a.f1, b.f1))) {
       return fail("a payload of " + where + " changed between the traces");
     }
     const bool starts = a.op == Op::Slice || a.op == Op::Pad;
@@ -775,7 +774,7 @@ bool validate(Template& t, const Template& u, std::string* why) {
       }
     }
     if (a.op == Op::Constant) {
-      const bool changed = a.i0 != b.i0 || std::bit_cast<std::uint64_t>(a.f0) != std::bit_cast<std::uint64_t>(b.f0);
+      const bool changed = a.i0 != b.i0 || !same_bits(a.f0, b.f0);
       // The extents (or reciprocals) that give this constant's value in both traces.
       auto extent_forms = [&](const std::vector<Poly>& polys, auto&& found) {
         for (const Poly& p : polys) {
@@ -914,11 +913,8 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
       continue;
     }
     Node n;
-    n.op = tn.op;
-    n.dtype = tn.dtype;
+    copy_payload(n, tn);
     n.shape = Shape(std::move(shape));
-    n.i0 = tn.i0, n.i1 = tn.i1, n.f0 = tn.f0, n.f1 = tn.f1;
-    n.ints = tn.ints;
     for (std::size_t d = 0; d < tn.starts.size(); ++d) n.ints[2 * d] = *eval(tn.starts[d], vals);
     for (int in : tn.inputs) n.inputs.push_back(made[static_cast<std::size_t>(in)].node_id());
     made[k] = trace::make(std::move(n), tn.loc);

@@ -88,6 +88,17 @@ struct Node {
   std::int64_t numel() const { return shape.numel(); }
 };
 
+// Copies what an op is (op, dtype) and its payload (i0, i1, f0, f1, ints)
+// between a Node and a struct that mirrors it (autodiff's NodeInfo,
+// aj::compile's templates), so a payload field added to Node is added there.
+template <class To, class From>
+void copy_payload(To& to, const From& from) {
+  to.op = from.op;
+  to.dtype = from.dtype;
+  to.i0 = from.i0, to.i1 = from.i1, to.f0 = from.f0, to.f1 = from.f1;
+  to.ints = from.ints;
+}
+
 // State an upper layer keeps per graph (the optimizer's plan cache and walk
 // marks): Graph owns it without knowing its type.
 struct GraphAttachment {

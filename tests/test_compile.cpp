@@ -104,7 +104,7 @@ std::string first_difference(const std::vector<std::vector<double>>& want, const
   for (std::size_t k = 0; k < want.size(); ++k) {
     if (want[k].size() != got[k].size()) return "result " + std::to_string(k) + " has another size";
     for (std::size_t i = 0; i < want[k].size(); ++i) {
-      if (!same_bits(std::vector<double>{want[k][i]}, std::vector<double>{got[k][i]})) {
+      if (std::memcmp(&want[k][i], &got[k][i], sizeof(double)) != 0) {
         char buf[160];
         std::snprintf(buf, sizeof buf, "result %zu element %zu: %.9g, uncompiled %.9g", k, i, got[k][i], want[k][i]);
         return buf;

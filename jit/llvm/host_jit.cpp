@@ -297,9 +297,10 @@ class HostJit {
     // Generated code calls SLEEF and our helpers by name (absolute symbols:
     // the same object links in any process), libm/libc through the process.
     llvm::orc::JITDylib& main = jit_->getMainJITDylib();
+    const bool avx2 = features_.find("+avx2") != std::string::npos;
+    const bool avx512 = features_.find("+avx512f") != std::string::npos;
     llvm::orc::SymbolMap syms;
-    const bool fma = features_.find("+avx2") != std::string::npos && features_.find("+fma") != std::string::npos;
-    for (const RuntimeSymbol& s : runtime_symbols(fma)) {
+    for (const RuntimeSymbol& s : runtime_symbols(avx2 && features_.find("+fma") != std::string::npos)) {
       syms[jit_->mangleAndIntern(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address),
                                              llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
     }
@@ -310,8 +311,6 @@ class HostJit {
     if (!gen) runtime_error("host JIT: no process symbols: " + to_string(gen.takeError()));
     main.addGenerator(std::move(*gen));
 
-    const bool avx2 = features_.find("+avx2") != std::string::npos;
-    const bool avx512 = features_.find("+avx512f") != std::string::npos;
     mappings_ = vector_math_mappings(avx2, avx512);
     for (const VectorMapping& m : mappings_) {
       const bool binary = m.arity == 2;

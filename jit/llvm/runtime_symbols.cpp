@@ -20,19 +20,24 @@
 // loop's scalar tail once gave other bits than its vector body for the same
 // input: tanh, sin and cos of one value depended on where in an array it
 // was, and a compiled call's result on how its kernels were blocked.
-#define AJ_DECLARE(n, arity, u)                                                              \
-  void Sleef_finz_##n##d1_##u##purecfma(); void Sleef_finz_##n##f1_##u##purecfma();          \
-  void Sleef_finz_##n##d2_##u##avx2128(); void Sleef_finz_##n##f4_##u##avx2128();            \
-  void Sleef_finz_##n##d4_##u##avx2(); void Sleef_finz_##n##f8_##u##avx2();                  \
-  void Sleef_finz_##n##d8_##u##avx512f(); void Sleef_finz_##n##f16_##u##avx512f();           \
-  void Sleef_cinz_##n##d1_##u##purec(); void Sleef_cinz_##n##f1_##u##purec();                \
-  void Sleef_cinz_##n##d2_##u##sse2(); void Sleef_cinz_##n##f4_##u##sse2();                  \
-  void Sleef_cinz_##n##d4_##u##avx(); void Sleef_cinz_##n##f8_##u##avx();                    \
-  void Sleef_cinz_##n##d8_##u##avx512fnofma(); void Sleef_cinz_##n##f16_##u##avx512fnofma();
+//
+// A family's functions at every width (1 lane, 128, 256 and 512 bits), as
+// SLEEF suffixes them; AJ_SLEEF_WITH passes a family to a macro.
+#define AJ_SLEEF_FINZ finz, purecfma, avx2128, avx2, avx512f
+#define AJ_SLEEF_CINZ cinz, purec, sse2, avx, avx512fnofma
+#define AJ_SLEEF_WITH(m, ...) m(__VA_ARGS__)
+#define AJ_DECLARE_FAMILY(n, u, fam, w1, w128, w256, w512)                                   \
+  void Sleef_##fam##_##n##d1_##u##w1(); void Sleef_##fam##_##n##f1_##u##w1();                \
+  void Sleef_##fam##_##n##d2_##u##w128(); void Sleef_##fam##_##n##f4_##u##w128();            \
+  void Sleef_##fam##_##n##d4_##u##w256(); void Sleef_##fam##_##n##f8_##u##w256();            \
+  void Sleef_##fam##_##n##d8_##u##w512(); void Sleef_##fam##_##n##f16_##u##w512();
+#define AJ_DECLARE(n, arity, u) \
+  AJ_SLEEF_WITH(AJ_DECLARE_FAMILY, n, u, AJ_SLEEF_FINZ) AJ_SLEEF_WITH(AJ_DECLARE_FAMILY, n, u, AJ_SLEEF_CINZ)
 extern "C" {
 AJ_MATH_FUNCS(AJ_DECLARE)
 }
 #undef AJ_DECLARE
+#undef AJ_DECLARE_FAMILY
 
 // Helpers with C names, called by generated code (jit/llvm/scalar_codegen.cpp):
 // a generator's value of each dtype (bool as i32, halves as their bits).
@@ -57,23 +62,24 @@ const std::vector<RuntimeSymbol>& runtime_symbols(bool fma) {
   static const auto make = [](bool with_fma) {
     std::vector<RuntimeSymbol> v;
 #define SYM(name, f) v.push_back({name, reinterpret_cast<void*>(&f)});
-#define SLEEF_ALL(n, arity, u)                                                                          \
-  if (with_fma) {                                                                                       \
-    SYM("Sleef_" #n "_" #u, Sleef_finz_##n##d1_##u##purecfma) SYM("Sleef_" #n "f_" #u, Sleef_finz_##n##f1_##u##purecfma) \
-    SYM("Sleef_" #n "d2_" #u, Sleef_finz_##n##d2_##u##avx2128) SYM("Sleef_" #n "f4_" #u, Sleef_finz_##n##f4_##u##avx2128) \
-    SYM("Sleef_" #n "d4_" #u, Sleef_finz_##n##d4_##u##avx2) SYM("Sleef_" #n "f8_" #u, Sleef_finz_##n##f8_##u##avx2)      \
-    SYM("Sleef_" #n "d8_" #u, Sleef_finz_##n##d8_##u##avx512f) SYM("Sleef_" #n "f16_" #u, Sleef_finz_##n##f16_##u##avx512f) \
-  } else {                                                                                              \
-    SYM("Sleef_" #n "_" #u, Sleef_cinz_##n##d1_##u##purec) SYM("Sleef_" #n "f_" #u, Sleef_cinz_##n##f1_##u##purec)     \
-    SYM("Sleef_" #n "d2_" #u, Sleef_cinz_##n##d2_##u##sse2) SYM("Sleef_" #n "f4_" #u, Sleef_cinz_##n##f4_##u##sse2)     \
-    SYM("Sleef_" #n "d4_" #u, Sleef_cinz_##n##d4_##u##avx) SYM("Sleef_" #n "f8_" #u, Sleef_cinz_##n##f8_##u##avx)       \
-    SYM("Sleef_" #n "d8_" #u, Sleef_cinz_##n##d8_##u##avx512fnofma) SYM("Sleef_" #n "f16_" #u, Sleef_cinz_##n##f16_##u##avx512fnofma) \
+// SLEEF's plain name of each width bound to the family's function.
+#define BIND(n, u, fam, w1, w128, w256, w512)                                                                  \
+  SYM("Sleef_" #n "_" #u, Sleef_##fam##_##n##d1_##u##w1) SYM("Sleef_" #n "f_" #u, Sleef_##fam##_##n##f1_##u##w1)         \
+  SYM("Sleef_" #n "d2_" #u, Sleef_##fam##_##n##d2_##u##w128) SYM("Sleef_" #n "f4_" #u, Sleef_##fam##_##n##f4_##u##w128) \
+  SYM("Sleef_" #n "d4_" #u, Sleef_##fam##_##n##d4_##u##w256) SYM("Sleef_" #n "f8_" #u, Sleef_##fam##_##n##f8_##u##w256) \
+  SYM("Sleef_" #n "d8_" #u, Sleef_##fam##_##n##d8_##u##w512) SYM("Sleef_" #n "f16_" #u, Sleef_##fam##_##n##f16_##u##w512)
+#define SLEEF_ALL(n, arity, u)                             \
+  if (with_fma) {                                          \
+    AJ_SLEEF_WITH(BIND, n, u, AJ_SLEEF_FINZ)               \
+  } else {                                                 \
+    AJ_SLEEF_WITH(BIND, n, u, AJ_SLEEF_CINZ)               \
   }
     AJ_MATH_FUNCS(SLEEF_ALL)
 #define GENERATOR(e, name, bytes, cpp, cuda, cat, rank, fmt) SYM("aj_jit_generate_" #e, aj_jit_generate_##e)
     AJ_DTYPES(GENERATOR)
 #undef GENERATOR
 #undef SLEEF_ALL
+#undef BIND
 #undef SYM
     return v;
   };
