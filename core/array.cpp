@@ -284,14 +284,15 @@ std::string describe(const Scalar& v) {
   return "?";
 }
 
-Array constant(const Scalar& v, DType t, const char* op, const Loc& loc) {
-  return make(constant_node(v, t, op, loc), loc);
+Array constant(const Scalar& v, DType t, const char* op, const Loc& loc, const Shape& shape) {
+  return make(constant_node(v, t, op, loc, shape), loc);
 }
 
-Node constant_node(const Scalar& v, DType t, const char* op, const Loc& loc) {
+Node constant_node(const Scalar& v, DType t, const char* op, const Loc& loc, const Shape& shape) {
   Node n;
   n.op = Op::Constant;
   n.dtype = t;
+  n.shape = shape;
   if (is_integer(t) && v.kind == Scalar::Kind::integer) {
     const bool fits = !v.above_int64 && (t == DType::i64 || (v.i >= INT32_MIN && v.i <= INT32_MAX));
     if (!fits) {

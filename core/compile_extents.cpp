@@ -233,7 +233,11 @@ bool derive(Template& t, TNode& n, std::string* why) {
   bool ok = true;
   switch (op_category(n.op)) {
     case OpCategory::Leaf:
-      constants(false);
+      if (n.op == Op::Constant) {  // its consumer's shape (graph/graph.hpp), as a broadcast's new extents
+        for (std::int64_t d : n.shape) n.dims.push_back(new_var(t, Var::Kind::free, d));
+      } else {
+        constants(false);
+      }
       break;
     case OpCategory::Generator:
       constants(true);
@@ -900,7 +904,7 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
       continue;
     }
     if (tn.op == Op::Constant && tn.value == TNode::Value::scalar) {
-      made[k] = trace::constant(scalars[static_cast<std::size_t>(tn.scalar)], tn.dtype, "compile", tn.loc);
+      made[k] = trace::constant(scalars[static_cast<std::size_t>(tn.scalar)], tn.dtype, "compile", tn.loc, Shape(std::move(shape)));
       continue;
     }
     if (tn.op == Op::Constant && tn.value != TNode::Value::as_traced) {
@@ -909,7 +913,7 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
         *why = "a constant made from an extent that is 0";
         return false;
       }
-      made[k] = trace::constant(from_extent_value(tn.value, e, tn.dtype), tn.dtype, "compile", tn.loc);
+      made[k] = trace::constant(from_extent_value(tn.value, e, tn.dtype), tn.dtype, "compile", tn.loc, Shape(std::move(shape)));
       continue;
     }
     Node n;

@@ -60,41 +60,20 @@ DType result_dtype(std::span<const Operand* const> ops) {
   return t;
 }
 
-Array as_array(const char* op, const Operand& o, DType t) {
-  if (o.is_scalar) return trace::constant(o.scalar, t, op, o.loc);  // checks that it fits
+// Operand `o` in dtype `t`: an array cast to it, or a scalar as a constant
+// of the op's result shape (graph/graph.hpp: no Broadcast node for it).
+Array as_array(const char* op, const Operand& o, DType t, const Shape& shape) {
+  if (o.is_scalar) return trace::constant(o.scalar, t, op, o.loc, shape);  // checks that it fits
   return trace::cast(trace::local(*o.array, op, o.loc), t, o.loc);
 }
 
-// Make the node `op` over operands already converted to their dtypes.
-// The common case without the general broadcasting rule: every operand has
-// one shape, or is a rank-0 scalar constant (which broadcasts to anything).
-const Shape* common_shape(std::initializer_list<Array> ins) {
-  const Shape* s = nullptr;
-  for (auto& a : ins) {
-    const Shape& as = a.shape();
-    if (as.ndim() == 0) continue;
-    if (s && *s != as) return nullptr;
-    s = &as;
-  }
-  return s;
-}
-
-Array make_elementwise(Op op, DType out, std::initializer_list<Array> ins, const Loc& loc) {
+// Make the node `op` of `shape` (check_shapes' result) over operands already
+// converted to their dtypes; arrays of other shapes get Broadcast views.
+Array make_elementwise(Op op, DType out, const Shape& shape, std::initializer_list<Array> ins, const Loc& loc) {
   Node n;
   n.op = op;
   n.dtype = out;
-  if (const Shape* common = common_shape(ins)) {
-    n.shape = *common;
-  } else {
-    std::vector<const Shape*> shapes;
-    std::vector<DType> dtypes;
-    for (auto& a : ins) {
-      shapes.push_back(&a.shape());
-      dtypes.push_back(a.dtype());
-    }
-    n.shape = trace::broadcast_shapes(shapes, dtypes, op_name(op), loc);
-  }
-  const Shape& shape = n.shape;
+  n.shape = shape;
   // Broadcast views must stay alive until the node takes its uses. Elementwise
   // ops have at most three operands: no allocation for the holders.
   if (ins.size() > 3) internal_error("make_elementwise: more than three operands");
@@ -111,7 +90,8 @@ Array make_elementwise(Op op, DType out, std::initializer_list<Array> ins, const
 // an error names each operand with its own dtype (i32[3, 4] and f64[5]).
 // Then the result must fit in memory in the widest dtype the op makes
 // (its casts and broadcasts are no larger), checked here under the op's name.
-void check_shapes(const char* op, std::span<const Operand* const> ops, DType widest, const Loc& loc) {
+// Returns the result's shape (rank 0 when every operand is a scalar).
+Shape check_shapes(const char* op, std::span<const Operand* const> ops, DType widest, const Loc& loc) {
   const Shape* first = nullptr;  // fast path: all array operands of one shape cannot fail
   bool same = true;
   for (auto* o : ops) {
@@ -121,8 +101,9 @@ void check_shapes(const char* op, std::span<const Operand* const> ops, DType wid
     first = &s;
   }
   if (same) {
-    if (first) trace::check_array_size(*first, widest, op, loc);
-    return;
+    if (!first) return Shape{};
+    trace::check_array_size(*first, widest, op, loc);
+    return *first;
   }
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
@@ -133,7 +114,9 @@ void check_shapes(const char* op, std::span<const Operand* const> ops, DType wid
   }
   std::vector<const Shape*> ptrs;
   for (const Shape& s : shapes) ptrs.push_back(&s);
-  trace::check_array_size(trace::broadcast_shapes(ptrs, dtypes, op, loc), widest, op, loc);
+  Shape out = trace::broadcast_shapes(ptrs, dtypes, op, loc);
+  trace::check_array_size(out, widest, op, loc);
+  return out;
 }
 
 DType widest(DType a, DType b) { return itemsize(a) >= itemsize(b) ? a : b; }
@@ -165,8 +148,8 @@ Array binary(Op op, const Operand& a, const Operand& b) try {
                          "); use && / || for logic or astype() to a number type", loc);
   }
   DType out = is_compare(op) ? DType::bool_ : t;
-  check_shapes(name, ops, widest(t, out), loc);
-  return make_elementwise(op, out, {as_array(name, a, t), as_array(name, b, t)}, loc);
+  const Shape shape = check_shapes(name, ops, widest(t, out), loc);
+  return make_elementwise(op, out, shape, {as_array(name, a, t, shape), as_array(name, b, t, shape)}, loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory(op_name(op), a.is_scalar ? b.loc : a.loc);
 }
@@ -187,8 +170,8 @@ Array unary(Op op, const Operand& a) try {
                a.loc);
   }
   if (op_has(op, opflag::FloatOnly) && !is_float(t)) t = DType::f64;  // NumPy: ints give f64
-  check_shapes(name, ops, t, a.loc);
-  return make_elementwise(op, t, {as_array(name, a, t)}, a.loc);
+  const Shape shape = check_shapes(name, ops, t, a.loc);
+  return make_elementwise(op, t, shape, {as_array(name, a, t, shape)}, a.loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory(op_name(op), a.loc);
 }
@@ -214,10 +197,10 @@ Array true_divide(const Operand& a, const Operand& b) try {
   if (t == DType::bool_) {
     user_error("true_divide", "does not accept bool operands (" + describe_all(ops) + ")", loc);
   }
-  check_shapes("true_divide", ops, is_float(t) ? t : DType::f64, loc);  // named so, before any cast
+  const Shape shape = check_shapes("true_divide", ops, is_float(t) ? t : DType::f64, loc);  // named so, before any cast
   if (is_float(t)) return binary(Op::Div, a, b);
-  Array x = as_array("true_divide", a, DType::f64);
-  Array y = as_array("true_divide", b, DType::f64);
+  Array x = as_array("true_divide", a, DType::f64, shape);
+  Array y = as_array("true_divide", b, DType::f64, shape);
   return binary(Op::Div, Operand(x, loc), Operand(y, loc));
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("true_divide", a.is_scalar ? b.loc : a.loc);
@@ -259,10 +242,10 @@ Array where(const Operand& cond, const Operand& a, const Operand& b) try {
   }
   std::vector<const Operand*> vals{&a, &b};
   DType t = result_dtype(vals);
-  check_shapes("where", all, t, loc);
-  return make_elementwise(Op::Where, t,
-                          {as_array("where", cond, DType::bool_), as_array("where", a, t),
-                           as_array("where", b, t)},
+  const Shape shape = check_shapes("where", all, t, loc);
+  return make_elementwise(Op::Where, t, shape,
+                          {as_array("where", cond, DType::bool_, shape), as_array("where", a, t, shape),
+                           as_array("where", b, t, shape)},
                           loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("where", cond.loc);

@@ -67,12 +67,14 @@ NodeId id(const Array& a, const char* op, const Loc& loc);
 // Record a node and hand back a handle to it.
 Array make(Node n, const Loc& loc);
 
-// A rank-0 constant of dtype `t` holding `v` converted to `t`. An integer
-// that does not fit an integer `t` is a user error naming `op`; a float
-// converts as astype does (saturating).
-Array constant(const Scalar& v, DType t, const char* op, const Loc& loc);
+// A constant of dtype `t` holding `v` converted to `t` at every element of
+// `shape` (rank 0 unless given: an elementwise op's scalar operand takes the
+// op's shape, which saves the Broadcast node a rank-0 one would need). An
+// integer that does not fit an integer `t` is a user error naming `op`; a
+// float converts as astype does (saturating).
+Array constant(const Scalar& v, DType t, const char* op, const Loc& loc, const Shape& shape = {});
 // The node constant() records, not recorded (its value fields as they would be).
-Node constant_node(const Scalar& v, DType t, const char* op, const Loc& loc);
+Node constant_node(const Scalar& v, DType t, const char* op, const Loc& loc, const Shape& shape = {});
 Array cast(const Array& a, DType t, const Loc& loc);
 Array broadcast(const Array& a, const Shape& to, const Loc& loc);
 

@@ -3,7 +3,9 @@
 //
 // Rules of the IR (what every pass and backend may rely on):
 //  - Elementwise nodes (Unary/Binary/Ternary) have inputs of exactly their own
-//    shape: tracing inserts Broadcast views. Binary inputs share one dtype
+//    shape: tracing inserts Broadcast views, and makes a scalar operand a
+//    Constant of the node's shape (a Constant has any shape; it is one value,
+//    never stored, as a Broadcast of a rank-0 Constant is). Binary inputs share one dtype
 //    (tracing inserts Casts); comparisons and logical ops produce bool; Where's
 //    condition is bool and its two values share the node's dtype.
 //  - Broadcasting is a Broadcast view; a view is index arithmetic, never a

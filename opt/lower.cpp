@@ -41,7 +41,7 @@ std::int64_t work_limit(const Graph& g, NodeId id, const std::function<bool(Node
     const bool stored = b.evaluated() || is_materialized(base) || b.op == Op::Constant ||
                         (is_generator(b.op) && !counts_as_work(b.op));
     if (!stored) return numel;
-    if (b.numel() < numel) continue;  // a broadcast input re-reads few elements
+    if (b.op == Op::Constant || b.numel() < numel) continue;  // a broadcast input re-reads few elements
     ++full;
     // Reading it instead of the node must cost less than storing the node
     // (a write and a read of its size): `x > 0` of f64 x is stored.

@@ -60,7 +60,8 @@ void run_constant(NodeId id) {
   auto s = alloc_for(n);
   visit_dtype(n.dtype, [&](auto tag) {
     using T = decltype(tag);
-    *static_cast<T*>(s->data) = is_float(n.dtype) ? static_cast<T>(n.f0) : static_cast<T>(n.i0);
+    const T v = is_float(n.dtype) ? static_cast<T>(n.f0) : static_cast<T>(n.i0);
+    std::fill_n(static_cast<T*>(s->data), n.numel(), v);  // any shape (graph/graph.hpp)
   });
   finish(id, std::move(s));
 }
