@@ -262,7 +262,13 @@ const Node& node(const Array& a, const char* op, const Loc& loc) { return graph(
 
 NodeId id(const Array& a, const char* op, const Loc& loc) { return local(a, op, loc).node_id(); }
 
-Array make(Node n, const Loc& loc) {
+Node& scratch_node() {
+  thread_local Node n;
+  n.reset();
+  return n;
+}
+
+Array make(Node&& n, const Loc& loc) {
   if (!holds_lock(graph())) internal_error(std::string("aj::") + op_name(n.op) + ": a node made outside a trace::Scope");
   check_array_size(n.shape, n.dtype, op_name(n.op), loc);
   detail::check_devices(n, loc);
@@ -284,12 +290,9 @@ std::string describe(const Scalar& v) {
   return "?";
 }
 
-Array constant(const Scalar& v, DType t, const char* op, const Loc& loc, const Shape& shape) {
-  return make(constant_node(v, t, op, loc, shape), loc);
-}
+namespace {
 
-Node constant_node(const Scalar& v, DType t, const char* op, const Loc& loc, const Shape& shape) {
-  Node n;
+void fill_constant(Node& n, const Scalar& v, DType t, const char* op, const Loc& loc, const Shape& shape) {
   n.op = Op::Constant;
   n.dtype = t;
   n.shape = shape;
@@ -311,6 +314,19 @@ Node constant_node(const Scalar& v, DType t, const char* op, const Loc& loc, con
       n.f0 = static_cast<double>(T(v.f));  // the value rounded to T (f32, f16, bf16)
     }
   });
+}
+
+}  // namespace
+
+Array constant(const Scalar& v, DType t, const char* op, const Loc& loc, const Shape& shape) {
+  Node& n = scratch_node();
+  fill_constant(n, v, t, op, loc, shape);
+  return make(std::move(n), loc);
+}
+
+Node constant_node(const Scalar& v, DType t, const char* op, const Loc& loc, const Shape& shape) {
+  Node n;
+  fill_constant(n, v, t, op, loc, shape);
   return n;
 }
 

@@ -70,19 +70,16 @@ Array as_array(const char* op, const Operand& o, DType t, const Shape& shape) {
 // Make the node `op` of `shape` (check_shapes' result) over operands already
 // converted to their dtypes; arrays of other shapes get Broadcast views.
 Array make_elementwise(Op op, DType out, const Shape& shape, std::initializer_list<Array> ins, const Loc& loc) {
-  Node n;
-  n.op = op;
-  n.dtype = out;
-  n.shape = shape;
   // Broadcast views must stay alive until the node takes its uses. Elementwise
   // ops have at most three operands: no allocation for the holders.
   if (ins.size() > 3) internal_error("make_elementwise: more than three operands");
   Array keep[3];
-  n.inputs.reserve(ins.size());
-  for (std::size_t i = 0; i < ins.size(); ++i) {
-    keep[i] = trace::broadcast(ins.begin()[i], shape, loc);
-    n.inputs.push_back(keep[i].node_id());
-  }
+  for (std::size_t i = 0; i < ins.size(); ++i) keep[i] = trace::broadcast(ins.begin()[i], shape, loc);
+  Node& n = trace::scratch_node();
+  n.op = op;
+  n.dtype = out;
+  n.shape = shape;
+  for (std::size_t i = 0; i < ins.size(); ++i) n.inputs.push_back(keep[i].node_id());
   return trace::make(std::move(n), loc);
 }
 

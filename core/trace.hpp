@@ -64,8 +64,14 @@ const Node& node(const Array& a, const char* op, const Loc& loc);
 // holds it). An empty handle is a user error naming `op`.
 NodeId id(const Array& a, const char* op, const Loc& loc);
 
-// Record a node and hand back a handle to it.
-Array make(Node n, const Loc& loc);
+// Record a node and hand back a handle to it (graph/graph.hpp: Graph::add
+// copies `n`, or takes what it cannot copy without allocating).
+Array make(Node&& n, const Loc& loc);
+// This thread's node for the hot ops to fill and pass to make() at once
+// (elementwise ops, constants): reset, with its vectors' memory kept from
+// the last use, so a traced op allocates nothing once the graph has freed
+// nodes. Nothing may be traced between taking it and make().
+Node& scratch_node();
 
 // A constant of dtype `t` holding `v` converted to `t` at every element of
 // `shape` (rank 0 unless given: an elementwise op's scalar operand takes the

@@ -159,7 +159,41 @@ static bool takes_part_in_cse(const Node& n) {
   return n.op != Op::Input && !n.storage && n.op != Op::Constant && !is_generator(n.op);
 }
 
-NodeId Graph::add(Node n) {
+void Node::reset() {
+  op = Op::Input;
+  dtype = DType::f32;
+  alive = in_cse = false;
+  ext = uses = claim = 0;
+  inputs.clear();
+  i0 = i1 = 0;
+  f0 = f1 = 0.0;
+  ints.clear();
+  storage.reset();
+  strides.clear();
+  offset = 0;
+  loc = Loc();
+  hash = 0;
+  dev_epoch = 0;
+  has_dev = false;
+  dev = Device();
+}
+
+namespace {
+
+// `to` = `from`, in to's memory when it has room, else taking from's.
+template <class V>
+void assign_list(V& to, V& from) {
+  if (to.capacity() >= from.size()) to.assign(from.begin(), from.end());
+  else to.swap(from);
+}
+void assign_shape(Shape& to, Shape& from) {
+  if (to.dims().capacity() >= from.dims().size()) to = from;  // vector copy-assignment keeps to's memory
+  else std::swap(to, from);
+}
+
+}  // namespace
+
+NodeId Graph::add(Node&& n) {
   const bool cse = takes_part_in_cse(n);
   if (cse) {
     n.hash = structural_hash(n);
@@ -171,14 +205,24 @@ NodeId Graph::add(Node n) {
   }
   const NodeId id = take_slot();
   for (NodeId in : n.inputs) ++(*this)[in].uses;
-  n.alive = true;
-  n.ext = 0;
-  n.uses = 0;
-  n.claim = 0;
-  n.in_cse = cse;
-  Node& slot_ref = (*this)[id];
-  slot_ref = std::move(n);
-  if (cse) cse_->insert(slot_ref.hash, id);
+  Node& s = (*this)[id];  // reset by maybe_free, or never used
+  s.op = n.op;
+  s.dtype = n.dtype;
+  s.alive = true;
+  s.in_cse = cse;
+  assign_list(s.inputs, n.inputs);
+  assign_shape(s.shape, n.shape);
+  s.i0 = n.i0, s.i1 = n.i1, s.f0 = n.f0, s.f1 = n.f1;
+  if (!n.ints.empty()) assign_list(s.ints, n.ints);
+  s.storage = std::move(n.storage);
+  if (!n.strides.empty()) assign_list(s.strides, n.strides);
+  s.offset = n.offset;
+  s.loc = n.loc;
+  s.hash = n.hash;
+  s.dev_epoch = n.dev_epoch;
+  s.has_dev = n.has_dev;
+  s.dev = n.dev;
+  if (cse) cse_->insert(s.hash, id);
   live_.fetch_add(1, std::memory_order_relaxed);
   ++detail::stats_mut().nodes_created;
   return id;
@@ -242,21 +286,15 @@ void Graph::maybe_free(NodeId first) {
     Node& n = (*this)[id];
     if (!unreferenced(n)) continue;
     cse_erase(id);
-    std::vector<NodeId> inputs = std::move(n.inputs);
-    // Drops the storage (back to the allocator now). The shape and strides
-    // vectors keep their memory for add_leaf; a dead node's contents are
-    // never read.
-    Shape shape = std::move(n.shape);
-    std::vector<std::int64_t> strides = std::move(n.strides);
-    n = Node{};
-    n.shape = std::move(shape);
-    n.strides = std::move(strides);
-    free_.push_back(id);
-    live_.fetch_sub(1, std::memory_order_relaxed);
-    for (NodeId in : inputs) {
+    for (NodeId in : n.inputs) {
       --(*this)[in].uses;
       work.push_back(in);
     }
+    // Drops the storage (back to the allocator now). The vectors keep their
+    // memory for add and add_leaf; a dead node's contents are never read.
+    n.reset();
+    free_.push_back(id);
+    live_.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
@@ -284,6 +322,7 @@ void Graph::rewrite(NodeId id, const Node& like) {
     internal_error("Graph::rewrite must keep an unevaluated node's dtype and shape");
   }
   cse_erase(id);
+  ++rewrites_;
   for (NodeId in : like.inputs) ++(*this)[in].uses;
   Node& n = (*this)[id];
   if (n.dev_epoch == device_epoch_ && ++device_epoch_ == 0) device_epoch_ = 1;  // new inputs: memos void

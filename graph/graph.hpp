@@ -88,6 +88,11 @@ struct Node {
 
   bool evaluated() const { return storage != nullptr; }
   std::int64_t numel() const { return shape.numel(); }
+
+  // Every field back to its default but the memory of the vectors (shape
+  // keeps its stale extents): a freed slot, or a reused node under
+  // construction, then allocates nothing for the next node's lists.
+  void reset();
 };
 
 // Copies what an op is (op, dtype) and its payload (i0, i1, f0, f1, ints)
@@ -115,9 +120,12 @@ class Graph {
   Graph& operator=(const Graph&) = delete;
 
   // Make a node (CSE: an identical unevaluated, unclaimed node is returned
-  // instead; never for constants and generators, see takes_part_in_cse). Takes a use of each input. The returned id has no references
-  // yet; wrap it with Array::from_node or another node's inputs right away.
-  NodeId add(Node n);
+  // instead; never for constants and generators, see takes_part_in_cse).
+  // Takes a use of each input. The returned id has no references yet; wrap
+  // it with Array::from_node or another node's inputs right away. `n` is
+  // copied into the slot's memory where it has room (its own stays with the
+  // caller, for a node it reuses: trace::scratch_node), else taken.
+  NodeId add(Node&& n);
   // An evaluated leaf (an Input node over `storage`), its shape and strides
   // copied into a recycled slot's vectors: no allocation when a freed node
   // left them large enough (aj::compile's replays make their results so).
@@ -145,6 +153,8 @@ class Graph {
   // reference counts: user handles keep pointing at it. Used by simplify.
   // Takes uses of the new inputs before dropping the old ones.
   void rewrite(NodeId id, const Node& like);
+  // How many rewrites this graph has had (a pass that saw none changed nothing).
+  std::uint64_t rewrites() const { return rewrites_; }
 
   // Bumped when a node's result lands on another device than the memo of
   // detail::device_of said (or could have said), which voids every memo.
@@ -201,6 +211,7 @@ class Graph {
   std::vector<NodeId> free_;
   std::atomic<std::size_t> live_{0};
   std::uint32_t device_epoch_ = 1;
+  std::uint64_t rewrites_ = 0;
   std::uint32_t next_claim_ = 0;
   std::size_t claims_ = 0;  // evaluations holding a claim
   std::size_t waiters_ = 0;  // evaluations waiting for a claim to end
