@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <vector>
 
 namespace aj::detail {
 
@@ -72,6 +74,28 @@ bool wait_for_others(Graph& g, std::vector<NodeId>& roots) {
   }
 }
 
+// This thread's plans, one per evaluation in progress (an evaluation that
+// starts another, importing an array of another graph, takes the next):
+// kept between evaluations, so a plan-cache hit copies into their memory.
+class PlanSlot {
+ public:
+  PlanSlot() {
+    if (t_depth == t_plans.size()) t_plans.push_back(std::make_unique<opt::Plan>());
+    plan_ = t_plans[t_depth++].get();
+  }
+  ~PlanSlot() { --t_depth; }
+  PlanSlot(const PlanSlot&) = delete;
+  PlanSlot& operator=(const PlanSlot&) = delete;
+  opt::Plan& plan() { return *plan_; }
+
+ private:
+  static thread_local std::vector<std::unique_ptr<opt::Plan>> t_plans;
+  static thread_local std::size_t t_depth;
+  opt::Plan* plan_;
+};
+thread_local std::vector<std::unique_ptr<opt::Plan>> PlanSlot::t_plans;
+thread_local std::size_t PlanSlot::t_depth = 0;
+
 }  // namespace
 
 namespace {
@@ -106,7 +130,9 @@ void evaluate(const std::vector<NodeId>& roots_in) {
   }
   const char* dot_dir = std::getenv("AJ_DUMP_DOT");
   const bool dump_dot = dot_dir && *dot_dir;
-  const opt::Plan p = opt::plan(roots, true, /*whole=*/dump_dot);  // the DOT file draws every field
+  PlanSlot slot;
+  opt::plan_into(roots, &slot.plan(), true, /*whole=*/dump_dot);  // the DOT file draws every field
+  const opt::Plan& p = slot.plan();
   const Claim claim(g, p.schedule.order);
   if (log_any() && log_enabled("plan")) log("plan", describe_plan(p.schedule, p.buffers));
   if (dump_dot) {

@@ -77,12 +77,13 @@ void run_pass(const char* name, const std::vector<NodeId>& roots, Body&& body) {
 // A plan for the graph simplify left, from the plan cache (opt/plan_cache.hpp)
 // when an earlier evaluation had the same structure. With verification on, a
 // hit is checked against planning from scratch.
-bool cached_plan(const std::vector<NodeId>& roots, const plan_cache::Key** key, Plan* p, bool whole) {
+bool cached_plan(const std::vector<NodeId>& roots, const std::vector<NodeId>& order, const plan_cache::Key** key,
+                 Plan* p, bool whole) {
   if (!plan_cache::enabled() || !disabled_passes().empty()) return false;
   using Clock = std::chrono::steady_clock;
   const bool show = logging("passes");
   const Clock::time_point t0 = show ? Clock::now() : Clock::time_point{};
-  *key = &plan_cache::make_key(roots);
+  *key = &plan_cache::make_key(roots, order);
   if (show) {
     char text[64];
     std::snprintf(text, sizeof text, "plan cache key: %.3f ms, %zu words",
@@ -118,17 +119,24 @@ void count_stored(const Schedule& s) {
 // The table of contents: the passes, in order. `use_cache`: look the plan up
 // in (and add it to) the plan cache after simplify.
 Plan plan(const std::vector<NodeId>& roots, bool use_cache, bool whole) {
-  g_logging = detail::log_any();
   Plan p;
+  plan_into(roots, &p, use_cache, whole);
+  return p;
+}
+
+void plan_into(const std::vector<NodeId>& roots, Plan* into, bool use_cache, bool whole) {
+  g_logging = detail::log_any();
+  Plan& p = *into;
+  std::vector<NodeId> order;  // simplify's walk, for the key when it changed nothing
   run_pass("simplify", roots, [&](bool on) {
-    if (on) simplify(roots);
+    if (on) simplify(roots, &order);
     return std::string();
   });
   const plan_cache::Key* key = nullptr;
-  if (use_cache && cached_plan(roots, &key, &p, whole)) {
+  if (use_cache && cached_plan(roots, order, &key, &p, whole)) {
     ++detail::stats_mut().plan_cache_hits;
     count_stored(p.schedule);
-    return p;
+    return;
   }
   ++detail::stats_mut().plans_built;
   run_pass("fuse", roots, [&](bool on) {  // off: one kernel per op
@@ -148,7 +156,6 @@ Plan plan(const std::vector<NodeId>& roots, bool use_cache, bool whole) {
   });
   if (key) plan_cache::insert(*key, p.schedule, p.buffers);
   if (use_cache) count_stored(p.schedule);  // an evaluation (explain passes false)
-  return p;
 }
 
 std::string plan_text(const std::vector<NodeId>& roots) {

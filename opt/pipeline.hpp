@@ -25,6 +25,9 @@ struct Plan {
 // `whole`: a plan-cache hit is translated whole (every field explain and
 // the DOT dump read), as it is anyway when a log channel or verification is on.
 Plan plan(const std::vector<NodeId>& roots, bool use_cache = true, bool whole = false);
+// The same into `*p`, whose memory a plan-cache hit reuses (the evaluation of
+// a traced call allocates nothing for its plan once it has had one).
+void plan_into(const std::vector<NodeId>& roots, Plan* p, bool use_cache = true, bool whole = false);
 
 // That plan as text (kernels, fused ops, buffer slots, in-place reuse),
 // planned from scratch; computes nothing.

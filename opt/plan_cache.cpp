@@ -188,7 +188,7 @@ void refresh_scalars(Schedule* s) {
 
 }  // namespace
 
-const Key& make_key(const std::vector<NodeId>& roots) {
+const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>& order) {
   Graph& g = graph();
   Cache& m = cache();
   Key& k = m.scratch;
@@ -233,22 +233,30 @@ const Key& make_key(const std::vector<NodeId>& roots) {
     for (NodeId in : n.inputs) {
       if (g[in].evaluated()) leaf_pos(in);
     }
-    w.push_back(kNode);
-    w.push_back(static_cast<std::uint64_t>(n.op) << 8 | static_cast<std::uint64_t>(n.dtype));
-    put_shape(n.shape);
     // A constant's value and a generator's payload reach the plan only as
     // kernel scalars, which a hit takes from this graph (refresh_scalars):
     // they are not part of the key, so a changed learning rate hits. What
     // simplify did with a value (x * 1 is x) shows in the structure.
     const bool scalars_only = n.op == Op::Constant || is_generator(n.op);
-    w.push_back(scalars_only ? 0 : static_cast<std::uint64_t>(n.i0));
-    w.push_back(static_cast<std::uint64_t>(n.i1));
-    w.push_back(scalars_only ? 0 : bits(n.f0));
-    w.push_back(scalars_only ? 0 : bits(n.f1));
-    w.push_back(n.ints.size());
+    const std::uint64_t payload[4] = {scalars_only ? 0 : static_cast<std::uint64_t>(n.i0),
+                                      static_cast<std::uint64_t>(n.i1), scalars_only ? 0 : bits(n.f0),
+                                      scalars_only ? 0 : bits(n.f1)};
+    std::uint64_t nonzero = 0;  // which payload words follow (most are 0)
+    for (int f = 0; f < 4; ++f) nonzero |= static_cast<std::uint64_t>(payload[f] != 0) << f;
+    // Counts first, so the words say where each list ends: equal words are
+    // equal graphs.
+    w.push_back(kNode | static_cast<std::uint64_t>(n.op) << 16 | static_cast<std::uint64_t>(n.dtype) << 24 |
+                nonzero << 32 | static_cast<std::uint64_t>(n.shape.ndim()) << 40);
+    w.push_back(n.ints.size() | static_cast<std::uint64_t>(n.inputs.size()) << 32);
+    for (auto d : n.shape) w.push_back(static_cast<std::uint64_t>(d));
+    for (int f = 0; f < 4; ++f) {
+      if (payload[f]) w.push_back(payload[f]);
+    }
     for (auto v : n.ints) w.push_back(static_cast<std::uint64_t>(v));
-    w.push_back(n.inputs.size());
-    for (NodeId in : n.inputs) w.push_back(m.pos[in]);
+    for (std::size_t i = 0; i < n.inputs.size(); i += 2) {  // positions are 32 bits: two a word
+      const std::uint64_t second = i + 1 < n.inputs.size() ? m.pos[n.inputs[i + 1]] : 0;
+      w.push_back(m.pos[n.inputs[i]] | second << 32);
+    }
     // Handles decide donation and which values are stored (fuse.hpp).
     const bool handle = g.ext_count(id) > 0;
     const bool temporary = handle && looks_temporary(id);
@@ -256,14 +264,21 @@ const Key& make_key(const std::vector<NodeId>& roots) {
     m.pos[id] = static_cast<std::uint32_t>(k.nodes.size());
     k.nodes.push_back(id);
   };
-  auto& stack = m.stack;
-  stack.clear();
   for (NodeId r : roots) {
     if (g[r].evaluated()) {  // not expected here: do not cache
       k.words.clear();
       k.nodes.clear();
       return k;
     }
+  }
+  // Inputs first, each input in order, each node once (unevaluated_order).
+  for (NodeId id : order) {
+    m.stamp[id] = m.epoch;
+    emit(id);
+  }
+  auto& stack = m.stack;
+  stack.clear();
+  for (NodeId r : roots) {
     if (m.stamp[r] == m.epoch) continue;
     m.stamp[r] = m.epoch;
     m.pos[r] = kPending;

@@ -51,8 +51,10 @@ struct Key {
 };
 
 // The returned key is valid until the next make_key call (its storage is
-// reused, so a cache hit allocates nothing for it).
-const Key& make_key(const std::vector<NodeId>& roots);
+// reused, so a cache hit allocates nothing for it). `order`, when not empty:
+// unevaluated_order(roots), which is the walk make_key makes (simplify hands
+// over the one it walked).
+const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>& order = {});
 
 // A stored plan for `key`, with this graph's node ids; false on a miss.
 // `whole` false: only what running it needs (steps without `computed` and

@@ -259,16 +259,22 @@ void fold_reduction(NodeId id) {
 
 }  // namespace
 
-void simplify(const std::vector<NodeId>& roots) {
+void simplify(const std::vector<NodeId>& roots, std::vector<NodeId>* walked) {
   Graph& g = graph();
+  const std::uint64_t rewrites = g.rewrites();
   // Inputs first: a rewrite only frees nodes before the current one, and
   // consumers see their inputs simplified already.
-  for (NodeId id : unevaluated_order(roots)) {
+  std::vector<NodeId> order = unevaluated_order(roots);
+  for (NodeId id : order) {
     const Node& n = g[id];
     if (!n.alive || n.evaluated()) continue;
     if (is_elementwise(n.op)) fold_elementwise(id);
     else if (is_view(n.op)) fold_view(id);
     else if (is_reduction(n.op)) fold_reduction(id);
+  }
+  if (walked) {
+    walked->clear();
+    if (g.rewrites() == rewrites) *walked = std::move(order);  // every rewrite goes through Graph::rewrite
   }
 }
 

@@ -3,7 +3,7 @@
 // Guarantees (docs/semantics.md is the yardstick; every rule is exact, bit for
 // bit, including -0.0 and NaN, because folding computes with the same scalar
 // functions as the reference interpreter):
-//  - Constant folding of fills (a rank-0 Constant, or a Broadcast of one):
+//  - Constant folding of fills (a Constant, or a Broadcast of one):
 //    elementwise ops of fills, views of fills, and reductions of fills become
 //    fills (`ones + 2` is a fill of 3; a sum of a fill is a fill, folded only
 //    where the repeated sum is provably the same number: integers (wrapping),
@@ -29,6 +29,9 @@
 
 namespace aj {
 
-void simplify(const std::vector<NodeId>& roots);
+// `walked`, when given: the topological order of the unevaluated nodes the
+// roots need (unevaluated_order) when simplify rewrote nothing, else empty
+// (the plan cache's key walks it instead of walking again).
+void simplify(const std::vector<NodeId>& roots, std::vector<NodeId>* walked = nullptr);
 
 }  // namespace aj
