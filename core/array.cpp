@@ -407,7 +407,9 @@ std::int64_t checked_numel(const std::vector<std::int64_t>& dims, const char* op
 
 void check_array_size(const Shape& shape, DType t, const char* op, const Loc& loc) {
   const std::int64_t n = checked_numel(shape.dims(), op, loc);
-  if (static_cast<std::uint64_t>(n) > kMaxArrayBytes / itemsize(t)) {
+  std::uint64_t bytes = 0;  // a multiply, not a division: every traced node comes here
+  if (__builtin_mul_overflow(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(itemsize(t)), &bytes) ||
+      bytes > kMaxArrayBytes) {
     user_error(op, "an array " + describe(t, shape) + " would need " + std::to_string(n) + " x " +
                        std::to_string(itemsize(t)) +
                        " bytes, more than any system has (arrays are limited to 2^62 bytes, views "
