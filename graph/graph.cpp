@@ -206,14 +206,11 @@ NodeId Graph::add(Node&& n) {
   const NodeId id = take_slot();
   for (NodeId in : n.inputs) ++(*this)[in].uses;
   Node& s = (*this)[id];  // reset by maybe_free, or never used
-  s.op = n.op;
-  s.dtype = n.dtype;
+  copy_payload(s, n);  // op, dtype, payload (ints copied into the slot's memory)
   s.alive = true;
   s.in_cse = cse;
   assign_list(s.inputs, n.inputs);
   assign_shape(s.shape, n.shape);
-  s.i0 = n.i0, s.i1 = n.i1, s.f0 = n.f0, s.f1 = n.f1;
-  if (!n.ints.empty()) assign_list(s.ints, n.ints);
   s.storage = std::move(n.storage);
   if (!n.strides.empty()) assign_list(s.strides, n.strides);
   s.offset = n.offset;
@@ -327,13 +324,8 @@ void Graph::rewrite(NodeId id, const Node& like) {
   Node& n = (*this)[id];
   if (n.dev_epoch == device_epoch_ && ++device_epoch_ == 0) device_epoch_ = 1;  // new inputs: memos void
   std::vector<NodeId> old = std::move(n.inputs);
-  n.op = like.op;
+  copy_payload(n, like);  // the dtype is the same (checked above)
   n.inputs = like.inputs;
-  n.i0 = like.i0;
-  n.i1 = like.i1;
-  n.f0 = like.f0;
-  n.f1 = like.f1;
-  n.ints = like.ints;
   n.hash = structural_hash(n);
   n.in_cse = takes_part_in_cse(n);
   if (n.in_cse) cse_->insert(n.hash, id);

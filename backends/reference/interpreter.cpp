@@ -57,13 +57,14 @@ std::shared_ptr<Storage> materialize(const Node& in) {
 
 void run_constant(NodeId id) {
   Node& n = graph()[id];
-  auto s = alloc_for(n);
+  // One value of any shape (graph/graph.hpp): one element, every stride 0,
+  // as a broadcast of it would be.
+  auto s = cpu::host_alloc(itemsize(n.dtype));
   visit_dtype(n.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const T v = is_float(n.dtype) ? static_cast<T>(n.f0) : static_cast<T>(n.i0);
-    std::fill_n(static_cast<T*>(s->data), n.numel(), v);  // any shape (graph/graph.hpp)
+    *static_cast<T*>(s->data) = is_float(n.dtype) ? static_cast<T>(n.f0) : static_cast<T>(n.i0);
   });
-  finish(id, std::move(s));
+  graph().set_result(id, std::move(s), std::vector<std::int64_t>(static_cast<std::size_t>(n.shape.ndim()), 0), 0);
 }
 
 void run_generator(NodeId id) {
