@@ -87,8 +87,11 @@ Array make_elementwise(Op op, DType out, const Shape& shape, std::initializer_li
 // an error names each operand with its own dtype (i32[3, 4] and f64[5]).
 // Then the result must fit in memory in the widest dtype the op makes
 // (its casts and broadcasts are no larger), checked here under the op's name.
-// Returns the result's shape (rank 0 when every operand is a scalar).
-Shape check_shapes(const char* op, std::span<const Operand* const> ops, DType widest, const Loc& loc) {
+// Returns the result's shape (rank 0 when every operand is a scalar): an
+// operand's own when all have one (no copy per traced op), else the
+// broadcast, kept in `broadcast`.
+const Shape& check_shapes(const char* op, std::span<const Operand* const> ops, DType widest, const Loc& loc,
+                          Shape& broadcast) {
   const Shape* first = nullptr;  // fast path: all array operands of one shape cannot fail
   bool same = true;
   for (auto* o : ops) {
@@ -98,7 +101,7 @@ Shape check_shapes(const char* op, std::span<const Operand* const> ops, DType wi
     first = &s;
   }
   if (same) {
-    if (!first) return Shape{};
+    if (!first) return broadcast;  // empty: rank 0
     trace::check_array_size(*first, widest, op, loc);
     return *first;
   }
@@ -111,9 +114,9 @@ Shape check_shapes(const char* op, std::span<const Operand* const> ops, DType wi
   }
   std::vector<const Shape*> ptrs;
   for (const Shape& s : shapes) ptrs.push_back(&s);
-  Shape out = trace::broadcast_shapes(ptrs, dtypes, op, loc);
-  trace::check_array_size(out, widest, op, loc);
-  return out;
+  broadcast = trace::broadcast_shapes(ptrs, dtypes, op, loc);
+  trace::check_array_size(broadcast, widest, op, loc);
+  return broadcast;
 }
 
 DType widest(DType a, DType b) { return itemsize(a) >= itemsize(b) ? a : b; }
@@ -145,7 +148,8 @@ Array binary(Op op, const Operand& a, const Operand& b) try {
                          "); use && / || for logic or astype() to a number type", loc);
   }
   DType out = is_compare(op) ? DType::bool_ : t;
-  const Shape shape = check_shapes(name, ops, widest(t, out), loc);
+  Shape broadcast;
+  const Shape& shape = check_shapes(name, ops, widest(t, out), loc, broadcast);
   return make_elementwise(op, out, shape, {as_array(name, a, t, shape), as_array(name, b, t, shape)}, loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory(op_name(op), a.is_scalar ? b.loc : a.loc);
@@ -167,7 +171,8 @@ Array unary(Op op, const Operand& a) try {
                a.loc);
   }
   if (op_has(op, opflag::FloatOnly) && !is_float(t)) t = DType::f64;  // NumPy: ints give f64
-  const Shape shape = check_shapes(name, ops, t, a.loc);
+  Shape broadcast;
+  const Shape& shape = check_shapes(name, ops, t, a.loc, broadcast);
   return make_elementwise(op, t, shape, {as_array(name, a, t, shape)}, a.loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory(op_name(op), a.loc);
@@ -194,7 +199,8 @@ Array true_divide(const Operand& a, const Operand& b) try {
   if (t == DType::bool_) {
     user_error("true_divide", "does not accept bool operands (" + describe_all(ops) + ")", loc);
   }
-  const Shape shape = check_shapes("true_divide", ops, is_float(t) ? t : DType::f64, loc);  // named so, before any cast
+  Shape broadcast;
+  const Shape& shape = check_shapes("true_divide", ops, is_float(t) ? t : DType::f64, loc, broadcast);  // named so, before any cast
   if (is_float(t)) return binary(Op::Div, a, b);
   Array x = as_array("true_divide", a, DType::f64, shape);
   Array y = as_array("true_divide", b, DType::f64, shape);
@@ -239,7 +245,8 @@ Array where(const Operand& cond, const Operand& a, const Operand& b) try {
   }
   std::vector<const Operand*> vals{&a, &b};
   DType t = result_dtype(vals);
-  const Shape shape = check_shapes("where", all, t, loc);
+  Shape broadcast;
+  const Shape& shape = check_shapes("where", all, t, loc, broadcast);
   return make_elementwise(Op::Where, t, shape,
                           {as_array("where", cond, DType::bool_, shape), as_array("where", a, t, shape),
                            as_array("where", b, t, shape)},

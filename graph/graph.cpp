@@ -212,7 +212,7 @@ NodeId Graph::add(Node&& n) {
   assign_list(s.inputs, n.inputs);
   assign_shape(s.shape, n.shape);
   s.storage = std::move(n.storage);
-  if (!n.strides.empty()) assign_list(s.strides, n.strides);
+  assign_list(s.strides, n.strides);
   s.offset = n.offset;
   s.loc = n.loc;
   s.hash = n.hash;

@@ -92,6 +92,7 @@ struct Node {
   // Every field back to its default but the memory of the vectors (shape
   // keeps its stale extents): a freed slot, or a reused node under
   // construction, then allocates nothing for the next node's lists.
+  // (A field added to Node is reset here and copied by Graph::add.)
   void reset();
 };
 
