@@ -20,7 +20,10 @@
 //                     at the new extents and planned, no tracing), against
 //                     a function that reads its argument's extent (traced
 //                     each time) and the uncompiled call (trace + plan: the
-//                     plan cache misses, its key has the extents)
+//                     plan cache misses, its key has the extents). The first
+//                     timed call is planned (it confirms the program fitted
+//                     from the two warm-up traces); the rest run that fitted
+//                     program: no trace, no plan
 //
 //   build/bench/dispatch_plan [calls]
 #include <arrayjit/arrayjit.hpp>
@@ -159,7 +162,9 @@ int main(int argc, char** argv) {
   std::printf("  compiled: %llu traces, %llu replays; with lr: %llu traces, %llu replays\n",
               static_cast<unsigned long long>(cc.traces), static_cast<unsigned long long>(cc.replays),
               static_cast<unsigned long long>(cl.traces), static_cast<unsigned long long>(cl.replays));
-  std::printf("  new extents: %llu traces, %llu from the kept trace %s\n", static_cast<unsigned long long>(cg.traces), static_cast<unsigned long long>(cg.new_extents), generic.extents_note().c_str());
+  std::printf("  new extents: %llu traces, %llu from the kept trace, %llu of them from a fitted program (not planned) %s%s\n",
+              static_cast<unsigned long long>(cg.traces), static_cast<unsigned long long>(cg.new_extents),
+              static_cast<unsigned long long>(cg.fitted), generic.extents_note().c_str(), generic.fit_note().c_str());
   if (cc.traces != 1 || cl.traces != 2 || cg.traces != 2 || cg.new_extents != static_cast<std::uint64_t>(lengths)) {
     std::fprintf(stderr, "dispatch_plan: a compiled chain was traced again\n");
     return 1;

@@ -14,7 +14,10 @@
 // (0 and 1 stay in), the first trace's template is kept (compile_extents.hpp);
 // a trace at other extents checks it, and from then on a call at new extents
 // makes the template's nodes at its extents and plans them: no tracing. The
-// program that plan makes is kept under the call's full signature.
+// program that plan makes is kept under the call's full signature. Two such
+// programs are fitted into one whose numbers are expressions over the
+// arguments' extents (compile_fit.hpp); once a third plan has confirmed it,
+// a call at new extents evaluates its numbers and runs: no planning either.
 #include "arrayjit/compile.hpp"
 
 #include <bit>
@@ -27,6 +30,7 @@
 #include "base/stats.hpp"
 #include "core/autodiff_trace.hpp"
 #include "core/compile_extents.hpp"
+#include "core/compile_fit.hpp"
 #include "core/evaluate.hpp"
 #include "core/trace.hpp"
 #include "exec/program.hpp"
@@ -83,19 +87,7 @@ class Programs {
 
 std::uint64_t bits(double d) { return std::bit_cast<std::uint64_t>(d); }
 
-// The kernel scalar a C++ scalar becomes in a kernel scalar slot of dtype t
-// (as trace::constant stores it).
-KScalar as_kernel_scalar(const Scalar& s, DType t) {
-  KScalar k;
-  k.dtype = t;
-  if (is_float(t)) {
-    const double v = s.kind == Scalar::Kind::floating ? s.f : static_cast<double>(s.i);
-    k.f = t == DType::f32 ? static_cast<double>(static_cast<float>(v)) : v;
-  } else {
-    k.i = s.kind == Scalar::Kind::floating ? static_cast<std::int64_t>(s.f) : s.i;
-  }
-  return k;
-}
+using fit::as_kernel_scalar;
 
 bool same_scalar(const KScalar& a, const KScalar& b) {
   return a.dtype == b.dtype && a.i == b.i && bits(a.f) == bits(b.f);
@@ -137,6 +129,10 @@ class CompiledCore {
     std::lock_guard lock(mu_);
     return extents_note_;
   }
+  std::string fit_note() const {
+    std::lock_guard lock(mu_);
+    return fit_note_;
+  }
 
  private:
   // The signature into `k`; `with_scalars` false leaves scalar values out (kinds stay).
@@ -149,14 +145,26 @@ class CompiledCore {
     std::shared_ptr<const extents::Template> first;    // the first trace's, not yet checked
     std::shared_ptr<const extents::Template> trusted;  // checked by a second trace
     bool refused = false;                              // this function cannot be generalized
+    // Fitted programs (compile_fit.hpp): the last program planned at new
+    // extents, the fit of two, trusted once a third plan confirmed it.
+    std::optional<fit::Sample> last;
+    std::shared_ptr<const fit::Fitted> fitted;
+    bool fitted_trusted = false;
+    int fit_failures = 0;  // fits refused or disproved; at kMaxFitFailures no more are tried
   };
   std::vector<Array> trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
                                 const Key& exact, const Key& scalar_free, const Key& generic,
                                 std::shared_ptr<const extents::Template> first);
   // The template made at this call's extents and planned; false when its
   // guards fail here.
-  bool run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
+  bool run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact, const Key& generic,
                     std::vector<Array>* out, bool quiet);
+  // The trusted fitted program of `generic` at this call's point, kept under
+  // its signatures and run; false when there is none or it does not apply.
+  bool run_fitted(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
+                  const Key* scalar_free, const Key& generic, std::vector<Array>* out);
+  // A program planned at this call's point, for the fit of `generic` (mu_ held).
+  void learn(const Key& generic, fit::Sample s);
   // Evaluates `local` (the results, arrays of this thread's graph) catching
   // the plan; the program it makes, prepared, or null.
   std::shared_ptr<const exec::Program> evaluate_and_capture(const std::vector<NodeId>& arg_nodes, bool all_local,
@@ -173,8 +181,10 @@ class CompiledCore {
   Programs scalar_free_;
   std::unordered_map<Key, Generic, KeyHash> generic_;
   std::string extents_note_;  // why calls at new extents trace, when they do
+  std::string fit_note_;      // why calls at new extents are planned, when a fit was refused
   CompiledCounts counts_;
   static constexpr std::size_t kMaxPrograms = 64;  // per compiled function (then all are dropped)
+  static constexpr int kMaxFitFailures = 4;
 };
 
 void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const {
@@ -237,6 +247,34 @@ static std::vector<Scalar> changeable_scalars(const std::vector<CallArg>& args) 
     if (a.is_scalar && !a.structural) s.push_back(a.scalar);
   }
   return s;
+}
+
+// This call's point for fitted programs (compile_fit.hpp): each array
+// argument's extents and offset, the changeable scalars. False when an array
+// argument is not contiguous row-major (a fitted program's strides follow
+// extents only) or not of this thread's graph.
+static bool point_of(const std::vector<CallArg>& args, fit::Point* p) {
+  ArgNodes node_of;
+  for (const CallArg& a : args) {
+    if (a.is_scalar) {
+      if (!a.structural) p->scalars.push_back(a.scalar);
+      continue;
+    }
+    if (a.array->graph_of() != &graph()) return false;
+    const Node& n = node_of(a);
+    std::int64_t expect = 1;
+    for (int d = n.shape.ndim() - 1; d >= 0; --d) {
+      if (n.shape[d] > 1 && n.strides[static_cast<std::size_t>(d)] != expect) return false;
+      expect *= n.shape[d];
+    }
+    for (std::int64_t d : n.shape) {
+      p->nums.push_back(d);
+      p->is_offset.push_back(false);
+    }
+    p->nums.push_back(n.offset);
+    p->is_offset.push_back(true);
+  }
+  return true;
 }
 
 // Runs a kept program on this call's arguments; the results are new arrays
@@ -379,7 +417,7 @@ void CompiledCore::keep(const Key& exact, std::shared_ptr<const exec::Program> p
 }
 
 bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
-                                std::vector<Array>* out, bool quiet) {
+                                const Key& generic, std::vector<Array>* out, bool quiet) {
   std::vector<NodeId> arg_nodes;
   for (const CallArg& a : args) {
     if (a.is_scalar) continue;
@@ -396,15 +434,103 @@ bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>
     }
     return false;
   }
+  // The point is read before donated handles are given up.
+  fit::Point at;
+  const bool fits = point_of(args, &at);
   give_up_donated(args);  // as after a trace
   ++stats_mut().compiled_new_extents;
   std::shared_ptr<const exec::Program> prog = evaluate_and_capture(arg_nodes, true, local);
   if (prog) {
     std::lock_guard lock(mu_);
-    keep(exact, std::move(prog));
+    keep(exact, prog);
+    if (fits) learn(generic, fit::Sample{std::move(prog), std::move(at)});
   }
   *out = std::move(local);
   return true;
+}
+
+bool CompiledCore::run_fitted(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
+                              const Key* scalar_free, const Key& generic, std::vector<Array>* out) {
+  std::shared_ptr<const fit::Fitted> f;
+  {
+    std::lock_guard lock(mu_);
+    auto it = generic_.find(generic);
+    if (it == generic_.end() || !it->second.fitted_trusted) return false;
+    f = it->second.fitted;
+  }
+  fit::Point at;
+  if (!point_of(args, &at) || !fit::applies(*f, at, nullptr)) return false;
+  std::vector<NodeId> arg_nodes;
+  for (const CallArg& a : args) {
+    if (!a.is_scalar) arg_nodes.push_back(a.array->node_id());
+  }
+  {
+    trace::Scope scope;  // the template's guards (a k <= extent, a slice within its array)
+    std::string why;
+    if (!extents::admits(t, arg_nodes, at.scalars, &why)) return false;
+  }
+  std::vector<fit::Binding> bound;
+  std::unique_ptr<exec::Program> made = fit::make(*f, at, &bound);
+  if (!made) return false;
+  exec::prepare_program(*made, backend_for(made->device));
+  std::shared_ptr<const exec::Program> prog = std::move(made);
+  ++stats_mut().compiled_new_extents;
+  ++stats_mut().compiled_fitted;
+  // Later calls at these extents replay it; with other scalar values too
+  // when the fit kept no scalar argument fixed (its bindings then cover
+  // every scalar argument that reaches a kernel).
+  std::vector<int> arg_of;  // index among the changeable scalars -> index among the arguments
+  for (std::size_t j = 0; j < args.size(); ++j) {
+    if (args[j].is_scalar && !args[j].structural) arg_of.push_back(static_cast<int>(j));
+  }
+  std::vector<ScalarBinding> bindings;
+  for (const fit::Binding& b : bound) bindings.push_back({b.step, b.scalar, arg_of[static_cast<std::size_t>(b.arg)]});
+  {
+    std::lock_guard lock(mu_);
+    keep(exact, prog);
+    if (scalar_free && !bindings.empty() && !fit::fixes_scalars(*f)) {
+      scalar_free_.put(*scalar_free, std::make_shared<const Entry>(Entry{prog, std::move(bindings)}));
+    }
+  }
+  *out = replay(Entry{std::move(prog), {}}, args);
+  return true;
+}
+
+void CompiledCore::learn(const Key& generic, fit::Sample s) {
+  auto it = generic_.find(generic);
+  if (it == generic_.end()) return;
+  Generic& gen = it->second;
+  // (A function whose calls at new extents are traced may have branched on
+  // them: its plans are not fitted.)
+  if (gen.refused || gen.fitted_trusted || gen.fit_failures >= kMaxFitFailures) return;
+  if (gen.last && gen.last->at.nums == s.at.nums) {  // traced again at the same extents (a new scalar value)
+    gen.last = std::move(s);
+    return;
+  }
+  std::string why;
+  auto refused = [&] {
+    fit_note_ = "calls at new extents are planned: " + why;
+    if (++gen.fit_failures >= kMaxFitFailures) gen.last.reset();
+  };
+  if (gen.fitted && fit::applies(*gen.fitted, s.at, nullptr) && fit::differs(*gen.fitted, s.at)) {
+    if (fit::check(*gen.fitted, s, &why)) {  // a third plan confirms the fit
+      gen.fitted_trusted = true;
+      gen.last.reset();
+      fit_note_.clear();
+      return;
+    }
+    gen.fitted.reset();
+    refused();
+    if (gen.fit_failures >= kMaxFitFailures) return;
+  }
+  if (!gen.fitted && gen.last) {
+    gen.fitted = fit::fit(*gen.last, s, &why);
+    if (!gen.fitted) {
+      refused();
+      if (gen.fit_failures >= kMaxFitFailures) return;
+    }
+  }
+  gen.last = std::move(s);
 }
 
 std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
@@ -419,6 +545,8 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     arg_nodes.push_back(a.array->node_id());
     all_local &= a.array->graph_of() == &graph();
   }
+  fit::Point at;
+  const bool fits = all_local && point_of(args, &at);
   std::vector<Array> results;
   std::uint64_t reads = 0;
   {
@@ -489,6 +617,7 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     }
     last_trace_[scalar_free] = prog;
     last_scalars_[scalar_free] = std::move(scalars);
+    if (fits) learn(generic, fit::Sample{std::move(prog), std::move(at)});
   }
   return local;
 }
@@ -547,9 +676,18 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
   }
   // (A template not yet checked serves calls at its own extents, arguments
   // of another layout: a minibatch view at another offset.)
+  if (trusted) {
+    std::vector<Array> out;
+    if (run_fitted(*trusted, args, exact_key, has_scalars ? &scalar_free_key : nullptr, generic, &out)) {
+      std::lock_guard lock(mu_);
+      ++counts_.new_extents;
+      ++counts_.fitted;
+      return out;
+    }
+  }
   if (trusted || first) {
     std::vector<Array> out;
-    if (run_template(trusted ? *trusted : *first, args, exact_key, &out, !trusted)) {
+    if (run_template(trusted ? *trusted : *first, args, exact_key, generic, &out, !trusted)) {
       std::lock_guard lock(mu_);
       ++counts_.new_extents;
       return out;
@@ -572,5 +710,6 @@ std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
 
 CompiledCounts compiled_counts(const CompiledCore& core) { return core.counts(); }
 std::string compiled_extents_note(const CompiledCore& core) { return core.extents_note(); }
+std::string compiled_fit_note(const CompiledCore& core) { return core.fit_note(); }
 
 }  // namespace aj::detail

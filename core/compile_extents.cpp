@@ -832,13 +832,20 @@ bool validate(Template& t, const Template& u, std::string* why) {
   return true;
 }
 
-bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
-                 std::vector<Array>* results, std::string* why) {
-  Graph& g = graph();
+namespace {
+std::vector<std::int64_t> symbol_values(const Template& t, const std::vector<NodeId>& args) {
+  const Graph& g = graph();
   std::vector<std::int64_t> vals(t.syms.size());
   for (std::size_t s = 0; s < t.syms.size(); ++s) {
     vals[s] = g[args[static_cast<std::size_t>(t.syms[s].first)]].shape[t.syms[s].second];
   }
+  return vals;
+}
+}  // namespace
+
+bool admits(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars, std::string* why) {
+  const Graph& g = graph();
+  const std::vector<std::int64_t> vals = symbol_values(t, args);
   // A template not yet checked is made only as it was traced: at its own
   // extents and scalar values (the arguments' layouts may differ).
   const bool as_traced = !t.trusted;
@@ -879,6 +886,15 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
       }
     }
   }
+  return true;
+}
+
+bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
+                 std::vector<Array>* results, std::string* why) {
+  if (!admits(t, args, scalars, why)) return false;
+  Graph& g = graph();
+  const std::vector<std::int64_t> vals = symbol_values(t, args);
+  const bool as_traced = !t.trusted;
   std::vector<Array> made(t.nodes.size());
   for (std::size_t k = 0; k < t.nodes.size(); ++k) {
     const TNode& tn = t.nodes[k];

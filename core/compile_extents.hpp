@@ -56,6 +56,9 @@ std::shared_ptr<Template> copy(const Template& t);
 // not hold there (the caller traces the function instead). A template not
 // yet validated is made only at its own extents and scalar values (for
 // arguments of another layout, a minibatch's view of a dataset).
+// Whether a call with argument leaves `args` and these scalars meets the
+// template's guards (what instantiate checks first); the reason when not.
+bool admits(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars, std::string* why);
 bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
                  std::vector<Array>* results, std::string* why);
 

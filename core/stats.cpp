@@ -22,7 +22,8 @@ std::string Stats::str() const {
      << peak_live_bytes << "), nodes " << live_nodes << ", plans built " << plans_built << " (plan cache hits " << plan_cache_hits << "), stored held " << held_values_stored << ", materialized " << values_materialized << ", compiled " << kernels_compiled
      << " (" << compile_ns / 1000000.0 << " ms), kernel cache hits " << kernel_cache_hits
      << ", disk hits " << kernel_disk_hits << ", compiled calls traced " << compiled_traces << " / replayed "
-     << compiled_replays << " / at new extents " << compiled_new_extents;
+     << compiled_replays << " / at new extents " << compiled_new_extents
+     << " (" << compiled_fitted << " not planned)";
   return os.str();
 }
 

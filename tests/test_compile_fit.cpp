@@ -1,0 +1,217 @@
+// aj::compile's fitted programs (core/compile_fit.hpp, docs/extent-replays.md):
+// after two plans at other extents were fitted into one program and a third
+// confirmed it, calls at new extents run without tracing and without
+// planning, give what the uncompiled call gives bit for bit, and what the
+// fit cannot vouch for (a scalar kept fixed that changed, an equality of two
+// extents that no longer holds, a function that read an extent) is planned
+// or traced instead.
+#include <doctest/doctest.h>
+
+#include <arrayjit/arrayjit.hpp>
+
+#include <atomic>
+#include <utility>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/compile_helpers.hpp"
+
+namespace {
+
+using aj::Array;
+using aj::Shape;
+
+using ajtest::input;
+using ajtest::same_bits;
+using ajtest::vals;
+
+// Calls cf and f at each shape (one argument each, or two of the shapes
+// given), checks them bit for bit; returns the plans built by the compiled
+// calls that ran fitted.
+struct Runner {
+  unsigned seed = 1;
+  std::uint64_t planned_when_fitted = 0;
+  template <class CF, class F>
+  void one(CF& cf, F f, const Shape& s) {
+    const Array x = input(s, seed++);
+    Array want = f(x);
+    want.eval();
+    const aj::Stats s0 = aj::stats();
+    const std::uint64_t fitted0 = cf.counts().fitted;
+    const Array got = cf(x);
+    if (cf.counts().fitted > fitted0) planned_when_fitted += aj::stats().plans_built - s0.plans_built;
+    INFO("shape " << s.str());
+    CHECK(same_bits(vals(got), vals(want)));
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("compile") {
+
+TEST_CASE("compile fit: new extents run fitted, unplanned, bit for bit; mean's 1/n and a sum's count follow") {
+  auto f = [](const Array& x) { return aj::exp(x - aj::mean(x, 1, true)) * 0.5f + aj::sum(x * x, 0, true) / 3.0f; };
+  auto cf = aj::compile(f);
+  Runner r;
+  // Traced at [4, 6] and [9, 7]; [30, 11] planned (it confirms the fit of
+  // the first two plans); every later new extent runs fitted.
+  for (const Shape& s : {Shape{4, 6}, Shape{9, 7}, Shape{30, 11}, Shape{2, 129}, Shape{13, 17}, Shape{64, 3}, Shape{13, 17}}) {
+    r.one(cf, f, s);
+  }
+  INFO(cf.fit_note());
+  CHECK(cf.counts().traces == 2);
+  CHECK(cf.counts().new_extents == 4);
+  CHECK(cf.counts().fitted == 3);
+  CHECK(cf.counts().replays == 1);  // [13, 17] again: the program the fit made there
+  CHECK(r.planned_when_fitted == 0);
+  CHECK(cf.fit_note().empty());
+}
+
+TEST_CASE("compile fit: a matmul fitted below the blockwise-epilogue threshold runs correctly far above it") {
+  // The plans at 2-4 rows run bias + relu apart from the product (below
+  // 2^14 result elements, exec/program.cpp); the fitted program keeps that
+  // choice at 300 rows, where a plan would run it blockwise: the same values.
+  auto f = [](const Array& x, const Array& w, const Array& b) { return aj::maximum(aj::matmul(x, w) + b, 0.0f); };
+  auto cf = aj::compile(f);
+  const Array w = input({48, 130}, 7), b = input({130}, 8);
+  unsigned seed = 10;
+  for (std::int64_t rows : {2, 3, 5, 300, 301, 7}) {
+    const Array x = input({rows, 48}, seed++);
+    Array want = f(x, w, b);
+    want.eval();
+    INFO("rows " << rows);
+    CHECK(same_bits(vals(cf(x, w, b)), vals(want)));
+  }
+  INFO(cf.fit_note());
+  CHECK(cf.counts().traces == 2);
+  CHECK(cf.counts().fitted == 3);
+}
+
+TEST_CASE("compile fit: a scalar argument kept fixed by the fit, then changed, is planned with its value") {
+  auto f = [](const Array& x, float s, float t) { return aj::tanh(x * s) + t; };
+  auto cf = aj::compile(f);
+  unsigned seed = 20;
+  auto call = [&](std::int64_t n, float s, float t) {
+    const Array x = input({n, 3}, seed++);
+    Array want = f(x, s, t);
+    want.eval();
+    INFO("n " << n << " s " << s << " t " << t);
+    CHECK(same_bits(vals(cf(x, s, t)), vals(want)));
+  };
+  // s changes at every call: a kernel scalar follows it. t stays 0.25 while
+  // the fit is made and confirmed, so the fit keeps it fixed.
+  call(4, 0.5f, 0.25f);
+  call(9, 0.6f, 0.25f);
+  call(14, 0.7f, 0.25f);
+  call(23, 0.8f, 0.25f);  // fitted
+  const std::uint64_t fitted = cf.counts().fitted;
+  CHECK(fitted == 1);
+  call(31, 0.9f, 0.75f);  // t changed: not fitted, planned with 0.75
+  CHECK(cf.counts().fitted == fitted);
+  call(23, 1.1f, 0.25f);  // back at a kept point with a new s: replayed with it
+  call(23, 1.2f, 0.75f);  // and a new t there: not the fit's program
+}
+
+TEST_CASE("compile fit: two extents equal at every fitted plan, then different, are planned") {
+  // x and y always had one length while the fit was made: a plan may have
+  // relied on it (a CSE, a view), so the fit serves only equal lengths.
+  auto f = [](const Array& x, const Array& y) { return aj::sum(aj::exp(x), 0) + aj::sum(y * 2.0f, 0); };
+  auto cf = aj::compile(f);
+  unsigned seed = 40;
+  auto call = [&](std::int64_t n, std::int64_t m) {
+    const Array x = input({n}, seed++), y = input({m}, seed++);
+    Array want = f(x, y);
+    want.eval();
+    INFO("n " << n << " m " << m);
+    CHECK(same_bits(vals(cf(x, y)), vals(want)));
+  };
+  call(5, 5);
+  call(9, 9);
+  call(17, 17);
+  call(30, 30);
+  CHECK(cf.counts().fitted == 1);
+  call(40, 41);
+  CHECK(cf.counts().fitted == 1);
+}
+
+TEST_CASE("compile fit: a function that reads an extent in C++ is never fitted") {
+  auto f = [](const Array& x) { return x.shape()[0] > 10 ? aj::exp(x) : x * 2.0f; };
+  auto cf = aj::compile(f);
+  Runner r;
+  for (std::int64_t n : {4, 6, 8, 9, 12, 15, 40}) r.one(cf, f, Shape{n});
+  CHECK(cf.counts().fitted == 0);
+  CHECK(cf.counts().traces == 7);
+}
+
+TEST_CASE("compile fit: minibatch views at new offsets and a donated state run fitted") {
+  // Every batch is a view of one dataset at another offset and length: the
+  // offset is a number of the program too (a stream's offset). The weight
+  // is donated and written in place.
+  auto step = [](const Array& x, Array w, float lr) {
+    auto [l, g] = aj::value_and_grad([&](const Array& q) { return aj::mean(aj::tanh(aj::matmul(x, q))); })(w);
+    return std::vector<Array>{l, w - lr * g};
+  };
+  auto cstep = aj::compile(step);
+  const Array X = input({400, 6}, 60);
+  Array w = input({6, 3}, 61), w2 = w;
+  std::int64_t at = 0;
+  std::uint64_t inplace_fitted = 0;
+  for (int t = 0; t < 8; ++t) {
+    const std::int64_t rows = 5 + 7 * t;
+    const Array xb = aj::slice(X, 0, at, at + rows);
+    at += rows;
+    const float lr = 0.05f + 0.01f * static_cast<float>(t);
+    const aj::Stats s0 = aj::stats();
+    const std::uint64_t fitted0 = cstep.counts().fitted;
+    std::vector<Array> r = cstep(xb, std::move(w), lr);
+    if (cstep.counts().fitted > fitted0) inplace_fitted += aj::stats().inplace_reuses - s0.inplace_reuses;
+    std::vector<Array> e = step(xb, w2, lr);
+    aj::eval(e);
+    INFO("step " << t);
+    CHECK(same_bits(vals(r[0]), vals(e[0])));
+    CHECK(same_bits(vals(r[1]), vals(e[1])));
+    w = r[1], w2 = e[1];
+  }
+  INFO(cstep.fit_note());
+  CHECK(cstep.counts().traces == 2);
+  CHECK(cstep.counts().fitted >= 4);
+  CHECK(inplace_fitted >= 4);  // the donated w written in place by the fitted programs
+}
+
+TEST_CASE("compile fit: threads calling one fitted function at their own new extents") {
+  // The fit is made and confirmed on this thread; then four threads call at
+  // extents of their own (each new extent set made from the fitted program
+  // on the thread that meets it first, replayed by the others).
+  auto f = [](const Array& x, const Array& y) { return aj::sum(x * y + aj::exp(x), 0) - aj::mean(y * y, 0); };
+  auto cf = aj::compile(f);
+  unsigned seed = 70;
+  for (const auto [n, m] : {std::pair<std::int64_t, std::int64_t>{5, 3}, {9, 8}, {14, 20}}) {
+    const Array x = input({n, m}, seed++), y = input({n, m}, seed++);
+    Array want = f(x, y);
+    want.eval();
+    CHECK(same_bits(vals(cf(x, y)), vals(want)));
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 10; ++k) {
+        // Some extents repeated, some met by two threads.
+        const std::int64_t n = 21 + 3 * t + 17 * (k % 4), m = 6 + 5 * t + 11 * (k % 3);
+        const Array x = input({n, m}, 900 + static_cast<unsigned>(t * 31 + k)), y = input({n, m}, 950 + static_cast<unsigned>(k));
+        Array want = f(x, y);
+        want.eval();
+        bad += !same_bits(vals(cf(x, y)), vals(want));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  INFO(cf.fit_note());
+  CHECK(bad.load() == 0);
+  CHECK(cf.counts().traces == 2);
+  CHECK(cf.counts().fitted >= 4);  // at least each thread's first new extents
+  CHECK(cf.counts().traces + cf.counts().new_extents + cf.counts().replays == 43);
+}
+
+}  // TEST_SUITE
