@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
   std::printf("  %-32s %8.2f us   <- target <= 1.5 (issue 15)\n", "compiled replay (aj::compile)", replay);
   std::printf("  %-32s %8.2f us\n", "compiled replay, changing lr", replay_lr);
   std::printf("  %-32s %8.2f us\n", "compiled replay - kernel", replay - kernel);
-  std::printf("  %-32s %8.2f us   <- no trace (issue 15)\n", "new extents, from the kept trace", new_kept);
+  std::printf("  %-32s %8.2f us   <- no trace, no plan (issue 15)\n", "new extents, compiled", new_kept);
   std::printf("  %-32s %8.2f us\n", "new extents, traced each time", new_traced);
   std::printf("  %-32s %8.2f us\n", "new extents, uncompiled call", new_uncompiled);
   std::printf("  compiled: %llu traces, %llu replays; with lr: %llu traces, %llu replays\n",

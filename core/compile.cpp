@@ -250,11 +250,15 @@ static std::vector<Scalar> changeable_scalars(const std::vector<CallArg>& args) 
 }
 
 // This call's point for fitted programs (compile_fit.hpp): each array
-// argument's extents and offset, the changeable scalars. False when an array
-// argument is not contiguous row-major (a fitted program's strides follow
-// extents only) or not of this thread's graph.
-static bool point_of(const std::vector<CallArg>& args, fit::Point* p) {
+// argument's extents and offset, the changeable scalars, and the quotient
+// symbols of template `t` when given (a split reshape's n = s / 4: a
+// number of the plan no product of the arguments' extents gives). False
+// when an array argument is not contiguous row-major (a fitted program's
+// strides follow extents only) or not of this thread's graph, or a quotient
+// does not divide.
+static bool point_of(const std::vector<CallArg>& args, const extents::Template* t, fit::Point* p) {
   ArgNodes node_of;
+  std::vector<std::size_t> first;  // per array argument: the index of its first extent in p->nums
   for (const CallArg& a : args) {
     if (a.is_scalar) {
       if (!a.structural) p->scalars.push_back(a.scalar);
@@ -262,6 +266,7 @@ static bool point_of(const std::vector<CallArg>& args, fit::Point* p) {
     }
     if (a.array->graph_of() != &graph()) return false;
     const Node& n = node_of(a);
+    first.push_back(p->nums.size());
     std::int64_t expect = 1;
     for (int d = n.shape.ndim() - 1; d >= 0; --d) {
       if (n.shape[d] > 1 && n.strides[static_cast<std::size_t>(d)] != expect) return false;
@@ -273,6 +278,24 @@ static bool point_of(const std::vector<CallArg>& args, fit::Point* p) {
     }
     p->nums.push_back(n.offset);
     p->is_offset.push_back(true);
+  }
+  if (t) {
+    std::vector<NodeId> arg_nodes;
+    for (const CallArg& a : args) {
+      if (!a.is_scalar) arg_nodes.push_back(a.array->node_id());
+    }
+    std::vector<std::int64_t> q;
+    std::vector<std::pair<int, int>> dividends;
+    if (!extents::quotient_values(*t, arg_nodes, &q, &dividends)) return false;
+    p->nums.insert(p->nums.end(), q.begin(), q.end());
+    p->is_offset.insert(p->is_offset.end(), q.size(), false);
+    // An extent a quotient divides is that quotient times a constant: only
+    // the quotient is a class of the fit (else each number of the one would
+    // fit the other's expression too: s and 4 * q).
+    if (!q.empty()) p->implied.assign(p->nums.size(), false);
+    for (const auto& [arg, axis] : dividends) {
+      if (arg >= 0) p->implied[first[static_cast<std::size_t>(arg)] + static_cast<std::size_t>(axis)] = true;
+    }
   }
   return true;
 }
@@ -436,7 +459,7 @@ bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>
   }
   // The point is read before donated handles are given up.
   fit::Point at;
-  const bool fits = point_of(args, &at);
+  const bool fits = point_of(args, &t, &at);
   give_up_donated(args);  // as after a trace
   ++stats_mut().compiled_new_extents;
   std::shared_ptr<const exec::Program> prog = evaluate_and_capture(arg_nodes, true, local);
@@ -459,13 +482,13 @@ bool CompiledCore::run_fitted(const extents::Template& t, std::vector<CallArg>& 
     f = it->second.fitted;
   }
   fit::Point at;
-  if (!point_of(args, &at) || !fit::applies(*f, at, nullptr)) return false;
-  std::vector<NodeId> arg_nodes;
-  for (const CallArg& a : args) {
-    if (!a.is_scalar) arg_nodes.push_back(a.array->node_id());
-  }
   {
-    trace::Scope scope;  // the template's guards (a k <= extent, a slice within its array)
+    trace::Scope scope;  // the arguments' nodes; the template's guards (a k <= extent, a slice within its array)
+    if (!point_of(args, &t, &at) || !fit::applies(*f, at, nullptr)) return false;
+    std::vector<NodeId> arg_nodes;
+    for (const CallArg& a : args) {
+      if (!a.is_scalar) arg_nodes.push_back(a.array->node_id());
+    }
     std::string why;
     if (!extents::admits(t, arg_nodes, at.scalars, &why)) return false;
   }
@@ -503,7 +526,10 @@ void CompiledCore::learn(const Key& generic, fit::Sample s) {
   // (A function whose calls at new extents are traced may have branched on
   // them: its plans are not fitted.)
   if (gen.refused || gen.fitted_trusted || gen.fit_failures >= kMaxFitFailures) return;
-  if (gen.last && gen.last->at.nums == s.at.nums) {  // traced again at the same extents (a new scalar value)
+  if (gen.last && (gen.last->at.nums == s.at.nums || gen.last->at.nums.size() != s.at.nums.size())) {
+    // Traced again at the same extents (a new scalar value), or a sample of
+    // the trusted template, which has quotient symbols the traced one had
+    // not: not a pair to fit.
     gen.last = std::move(s);
     return;
   }
@@ -546,7 +572,7 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     all_local &= a.array->graph_of() == &graph();
   }
   fit::Point at;
-  const bool fits = all_local && point_of(args, &at);
+  const bool fits = all_local && point_of(args, nullptr, &at);
   std::vector<Array> results;
   std::uint64_t reads = 0;
   {

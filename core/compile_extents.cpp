@@ -148,6 +148,14 @@ struct Template {
   std::vector<Guard> guards;              // over variables
   // Once validated:
   bool trusted = false;
+  // Symbols that are quotients of the arguments' (a split reshape's -1:
+  // [4 * n] to [n, 4] makes n = s / 4): symbol syms.size() + j is
+  // quotients[j].of (over argument symbols) divided by quotients[j].by.
+  struct Quotient {
+    Poly of;
+    std::int64_t by = 1;
+  };
+  std::vector<Quotient> quotients;
   std::vector<std::vector<Poly>> dims;  // per node and axis, over symbols
   std::vector<Guard> checks;            // over symbols
 };
@@ -619,7 +627,9 @@ bool validate(Template& t, const Template& u, std::string* why) {
       t.scalars.size() != u.scalars.size()) {
     return fail("the second trace made another graph");
   }
-  const std::vector<std::int64_t>&v1 = t.sym_values, &v2 = u.sym_values;
+  // The symbols' values in both traces (quotients fitted below are appended).
+  std::vector<std::int64_t> v1 = t.sym_values, v2 = u.sym_values;
+  t.quotients.clear();
   // Structure and payloads but the numbers fitted below.
   for (std::size_t k = 0; k < t.nodes.size(); ++k) {
     const TNode &a = t.nodes[k], &b = u.nodes[k];
@@ -639,7 +649,7 @@ bool validate(Template& t, const Template& u, std::string* why) {
   }
   // Symbols that did not change are pinned: nothing says what follows them.
   t.checks.clear();
-  for (std::size_t s = 0; s < v1.size(); ++s) {
+  for (std::size_t s = 0; s < t.syms.size(); ++s) {
     if (v1[s] == v2[s]) t.checks.push_back({atom(static_cast<int>(s)), cst(v1[s]), false});
   }
   // So are scalar arguments: the function may have branched on one, or
@@ -716,10 +726,52 @@ bool validate(Template& t, const Template& u, std::string* why) {
             }
           } else {
             int n = 0;
-            for (Poly& p : candidates()) {
-              if (eval(p, v1) == x.value && eval(p, v2) == want) ++n, found = std::move(p);
+            std::vector<Poly> cands = candidates();
+            for (const Poly& p : cands) {
+              if (eval(p, v1) == x.value && eval(p, v2) == want) ++n, found = p;
             }
             if (n != 1) found.reset();
+            if (n == 0 && x.value > 0 && want > 0) {
+              // An extent divided by a constant (a reshape's -1 splitting an
+              // extent that changes): a new symbol, the quotient, wherever
+              // the extent is a multiple of it.
+              std::optional<Template::Quotient> q;
+              int m = 0;
+              // Symbols that did not change are their values (pinned above):
+              // 3 * s0 / 24 and s0 / 8 are one quotient when s1 is pinned to 3.
+              auto pinned_out = [&](const Poly& p) {
+                Poly r;
+                for (const Term& term : p) {
+                  Term u{term.coef, {}};
+                  for (int a : term.atoms) {
+                    const auto sa = static_cast<std::size_t>(a);
+                    if (sa < t.syms.size() && v1[sa] == v2[sa]) u.coef *= v1[sa];
+                    else u.atoms.push_back(a);
+                  }
+                  r.push_back(std::move(u));
+                }
+                return normalized(std::move(r));
+              };
+              for (const Poly& cand : cands) {
+                const Poly p = pinned_out(cand);
+                const bool over_args = std::all_of(p.begin(), p.end(), [&](const Term& term) {
+                  return std::all_of(term.atoms.begin(), term.atoms.end(), [&](int a) { return a < static_cast<int>(t.syms.size()); });
+                });
+                const auto p1 = eval(p, v1), p2 = eval(p, v2);
+                if (!over_args || !p1 || !p2 || *p1 % x.value != 0 || *p2 % want != 0) continue;
+                const std::int64_t by = *p1 / x.value;
+                if (by <= 1 || *p2 / want != by) continue;
+                // (s / 8 and 3 * s / 24, from an extent and an element count, are one)
+                if (q && same(mul(p, cst(q->by)), mul(q->of, cst(by)))) continue;
+                ++m, q = Template::Quotient{p, by};
+              }
+              if (m == 1) {
+                found = atom(static_cast<int>(t.syms.size() + t.quotients.size()));
+                t.quotients.push_back(std::move(*q));
+                v1.push_back(x.value);
+                v2.push_back(want);
+              }
+            }
           }
           if (!found) {
             if (first_failure.empty()) {
@@ -841,11 +893,38 @@ std::vector<std::int64_t> symbol_values(const Template& t, const std::vector<Nod
   }
   return vals;
 }
+// Appends the quotient symbols' values; false, with the reason, where an
+// extent is not a multiple of its divisor (the function's reshape fails
+// there: the caller traces it).
+bool add_quotients(const Template& t, std::vector<std::int64_t>& vals, std::string* why) {
+  for (const Template::Quotient& q : t.quotients) {
+    const auto e = eval(q.of, vals);
+    if (!e || *e % q.by != 0) {
+      if (why) *why = "the extent " + show(q.of) + " is not a multiple of " + std::to_string(q.by) + " here";
+      return false;
+    }
+    vals.push_back(*e / q.by);
+  }
+  return true;
+}
 }  // namespace
+
+bool quotient_values(const Template& t, const std::vector<NodeId>& args, std::vector<std::int64_t>* out,
+                     std::vector<std::pair<int, int>>* dividends) {
+  std::vector<std::int64_t> vals = symbol_values(t, args);
+  if (!add_quotients(t, vals, nullptr)) return false;
+  out->assign(vals.begin() + static_cast<std::ptrdiff_t>(t.syms.size()), vals.end());
+  dividends->clear();
+  for (const Template::Quotient& q : t.quotients) {
+    const bool one = q.of.size() == 1 && q.of[0].coef == 1 && q.of[0].atoms.size() == 1;
+    dividends->push_back(one ? t.syms[static_cast<std::size_t>(q.of[0].atoms[0])] : std::pair<int, int>{-1, -1});
+  }
+  return true;
+}
 
 bool admits(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars, std::string* why) {
   const Graph& g = graph();
-  const std::vector<std::int64_t> vals = symbol_values(t, args);
+  std::vector<std::int64_t> vals = symbol_values(t, args);
   // A template not yet checked is made only as it was traced: at its own
   // extents and scalar values (the arguments' layouts may differ).
   const bool as_traced = !t.trusted;
@@ -857,6 +936,7 @@ bool admits(const Template& t, const std::vector<NodeId>& args, const std::vecto
       return false;
     }
   }
+  if (!add_quotients(t, vals, why)) return false;
   for (const Guard& c : t.checks) {
     if (!holds(c, vals)) {
       *why = "the extents fail " + show(c.a) + (c.le ? " <= " : " == ") + show(c.b);
@@ -893,7 +973,8 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
                  std::vector<Array>* results, std::string* why) {
   if (!admits(t, args, scalars, why)) return false;
   Graph& g = graph();
-  const std::vector<std::int64_t> vals = symbol_values(t, args);
+  std::vector<std::int64_t> vals = symbol_values(t, args);
+  add_quotients(t, vals, nullptr);  // (admits checked them)
   const bool as_traced = !t.trusted;
   std::vector<Array> made(t.nodes.size());
   for (std::size_t k = 0; k < t.nodes.size(); ++k) {

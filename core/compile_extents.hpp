@@ -61,6 +61,13 @@ std::shared_ptr<Template> copy(const Template& t);
 bool admits(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars, std::string* why);
 bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
                  std::vector<Array>* results, std::string* why);
+// The values of t's quotient symbols (an argument extent divided by a
+// constant, fitted for a split reshape) at the argument leaves `args`, in
+// order; false where an extent is not a multiple of its divisor. Per
+// quotient, `dividends` gets the (array argument, axis) it divides when that
+// is one argument extent, else (-1, -1).
+bool quotient_values(const Template& t, const std::vector<NodeId>& args, std::vector<std::int64_t>* out,
+                     std::vector<std::pair<int, int>>* dividends);
 
 // Shape reads by the function being traced (Array::shape and size outside
 // any op): counted while watched on this thread.

@@ -137,6 +137,7 @@ struct Expr {
   std::int64_t c = 0;               // the constant, the coefficient, or the shift
   std::vector<std::uint8_t> power;  // monomial: per class (Fitted::reps)
   int num = -1;                     // shifted: the class's representative number
+  std::int64_t d = 0;               // monomial: a constant added (4 * (n - 1) bytes: 4 * n - 4)
 };
 
 // A kernel scalar.
@@ -201,6 +202,8 @@ std::optional<std::int64_t> eval(const Fitted& f, const Expr& e, const std::vect
           return std::nullopt;
         }
       }
+      r += e.d;
+      if (r > std::numeric_limits<std::int64_t>::max() || r < std::numeric_limits<std::int64_t>::min()) return std::nullopt;
       return static_cast<std::int64_t>(r);
     }
   }
@@ -227,6 +230,7 @@ bool fit_int(const Fitted& f, std::int64_t va, std::int64_t vb, Expr* out) {
   const std::size_t n = f.reps.size();
   const int max_degree = n <= 6 ? 4 : n <= 12 ? 3 : 2;
   std::vector<std::uint8_t> power(n, 0);
+  bool affine = false;  // second round: c * monomial + d
   auto try_it = [&] {
     bool ok = true;
     __int128 ma = 1, mb = 1;
@@ -236,7 +240,16 @@ bool fit_int(const Fitted& f, std::int64_t va, std::int64_t vb, Expr* out) {
       mb *= pow_checked(f.b.nums[static_cast<std::size_t>(f.reps[i])], power[i], &ok);
       if (ma > (__int128{1} << 62) || mb > (__int128{1} << 62) || ma < -(__int128{1} << 62) || mb < -(__int128{1} << 62)) ok = false;
     }
-    if (!ok || ma == 0 || mb == 0 || va % ma != 0) return;
+    if (!ok || ma == 0 || mb == 0) return;
+    if (affine) {
+      if (ma == mb || (static_cast<__int128>(va) - vb) % (ma - mb) != 0) return;
+      const __int128 c = (static_cast<__int128>(va) - vb) / (ma - mb), d = va - c * ma;
+      if (c == 0 || d == 0 || c > INT64_MAX || c < INT64_MIN || d > INT64_MAX || d < INT64_MIN) return;
+      ++found;
+      *out = Expr{Expr::Kind::monomial, static_cast<std::int64_t>(c), power, -1, static_cast<std::int64_t>(d)};
+      return;
+    }
+    if (va % ma != 0) return;
     const __int128 c = va / ma;
     if (c == 0 || c * mb != vb) return;
     ++found;
@@ -256,6 +269,10 @@ bool fit_int(const Fitted& f, std::int64_t va, std::int64_t vb, Expr* out) {
     power[i] = 0;
   };
   rec(rec, 0, max_degree, false);
+  if (found == 0) {  // then a constant times a monomial plus a constant (a slice's extent times strides)
+    affine = true;
+    rec(rec, 0, max_degree, false);
+  }
   return found == 1;
 }
 
@@ -359,7 +376,7 @@ std::shared_ptr<const Fitted> fit(const Sample& sa, const Sample& sb, std::strin
     return nullptr;
   };
   if (sa.at.nums.size() != sb.at.nums.size() || sa.at.scalars.size() != sb.at.scalars.size() ||
-      sa.at.is_offset != sb.at.is_offset) {
+      sa.at.is_offset != sb.at.is_offset || sa.at.implied != sb.at.implied) {
     return fail("the arguments differ in number or rank");
   }
   Flat fa = flat(*sa.program), fb = flat(*sb.program);
@@ -373,7 +390,7 @@ std::shared_ptr<const Fitted> fit(const Sample& sa, const Sample& sb, std::strin
   for (std::size_t i = 0; i < n; ++i) f->generalized[i] = sa.at.nums[i] != sb.at.nums[i];
   // Classes: generalized numbers equal to each other at both points are one.
   for (std::size_t i = 0; i < n; ++i) {
-    if (!f->generalized[i]) continue;
+    if (!f->generalized[i] || (!sa.at.implied.empty() && sa.at.implied[i])) continue;
     bool seen = false;
     for (int r : f->reps) {
       const auto ri = static_cast<std::size_t>(r);
@@ -415,7 +432,8 @@ bool applies(const Fitted& f, const Point& p, std::string* why) {
     if (why) *why = w;
     return false;
   };
-  if (p.nums.size() != f.a.nums.size() || p.is_offset != f.a.is_offset || p.scalars.size() != f.a.scalars.size()) {
+  if (p.nums.size() != f.a.nums.size() || p.is_offset != f.a.is_offset || p.implied != f.a.implied ||
+      p.scalars.size() != f.a.scalars.size()) {
     return fail("the arguments differ in number or rank");
   }
   for (std::size_t i = 0; i < p.nums.size(); ++i) {

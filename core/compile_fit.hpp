@@ -9,8 +9,9 @@
 // argument points (every argument's extents and offset) are compared: when
 // everything but those numbers is the same, each number is fitted to one
 // expression over the argument numbers that changed (a constant, a
-// constant times a monomial, an offset plus a constant, a scalar argument,
-// a count or its reciprocal). A number with no expression, or with two,
+// constant times a monomial, the same plus a constant where no plain one
+// fits, an offset plus a constant, a scalar argument, a count or its
+// reciprocal). A number with no expression, or with two,
 // refuses the fit.
 //
 // A fitted program is trusted only after it reproduces, number for number,
@@ -44,6 +45,7 @@ namespace aj::detail::fit {
 struct Point {
   std::vector<std::int64_t> nums;
   std::vector<bool> is_offset;  // per entry of nums: an offset, not an extent
+  std::vector<bool> implied;    // per entry (or empty: none): a constant times a later entry, never a class of its own
   std::vector<Scalar> scalars;
 };
 

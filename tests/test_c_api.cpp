@@ -415,3 +415,47 @@ TEST_CASE("c api: arrays from caller memory (copied, strided, bools) and evaluat
   CHECK((aj_array_device(twice, &type, &id) == AJ_OK && type == AJ_DEVICE_CPU && id == 0));
   for (aj_array h : {copy, flags, twice, two}) CHECK(aj_array_release(h) == AJ_OK);
 }
+
+TEST_CASE("c api: a traced function at new lengths traces twice, then runs without tracing or planning") {
+  // aj_function_call compiles as aj::compile does: the second length traces
+  // once more (it checks the first trace), the third is planned from the
+  // kept trace (it confirms the program fitted from the first two plans),
+  // every later new length runs that fitted program.
+  Step step;
+  aj_function_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.trace = sgd_trace;
+  desc.context = &step;
+  desc.n_inputs = 3;
+  desc.n_outputs = 1;
+  desc.name = "sgd";
+  aj_function f{0};
+  REQUIRE(aj_function_new(&desc, &f) == AJ_OK);
+  unsigned seed = 300;
+  int k = 0;
+  for (std::int64_t n : {100, 230, 371, 502, 777, 1234, 64}) {
+    const auto wv = ajtest::random_in<float>(static_cast<std::size_t>(n), seed++, -1.0, 1.0);
+    const auto xv = ajtest::random_in<float>(static_cast<std::size_t>(n), seed++, -1.0, 1.0);
+    const double lr = 0.05 * ++k;
+    aj_array in[3] = {aj::to_c(aj::from_vector(wv)), aj::to_c(aj::from_vector(xv)), {0}};
+    REQUIRE(aj_scalar_f64(lr, &in[2]) == AJ_OK);
+    aj::reset_stats();
+    aj_array out{0};
+    REQUIRE_MESSAGE(aj_function_call(f, in, &out) == AJ_OK, last_error());
+    const aj::Stats s = aj::stats();
+    std::vector<float> got(static_cast<std::size_t>(n));
+    REQUIRE(aj_array_read(out, AJ_F32, got.data(), got.size() * sizeof(float), nullptr) == AJ_OK);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      REQUIRE(got[i] == wv[i] - static_cast<float>(lr) * xv[i]);  // one rounding each, as the kernel does
+    }
+    INFO("length " << n);
+    if (k >= 4) {  // fitted: no trace, no plan, no compile
+      CHECK(s.compiled_fitted == 1);
+      CHECK(s.plans_built == 0);
+      CHECK(s.kernels_compiled == 0);
+    }
+    for (aj_array h : {in[0], in[1], in[2], out}) CHECK(aj_array_release(h) == AJ_OK);
+  }
+  CHECK(step.traces == 2);
+  CHECK(aj_function_release(f) == AJ_OK);
+}

@@ -116,6 +116,20 @@ TEST_CASE("compile extents: a reshape to a constant shape is never generalized")
   CHECK_FALSE(cf.extents_note().empty());
 }
 
+TEST_CASE("compile extents: a reshape whose -1 splits a changing extent; an extent that does not divide is the function's own error") {
+  // [4 * n] to [n, 4]: n is the argument's extent divided by 4, a symbol of
+  // its own (a quotient), checked to divide at every call.
+  auto f = [](const Array& x) { return aj::sum(aj::exp(aj::reshape(x, {-1, 4})), 1) * 0.5f; };
+  auto cf = aj::compile(f);
+  CHECK(run_shapes(cf, f, {Shape{8}, Shape{20}, Shape{44}, Shape{12}, Shape{400}, Shape{20}}, 45) == 2);
+  CHECK(cf.counts().new_extents == 3);
+  CHECK(cf.extents_note().empty());
+  const Array x = input({10}, 49);
+  CHECK_THROWS_AS(f(x), aj::Error);
+  CHECK_THROWS_AS(cf(x), aj::Error);  // traced: the reshape fails as uncompiled
+  CHECK(cf.counts().new_extents == 3);
+}
+
 TEST_CASE("compile extents: extents the graph needs equal are checked; a mismatch is the function's own error") {
   auto f = [](const Array& x, const Array& y) { return x * y + 1.0f; };
   auto cf = aj::compile(f);

@@ -186,7 +186,7 @@ TEST_CASE("compile fit: threads calling one fitted function at their own new ext
   auto f = [](const Array& x, const Array& y) { return aj::sum(x * y + aj::exp(x), 0) - aj::mean(y * y, 0); };
   auto cf = aj::compile(f);
   unsigned seed = 70;
-  for (const auto [n, m] : {std::pair<std::int64_t, std::int64_t>{5, 3}, {9, 8}, {14, 20}}) {
+  for (const auto& [n, m] : {std::pair<std::int64_t, std::int64_t>{5, 3}, {9, 8}, {14, 20}}) {
     const Array x = input({n, m}, seed++), y = input({n, m}, seed++);
     Array want = f(x, y);
     want.eval();
@@ -212,6 +212,51 @@ TEST_CASE("compile fit: threads calling one fitted function at their own new ext
   CHECK(cf.counts().traces == 2);
   CHECK(cf.counts().fitted >= 4);  // at least each thread's first new extents
   CHECK(cf.counts().traces + cf.counts().new_extents + cf.counts().replays == 43);
+}
+
+TEST_CASE("compile fit: the gradient of a difference of slices fits (buffers of n - 1 elements: 4 * n - 4 bytes)") {
+  auto f = [](const Array& x, const Array& w) {
+    auto [l, g] = aj::value_and_grad([&](const Array& q) {
+      const Array y = x * q;
+      const Array d = aj::slice(y, 0, 1, std::nullopt) - aj::slice(y, 0, 0, -1);
+      return aj::sum(d * d);
+    })(w);
+    return std::vector<Array>{l, g};
+  };
+  auto cf = aj::compile(f);
+  unsigned seed = 80;
+  for (std::int64_t n : {10, 17, 29, 41, 55, 70, 17}) {
+    const Array x = input({n}, seed++), w = input({n}, seed++);
+    std::vector<Array> want = f(x, w);
+    aj::eval(want);
+    const std::vector<Array> got = cf(x, w);
+    INFO("n " << n);
+    CHECK(same_bits(vals(got[0]), vals(want[0])));
+    CHECK(same_bits(vals(got[1]), vals(want[1])));
+  }
+  INFO(cf.extents_note());
+  INFO(cf.fit_note());
+  CHECK(cf.counts().traces == 2);
+  CHECK(cf.counts().fitted == 3);
+  CHECK(cf.counts().replays == 1);
+}
+
+TEST_CASE("compile fit: a reshape splitting the batch ([8 * b, 3] to [b, 8, 3]) runs fitted") {
+  // b is the argument's extent over 8 (the template's quotient symbol): it
+  // is a number of the point, and the extent it divides is not a class of
+  // its own (8 * b would fit both).
+  auto f = [](const Array& x) {
+    const Array r = aj::reshape(x, {-1, 8, 3});
+    return aj::sum(aj::tanh(r) * 2.0f, 1) - aj::mean(r, {1, 2}, true);
+  };
+  auto cf = aj::compile(f);
+  Runner r;
+  for (std::int64_t b : {2, 3, 5, 7, 11, 13, 17, 5}) r.one(cf, f, Shape{8 * b, 3});
+  INFO(cf.extents_note());
+  INFO(cf.fit_note());
+  CHECK(cf.counts().traces == 2);
+  CHECK(cf.counts().fitted >= 2);
+  CHECK(r.planned_when_fitted == 0);
 }
 
 }  // TEST_SUITE
