@@ -674,10 +674,43 @@ bool validate(Template& t, const Template& u, std::string* why) {
     }
     return true;
   };
+  // Symbols an equality guard makes one (x * y of two arguments): each is
+  // its class's first, so that the extents a fit chooses from are not two
+  // names of one number (the guards hold wherever the template is used).
+  auto canonical = [&]() {
+    std::vector<int> rep(t.syms.size());
+    for (std::size_t k = 0; k < rep.size(); ++k) rep[k] = static_cast<int>(k);
+    auto root = [&](int a) {
+      while (rep[static_cast<std::size_t>(a)] != a) a = rep[static_cast<std::size_t>(a)];
+      return a;
+    };
+    Resolver r(t, fits);
+    auto one_symbol = [&](const std::optional<Poly>& p) {
+      const bool one = p && p->size() == 1 && (*p)[0].coef == 1 && (*p)[0].atoms.size() == 1 &&
+                       (*p)[0].atoms[0] < static_cast<int>(t.syms.size());
+      return one ? (*p)[0].atoms[0] : -1;
+    };
+    for (const Guard& g : t.guards) {
+      const int a = g.le ? -1 : one_symbol(r.subst(g.a)), b = g.le ? -1 : one_symbol(r.subst(g.b));
+      if (a < 0 || b < 0) continue;
+      const int ra = root(a), rb = root(b);
+      if (ra != rb) rep[static_cast<std::size_t>(std::max(ra, rb))] = std::min(ra, rb);
+    }
+    for (std::size_t k = 0; k < rep.size(); ++k) rep[k] = root(static_cast<int>(k));
+    return rep;
+  };
   auto candidates = [&]() {
     std::vector<Poly> c;
+    const std::vector<int> rep = canonical();
     auto put = [&](Poly p) {
       if (is_const(p)) return;
+      for (Term& term : p) {
+        for (int& a : term.atoms) {
+          if (a < static_cast<int>(rep.size())) a = rep[static_cast<std::size_t>(a)];
+        }
+        std::sort(term.atoms.begin(), term.atoms.end());
+      }
+      p = normalized(std::move(p));
       for (const Poly& q : c) {
         if (same(p, q)) return;
       }
@@ -724,7 +757,8 @@ bool validate(Template& t, const Template& u, std::string* why) {
             if (auto b1 = eval(base, v1), b2 = eval(base, v2); b1 && b2 && want - *b2 == x.value - *b1) {
               found = add(base, cst(x.value - *b1));
             }
-          } else {
+          }
+          if (!found) {  // (a slice too: a concatenation's gradient takes each piece's extent back)
             int n = 0;
             std::vector<Poly> cands = candidates();
             for (const Poly& p : cands) {
@@ -816,9 +850,19 @@ bool validate(Template& t, const Template& u, std::string* why) {
         const std::int64_t s1 = a.ints[2 * d], s2 = b.ints[2 * d], step = a.ints[2 * d + 1];
         Poly start = cst(s1);
         if (s1 != s2) {
+          // Its reference extent plus a constant (x[-3:]), else exactly one
+          // extent of the graph (a concatenation's gradient slices each
+          // piece back out at the extents before it).
           const auto r1 = eval(ref[d], v1), r2 = eval(ref[d], v2);
-          if (!r1 || !r2 || s2 - *r2 != s1 - *r1) return fail("the start of " + where + " changes in a way its extents do not explain");
-          start = add(ref[d], cst(s1 - *r1));
+          if (r1 && r2 && s2 - *r2 == s1 - *r1) {
+            start = add(ref[d], cst(s1 - *r1));
+          } else {
+            int n = 0;
+            for (const Poly& p : cands) {
+              if (eval(p, v1) == s1 && eval(p, v2) == s2) ++n, start = p;
+            }
+            if (n != 1) return fail("the start of " + where + " changes in a way its extents do not explain");
+          }
         }
         if (!is_const(start) || !is_const(ref[d]) || !is_const(inner[d])) {
           if (step != 1) return fail(where + " has a step of " + std::to_string(step) + " on an extent that changes");

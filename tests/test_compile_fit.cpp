@@ -10,6 +10,7 @@
 #include <arrayjit/arrayjit.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <utility>
 #include <string>
 #include <thread>
@@ -25,6 +26,20 @@ using aj::Shape;
 using ajtest::input;
 using ajtest::same_bits;
 using ajtest::vals;
+
+// A loss (a float sum) of a compiled call against the uncompiled call's:
+// within 2^-20 relative. The uncompiled call itself is not bit-stable here:
+// run after the threads case, the same binary gives the loss 1 ulp apart
+// from run to run, with the same plan, kernels and in-place count (not with
+// AJ_POISON, AJ_CACHE_DIR=off or alone). Suspected: the kernel variant whose
+// output takes an input over in place carries no noalias facts
+// (jit/llvm/codegen.cpp), so LLVM's run-time overlap checks choose its
+// vector or scalar loop by the buffers' addresses, and they sum in other
+// orders. The gradients, elementwise, are compared bit for bit.
+bool same_sum(const Array& got, const Array& want) {
+  const double a = vals(got)[0], b = vals(want)[0];
+  return std::fabs(a - b) <= std::ldexp(std::fabs(b), -20);
+}
 
 // Calls cf and f at each shape (one argument each, or two of the shapes
 // given), checks them bit for bit; returns the plans built by the compiled
@@ -231,7 +246,7 @@ TEST_CASE("compile fit: the gradient of a difference of slices fits (buffers of 
     aj::eval(want);
     const std::vector<Array> got = cf(x, w);
     INFO("n " << n);
-    CHECK(same_bits(vals(got[0]), vals(want[0])));
+    CHECK(same_sum(got[0], want[0]));
     CHECK(same_bits(vals(got[1]), vals(want[1])));
   }
   INFO(cf.extents_note());
@@ -257,6 +272,34 @@ TEST_CASE("compile fit: a reshape splitting the batch ([8 * b, 3] to [b, 8, 3]) 
   CHECK(cf.counts().traces == 2);
   CHECK(cf.counts().fitted >= 2);
   CHECK(r.planned_when_fitted == 0);
+}
+
+TEST_CASE("compile fit: the gradient of a concatenation of two arguments' pieces generalizes and runs fitted") {
+  // The gradient slices each piece back out: [0, n) and [n, 2n) of the
+  // [2n] product; n is x's extent and w's, one number (the guard x * q
+  // makes them equal), so the slice's extent and start each fit one.
+  auto f = [](const Array& x, const Array& w) {
+    auto [l, g] = aj::value_and_grad([&](const Array& q) {
+      const Array y = aj::concatenate({x * q, aj::tanh(q)}, 0);
+      return aj::sum(y * y * 0.5f);
+    })(w);
+    return std::vector<Array>{l, g};
+  };
+  auto cf = aj::compile(f);
+  unsigned seed = 120;
+  for (std::int64_t n : {10, 17, 29, 41, 55, 70, 17}) {
+    const Array x = input({n}, seed++), w = input({n}, seed++);
+    std::vector<Array> want = f(x, w);
+    aj::eval(want);
+    const std::vector<Array> got = cf(x, w);
+    INFO("n " << n);
+    CHECK(same_sum(got[0], want[0]));
+    CHECK(same_bits(vals(got[1]), vals(want[1])));
+  }
+  INFO(cf.extents_note());
+  INFO(cf.fit_note());
+  CHECK(cf.counts().traces == 2);
+  CHECK(cf.counts().fitted == 3);
 }
 
 }  // TEST_SUITE
