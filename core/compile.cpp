@@ -139,7 +139,8 @@ class CompiledCore {
   void signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const;
   // The signature without extents (but which are 0 or 1) and layouts into `k`.
   void extent_free_signature(const std::vector<CallArg>& args, Key& k) const;
-  std::vector<Array> replay(const Entry& e, std::vector<CallArg>& args);
+  // `counted`: in stats().compiled_replays (a fitted call counts as at new extents).
+  std::vector<Array> replay(const Entry& e, std::vector<CallArg>& args, bool counted = true);
   // What the extent-free signature `generic` has kept.
   struct Generic {
     std::shared_ptr<const extents::Template> first;    // the first trace's, not yet checked
@@ -302,7 +303,7 @@ static bool point_of(const std::vector<CallArg>& args, const extents::Template* 
 
 // Runs a kept program on this call's arguments; the results are new arrays
 // of this thread's graph.
-std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& args) {
+std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& args, bool counted) {
   const exec::Program& p = *e.program;
   // This thread's buffers, their memory reused (a replay allocates no
   // vectors but its results'); emptied however the replay ends, so no
@@ -332,7 +333,7 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
     overrides.push_back({b.step, b.scalar, as_kernel_scalar(args[static_cast<std::size_t>(b.arg)].scalar, slot.dtype)});
   }
   exec::run_program(p, backend_for(p.device), values, overrides);
-  ++stats_mut().compiled_replays;
+  if (counted) ++stats_mut().compiled_replays;
   trace::Scope scope;
   std::vector<Array> out;
   out.reserve(p.results.size());
@@ -515,7 +516,7 @@ bool CompiledCore::run_fitted(const extents::Template& t, std::vector<CallArg>& 
       scalar_free_.put(*scalar_free, std::make_shared<const Entry>(Entry{prog, std::move(bindings)}));
     }
   }
-  *out = replay(Entry{std::move(prog), {}}, args);
+  *out = replay(Entry{std::move(prog), {}}, args, false);  // (counted as a call at new extents)
   return true;
 }
 

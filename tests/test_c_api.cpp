@@ -451,6 +451,8 @@ TEST_CASE("c api: a traced function at new lengths traces twice, then runs witho
     INFO("length " << n);
     if (k >= 4) {  // fitted: no trace, no plan, no compile
       CHECK(s.compiled_fitted == 1);
+      CHECK(s.compiled_new_extents == 1);
+      CHECK(s.compiled_replays == 0);  // a call at new extents, not a replay
       CHECK(s.plans_built == 0);
       CHECK(s.kernels_compiled == 0);
     }
