@@ -310,6 +310,17 @@ aj_status sgd_trace(void* context, const aj_array* in, aj_array* out) {
   if (s == AJ_OK) s = aj_subtract(in[0], t, &out[0]);
   return s;  // t is released by the call
 }
+// The description of sgd_trace, counting its traces in *step.
+aj_function_desc sgd_desc(Step* step) {
+  aj_function_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.trace = sgd_trace;
+  desc.context = step;
+  desc.n_inputs = 3;
+  desc.n_outputs = 1;
+  desc.name = "sgd";
+  return desc;
+}
 // Calls the sgd function inside its own trace: recorded inline.
 aj_status twice_trace(void* context, const aj_array* in, aj_array* out) {
   const aj_function inner{reinterpret_cast<std::uintptr_t>(context)};
@@ -322,13 +333,7 @@ aj_status twice_trace(void* context, const aj_array* in, aj_array* out) {
 
 TEST_CASE("c api: traced functions replay with new inputs, donate buffers, and record inline when nested") {
   Step step;
-  aj_function_desc desc{};
-  desc.struct_size = sizeof desc;
-  desc.trace = sgd_trace;
-  desc.context = &step;
-  desc.n_inputs = 3;
-  desc.n_outputs = 1;
-  desc.name = "sgd";
+  aj_function_desc desc = sgd_desc(&step);
   aj_function f{0};
   REQUIRE(aj_function_new(&desc, &f) == AJ_OK);
   const auto wv = ajtest::random_in<float>(1000, 181, -1.0, 1.0), xv = ajtest::random_in<float>(1000, 182, -1.0, 1.0);
@@ -422,13 +427,7 @@ TEST_CASE("c api: a traced function at new lengths traces twice, then runs witho
   // kept trace (it confirms the program fitted from the first two plans),
   // every later new length runs that fitted program.
   Step step;
-  aj_function_desc desc{};
-  desc.struct_size = sizeof desc;
-  desc.trace = sgd_trace;
-  desc.context = &step;
-  desc.n_inputs = 3;
-  desc.n_outputs = 1;
-  desc.name = "sgd";
+  aj_function_desc desc = sgd_desc(&step);
   aj_function f{0};
   REQUIRE(aj_function_new(&desc, &f) == AJ_OK);
   unsigned seed = 300;

@@ -61,6 +61,27 @@ struct Runner {
   }
 };
 
+
+// Calls cf and f (a loss and a gradient of x and w, both [n]) at lengths 10
+// .. 70 and 17 again: traced twice, planned once, then fitted three times
+// and replayed once, each result as the uncompiled call's.
+template <class CF, class F>
+void loss_and_gradient_at_lengths(CF& cf, F f, unsigned seed) {
+  for (std::int64_t n : {10, 17, 29, 41, 55, 70, 17}) {
+    const Array x = input({n}, seed++), w = input({n}, seed++);
+    std::vector<Array> want = f(x, w);
+    aj::eval(want);
+    const std::vector<Array> got = cf(x, w);
+    INFO("n " << n);
+    CHECK(same_sum(got[0], want[0]));
+    CHECK(same_bits(vals(got[1]), vals(want[1])));
+  }
+  INFO(cf.extents_note());
+  INFO(cf.fit_note());
+  CHECK(cf.counts().traces == 2);
+  CHECK(cf.counts().fitted == 3);
+  CHECK(cf.counts().replays == 1);
+}
 }  // namespace
 
 TEST_SUITE("compile") {
@@ -239,21 +260,7 @@ TEST_CASE("compile fit: the gradient of a difference of slices fits (buffers of 
     return std::vector<Array>{l, g};
   };
   auto cf = aj::compile(f);
-  unsigned seed = 80;
-  for (std::int64_t n : {10, 17, 29, 41, 55, 70, 17}) {
-    const Array x = input({n}, seed++), w = input({n}, seed++);
-    std::vector<Array> want = f(x, w);
-    aj::eval(want);
-    const std::vector<Array> got = cf(x, w);
-    INFO("n " << n);
-    CHECK(same_sum(got[0], want[0]));
-    CHECK(same_bits(vals(got[1]), vals(want[1])));
-  }
-  INFO(cf.extents_note());
-  INFO(cf.fit_note());
-  CHECK(cf.counts().traces == 2);
-  CHECK(cf.counts().fitted == 3);
-  CHECK(cf.counts().replays == 1);
+  loss_and_gradient_at_lengths(cf, f, 80);
 }
 
 TEST_CASE("compile fit: a reshape splitting the batch ([8 * b, 3] to [b, 8, 3]) runs fitted") {
@@ -286,20 +293,7 @@ TEST_CASE("compile fit: the gradient of a concatenation of two arguments' pieces
     return std::vector<Array>{l, g};
   };
   auto cf = aj::compile(f);
-  unsigned seed = 120;
-  for (std::int64_t n : {10, 17, 29, 41, 55, 70, 17}) {
-    const Array x = input({n}, seed++), w = input({n}, seed++);
-    std::vector<Array> want = f(x, w);
-    aj::eval(want);
-    const std::vector<Array> got = cf(x, w);
-    INFO("n " << n);
-    CHECK(same_sum(got[0], want[0]));
-    CHECK(same_bits(vals(got[1]), vals(want[1])));
-  }
-  INFO(cf.extents_note());
-  INFO(cf.fit_note());
-  CHECK(cf.counts().traces == 2);
-  CHECK(cf.counts().fitted == 3);
+  loss_and_gradient_at_lengths(cf, f, 120);
 }
 
 }  // TEST_SUITE
