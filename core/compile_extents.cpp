@@ -156,6 +156,9 @@ struct Template {
     std::int64_t by = 1;
   };
   std::vector<Quotient> quotients;
+  // Extents of the graph that are sums over two or more symbols (n + m):
+  // numbers of a fitted program's point (quotient_values appends them).
+  std::vector<Poly> derived;
   std::vector<std::vector<Poly>> dims;  // per node and axis, over symbols
   std::vector<Guard> checks;            // over symbols
 };
@@ -699,18 +702,22 @@ bool validate(Template& t, const Template& u, std::string* why) {
     for (std::size_t k = 0; k < rep.size(); ++k) rep[k] = root(static_cast<int>(k));
     return rep;
   };
+  // p with each symbol its class's first (canonical()).
+  auto in_classes = [](Poly p, const std::vector<int>& rep) {
+    for (Term& term : p) {
+      for (int& a : term.atoms) {
+        if (a < static_cast<int>(rep.size())) a = rep[static_cast<std::size_t>(a)];
+      }
+      std::sort(term.atoms.begin(), term.atoms.end());
+    }
+    return normalized(std::move(p));
+  };
   auto candidates = [&]() {
     std::vector<Poly> c;
     const std::vector<int> rep = canonical();
     auto put = [&](Poly p) {
       if (is_const(p)) return;
-      for (Term& term : p) {
-        for (int& a : term.atoms) {
-          if (a < static_cast<int>(rep.size())) a = rep[static_cast<std::size_t>(a)];
-        }
-        std::sort(term.atoms.begin(), term.atoms.end());
-      }
-      p = normalized(std::move(p));
+      p = in_classes(std::move(p), rep);
       for (const Poly& q : c) {
         if (same(p, q)) return;
       }
@@ -923,6 +930,36 @@ bool validate(Template& t, const Template& u, std::string* why) {
       }
     }
   }
+  // Every extent that changes stays in the range both traces had it in: 2
+  // or more, 1 or more, or not negative. An extent of 1 changes what the
+  // library makes (squeeze, broadcasting), one of 0 an empty reduction's
+  // error, a negative one a slice's: a call where a derived extent leaves its
+  // range is traced, and does what the function does there.
+  // (Argument extents of 0 and 1 are part of the signature already.)
+  std::vector<Poly> seen;
+  t.derived.clear();
+  const std::vector<int> classes = canonical();
+  for (const std::vector<Poly>& node_dims : dims) {
+    for (const Poly& p : node_dims) {
+      if (is_const(p) || std::any_of(seen.begin(), seen.end(), [&](const Poly& q) { return same(p, q); })) continue;
+      seen.push_back(p);
+      const std::int64_t low = std::min<std::int64_t>({*eval(p, v1), *eval(p, v2), 2});
+      t.checks.push_back({cst(std::max<std::int64_t>(low, 0)), p, true});
+      // A sum over two or more symbols (a concatenation's n + m; not n + n
+      // when a guard makes two arguments' extents one) is no product of the
+      // arguments' extents: fitted programs read it as a number of their own
+      // (compile_fit.hpp).
+      Poly c = in_classes(p, classes);
+      std::vector<int> atoms;
+      for (const Term& term : c) atoms.insert(atoms.end(), term.atoms.begin(), term.atoms.end());
+      std::sort(atoms.begin(), atoms.end());
+      atoms.erase(std::unique(atoms.begin(), atoms.end()), atoms.end());
+      const std::size_t terms = c.size() - (!c.empty() && c.front().atoms.empty() ? 1 : 0);
+      if (terms >= 2 && atoms.size() >= 2 && std::none_of(t.derived.begin(), t.derived.end(), [&](const Poly& q) { return same(c, q); })) {
+        t.derived.push_back(std::move(c));
+      }
+    }
+  }
   t.dims = std::move(dims);
   t.trusted = true;
   return true;
@@ -958,6 +995,11 @@ bool quotient_values(const Template& t, const std::vector<NodeId>& args, std::ve
   std::vector<std::int64_t> vals = symbol_values(t, args);
   if (!add_quotients(t, vals, nullptr)) return false;
   out->assign(vals.begin() + static_cast<std::ptrdiff_t>(t.syms.size()), vals.end());
+  for (const Poly& p : t.derived) {
+    const auto e = eval(p, vals);
+    if (!e) return false;
+    out->push_back(*e);
+  }
   dividends->clear();
   for (const Template::Quotient& q : t.quotients) {
     const bool one = q.of.size() == 1 && q.of[0].coef == 1 && q.of[0].atoms.size() == 1;

@@ -63,9 +63,12 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
                  std::vector<Array>* results, std::string* why);
 // The values of t's quotient symbols (an argument extent divided by a
 // constant, fitted for a split reshape) at the argument leaves `args`, in
-// order; false where an extent is not a multiple of its divisor. Per
-// quotient, `dividends` gets the (array argument, axis) it divides when that
-// is one argument extent, else (-1, -1).
+// order, then those of its extents that are sums over two or more symbols (a
+// concatenation's n + m: no product of argument extents gives them, so a
+// fitted program takes them as numbers of its point); false where an extent
+// is not a multiple of its divisor. Per quotient, `dividends` gets the
+// (array argument, axis) it divides when that is one argument extent, else
+// (-1, -1).
 bool quotient_values(const Template& t, const std::vector<NodeId>& args, std::vector<std::int64_t>* out,
                      std::vector<std::pair<int, int>>* dividends);
 

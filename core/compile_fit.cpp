@@ -476,6 +476,14 @@ std::unique_ptr<exec::Program> make(const Fitted& f, const Point& p, std::vector
     for (std::int64_t d : st.kernel.shape) {
       if (d < 0) return nullptr;
     }
+    for (std::int64_t d : st.call.shape) {
+      if (d < 0) return nullptr;
+    }
+    for (const LibraryOperand& o : st.call.inputs) {
+      for (std::int64_t d : o.shape) {
+        if (d < 0) return nullptr;
+      }
+    }
   }
   for (const Shape& s : prog->result_shapes) {
     for (int d = 0; d < s.ndim(); ++d) {

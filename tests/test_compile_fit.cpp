@@ -9,6 +9,7 @@
 
 #include <arrayjit/arrayjit.hpp>
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <utility>
@@ -294,6 +295,76 @@ TEST_CASE("compile fit: the gradient of a concatenation of two arguments' pieces
   };
   auto cf = aj::compile(f);
   loss_and_gradient_at_lengths(cf, f, 120);
+}
+
+// The message of the aj::Error `run` throws; empty when it throws none.
+template <class Fn>
+std::string error_of(Fn run) {
+  try {
+    run();
+  } catch (const aj::Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+TEST_CASE("compile fit: derived extents that leave their range, and a sum of extents equal to another by chance") {
+  SUBCASE("a slice extent that would be negative in a product's operand is the function's own error") {
+    auto f = [](const Array& a, const Array& b) {
+      return aj::matmul(aj::slice(a, 1, 5, std::nullopt), aj::slice(b, 0, 5, std::nullopt));
+    };
+    auto cf = aj::compile(f);
+    unsigned seed = 140;
+    for (std::int64_t n : {8, 12, 16, 21, 27, 33}) {
+      const Array a = input({4, n}, seed++), b = input({n, 2}, seed++);
+      Array want = f(a, b);
+      want.eval();
+      CHECK(same_bits(vals(cf(a, b)), vals(want)));
+    }
+    CHECK(cf.counts().fitted >= 1);
+    const Array a = input({4, 3}, 150), b = input({3, 2}, 151);
+    const std::string want = error_of([&] { f(a, b); });
+    CHECK(want.find("slice") != std::string::npos);
+    CHECK(error_of([&] { cf(a, b); }) == want);  // traced: the slice's own error, not a product of -2 columns
+  }
+  SUBCASE("a quotient of 1 squeezes as the uncompiled call does") {
+    auto f = [](const Array& x) { return aj::squeeze(aj::reshape(x, {-1, 8})) * 2.0f; };
+    auto cf = aj::compile(f);
+    Runner r;
+    for (std::int64_t n : {16, 24, 40, 56, 72, 8}) r.one(cf, f, Shape{n});
+    const Array x = input({8}, 160);
+    CHECK(cf(x).shape() == f(x).shape());
+  }
+  SUBCASE("an empty max is the function's own error") {
+    auto f = [](const Array& x) { return aj::max(aj::slice(x, 0, 2, std::nullopt)); };
+    auto cf = aj::compile(f);
+    Runner r;
+    for (std::int64_t n : {6, 9, 13, 17, 22}) r.one(cf, f, Shape{n});
+    CHECK(cf.counts().fitted >= 1);
+    const Array x = input({2}, 170);
+    const std::string want = error_of([&] { f(x); });
+    CHECK_FALSE(want.empty());
+    CHECK(error_of([&] { cf(x); }) == want);
+  }
+  SUBCASE("a concatenation's n + m that equalled another argument's extent at every plan") {
+    // p = n + m at the first four calls: the program's numbers of the
+    // concatenation fit p as well as n + m; the fit must not serve (20, 30, 4).
+    auto f = [](const Array& x, const Array& y, const Array& z) {
+      return std::vector<Array>{aj::concatenate({x, y}, 0) * 2.0f, aj::exp(z)};
+    };
+    auto cf = aj::compile(f);
+    unsigned seed = 180;
+    for (const auto& [n, m, p] : {std::array<std::int64_t, 3>{3, 4, 7}, {5, 6, 11}, {8, 9, 17}, {10, 12, 22}, {13, 15, 28},
+                                  {20, 30, 4}, {7, 2, 40}}) {
+      const Array x = input({n}, seed++), y = input({m}, seed++), z = input({p}, seed++);
+      std::vector<Array> want = f(x, y, z);
+      aj::eval(want);
+      const std::vector<Array> got = cf(x, y, z);
+      INFO("n " << n << " m " << m << " p " << p);
+      CHECK(same_bits(vals(got[0]), vals(want[0])));
+      CHECK(same_bits(vals(got[1]), vals(want[1])));
+    }
+  }
 }
 
 }  // TEST_SUITE
