@@ -526,11 +526,21 @@ void CompiledCore::learn(const Key& generic, fit::Sample s) {
   Generic& gen = it->second;
   // (A function whose calls at new extents are traced may have branched on
   // them: its plans are not fitted.)
-  if (gen.refused || gen.fitted_trusted || gen.fit_failures >= kMaxFitFailures) return;
+  if (gen.refused || gen.fit_failures >= kMaxFitFailures) return;
+  if (gen.fitted && fit::outgrown(*gen.fitted, s.at)) {
+    // A plan where a number the fit kept fixed changed (it was made where
+    // only the offsets of minibatch views changed, or before the template
+    // had its quotients): fit again from here; until then such calls are
+    // planned. (A point that only breaks an equality, a batch as wide as
+    // the hidden layer, keeps the fit.)
+    gen.fitted.reset();
+    gen.fitted_trusted = false;
+  }
+  if (gen.fitted_trusted) return;  // (planned for another reason: a template guard)
   if (gen.last && (gen.last->at.nums == s.at.nums || gen.last->at.nums.size() != s.at.nums.size())) {
     // Traced again at the same extents (a new scalar value), or a sample of
-    // the trusted template, which has quotient symbols the traced one had
-    // not: not a pair to fit.
+    // the trusted template, which has numbers (quotients, sums of extents)
+    // the traced one had not: not a pair to fit.
     gen.last = std::move(s);
     return;
   }
@@ -703,9 +713,9 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
   }
   // (A template not yet checked serves calls at its own extents, arguments
   // of another layout: a minibatch view at another offset.)
-  if (trusted) {
+  if (trusted || first) {  // (the first template serves views at other offsets: a fit of their offsets)
     std::vector<Array> out;
-    if (run_fitted(*trusted, args, exact_key, has_scalars ? &scalar_free_key : nullptr, generic, &out)) {
+    if (run_fitted(trusted ? *trusted : *first, args, exact_key, has_scalars ? &scalar_free_key : nullptr, generic, &out)) {
       std::lock_guard lock(mu_);
       ++counts_.new_extents;
       ++counts_.fitted;

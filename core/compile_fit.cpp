@@ -220,7 +220,10 @@ bool fit_int(const Fitted& f, std::int64_t va, std::int64_t vb, Expr* out) {
   int found = 0;
   for (int r : f.reps) {  // an offset (or an extent) plus a constant
     const auto i = static_cast<std::size_t>(r);
-    if (va != f.a.nums[i] && va - f.a.nums[i] == vb - f.b.nums[i]) {  // (no shift: the monomial below)
+    // (No shift is the monomial below, except where the number is 0 at a
+    // fit point: a minibatch view's offset from 0 to 96.)
+    const bool zero = f.a.nums[i] == 0 || f.b.nums[i] == 0;
+    if ((va != f.a.nums[i] || zero) && va - f.a.nums[i] == vb - f.b.nums[i]) {
       ++found;
       *out = Expr{Expr::Kind::shifted, va - f.a.nums[i], {}, r};
     }
@@ -448,6 +451,14 @@ bool applies(const Fitted& f, const Point& p, std::string* why) {
     if (f.scalar_fixed[j] && !same_scalar_arg(p.scalars[j], f.a.scalars[j])) return fail("a scalar argument the fit kept fixed changed");
   }
   return true;
+}
+
+bool outgrown(const Fitted& f, const Point& p) {
+  if (p.nums.size() != f.a.nums.size() || p.is_offset != f.a.is_offset || p.implied != f.a.implied) return true;
+  for (std::size_t i = 0; i < p.nums.size(); ++i) {
+    if (!f.generalized[i] && p.nums[i] != f.a.nums[i]) return true;
+  }
+  return false;
 }
 
 bool fixes_scalars(const Fitted& f) {

@@ -72,6 +72,10 @@ std::shared_ptr<const Fitted> fit(const Sample& a, const Sample& b, std::string*
 // that were fixed unchanged, every equality between two numbers as at the
 // fit points, the scalar arguments that were fixed unchanged.
 bool applies(const Fitted& f, const Point& p, std::string* why);
+// Whether `p` has other numbers than the fit points, or changes one that
+// did not change between them (the fit can never serve such points: a new
+// fit is due).
+bool outgrown(const Fitted& f, const Point& p);
 // Whether some scalar argument had one value at both fit points (the fit
 // serves only that value; its bindings do not cover it).
 bool fixes_scalars(const Fitted& f);

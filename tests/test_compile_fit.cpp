@@ -297,6 +297,31 @@ TEST_CASE("compile fit: the gradient of a concatenation of two arguments' pieces
   loss_and_gradient_at_lengths(cf, f, 120);
 }
 
+TEST_CASE("compile fit: minibatch views from offset 0 fit their offsets, and a new batch size fits again") {
+  // Same-size batches of one dataset differ only in their offset (the first
+  // is at 0): the fit generalizes the offset. A new batch size outgrows it
+  // (an extent it kept fixed): the next plans are fitted anew.
+  auto f = [](const Array& x, const Array& w) { return aj::sum(aj::tanh(aj::matmul(x, w)), 1); };
+  auto cf = aj::compile(f);
+  const Array X = input({600, 6}, 200), w = input({6, 3}, 201);
+  std::int64_t at = 0;
+  auto batch = [&](std::int64_t rows) {
+    const Array xb = aj::slice(X, 0, at, at + rows);
+    at += rows;
+    Array want = f(xb, w);
+    want.eval();
+    INFO("rows " << rows << " at " << at - rows);
+    CHECK(same_bits(vals(cf(xb, w)), vals(want)));
+  };
+  for (int k = 0; k < 6; ++k) batch(16);
+  INFO(cf.fit_note());
+  const std::uint64_t same_size = cf.counts().fitted;
+  CHECK(same_size >= 2);
+  for (std::int64_t rows : {10, 11, 13, 17, 19, 23, 29, 31}) batch(rows);
+  CHECK(cf.counts().traces == 2);
+  CHECK(cf.counts().fitted >= same_size + 3);
+}
+
 // The message of the aj::Error `run` throws; empty when it throws none.
 template <class Fn>
 std::string error_of(Fn run) {
