@@ -20,6 +20,11 @@ void exact_aliases_into(const Kernel& k, const std::vector<const void*>& inputs,
         break;
       }
     }
+    // Another input stream on the same buffer (the plan never donates a
+    // buffer it reads elsewhere, so this is a guard): nothing is claimed.
+    for (std::size_t i = 0; alias[j] >= 0 && i < k.inputs.size(); ++i) {
+      if (static_cast<int>(i) != alias[j] && !k.inputs[i].index_only && inputs[i] == outputs[j]) alias[j] = kAliasUnknown;
+    }
   }
 }
 

@@ -31,7 +31,11 @@ using HostKernelFn = void (*)(const HostArgs*, std::int64_t begin, std::int64_t 
 // For output j: the input it shares memory with exactly (same buffer, dtype,
 // offset and strides: an in-place donation), or -1. Code generation reuses
 // that input's addresses for the store, so the vectorizer sees a distance-0
-// dependence instead of a possible overlap. Part of the cache key.
+// dependence instead of a possible overlap, and gives every buffer its own
+// alias scope. kAliasUnknown where another input stream reads that buffer
+// too (the buffer plan never does that; then no alias facts are claimed).
+// Part of the cache key.
+inline constexpr int kAliasUnknown = -2;
 std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& inputs,
                                const std::vector<void*>& outputs);
 // The same into `alias` (its storage reused: a launch allocates nothing for it).

@@ -613,25 +613,51 @@ class KernelCodegen {
     return sc_.identity(in.op, in.dtype);
   }
 
-  // Inputs and outputs are separate buffers unless an output takes an input
-  // over at exactly its index (alias_; then nothing is claimed): the
-  // executor's buffer plan guarantees it (checked at run time under
-  // AJ_VERIFY). Saying so lets LLVM keep a gather's index, loaded once per
-  // row, out of the row's loop, where it would otherwise reload it after
-  // every store (an embedding lookup then became a per-element gather).
+  // Each stream's buffer is its own alias scope, and its accesses alias no
+  // other's: outputs are buffers of their own or disjoint slices of one
+  // (a concatenation's), never an input's, except where an output takes an
+  // input over at exactly its index (alias_: the executor's buffer plan,
+  // checked at run time under AJ_VERIFY). Such an output is its input's
+  // scope, at the same SSA addresses (a distance-0 dependence). Inputs only
+  // read, so two of them on one buffer say nothing false. Saying all this
+  // lets LLVM keep a gather's index, loaded once per row, out of the row's
+  // loop (it would otherwise reload it after every store: an embedding
+  // lookup became a per-element gather), and leaves it no run-time overlap
+  // check: those chose the vector or the scalar loop by the buffers'
+  // addresses, and the two sum in other orders (an in-place variant's loss
+  // differed by 1 ulp from run to run).
   template <class I>
-  I* no_alias(I* inst, bool input) {
-    bool any_alias = false;
-    for (int a : alias_) any_alias |= a >= 0;
-    if (any_alias) return inst;
-    if (!in_scope_) {
+  I* no_alias(I* inst, std::size_t stream) {
+    for (int a : alias_) {
+      if (a == jit::kAliasUnknown) return inst;
+    }
+    const std::size_t streams = static_cast<std::size_t>(nin_) + alias_.size();
+    auto group = [&](std::size_t s) {
+      const std::size_t nin = static_cast<std::size_t>(nin_);
+      return s < nin || alias_[s - nin] < 0 ? s : static_cast<std::size_t>(alias_[s - nin]);
+    };
+    if (scope_of_.empty()) {
       llvm::MDBuilder mdb(c_);
       llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain("aj.kernel");
-      in_scope_ = llvm::MDNode::get(c_, {mdb.createAnonymousAliasScope(domain, "inputs")});
-      out_scope_ = llvm::MDNode::get(c_, {mdb.createAnonymousAliasScope(domain, "outputs")});
+      std::vector<llvm::MDNode*> scope(streams, nullptr);
+      for (std::size_t s = 0; s < streams; ++s) {
+        if (group(s) == s) scope[s] = mdb.createAnonymousAliasScope(domain, "stream " + std::to_string(s));
+      }
+      scope_of_.assign(streams, nullptr);
+      others_of_.assign(streams, nullptr);
+      for (std::size_t s = 0; s < streams; ++s) {
+        if (!scope[s]) continue;
+        std::vector<llvm::Metadata*> others;
+        for (std::size_t t = 0; t < streams; ++t) {
+          if (scope[t] && t != s) others.push_back(scope[t]);
+        }
+        scope_of_[s] = llvm::MDNode::get(c_, {scope[s]});
+        others_of_[s] = llvm::MDNode::get(c_, others);
+      }
     }
-    inst->setMetadata(llvm::LLVMContext::MD_alias_scope, input ? in_scope_ : out_scope_);
-    inst->setMetadata(llvm::LLVMContext::MD_noalias, input ? out_scope_ : in_scope_);
+    const std::size_t g = group(stream);
+    inst->setMetadata(llvm::LLVMContext::MD_alias_scope, scope_of_[g]);
+    if (!others_of_[g]->operands().empty()) inst->setMetadata(llvm::LLVMContext::MD_noalias, others_of_[g]);
     return inst;
   }
 
@@ -706,13 +732,14 @@ class KernelCodegen {
 
   // if (mask) x = *at else x = 0, as a branch (the block the builder is in
   // continues after it).
-  Value* masked_load(llvm::Type* mt, Value* base, Value* at, Value* mask) {
+  Value* masked_load(llvm::Type* mt, std::size_t stream, Value* at, Value* mask) {
+    Value* base = ptr_of_[stream];
     auto* pre = b_.GetInsertBlock();
     auto* then = llvm::BasicBlock::Create(c_, "masked.load", f_);
     auto* join = llvm::BasicBlock::Create(c_, "masked.join", f_);
     b_.CreateCondBr(mask, then, join);
     b_.SetInsertPoint(then);
-    Value* x = no_alias(b_.CreateLoad(mt, b_.CreateGEP(mt, base, at)), true);
+    Value* x = no_alias(b_.CreateLoad(mt, b_.CreateGEP(mt, base, at)), stream);
     b_.CreateBr(join);
     b_.SetInsertPoint(join);
     llvm::PHINode* phi = b_.CreatePHI(mt, 2);
@@ -737,15 +764,15 @@ class KernelCodegen {
           llvm::Type* mt = sc_.mem_type(in.dtype);
           Value* x;
           if (in.b < 0 && in.c < 0) {
-            x = no_alias(b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s])), true);
+            x = no_alias(b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s])), s);
           } else {
             // A gather adds its index; a pad's mask guards the load with a
             // branch, which the loop vectorizer turns into a masked vector
             // load (AVX2/AVX-512). No `inbounds`: a masked-off address may
             // lie outside the buffer.
             Value* at = in.b < 0 ? pos[s] : b_.CreateAdd(pos[s], val(in.b));
-            x = in.c < 0 ? no_alias(b_.CreateLoad(mt, b_.CreateGEP(mt, ptr_of_[s], at)), true)
-                         : masked_load(mt, ptr_of_[s], at, val(in.c));
+            x = in.c < 0 ? no_alias(b_.CreateLoad(mt, b_.CreateGEP(mt, ptr_of_[s], at)), s)
+                         : masked_load(mt, s, at, val(in.c));
           }
           v[j] = in.dtype == DType::bool_ ? b_.CreateICmpNE(x, b_.getInt8(0)) : x;
           break;
@@ -793,7 +820,7 @@ class KernelCodegen {
       if (!x) internal_error("jit: output of a value not computed in its phase");
       if (out.stream.dtype == DType::bool_) x = b_.CreateZExt(x, b_.getInt8Ty());
       llvm::Type* mt = sc_.mem_type(out.stream.dtype);
-      no_alias(b_.CreateStore(x, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s])), false);
+      no_alias(b_.CreateStore(x, b_.CreateInBoundsGEP(mt, ptr_of_[s], pos[s])), s);
     }
     return v;
   }
@@ -811,7 +838,7 @@ class KernelCodegen {
   int seg_axis_ = -1;
   bool has_scan_ = false;
   bool inside_ = false;  // range_split's middle loop: every InRange is true
-  llvm::MDNode *in_scope_ = nullptr, *out_scope_ = nullptr;
+  std::vector<llvm::MDNode*> scope_of_, others_of_;  // per stream that is its own scope (no_alias)
   llvm::Function* f_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Type *i64_ = nullptr, *ptr_ = nullptr;
