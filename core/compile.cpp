@@ -88,10 +88,7 @@ class Programs {
 std::uint64_t bits(double d) { return std::bit_cast<std::uint64_t>(d); }
 
 using fit::as_kernel_scalar;
-
-bool same_scalar(const KScalar& a, const KScalar& b) {
-  return a.dtype == b.dtype && a.i == b.i && bits(a.f) == bits(b.f);
-}
+using fit::same_kernel_scalar;
 
 // The nodes of array arguments, read under their graph's lock: one scope
 // for each run of arguments of one graph (usually all of them).
@@ -256,8 +253,9 @@ static std::vector<Scalar> changeable_scalars(const std::vector<CallArg>& args) 
 // number of the plan no product of the arguments' extents gives). False
 // when an array argument is not contiguous row-major (a fitted program's
 // strides follow extents only) or not of this thread's graph, or a quotient
-// does not divide.
-static bool point_of(const std::vector<CallArg>& args, const extents::Template* t, fit::Point* p) {
+// does not divide. `arg_nodes`: the array arguments' nodes.
+static bool point_of(const std::vector<CallArg>& args, const std::vector<NodeId>& arg_nodes, const extents::Template* t,
+                     fit::Point* p) {
   ArgNodes node_of;
   std::vector<std::size_t> first;  // per array argument: the index of its first extent in p->nums
   for (const CallArg& a : args) {
@@ -281,13 +279,9 @@ static bool point_of(const std::vector<CallArg>& args, const extents::Template* 
     p->is_offset.push_back(true);
   }
   if (t) {
-    std::vector<NodeId> arg_nodes;
-    for (const CallArg& a : args) {
-      if (!a.is_scalar) arg_nodes.push_back(a.array->node_id());
-    }
     std::vector<std::int64_t> q;
     std::vector<std::pair<int, int>> dividends;
-    if (!extents::quotient_values(*t, arg_nodes, &q, &dividends)) return false;
+    if (!extents::derived_numbers(*t, arg_nodes, &q, &dividends)) return false;
     p->nums.insert(p->nums.end(), q.begin(), q.end());
     p->is_offset.insert(p->is_offset.end(), q.size(), false);
     // An extent a quotient divides is that quotient times a constant: only
@@ -381,12 +375,12 @@ bool learn_bindings(const exec::Program& before, const exec::Program& after, con
     }
     for (std::size_t i = 0; i < y.kernel.scalars.size(); ++i) {
       const KScalar &a = x.kernel.scalars[i], &b = y.kernel.scalars[i];
-      if (same_scalar(a, b)) continue;
+      if (same_kernel_scalar(a, b)) continue;
       int found = -1;
       for (std::size_t j = 0; j < args.size(); ++j) {
         if (!args[j].is_scalar || args[j].structural) continue;
-        if (same_scalar(as_kernel_scalar(args[j].scalar, b.dtype), b) &&
-            same_scalar(as_kernel_scalar(old_args[j], a.dtype), a)) {
+        if (same_kernel_scalar(as_kernel_scalar(args[j].scalar, b.dtype), b) &&
+            same_kernel_scalar(as_kernel_scalar(old_args[j], a.dtype), a)) {
           if (found >= 0) return false;  // two arguments would fit: ambiguous
           found = static_cast<int>(j);
         }
@@ -460,7 +454,7 @@ bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>
   }
   // The point is read before donated handles are given up.
   fit::Point at;
-  const bool fits = point_of(args, &t, &at);
+  const bool fits = point_of(args, arg_nodes, &t, &at);
   give_up_donated(args);  // as after a trace
   ++stats_mut().compiled_new_extents;
   std::shared_ptr<const exec::Program> prog = evaluate_and_capture(arg_nodes, true, local);
@@ -482,14 +476,14 @@ bool CompiledCore::run_fitted(const extents::Template& t, std::vector<CallArg>& 
     if (it == generic_.end() || !it->second.fitted_trusted) return false;
     f = it->second.fitted;
   }
+  std::vector<NodeId> arg_nodes;
+  for (const CallArg& a : args) {
+    if (!a.is_scalar) arg_nodes.push_back(a.array->node_id());
+  }
   fit::Point at;
   {
     trace::Scope scope;  // the arguments' nodes; the template's guards (a k <= extent, a slice within its array)
-    if (!point_of(args, &t, &at) || !fit::applies(*f, at, nullptr)) return false;
-    std::vector<NodeId> arg_nodes;
-    for (const CallArg& a : args) {
-      if (!a.is_scalar) arg_nodes.push_back(a.array->node_id());
-    }
+    if (!point_of(args, arg_nodes, &t, &at) || !fit::applies(*f, at, nullptr)) return false;
     std::string why;
     if (!extents::admits(t, arg_nodes, at.scalars, &why)) return false;
   }
@@ -547,7 +541,7 @@ void CompiledCore::learn(const Key& generic, fit::Sample s) {
   std::string why;
   auto refused = [&] {
     fit_note_ = "calls at new extents are planned: " + why;
-    if (++gen.fit_failures >= kMaxFitFailures) gen.last.reset();
+    ++gen.fit_failures;
   };
   if (gen.fitted && fit::applies(*gen.fitted, s.at, nullptr) && fit::differs(*gen.fitted, s.at)) {
     if (fit::check(*gen.fitted, s, &why)) {  // a third plan confirms the fit
@@ -558,16 +552,13 @@ void CompiledCore::learn(const Key& generic, fit::Sample s) {
     }
     gen.fitted.reset();
     refused();
-    if (gen.fit_failures >= kMaxFitFailures) return;
   }
-  if (!gen.fitted && gen.last) {
+  if (!gen.fitted && gen.last && gen.fit_failures < kMaxFitFailures) {
     gen.fitted = fit::fit(*gen.last, s, &why);
-    if (!gen.fitted) {
-      refused();
-      if (gen.fit_failures >= kMaxFitFailures) return;
-    }
+    if (!gen.fitted) refused();
   }
-  gen.last = std::move(s);
+  if (gen.fit_failures < kMaxFitFailures) gen.last = std::move(s);
+  else gen.last.reset();
 }
 
 std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
@@ -583,7 +574,7 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     all_local &= a.array->graph_of() == &graph();
   }
   fit::Point at;
-  const bool fits = all_local && point_of(args, nullptr, &at);
+  const bool fits = all_local && point_of(args, arg_nodes, nullptr, &at);
   std::vector<Array> results;
   std::uint64_t reads = 0;
   {
@@ -712,21 +703,16 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
     if (it != generic_.end()) trusted = it->second.trusted, first = it->second.first;
   }
   // (A template not yet checked serves calls at its own extents, arguments
-  // of another layout: a minibatch view at another offset.)
-  if (trusted || first) {  // (the first template serves views at other offsets: a fit of their offsets)
-    std::vector<Array> out;
-    if (run_fitted(trusted ? *trusted : *first, args, exact_key, has_scalars ? &scalar_free_key : nullptr, generic, &out)) {
-      std::lock_guard lock(mu_);
-      ++counts_.new_extents;
-      ++counts_.fitted;
-      return out;
-    }
-  }
+  // of another layout: a minibatch view at another offset, from a fit of
+  // their offsets too.) A fitted program first, else the template planned.
   if (trusted || first) {
+    const extents::Template& t = trusted ? *trusted : *first;
     std::vector<Array> out;
-    if (run_template(trusted ? *trusted : *first, args, exact_key, generic, &out, !trusted)) {
+    const bool fitted = run_fitted(t, args, exact_key, has_scalars ? &scalar_free_key : nullptr, generic, &out);
+    if (fitted || run_template(t, args, exact_key, generic, &out, !trusted)) {
       std::lock_guard lock(mu_);
       ++counts_.new_extents;
+      counts_.fitted += fitted;
       return out;
     }
   }

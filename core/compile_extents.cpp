@@ -157,7 +157,7 @@ struct Template {
   };
   std::vector<Quotient> quotients;
   // Extents of the graph that are sums over two or more symbols (n + m):
-  // numbers of a fitted program's point (quotient_values appends them).
+  // numbers of a fitted program's point (derived_numbers appends them).
   std::vector<Poly> derived;
   std::vector<std::vector<Poly>> dims;  // per node and axis, over symbols
   std::vector<Guard> checks;            // over symbols
@@ -482,10 +482,6 @@ Scalar from_extent_value(TNode::Value form, std::int64_t e, DType t) {
   return is_float(t) ? Scalar(static_cast<double>(e)) : Scalar(e);
 }
 
-bool same_scalar(const Scalar& a, const Scalar& b) {
-  return a.kind == b.kind && a.i == b.i && same_bits(a.f, b.f) &&
-         a.above_int64 == b.above_int64;
-}
 
 bool holds(const Guard& g, const std::vector<std::int64_t>& vals) {
   auto a = eval(g.a, vals), b = eval(g.b, vals);
@@ -735,6 +731,43 @@ bool validate(Template& t, const Template& u, std::string* why) {
     }
     return c;
   };
+  // The one extent of `cands` divided by a constant that gives x1 in the
+  // first trace and x2 in the second (a reshape's -1 splitting an extent that
+  // changes): a new symbol, the quotient, wherever the extent is a multiple
+  // of it. Symbols that did not change are their values (pinned above): 3 *
+  // s0 / 24 and s0 / 8 are one quotient when s1 is pinned to 3.
+  auto quotient = [&](std::int64_t x1, std::int64_t x2, const std::vector<Poly>& cands) -> std::optional<Template::Quotient> {
+    if (x1 <= 0 || x2 <= 0) return std::nullopt;
+    auto pinned_out = [&](const Poly& p) {
+      Poly r;
+      for (const Term& term : p) {
+        Term u{term.coef, {}};
+        for (int a : term.atoms) {
+          const auto sa = static_cast<std::size_t>(a);
+          if (sa < t.syms.size() && v1[sa] == v2[sa]) u.coef *= v1[sa];
+          else u.atoms.push_back(a);
+        }
+        r.push_back(std::move(u));
+      }
+      return normalized(std::move(r));
+    };
+    std::optional<Template::Quotient> q;
+    int m = 0;
+    for (const Poly& cand : cands) {
+      const Poly p = pinned_out(cand);
+      const bool over_args = std::all_of(p.begin(), p.end(), [&](const Term& term) {
+        return std::all_of(term.atoms.begin(), term.atoms.end(), [&](int a) { return a < static_cast<int>(t.syms.size()); });
+      });
+      const auto p1 = eval(p, v1), p2 = eval(p, v2);
+      if (!over_args || !p1 || !p2 || *p1 % x1 != 0 || *p2 % x2 != 0) continue;
+      const std::int64_t by = *p1 / x1;
+      if (by <= 1 || *p2 / x2 != by) continue;
+      if (q && same(mul(p, cst(q->by)), mul(q->of, cst(by)))) continue;  // (s / 8 and 3 * s / 24)
+      ++m, q = Template::Quotient{p, by};
+    }
+    if (m != 1) return std::nullopt;
+    return q;
+  };
   // Rounds: each fits one value and resolves again (what was fitted may
   // explain others). The rules' open values first (a slice's extent), then
   // broadcast extents no consumer bound (a gradient's fill: often a slice's
@@ -772,41 +805,8 @@ bool validate(Template& t, const Template& u, std::string* why) {
               if (eval(p, v1) == x.value && eval(p, v2) == want) ++n, found = p;
             }
             if (n != 1) found.reset();
-            if (n == 0 && x.value > 0 && want > 0) {
-              // An extent divided by a constant (a reshape's -1 splitting an
-              // extent that changes): a new symbol, the quotient, wherever
-              // the extent is a multiple of it.
-              std::optional<Template::Quotient> q;
-              int m = 0;
-              // Symbols that did not change are their values (pinned above):
-              // 3 * s0 / 24 and s0 / 8 are one quotient when s1 is pinned to 3.
-              auto pinned_out = [&](const Poly& p) {
-                Poly r;
-                for (const Term& term : p) {
-                  Term u{term.coef, {}};
-                  for (int a : term.atoms) {
-                    const auto sa = static_cast<std::size_t>(a);
-                    if (sa < t.syms.size() && v1[sa] == v2[sa]) u.coef *= v1[sa];
-                    else u.atoms.push_back(a);
-                  }
-                  r.push_back(std::move(u));
-                }
-                return normalized(std::move(r));
-              };
-              for (const Poly& cand : cands) {
-                const Poly p = pinned_out(cand);
-                const bool over_args = std::all_of(p.begin(), p.end(), [&](const Term& term) {
-                  return std::all_of(term.atoms.begin(), term.atoms.end(), [&](int a) { return a < static_cast<int>(t.syms.size()); });
-                });
-                const auto p1 = eval(p, v1), p2 = eval(p, v2);
-                if (!over_args || !p1 || !p2 || *p1 % x.value != 0 || *p2 % want != 0) continue;
-                const std::int64_t by = *p1 / x.value;
-                if (by <= 1 || *p2 / want != by) continue;
-                // (s / 8 and 3 * s / 24, from an extent and an element count, are one)
-                if (q && same(mul(p, cst(q->by)), mul(q->of, cst(by)))) continue;
-                ++m, q = Template::Quotient{p, by};
-              }
-              if (m == 1) {
+            if (n == 0) {
+              if (std::optional<Template::Quotient> q = quotient(x.value, want, cands)) {
                 found = atom(static_cast<int>(t.syms.size() + t.quotients.size()));
                 t.quotients.push_back(std::move(*q));
                 v1.push_back(x.value);
@@ -965,35 +965,37 @@ bool validate(Template& t, const Template& u, std::string* why) {
   return true;
 }
 
-namespace {
-std::vector<std::int64_t> symbol_values(const Template& t, const std::vector<NodeId>& args) {
-  const Graph& g = graph();
-  std::vector<std::int64_t> vals(t.syms.size());
-  for (std::size_t s = 0; s < t.syms.size(); ++s) {
-    vals[s] = g[args[static_cast<std::size_t>(t.syms[s].first)]].shape[t.syms[s].second];
-  }
-  return vals;
+bool same_scalar(const Scalar& a, const Scalar& b) {
+  return a.kind == b.kind && a.i == b.i && same_bits(a.f, b.f) && a.above_int64 == b.above_int64;
 }
-// Appends the quotient symbols' values; false, with the reason, where an
-// extent is not a multiple of its divisor (the function's reshape fails
-// there: the caller traces it).
-bool add_quotients(const Template& t, std::vector<std::int64_t>& vals, std::string* why) {
+
+namespace {
+// Every symbol's value at the argument leaves `args`: the arguments'
+// extents, then the quotients'; false, with the reason, where an extent is
+// not a multiple of its divisor (the function's reshape fails there: the
+// caller traces it).
+bool symbol_values(const Template& t, const std::vector<NodeId>& args, std::vector<std::int64_t>* vals, std::string* why) {
+  const Graph& g = graph();
+  vals->resize(t.syms.size());
+  for (std::size_t s = 0; s < t.syms.size(); ++s) {
+    (*vals)[s] = g[args[static_cast<std::size_t>(t.syms[s].first)]].shape[t.syms[s].second];
+  }
   for (const Template::Quotient& q : t.quotients) {
-    const auto e = eval(q.of, vals);
+    const auto e = eval(q.of, *vals);
     if (!e || *e % q.by != 0) {
       if (why) *why = "the extent " + show(q.of) + " is not a multiple of " + std::to_string(q.by) + " here";
       return false;
     }
-    vals.push_back(*e / q.by);
+    vals->push_back(*e / q.by);
   }
   return true;
 }
 }  // namespace
 
-bool quotient_values(const Template& t, const std::vector<NodeId>& args, std::vector<std::int64_t>* out,
+bool derived_numbers(const Template& t, const std::vector<NodeId>& args, std::vector<std::int64_t>* out,
                      std::vector<std::pair<int, int>>* dividends) {
-  std::vector<std::int64_t> vals = symbol_values(t, args);
-  if (!add_quotients(t, vals, nullptr)) return false;
+  std::vector<std::int64_t> vals;
+  if (!symbol_values(t, args, &vals, nullptr)) return false;
   out->assign(vals.begin() + static_cast<std::ptrdiff_t>(t.syms.size()), vals.end());
   for (const Poly& p : t.derived) {
     const auto e = eval(p, vals);
@@ -1010,9 +1012,11 @@ bool quotient_values(const Template& t, const std::vector<NodeId>& args, std::ve
 
 bool admits(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars, std::string* why) {
   const Graph& g = graph();
-  std::vector<std::int64_t> vals = symbol_values(t, args);
+  std::vector<std::int64_t> vals;
+  if (!symbol_values(t, args, &vals, why)) return false;
   // A template not yet checked is made only as it was traced: at its own
-  // extents and scalar values (the arguments' layouts may differ).
+  // extents and scalar values (the arguments' layouts may differ; such a
+  // template has no quotients).
   const bool as_traced = !t.trusted;
   if (as_traced) {
     bool same = vals == t.sym_values && scalars.size() == t.scalars.size();
@@ -1022,7 +1026,6 @@ bool admits(const Template& t, const std::vector<NodeId>& args, const std::vecto
       return false;
     }
   }
-  if (!add_quotients(t, vals, why)) return false;
   for (const Guard& c : t.checks) {
     if (!holds(c, vals)) {
       *why = "the extents fail " + show(c.a) + (c.le ? " <= " : " == ") + show(c.b);
@@ -1059,8 +1062,8 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
                  std::vector<Array>* results, std::string* why) {
   if (!admits(t, args, scalars, why)) return false;
   Graph& g = graph();
-  std::vector<std::int64_t> vals = symbol_values(t, args);
-  add_quotients(t, vals, nullptr);  // (admits checked them)
+  std::vector<std::int64_t> vals;
+  symbol_values(t, args, &vals, nullptr);  // (admits checked that they divide)
   const bool as_traced = !t.trusted;
   std::vector<Array> made(t.nodes.size());
   for (std::size_t k = 0; k < t.nodes.size(); ++k) {

@@ -56,11 +56,11 @@ std::shared_ptr<Template> copy(const Template& t);
 // not hold there (the caller traces the function instead). A template not
 // yet validated is made only at its own extents and scalar values (for
 // arguments of another layout, a minibatch's view of a dataset).
+bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
+                 std::vector<Array>* results, std::string* why);
 // Whether a call with argument leaves `args` and these scalars meets the
 // template's guards (what instantiate checks first); the reason when not.
 bool admits(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars, std::string* why);
-bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
-                 std::vector<Array>* results, std::string* why);
 // The values of t's quotient symbols (an argument extent divided by a
 // constant, fitted for a split reshape) at the argument leaves `args`, in
 // order, then those of its extents that are sums over two or more symbols (a
@@ -69,8 +69,12 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
 // is not a multiple of its divisor. Per quotient, `dividends` gets the
 // (array argument, axis) it divides when that is one argument extent, else
 // (-1, -1).
-bool quotient_values(const Template& t, const std::vector<NodeId>& args, std::vector<std::int64_t>* out,
+bool derived_numbers(const Template& t, const std::vector<NodeId>& args, std::vector<std::int64_t>* out,
                      std::vector<std::pair<int, int>>* dividends);
+
+// Whether two C++ scalar arguments are the same value of the same kind (bit
+// for bit).
+bool same_scalar(const Scalar& a, const Scalar& b);
 
 // Shape reads by the function being traced (Array::shape and size outside
 // any op): counted while watched on this thread.

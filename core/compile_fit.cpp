@@ -7,13 +7,13 @@
 #include <limits>
 #include <optional>
 
+#include "core/compile_extents.hpp"
+
 namespace aj::detail::fit {
 
 namespace {
 
-std::uint64_t bits(double d) { return std::bit_cast<std::uint64_t>(d); }
-
-bool same(const KScalar& a, const KScalar& b) { return a.dtype == b.dtype && a.i == b.i && bits(a.f) == bits(b.f); }
+using extents::same_scalar;
 
 // Every field of a program, in one order: structure words (compared whole),
 // numbers (extents, strides, offsets, sizes) and kernel scalars. One walk
@@ -284,7 +284,7 @@ KScalar from_count(std::int64_t n, DType t, bool reciprocal) {
 }
 
 bool fit_scalar(const Fitted& f, const KScalar& ka, const KScalar& kb, ScalarExpr* out) {
-  if (same(ka, kb)) {
+  if (same_kernel_scalar(ka, kb)) {
     out->kind = ScalarExpr::Kind::constant;
     out->value = ka;
     return true;
@@ -292,7 +292,7 @@ bool fit_scalar(const Fitted& f, const KScalar& ka, const KScalar& kb, ScalarExp
   int found = 0;
   for (std::size_t j = 0; j < f.a.scalars.size(); ++j) {  // a scalar argument as it is
     if (f.scalar_fixed[j]) continue;
-    if (same(as_kernel_scalar(f.a.scalars[j], ka.dtype), ka) && same(as_kernel_scalar(f.b.scalars[j], kb.dtype), kb)) {
+    if (same_kernel_scalar(as_kernel_scalar(f.a.scalars[j], ka.dtype), ka) && same_kernel_scalar(as_kernel_scalar(f.b.scalars[j], kb.dtype), kb)) {
       ++found;
       out->kind = ScalarExpr::Kind::argument;
       out->arg = static_cast<int>(j);
@@ -302,7 +302,7 @@ bool fit_scalar(const Fitted& f, const KScalar& ka, const KScalar& kb, ScalarExp
   auto count = [&](std::int64_t ca, std::int64_t cb, bool reciprocal) {
     Expr e;
     if (ca == 0 || cb == 0 || !fit_int(f, ca, cb, &e)) return;
-    if (!same(from_count(ca, ka.dtype, reciprocal), ka) || !same(from_count(cb, kb.dtype, reciprocal), kb)) return;
+    if (!same_kernel_scalar(from_count(ca, ka.dtype, reciprocal), ka) || !same_kernel_scalar(from_count(cb, kb.dtype, reciprocal), kb)) return;
     ++found;
     out->kind = reciprocal ? ScalarExpr::Kind::reciprocal : ScalarExpr::Kind::count;
     out->of = std::move(e);
@@ -355,11 +355,11 @@ struct Writer {
   }
 };
 
-bool same_scalar_arg(const Scalar& x, const Scalar& y) {
-  return x.kind == y.kind && x.i == y.i && bits(x.f) == bits(y.f) && x.above_int64 == y.above_int64;
-}
-
 }  // namespace
+
+bool same_kernel_scalar(const KScalar& a, const KScalar& b) {
+  return a.dtype == b.dtype && a.i == b.i && std::bit_cast<std::uint64_t>(a.f) == std::bit_cast<std::uint64_t>(b.f);
+}
 
 KScalar as_kernel_scalar(const Scalar& s, DType t) {
   KScalar k;
@@ -410,7 +410,7 @@ std::shared_ptr<const Fitted> fit(const Sample& sa, const Sample& sb, std::strin
     }
   }
   f->scalar_fixed.resize(sa.at.scalars.size());
-  for (std::size_t j = 0; j < sa.at.scalars.size(); ++j) f->scalar_fixed[j] = same_scalar_arg(sa.at.scalars[j], sb.at.scalars[j]);
+  for (std::size_t j = 0; j < sa.at.scalars.size(); ++j) f->scalar_fixed[j] = same_scalar(sa.at.scalars[j], sb.at.scalars[j]);
   f->nums.resize(fa.nums.size());
   for (std::size_t k = 0; k < fa.nums.size(); ++k) {
     if (!fit_int(*f, fa.nums[k], fb.nums[k], &f->nums[k])) {
@@ -448,7 +448,7 @@ bool applies(const Fitted& f, const Point& p, std::string* why) {
     }
   }
   for (std::size_t j = 0; j < p.scalars.size(); ++j) {
-    if (f.scalar_fixed[j] && !same_scalar_arg(p.scalars[j], f.a.scalars[j])) return fail("a scalar argument the fit kept fixed changed");
+    if (f.scalar_fixed[j] && !same_scalar(p.scalars[j], f.a.scalars[j])) return fail("a scalar argument the fit kept fixed changed");
   }
   return true;
 }
@@ -525,7 +525,7 @@ bool check(const Fitted& f, const Sample& s, std::string* why) {
     }
   }
   for (std::size_t k = 0; k < a.scalars.size(); ++k) {
-    if (!same(a.scalars[k], b.scalars[k])) {
+    if (!same_kernel_scalar(a.scalars[k], b.scalars[k])) {
       *why = "kernel scalar " + std::to_string(k) + " of the plan at a third point is not what the fit says";
       return false;
     }

@@ -95,5 +95,7 @@ bool check(const Fitted& f, const Sample& s, std::string* why);
 // The kernel scalar a C++ scalar becomes in a slot of dtype t (as
 // trace::constant stores it).
 KScalar as_kernel_scalar(const Scalar& s, DType t);
+// Whether two kernel scalars are the same, bit for bit.
+bool same_kernel_scalar(const KScalar& a, const KScalar& b);
 
 }  // namespace aj::detail::fit
