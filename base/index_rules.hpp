@@ -10,7 +10,7 @@
 //    update whose index is outside [-n, n): they never write outside it.
 //  - With debug checks on (AJ_DEBUG=1, aj::set_debug) an index outside
 //    [-n, n) is an error naming the public op, the index and the caller's
-//    line (core/indexing.cpp evaluates and checks the indices when the op
+//    line (core/api/indexing.cpp evaluates and checks the indices when the op
 //    is traced).
 #pragma once
 

@@ -52,7 +52,7 @@ Counters& stats_mut();
 void note_live_bytes(std::int64_t delta);
 
 // The sum over every thread's block, plus live bytes and their peak; live
-// nodes are filled in by the caller (core/stats.cpp asks the graphs).
+// nodes are filled in by the caller (core/api/stats.cpp asks the graphs).
 Stats sum_counters();
 // Zeroes every block and the peak (not live bytes: a state, not a count).
 void reset_counters();

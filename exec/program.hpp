@@ -1,5 +1,5 @@
 // A Program: a plan (opt/pipeline.hpp) with the graph taken out, for
-// aj::compile's replays (core/compile.cpp). Each step reads and writes
+// aj::compile's replays (core/compile/compile.cpp). Each step reads and writes
 // numbered values instead of graph nodes, so a replay binds new argument
 // buffers and runs the steps again without tracing, planning or touching a
 // graph. Layouts, extents, kernel IR and scalar values are those of the

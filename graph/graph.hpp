@@ -44,13 +44,13 @@
 
 #include "arrayjit/dtype.hpp"
 #include "arrayjit/error.hpp"
-#include "base/storage.hpp"
 #include "base/op.hpp"
+#include "base/storage.hpp"
 
 namespace aj {
 
 using NodeId = std::uint32_t;
-inline constexpr NodeId kNoNode = 0xffffffffu;  // == Array::kNoNode (checked in core/array.cpp)
+inline constexpr NodeId kNoNode = 0xffffffffu;  // == Array::kNoNode (checked in core/api/array.cpp)
 
 struct Node {
   Op op = Op::Input;
@@ -80,7 +80,7 @@ struct Node {
   Loc loc;  // where it was traced
   std::size_t hash = 0;
 
-  // Memo of detail::device_of for an unevaluated node (core/device.cpp):
+  // Memo of detail::device_of for an unevaluated node (core/api/device.cpp):
   // valid while dev_epoch equals Graph::device_epoch().
   std::uint32_t dev_epoch = 0;
   bool has_dev = false;

@@ -100,16 +100,17 @@ class Diagnostics : public clang::DiagnosticConsumer {
 
 namespace {
 
-// The directory holding arrayjit/arrayjit.hpp: the installed include folder
-// beside this executable, else the source tree this REPL was built from.
-std::string include_dir() {
-  std::string exe = llvm::sys::fs::getMainExecutable(nullptr, reinterpret_cast<void*>(&include_dir));
+// The -I flags that find arrayjit/arrayjit.hpp: the installed include folder
+// beside this executable, else the source tree this REPL was built from
+// (whose public headers are in two folders: core's and the leaf ones of base).
+std::vector<std::string> include_flags() {
+  std::string exe = llvm::sys::fs::getMainExecutable(nullptr, reinterpret_cast<void*>(&include_flags));
   llvm::SmallString<256> dir(llvm::sys::path::parent_path(exe));
   llvm::sys::path::append(dir, AJ_REPL_INSTALL_INCLUDE_FROM_BIN);
   llvm::SmallString<256> header(dir);
   llvm::sys::path::append(header, "arrayjit", "arrayjit.hpp");
-  if (llvm::sys::fs::exists(header)) return std::string(dir);
-  return AJ_REPL_SOURCE_INCLUDE_DIR;
+  if (llvm::sys::fs::exists(header)) return {"-I" + std::string(dir)};
+  return {"-I" AJ_REPL_SOURCE_INCLUDE_DIR, "-I" AJ_REPL_SOURCE_BASE_INCLUDE_DIR};
 }
 
 std::string demangle(const char* name) {
@@ -171,7 +172,8 @@ std::unique_ptr<Session> Session::create(const Options& opts, std::string& error
   // The PCH was built from the headers in the source tree: the interpreter
   // must include those (a second path to the same header would define it twice).
   if (opts.pch && llvm::sys::fs::exists(AJ_REPL_PCH)) {
-    auto s = start(opts, {"-include-pch", AJ_REPL_PCH, "-I" AJ_REPL_SOURCE_INCLUDE_DIR}, nullptr, error);
+    auto s = start(opts, {"-include-pch", AJ_REPL_PCH, "-I" AJ_REPL_SOURCE_INCLUDE_DIR,
+                                  "-I" AJ_REPL_SOURCE_BASE_INCLUDE_DIR}, nullptr, error);
     if (s) {
       if (opts.verbose) std::fprintf(stderr, "arrayjit-repl: prelude precompiled (%s)\n", AJ_REPL_PCH);
       return s;
@@ -179,8 +181,11 @@ std::unique_ptr<Session> Session::create(const Options& opts, std::string& error
     if (opts.verbose)
       std::fprintf(stderr, "arrayjit-repl: the precompiled prelude did not load (%s); parsing it\n", error.c_str());
   }
-  auto s = start(opts, {"-I" + include_dir()}, kPrelude, error);
-  if (s && opts.verbose) std::fprintf(stderr, "arrayjit-repl: prelude parsed (headers in %s)\n", include_dir().c_str());
+  const std::vector<std::string> includes = include_flags();
+  auto s = start(opts, includes, kPrelude, error);
+  if (s && opts.verbose) {
+    std::fprintf(stderr, "arrayjit-repl: prelude parsed (headers from %s)\n", includes.front().c_str() + 2);
+  }
   return s;
 }
 
@@ -212,7 +217,7 @@ std::unique_ptr<Session> Session::start(const Options& opts, const std::vector<s
   s->interp_ = std::move(*interp);
   s->diags_ = d;
   if (prelude && s->execute(prelude, 0, false) != Outcome::ok) {
-    error = "the prelude (#include <arrayjit/arrayjit.hpp> from " + include_dir() + ") did not compile";
+    error = "the prelude (#include <arrayjit/arrayjit.hpp> from " + include_flags().front().substr(2) + ") did not compile";
     return nullptr;
   }
   return s;

@@ -1,4 +1,4 @@
-// Derivatives of the scans, sorting and indexing ops (core/autodiff_rules_index.cpp):
+// Derivatives of the scans, sorting and indexing ops (core/autodiff/rules_index.cpp):
 // every public op built on them against central differences in f64 and forward
 // mode against reverse mode (tests/autodiff_check.hpp), over random shapes with
 // size-1 (and size-0) axes and random indices, negative, duplicated and out of

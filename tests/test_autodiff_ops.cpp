@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/autodiff_rules.hpp"
+#include "core/autodiff/rules.hpp"
 #include "tests/autodiff_check.hpp"
 
 namespace {
@@ -307,6 +307,6 @@ TEST_CASE("autodiff ops: every op of the table has a rule or is declared non-dif
                     name == "argmax" || name == "argmin" || name == "argsort" || name == "argtopk" ||
                     name == "sign" || name == "floor" ||
                     name == "ceil" || name == "round";
-    CHECK_MESSAGE(ok, "op " << name << " has no derivative rule (core/autodiff_rules.cpp)");
+    CHECK_MESSAGE(ok, "op " << name << " has no derivative rule (core/autodiff/rules.cpp)");
   }
 }

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
+#include "core/api/executor.hpp"
 #include "tests/autodiff_check.hpp"
 #include "tests/random_diff_program.hpp"
 

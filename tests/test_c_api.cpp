@@ -80,7 +80,7 @@ TEST_CASE("c api: the C tape's logistic regression gives the C++ API's losses") 
   CHECK(aj_live_handles() == 0);
 }
 
-namespace ref {  // the C++ op behind each C name (as core/c_ops.cpp maps them)
+namespace ref {  // the C++ op behind each C name (as core/c/ops.cpp maps them)
 using namespace ::aj;
 inline Array equal(const Operand& a, const Operand& b) { return a == b; }
 inline Array not_equal(const Operand& a, const Operand& b) { return a != b; }

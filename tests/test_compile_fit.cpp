@@ -1,4 +1,4 @@
-// aj::compile's fitted programs (core/compile_fit.hpp, docs/extent-replays.md):
+// aj::compile's fitted programs (core/compile/fit.hpp, docs/extent-replays.md):
 // after two plans at other extents were fitted into one program and a third
 // confirmed it, calls at new extents run without tracing and without
 // planning, give what the uncompiled call gives bit for bit, and what the

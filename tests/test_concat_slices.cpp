@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
+#include "core/api/executor.hpp"
 #include "tests/compare_arrays.hpp"
 
 namespace {

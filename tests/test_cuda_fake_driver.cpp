@@ -25,9 +25,9 @@
 #include <mutex>
 #include <string>
 
-#include "jit/cuda/cuda_api.hpp"
 #include "backends/cuda/cuda_runtime.hpp"
-#include "core/executor.hpp"
+#include "core/api/executor.hpp"
+#include "jit/cuda/cuda_api.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"
 #include "tests/cuda_fake_driver.hpp"
 #include "tests/cuda_host_emulator.hpp"

@@ -12,6 +12,7 @@
 #include <arrayjit/arrayjit.hpp>
 #include <arrayjit/c_handle.hpp>
 #include <arrayjit/cuda.hpp>
+#include <arrayjit/dlpack.h>
 #include <arrayjit/dlpack.hpp>
 
 #include <algorithm>

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "jit/cuda/cuda_api.hpp"
-#include "core/executor.hpp"
+#include "core/api/executor.hpp"
 #include "graph/graph.hpp"
+#include "jit/cuda/cuda_api.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"
 #include "tests/random_graph.hpp"
 

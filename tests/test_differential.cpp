@@ -58,7 +58,7 @@
 
 #include <unistd.h>
 
-#include "core/executor.hpp"
+#include "core/api/executor.hpp"
 #include "opt/plan_cache.hpp"
 #include "tests/random_graph.hpp"
 

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
+#include "core/api/executor.hpp"
 
 namespace {
 

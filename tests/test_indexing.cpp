@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
+#include "core/api/executor.hpp"
 #include "tests/random_data.hpp"
 
 namespace {

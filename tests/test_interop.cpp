@@ -7,6 +7,7 @@
 #include <arrayjit/arrayjit.h>
 #include <arrayjit/arrayjit.hpp>
 #include <arrayjit/c_handle.hpp>
+#include <arrayjit/dlpack.h>
 #include <arrayjit/dlpack.hpp>
 
 #include <cstring>

@@ -21,7 +21,7 @@
 
 #include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/kernel_interpreter.hpp"
-#include "core/executor.hpp"
+#include "core/api/executor.hpp"
 #include "graph/kernel.hpp"
 #include "jit/disk_cache.hpp"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "backends/cpu/host_matmul.hpp"
-#include "core/executor.hpp"
+#include "core/api/executor.hpp"
 #include "tests/compare_arrays.hpp"
 
 namespace {

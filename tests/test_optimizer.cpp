@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
-#include "core/trace.hpp"
+#include "core/api/executor.hpp"
+#include "core/api/trace.hpp"
 #include "opt/passes/assign_buffers.hpp"
 #include "opt/passes/fuse.hpp"
 #include "opt/passes/simplify.hpp"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "backends/cpu/host_memory.hpp"
-#include "core/executor.hpp"
+#include "core/api/executor.hpp"
 #include "opt/passes/assign_buffers.hpp"
 #include "opt/passes/fuse.hpp"
 #include "opt/passes/simplify.hpp"

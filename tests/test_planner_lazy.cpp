@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/executor.hpp"
+#include "core/api/executor.hpp"
 #include "opt/passes/fuse.hpp"
 #include "tests/random_data.hpp"
 

@@ -297,7 +297,7 @@ Array operator!(const Operand& a);                     // bool only
 // The functions that are an op and nothing more: the rows of arrayjit/ops.def
 // whose Api column is `unary` or `binary`. AJ_UNARY_FUNCTIONS(X) calls
 // X(function, Op enumerator) for each; each is declared here as
-// `Array function(const Operand&...)` and core/elementwise.cpp defines it
+// `Array function(const Operand&...)` and core/api/elementwise.cpp defines it
 // from the same list (dtype rules, broadcasting and checks are the op's
 // category's). See ops.def for what each computes (docs/semantics.md in full).
 #define AJ_UNARY_FUNCTIONS(X) AJ_OPS_V(AJ_PICK_UNARY_, X)

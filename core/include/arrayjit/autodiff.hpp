@@ -7,7 +7,7 @@
 // gradient flows into a captured array, as in JAX). f is called once, on
 // fresh stand-ins for the primals (tracers: the same values, new graph nodes),
 // and the derivative is built from the graph f traced, by one rule per op
-// (core/autodiff_rules.cpp). Gradients are ordinary lazy arrays: evaluating
+// (core/autodiff/rules.cpp). Gradients are ordinary lazy arrays: evaluating
 // them together with f's outputs fuses the forward and the backward work into
 // one plan, with buffer reuse like any other graph, and differentiating a
 // gradient again works (grad of grad).
@@ -61,7 +61,7 @@ Array sum_to_shape(const Array& x, const Shape& shape, Loc loc = Loc::current())
 using VectorFn = std::function<std::vector<Array>(const std::vector<Array>&)>;
 
 namespace detail {
-// The implementation (core/autodiff.cpp). `what` names the entry point in
+// The implementation (core/autodiff/autodiff.cpp). `what` names the entry point in
 // error messages.
 std::pair<std::vector<Array>, std::vector<Array>> vjp(const VectorFn& f,
                                                       const std::vector<Array>& primals,

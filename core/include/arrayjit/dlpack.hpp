@@ -5,7 +5,7 @@
 #pragma once
 
 #include "arrayjit/array.hpp"
-#include "arrayjit/dlpack.h"
+#include "arrayjit/dlpack_abi.h"
 
 namespace aj {
 

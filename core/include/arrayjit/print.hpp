@@ -10,7 +10,7 @@
 //   { aj::ScopedPrintOptions p({.linewidth = 120}); std::cout << a; }  // as np.printoptions(...)
 //
 // The options are process-wide, as NumPy's; any thread may print or set them.
-// core/print.cpp describes the format.
+// core/api/print.cpp describes the format.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,263 @@
+// Elementwise ops: dtype resolution (NumPy promotion, weak scalars),
+// broadcasting, and the checks that make bad calls fail at trace time.
+#include <initializer_list>
+#include <new>
+#include <span>
+#include <string>
+
+#include "core/api/trace.hpp"
+
+namespace aj {
+
+namespace {
+
+using trace::describe;
+
+// bool < integer < floating, the category NumPy's weak scalars compare.
+int category(DType t) { return t == DType::bool_ ? 0 : is_integer(t) ? 1 : 2; }
+int category(const Scalar& s) {
+  return s.kind == Scalar::Kind::boolean ? 0 : s.kind == Scalar::Kind::integer ? 1 : 2;
+}
+DType default_dtype(const Scalar& s) {
+  return s.kind == Scalar::Kind::boolean ? DType::bool_
+         : s.kind == Scalar::Kind::integer ? DType::i64
+                                           : DType::f64;
+}
+
+std::string describe(const Operand& o) {
+  return o.is_scalar ? "scalar " + describe(o.scalar) : describe(*o.array);
+}
+
+std::string describe_all(std::span<const Operand* const> ops) {
+  std::string s;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (i) s += ", ";
+    s += describe(*ops[i]);
+  }
+  return s;
+}
+
+// The dtype several operands meet at: arrays promote as NumPy; a scalar only
+// moves the result to another category (bool -> integer -> float), and then
+// to that category's default (i64 / f64), as NumPy 2 (NEP 50) does.
+DType result_dtype(std::span<const Operand* const> ops) {
+  bool have_array = false;
+  DType t = DType::bool_;
+  for (auto* o : ops) {
+    if (o->is_scalar) continue;
+    t = have_array ? promote_types(t, o->array->dtype()) : o->array->dtype();
+    have_array = true;
+  }
+  for (auto* o : ops) {
+    if (!o->is_scalar) continue;
+    if (!have_array) {
+      t = default_dtype(o->scalar);
+      have_array = true;  // the first scalar sets the type, the rest are weak against it
+    } else if (category(o->scalar) > category(t)) {
+      t = default_dtype(o->scalar);
+    }
+  }
+  return t;
+}
+
+// Operand `o` in dtype `t`: an array cast to it, or a scalar as a constant
+// of the op's result shape (graph/graph.hpp: no Broadcast node for it).
+Array as_array(const char* op, const Operand& o, DType t, const Shape& shape) {
+  if (o.is_scalar) return trace::constant(o.scalar, t, op, o.loc, shape);  // checks that it fits
+  return trace::cast(trace::local(*o.array, op, o.loc), t, o.loc);
+}
+
+// Make the node `op` of `shape` (check_shapes' result) over operands already
+// converted to their dtypes; arrays of other shapes get Broadcast views.
+Array make_elementwise(Op op, DType out, const Shape& shape, std::initializer_list<Array> ins, const Loc& loc) {
+  // Broadcast views must stay alive until the node takes its uses. Elementwise
+  // ops have at most three operands: no allocation for the holders.
+  if (ins.size() > 3) internal_error("make_elementwise: more than three operands");
+  Array keep[3];
+  for (std::size_t i = 0; i < ins.size(); ++i) keep[i] = trace::broadcast(ins.begin()[i], shape, loc);
+  Node& n = trace::scratch_node();
+  n.op = op;
+  n.dtype = out;
+  n.shape = shape;
+  for (std::size_t i = 0; i < ins.size(); ++i) n.inputs.push_back(keep[i].node_id());
+  return trace::make(std::move(n), loc);
+}
+
+// Broadcast the operands' shapes as the user wrote them, before any cast:
+// an error names each operand with its own dtype (i32[3, 4] and f64[5]).
+// Then the result must fit in memory in the widest dtype the op makes
+// (its casts and broadcasts are no larger), checked here under the op's name.
+// Returns the result's shape (rank 0 when every operand is a scalar): an
+// operand's own when all have one (no copy per traced op), else the
+// broadcast, kept in `broadcast`.
+const Shape& check_shapes(const char* op, std::span<const Operand* const> ops, DType widest, const Loc& loc,
+                          Shape& broadcast) {
+  const Shape* first = nullptr;  // fast path: all array operands of one shape cannot fail
+  bool same = true;
+  for (auto* o : ops) {
+    if (o->is_scalar) continue;
+    const Shape& s = o->array->shape();
+    if (first && *first != s) same = false;
+    first = &s;
+  }
+  if (same) {
+    if (!first) return broadcast;  // empty: rank 0
+    trace::check_array_size(*first, widest, op, loc);
+    return *first;
+  }
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  for (auto* o : ops) {
+    if (o->is_scalar) continue;
+    shapes.push_back(o->array->shape());
+    dtypes.push_back(o->array->dtype());
+  }
+  std::vector<const Shape*> ptrs;
+  for (const Shape& s : shapes) ptrs.push_back(&s);
+  broadcast = trace::broadcast_shapes(ptrs, dtypes, op, loc);
+  trace::check_array_size(broadcast, widest, op, loc);
+  return broadcast;
+}
+
+DType widest(DType a, DType b) { return itemsize(a) >= itemsize(b) ? a : b; }
+
+void check_any_array(const char* op, std::span<const Operand* const> ops) {
+  for (auto* o : ops) {
+    if (!o->is_scalar) trace::own_node(*o->array, op, o->loc);
+  }
+}
+
+Array binary(Op op, const Operand& a, const Operand& b) try {
+  trace::Scope scope;
+  const char* name = op_name(op);
+  const Loc& loc = a.is_scalar ? b.loc : a.loc;
+  const Operand* ops[] = {&a, &b};  // no allocation per traced op
+  check_any_array(name, ops);
+  DType t = result_dtype(ops);
+  if (op_has(op, opflag::Logical)) {
+    for (auto* o : ops) {
+      bool ok = o->is_scalar ? o->scalar.kind == Scalar::Kind::boolean
+                             : o->array->dtype() == DType::bool_;
+      if (!ok) {
+        user_error(name, "needs bool operands, got " + describe_all(ops) +
+                             " (compare first, e.g. x != 0, or use astype(DType::bool_))", loc);
+      }
+    }
+  } else if (t == DType::bool_ && !is_compare(op) && op != Op::Max && op != Op::Min) {
+    user_error(name, "does not accept bool operands (" + describe_all(ops) +
+                         "); use && / || for logic or astype() to a number type", loc);
+  }
+  DType out = is_compare(op) ? DType::bool_ : t;
+  Shape broadcast;
+  const Shape& shape = check_shapes(name, ops, widest(t, out), loc, broadcast);
+  return make_elementwise(op, out, shape, {as_array(name, a, t, shape), as_array(name, b, t, shape)}, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory(op_name(op), a.is_scalar ? b.loc : a.loc);
+}
+
+Array unary(Op op, const Operand& a) try {
+  trace::Scope scope;
+  const char* name = op_name(op);
+  const Operand* ops[] = {&a};
+  check_any_array(name, ops);
+  DType t = result_dtype(ops);
+  if (op_has(op, opflag::Logical)) {
+    if (t != DType::bool_) {
+      user_error(name, "needs a bool operand, got " + describe(a) + " (compare first, e.g. x == 0)",
+                 a.loc);
+    }
+  } else if (t == DType::bool_) {
+    user_error(name, "does not accept bool (" + describe(a) + "); use ! for logic or astype() first",
+               a.loc);
+  }
+  if (op_has(op, opflag::FloatOnly) && !is_float(t)) t = DType::f64;  // NumPy: ints give f64
+  Shape broadcast;
+  const Shape& shape = check_shapes(name, ops, t, a.loc, broadcast);
+  return make_elementwise(op, t, shape, {as_array(name, a, t, shape)}, a.loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory(op_name(op), a.loc);
+}
+
+}  // namespace
+
+// The functions of arrayjit/array.hpp's lists: each is its op.
+#define AJ_DEFINE_UNARY(function, op) \
+  Array function(const Operand& a) { return unary(Op::op, a); }
+#define AJ_DEFINE_BINARY(function, op) \
+  Array function(const Operand& a, const Operand& b) { return binary(Op::op, a, b); }
+AJ_UNARY_FUNCTIONS(AJ_DEFINE_UNARY)
+AJ_BINARY_FUNCTIONS(AJ_DEFINE_BINARY)
+#undef AJ_DEFINE_UNARY
+#undef AJ_DEFINE_BINARY
+
+Array true_divide(const Operand& a, const Operand& b) try {
+  trace::Scope scope;
+  const Operand* ops[] = {&a, &b};
+  const Loc& loc = a.is_scalar ? b.loc : a.loc;
+  check_any_array("true_divide", ops);
+  DType t = result_dtype(ops);
+  if (t == DType::bool_) {
+    user_error("true_divide", "does not accept bool operands (" + describe_all(ops) + ")", loc);
+  }
+  Shape broadcast;
+  const Shape& shape = check_shapes("true_divide", ops, is_float(t) ? t : DType::f64, loc, broadcast);  // named so, before any cast
+  if (is_float(t)) return binary(Op::Div, a, b);
+  Array x = as_array("true_divide", a, DType::f64, shape);
+  Array y = as_array("true_divide", b, DType::f64, shape);
+  return binary(Op::Div, Operand(x, loc), Operand(y, loc));
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("true_divide", a.is_scalar ? b.loc : a.loc);
+}
+
+Array floor_divide(const Operand& a, const Operand& b) {
+  Array q = binary(Op::Div, a, b);
+  if (is_float(q.dtype())) return floor(Operand(q, a.is_scalar ? b.loc : a.loc));
+  return q;
+}
+
+Array operator+(const Operand& a, const Operand& b) { return add(a, b); }
+Array operator-(const Operand& a, const Operand& b) { return subtract(a, b); }
+Array operator*(const Operand& a, const Operand& b) { return multiply(a, b); }
+Array operator/(const Operand& a, const Operand& b) { return divide(a, b); }
+Array operator%(const Operand& a, const Operand& b) { return mod(a, b); }
+Array operator-(const Operand& a) { return unary(Op::Neg, a); }
+Array operator==(const Operand& a, const Operand& b) { return binary(Op::Eq, a, b); }
+Array operator!=(const Operand& a, const Operand& b) { return binary(Op::Ne, a, b); }
+Array operator<(const Operand& a, const Operand& b) { return binary(Op::Lt, a, b); }
+Array operator<=(const Operand& a, const Operand& b) { return binary(Op::Le, a, b); }
+Array operator>(const Operand& a, const Operand& b) { return binary(Op::Gt, a, b); }
+Array operator>=(const Operand& a, const Operand& b) { return binary(Op::Ge, a, b); }
+Array operator&&(const Operand& a, const Operand& b) { return binary(Op::And, a, b); }
+Array operator||(const Operand& a, const Operand& b) { return binary(Op::Or, a, b); }
+Array operator!(const Operand& a) { return unary(Op::Not, a); }
+
+
+Array where(const Operand& cond, const Operand& a, const Operand& b) try {
+  trace::Scope scope;
+  const Loc& loc = cond.loc;
+  std::vector<const Operand*> all{&cond, &a, &b};
+  check_any_array("where", all);
+  bool cond_ok = cond.is_scalar ? cond.scalar.kind == Scalar::Kind::boolean
+                                : cond.array->dtype() == DType::bool_;
+  if (!cond_ok) {
+    user_error("where", "condition must be bool, got " + describe(cond) +
+                            " (compare first, e.g. x > 0)", loc);
+  }
+  std::vector<const Operand*> vals{&a, &b};
+  DType t = result_dtype(vals);
+  Shape broadcast;
+  const Shape& shape = check_shapes("where", all, t, loc, broadcast);
+  return make_elementwise(Op::Where, t, shape,
+                          {as_array("where", cond, DType::bool_, shape), as_array("where", a, t, shape),
+                           as_array("where", b, t, shape)},
+                          loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("where", cond.loc);
+}
+
+Array clip(const Operand& x, const Operand& lo, const Operand& hi) {
+  Array m = maximum(x, lo);
+  return minimum(Operand(m, x.loc), hi);
+}
+
+}  // namespace aj

@@ -1,0 +1,34 @@
+// The public API of arrayjit/jit.hpp: the host JIT's switches and dumps.
+#include "arrayjit/jit.hpp"
+
+#include "backends/cpu/host_launch.hpp"
+#include "core/api/trace.hpp"
+#include "jit/host_kernel.hpp"
+#include "opt/pipeline.hpp"
+
+namespace aj::jit {
+
+bool enabled() { return cpu::jit_enabled(); }
+void set_enabled(bool on) { cpu::set_jit_enabled(on); }
+int num_threads() { return cpu::num_threads(); }
+void set_num_threads(int n) { cpu::set_num_threads(n); }
+
+std::string cache_dir() { return host_cache_dir(); }
+void set_cache_dir(const std::string& dir) { set_host_cache_dir(dir); }
+void clear_memory_cache() { clear_host_kernels(); }
+std::string target_description() { return host_target(); }
+
+std::string kernel_ir(const Array& a, bool assembly, Loc loc) {
+  trace::Scope scope;
+  const NodeId id = trace::id(a, "jit::kernel_ir", loc);
+  if (graph()[id].evaluated()) return "";
+  std::string out;
+  for (const Kernel& k : opt::plan_kernels({id})) out += host_kernel_text(k, assembly);
+  return out;
+}
+
+}  // namespace aj::jit
+
+namespace aj {
+const char* llvm_version() { return jit::llvm_version_string(); }
+}  // namespace aj

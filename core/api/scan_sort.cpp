@@ -1,0 +1,115 @@
+// Scans (a Scan-category node: a kernel walks its axis as a reduction does)
+// and sorting (library steps): axis checks, dtypes, flattening.
+#include "arrayjit/scan_sort.hpp"
+
+#include <new>
+#include <string>
+
+#include "core/api/trace.hpp"
+
+namespace aj {
+
+namespace {
+
+using trace::describe;
+
+Array scan(Op op, const Array& a_in, std::optional<int> axis, std::optional<DType> dtype, const Loc& loc) try {
+  trace::Scope scope;
+  const char* name = op_name(op);
+  const Array& a = trace::local(a_in, name, loc);
+  if (dtype && *dtype == DType::bool_) {
+    user_error(name, "does not accumulate in bool (" + describe(a) +
+                         "); give an integer or float dtype, or use any/all", loc);
+  }
+  if (!axis) {
+    const Array flat = reshape(a, Shape{a.size()}, loc);
+    return scan(op, flat, 0, dtype, loc);
+  }
+  if (a.ndim() == 0) {
+    user_error(name, "needs an array of rank >= 1 when an axis is given, got " + describe(a) +
+                         " (leave the axis out to scan the flattened array)", loc);
+  }
+  const int ax = trace::normalize_axis(*axis, a.ndim(), name, a.shape(), a.dtype(), loc);
+  DType t = dtype.value_or(a.dtype());
+  if (!dtype && (t == DType::bool_ || t == DType::i32)) t = DType::i64;  // as sum
+  trace::check_array_size(a.shape(), t, name, loc);  // the converted copy it reads
+  const Array x = trace::cast(a, t, loc);
+  Node n;
+  n.op = op;
+  n.dtype = t;
+  n.shape = a.shape();
+  n.ints = {ax};
+  n.inputs = {x.node_id()};
+  return trace::make(std::move(n), loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory(op_name(op), loc);
+}
+
+// A library node over one axis of `a`: Sort, ArgSort (k < 0), TopK, ArgTopK.
+Array sort_node(Op op, const Array& a, int axis, std::int64_t k, const Loc& loc) {
+  Node n;
+  n.op = op;
+  n.dtype = op == Op::ArgSort || op == Op::ArgTopK ? DType::i64 : a.dtype();
+  n.shape = a.shape();
+  n.i0 = axis;
+  if (k >= 0) {
+    std::vector<std::int64_t> dims = a.shape().dims();
+    dims[static_cast<std::size_t>(axis)] = k;
+    n.shape = Shape(std::move(dims));
+    n.i1 = k;
+  }
+  n.inputs = {a.node_id()};
+  return trace::make(std::move(n), loc);
+}
+
+int sort_axis(const Array& a, int axis, const char* name, const Loc& loc) {
+  trace::own_node(a, name, loc);
+  if (a.ndim() == 0) user_error(name, "cannot sort a rank-0 array " + describe(a), loc);
+  return trace::normalize_axis(axis, a.ndim(), name, a.shape(), a.dtype(), loc);
+}
+
+}  // namespace
+
+Array cumsum(const Array& a, std::optional<int> axis, std::optional<DType> dtype, Loc loc) {
+  return scan(Op::CumSum, a, axis, dtype, loc);
+}
+Array cumprod(const Array& a, std::optional<int> axis, std::optional<DType> dtype, Loc loc) {
+  return scan(Op::CumProd, a, axis, dtype, loc);
+}
+
+Array sort(const Array& a_in, int axis, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "sort", loc);
+  const int ax = sort_axis(a, axis, "sort", loc);
+  return sort_node(Op::Sort, a, ax, -1, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("sort", loc);
+}
+
+Array argsort(const Array& a_in, int axis, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "argsort", loc);
+  const int ax = sort_axis(a, axis, "argsort", loc);
+  return sort_node(Op::ArgSort, a, ax, -1, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("argsort", loc);
+}
+
+TopK topk(const Array& a_in, std::int64_t k, int axis, Loc loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, "topk", loc);
+  const int ax = sort_axis(a, axis, "topk", loc);
+  const std::int64_t extent = a.shape()[ax];
+  if (k < 0 || k > extent) {
+    user_error("topk", "k = " + std::to_string(k) + " is outside [0, " + std::to_string(extent) +
+                           "], the extent of axis " + std::to_string(axis) + " of " + describe(a), loc);
+  }
+  TopK r;
+  r.values = sort_node(Op::TopK, a, ax, k, loc);
+  r.indices = sort_node(Op::ArgTopK, a, ax, k, loc);
+  return r;
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("topk", loc);
+}
+
+}  // namespace aj

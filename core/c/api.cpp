@@ -1,0 +1,378 @@
+// The C API (arrayjit/arrayjit.h): version, errors, handles, creation,
+// queries, evaluation and reading values out. The ops are in c/ops.cpp,
+// traced functions in c/function.cpp, strided views in c/view.cpp.
+#include <cstring>
+#include <sstream>
+#include <string>
+
+#include "arrayjit/arrayjit.hpp"
+#include "arrayjit/c_handle.hpp"
+#include "base/semantics.hpp"
+#include "core/api/trace.hpp"
+#include "core/c/boundary.hpp"
+
+namespace aj::c_api {
+
+namespace {
+thread_local std::string t_last_error;
+// Set when the message itself could not be stored (out of memory).
+thread_local const char* t_fallback = nullptr;
+
+// Drops every " (at FILE:LINE)" whose FILE is one of the C boundary's own
+// sources: the line an op names is the caller's, and for C that is here.
+std::string without_own_lines(std::string s) {
+  std::size_t from = 0;
+  while ((from = s.find(" (at ", from)) != std::string::npos) {
+    const std::size_t close = s.find(')', from);
+    if (close == std::string::npos) break;
+    const std::string file = s.substr(from + 5, s.find(':', from) - (from + 5));
+    if (file.rfind("c_", 0) == 0 || file == "dlpack.cpp") {
+      s.erase(from, close + 1 - from);
+    } else {
+      from = close;
+    }
+  }
+  return s;
+}
+
+// Reading values out converts with astype's rules (sem::convert), any strides.
+template <class From, class To>
+void convert_strided(const char* src, const std::vector<std::int64_t>& src_strides, char* dst,
+                     const std::vector<std::int64_t>& dst_strides, const Shape& shape) {
+  const int nd = shape.ndim();
+  if (shape.numel() == 0) return;
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
+  for (;;) {
+    From v;
+    std::memcpy(&v, src, sizeof(From));
+    const To w = sem::convert<To>(v);
+    std::memcpy(dst, &w, sizeof(To));
+    int d = nd - 1;
+    for (; d >= 0; --d) {
+      const auto du = static_cast<std::size_t>(d);
+      src += src_strides[du], dst += dst_strides[du];
+      if (++idx[du] < shape[d]) break;
+      src -= src_strides[du] * shape[d], dst -= dst_strides[du] * shape[d];
+      idx[du] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+template <class From>
+void convert_to(DType as, const char* src, const std::vector<std::int64_t>& ss, char* dst,
+                const std::vector<std::int64_t>& ds, const Shape& shape) {
+  sem::visit_dtype(as, [&](auto to) { convert_strided<From, decltype(to)>(src, ss, dst, ds, shape); });
+}
+
+// The values of `a` into dst as `as`, strides in bytes (checked by the caller).
+void read_out(const Array& a, DType as, char* dst, const std::vector<std::int64_t>& dst_strides) {
+  Array host = a.device().kind == Device::Kind::cpu ? a : a.to(Device::cpu());
+  ArrayData d = host.data();
+  const auto item = static_cast<std::int64_t>(itemsize(d.dtype));
+  if (as == d.dtype) {
+    std::vector<std::int64_t> elems;
+    for (std::int64_t s : dst_strides) elems.push_back(s / item);
+    host.copy_to(dst, elems);  // memcpy where both are row-major
+    return;
+  }
+  std::vector<std::int64_t> src_strides;
+  for (std::int64_t s : d.strides) src_strides.push_back(s * item);
+  const char* src = static_cast<const char*>(d.ptr);
+  sem::visit_dtype(d.dtype, [&](auto from) { convert_to<decltype(from)>(as, src, src_strides, dst, dst_strides, d.shape); });
+}
+
+// snprintf's rule for text handed to C.
+void give_text(const std::string& text, char* buf, std::size_t cap, std::size_t* len) {
+  if (cap > 0 && !buf) c_error("null buffer with capacity " + std::to_string(cap));
+  if (len) *len = text.size();
+  if (cap == 0) return;
+  const std::size_t n = std::min(cap - 1, text.size());
+  std::memcpy(buf, text.data(), n);
+  buf[n] = '\0';
+}
+
+}  // namespace
+
+void set_last_error(const char* fn, const char* what) {
+  try {
+    t_last_error = std::string(fn) + ": " + without_own_lines(what);
+    t_fallback = nullptr;
+  } catch (...) {  // out of memory for the message itself: a static one
+    t_fallback = "out of memory (the error message could not be stored)";
+  }
+}
+
+void clear_last_error() {
+  t_last_error.clear();
+  t_fallback = nullptr;
+}
+
+void c_error(const std::string& msg) { throw Error(Error::Kind::user, msg); }
+
+DType dtype_arg(int code, const char* what) {
+  if (code < 0 || code >= kNumDTypes) c_error(std::string(what) + " " + std::to_string(code) + " is not a dtype");
+  return static_cast<DType>(code);
+}
+
+Shape shape_arg(const std::int64_t* shape, std::int32_t ndim, const char* what) {
+  if (ndim < 0) c_error(std::string("negative ndim ") + std::to_string(ndim) + " for the " + what);
+  if (ndim > 0 && !shape) c_error(std::string("null ") + what + " with ndim " + std::to_string(ndim));
+  return Shape(std::vector<std::int64_t>(shape, shape + ndim));
+}
+
+}  // namespace aj::c_api
+
+using namespace aj::c_api;
+using aj::Array;
+
+extern "C" {
+
+uint32_t aj_api_version(void) { return AJ_API_VERSION; }
+const char* aj_version(void) { return aj::version(); }
+
+const char* aj_last_error(void) { return t_fallback ? t_fallback : t_last_error.c_str(); }
+
+const char* aj_dtype_name(aj_dtype dtype) {
+  if (dtype < 0 || dtype >= aj::kNumDTypes) return nullptr;
+  return aj::dtype_name(static_cast<aj::DType>(dtype));
+}
+
+size_t aj_dtype_itemsize(aj_dtype dtype) {
+  if (dtype < 0 || dtype >= aj::kNumDTypes) return 0;
+  return aj::itemsize(static_cast<aj::DType>(dtype));
+}
+
+// ---- handles ----
+
+aj_status aj_array_release(aj_array a) {
+  if (a._id == 0) return AJ_OK;
+  return c_call("aj_array_release", [&] { release_array(a); });
+}
+
+aj_status aj_array_retain(aj_array a, aj_array* out) {
+  return c_make("aj_array_retain", out, [&] { return get_array(a, "the array"); });
+}
+
+size_t aj_live_handles(void) {
+  try {
+    return live_handles();
+  } catch (...) {
+    return 0;
+  }
+}
+
+// ---- creation ----
+
+aj_status aj_zeros(const int64_t* shape, int32_t ndim, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_zeros", out, [&] { return aj::zeros(shape_arg(shape, ndim), dtype_arg(dtype, "dtype")); });
+}
+aj_status aj_ones(const int64_t* shape, int32_t ndim, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_ones", out, [&] { return aj::ones(shape_arg(shape, ndim), dtype_arg(dtype, "dtype")); });
+}
+aj_status aj_full(const int64_t* shape, int32_t ndim, double value, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_full", out,
+                [&] { return aj::full(shape_arg(shape, ndim), value, dtype_arg(dtype, "dtype")); });
+}
+aj_status aj_arange(int64_t n, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_arange", out, [&] { return aj::arange(n, dtype_arg(dtype, "dtype")); });
+}
+aj_status aj_arange_range(double start, double stop, double step, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_arange_range", out, [&] { return aj::arange(start, stop, step, dtype_arg(dtype, "dtype")); });
+}
+aj_status aj_linspace(double start, double stop, int64_t num, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_linspace", out, [&] { return aj::linspace(start, stop, num, dtype_arg(dtype, "dtype")); });
+}
+aj_status aj_eye(int64_t n, int64_t m, int64_t k, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_eye", out, [&] { return aj::eye(n, m, k, dtype_arg(dtype, "dtype")); });
+}
+void aj_random_seed(uint64_t seed) { aj::random::seed(seed); }
+aj_status aj_random_uniform(const int64_t* shape, int32_t ndim, double lo, double hi, aj_dtype dtype,
+                            aj_array* out) {
+  return c_make("aj_random_uniform", out, [&] {
+    return aj::random::uniform(shape_arg(shape, ndim), lo, hi, dtype_arg(dtype, "dtype"));
+  });
+}
+aj_status aj_random_normal(const int64_t* shape, int32_t ndim, double mean, double stddev, aj_dtype dtype,
+                           aj_array* out) {
+  return c_make("aj_random_normal", out, [&] {
+    return aj::random::normal(shape_arg(shape, ndim), mean, stddev, dtype_arg(dtype, "dtype"));
+  });
+}
+
+aj_status aj_scalar_f64(double value, aj_array* out) {
+  return c_make("aj_scalar_f64", out,
+                [&] { return ArrayRef{aj::full({}, value, aj::DType::f64), true, aj::Scalar(value)}; });
+}
+aj_status aj_scalar_i64(int64_t value, aj_array* out) {
+  return c_make("aj_scalar_i64", out, [&] {
+    return ArrayRef{aj::full({}, value, aj::DType::i64), true, aj::Scalar(static_cast<std::int64_t>(value))};
+  });
+}
+aj_status aj_scalar_bool(int value, aj_array* out) {
+  return c_make("aj_scalar_bool", out, [&] {
+    return ArrayRef{aj::full({}, value != 0, aj::DType::bool_), true, aj::Scalar(value != 0)};
+  });
+}
+
+// ---- evaluation, reading out ----
+
+aj_status aj_eval(aj_array a) {
+  return c_call("aj_eval", [&] {
+    check_not_tracing("aj_eval");
+    get_array(a, "the array").array.eval();
+  });
+}
+
+aj_status aj_eval_many(const aj_array* xs, size_t n) {
+  return c_call("aj_eval_many", [&] {
+    check_not_tracing("aj_eval_many");
+    if (!xs && n > 0) c_error("null array list with n " + std::to_string(n));
+    std::vector<Array> arrays;
+    for (size_t i = 0; i < n; ++i) arrays.push_back(get_array(xs[i], "an array of the list").array);
+    aj::eval(arrays);
+  });
+}
+
+aj_status aj_eval_into(aj_array a, void* dst, size_t dst_bytes) {
+  return c_call("aj_eval_into", [&] {
+    check_not_tracing("aj_eval_into");
+    Array x = get_array(a, "the array").array;
+    const auto bytes = static_cast<std::size_t>(x.size()) * aj::itemsize(x.dtype());
+    if (dst_bytes != bytes) {
+      c_error(std::to_string(dst_bytes) + " bytes given for " + aj::trace::describe(x) + " (" +
+              std::to_string(bytes) + " bytes)");
+    }
+    x.eval_into(dst);
+  });
+}
+
+aj_status aj_array_read(aj_array a, aj_dtype as, void* dst, size_t dst_bytes, const int64_t* strides) {
+  return c_call("aj_array_read", [&] {
+    check_not_tracing("aj_array_read");
+    Array x = get_array(a, "the array").array;
+    const aj::DType t = dtype_arg(as, "dtype");
+    const auto item = static_cast<std::int64_t>(aj::itemsize(t));
+    const std::string what = aj::trace::describe(x) + " read as " + aj::dtype_name(t);
+    const aj::Shape& shape = x.shape();
+    std::vector<std::int64_t> st;
+    std::size_t need = static_cast<std::size_t>(x.size()) * static_cast<std::size_t>(item);
+    if (!strides) {
+      if (dst_bytes != need) {
+        c_error(std::to_string(dst_bytes) + " bytes given for " + what + " (" + std::to_string(need) + " bytes)");
+      }
+      for (std::int64_t s : aj::contiguous_strides(shape)) st.push_back(s * item);
+    } else {
+      std::int64_t last = 0;  // byte offset of the last element
+      for (int d = 0; d < shape.ndim(); ++d) {
+        const std::int64_t s = strides[d];
+        if (s < 0 || s % item != 0 || (s == 0 && shape[d] > 1)) {
+          c_error("stride " + std::to_string(s) + " bytes of axis " + std::to_string(d) + " for " + what +
+                  " (strides must be non-negative multiples of the item size, 0 only for extent 1)");
+        }
+        if (shape[d] > 0) last += s * (shape[d] - 1);
+        st.push_back(s);
+      }
+      need = x.size() == 0 ? 0 : static_cast<std::size_t>(last + item);
+      if (dst_bytes < need) {
+        c_error(std::to_string(dst_bytes) + " bytes given for " + what + " with these strides (the last element "
+                "ends at byte " + std::to_string(need) + ")");
+      }
+    }
+    if (!dst && need > 0) c_error("null destination for " + what);
+    if (need > 0) read_out(x, t, static_cast<char*>(dst), st);
+  });
+}
+
+aj_status aj_array_item_f64(aj_array a, double* out) {
+  return c_call("aj_array_item_f64", [&] {
+    check_not_tracing("aj_array_item_f64");
+    if (!out) c_error("null output pointer");
+    *out = get_array(a, "the array").array.item<double>();
+  });
+}
+
+aj_status aj_array_item_i64(aj_array a, int64_t* out) {
+  return c_call("aj_array_item_i64", [&] {
+    check_not_tracing("aj_array_item_i64");
+    if (!out) c_error("null output pointer");
+    *out = get_array(a, "the array").array.item<std::int64_t>();
+  });
+}
+
+// ---- queries ----
+
+aj_status aj_array_dtype(aj_array a, aj_dtype* out) {
+  return c_call("aj_array_dtype", [&] {
+    if (!out) c_error("null output pointer");
+    *out = static_cast<aj_dtype>(get_array(a, "the array").array.dtype());
+  });
+}
+
+aj_status aj_array_ndim(aj_array a, int32_t* out) {
+  return c_call("aj_array_ndim", [&] {
+    if (!out) c_error("null output pointer");
+    *out = get_array(a, "the array").array.ndim();
+  });
+}
+
+aj_status aj_array_shape(aj_array a, int64_t* shape, int32_t capacity) {
+  return c_call("aj_array_shape", [&] {
+    Array x = get_array(a, "the array").array;
+    const aj::Shape& s = x.shape();
+    if (capacity < s.ndim()) {
+      c_error("capacity " + std::to_string(capacity) + " is less than the rank of " + aj::trace::describe(x));
+    }
+    if (!shape && s.ndim() > 0) c_error("null shape pointer");
+    for (int d = 0; d < s.ndim(); ++d) shape[d] = s[d];
+  });
+}
+
+aj_status aj_array_size(aj_array a, int64_t* out) {
+  return c_call("aj_array_size", [&] {
+    if (!out) c_error("null output pointer");
+    *out = get_array(a, "the array").array.size();
+  });
+}
+
+aj_status aj_array_device(aj_array a, aj_device_type* type, int32_t* device_id) {
+  return c_call("aj_array_device", [&] {
+    if (!type || !device_id) c_error("null output pointer");
+    const aj::Device d = get_array(a, "the array").array.device();
+    *type = d.kind == aj::Device::Kind::cuda ? AJ_DEVICE_CUDA : AJ_DEVICE_CPU;
+    *device_id = d.index;
+  });
+}
+
+aj_status aj_array_is_evaluated(aj_array a, int* out) {
+  return c_call("aj_array_is_evaluated", [&] {
+    if (!out) c_error("null output pointer");
+    *out = get_array(a, "the array").array.is_evaluated() ? 1 : 0;
+  });
+}
+
+aj_status aj_array_to_string(aj_array a, char* buf, size_t cap, size_t* len) {
+  return c_call("aj_array_to_string", [&] {
+    check_not_tracing("aj_array_to_string");
+    std::ostringstream os;
+    os << get_array(a, "the array").array;
+    give_text(os.str(), buf, cap, len);
+  });
+}
+
+aj_status aj_array_dump(aj_array a, char* buf, size_t cap, size_t* len) {
+  return c_call("aj_array_dump", [&] { give_text(aj::dump({get_array(a, "the array").array}), buf, cap, len); });
+}
+
+}  // extern "C"
+
+namespace aj {
+aj_array to_c(Array a) { return c_api::new_array(std::move(a)); }
+Array from_c(aj_array h, Loc loc) {
+  try {
+    return c_api::get_array(h, "the handle").array;
+  } catch (const c_api::HandleError& e) {
+    user_error("from_c", e.what(), loc);
+  }
+}
+}  // namespace aj

@@ -1,0 +1,75 @@
+// The C API's side of the boundary: every aj_* function runs its body through
+// c_call, so no C++ exception crosses into C; the message is kept per thread
+// for aj_last_error().
+#pragma once
+
+#include <new>
+#include <string>
+
+#include "arrayjit/arrayjit.h"
+#include "arrayjit/error.hpp"
+#include "core/c/handles.hpp"
+
+namespace aj::c_api {
+
+// `fn`: what_text, without the "(at c/ops.cpp:12)" an op appends: for a C
+// caller that line is inside arrayjit, not in its code.
+void set_last_error(const char* fn, const char* what);
+void clear_last_error();
+
+template <class Body>
+aj_status c_call(const char* fn, Body&& body) noexcept {
+  try {
+    body();
+    return AJ_OK;
+  } catch (const StatusError& e) {
+    set_last_error(fn, e.what());
+    return e.status;
+  } catch (const Error& e) {
+    set_last_error(fn, e.what());
+    switch (e.kind()) {
+      case Error::Kind::user: return AJ_ERROR_USER;
+      case Error::Kind::runtime: return AJ_ERROR_RUNTIME;
+      case Error::Kind::internal: return AJ_ERROR_INTERNAL;
+    }
+    return AJ_ERROR_INTERNAL;
+  } catch (const std::bad_alloc&) {
+    set_last_error(fn, "out of memory");
+    return AJ_ERROR_RUNTIME;
+  } catch (const std::exception& e) {
+    set_last_error(fn, (std::string("internal error: ") + e.what()).c_str());
+    return AJ_ERROR_INTERNAL;
+  } catch (...) {
+    set_last_error(fn, "internal error: unknown exception");
+    return AJ_ERROR_INTERNAL;
+  }
+}
+
+// c_call for a function with a handle out-parameter: *out is nulled first (so
+// it is null on every failure), then set to a new handle for what `make`
+// returns (an Array or an ArrayRef).
+template <class Make>
+aj_status c_make(const char* fn, aj_array* out, Make&& make) noexcept {
+  if (out) *out = aj_array{0};
+  return c_call(fn, [&] {
+    if (!out) throw Error(Error::Kind::user, "null output pointer");
+    Reservation slot;  // first: once the array exists, nothing may fail
+    *out = slot.fill(make());
+  });
+}
+
+// A user error for a C caller (c_call puts the function's name first).
+[[noreturn]] void c_error(const std::string& msg);
+
+// The DType of a C dtype code; an unknown code is a user error naming `what`.
+DType dtype_arg(int code, const char* what);
+
+// The shape (ndim, extents) a C caller passed: a null pointer with ndim > 0
+// or a negative ndim is a user error.
+Shape shape_arg(const std::int64_t* shape, std::int32_t ndim, const char* what = "shape");
+
+// Evaluation and reading values are refused while an aj_function's callback
+// is being traced on this thread (core/c/function.cpp).
+void check_not_tracing(const char* fn);
+
+}  // namespace aj::c_api

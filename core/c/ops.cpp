@@ -1,0 +1,172 @@
+// The C API's ops (arrayjit/arrayjit.h, "ops" and "shape ops"): each is the
+// C++ op of the same name (arrayjit/array.hpp) behind c_make, so it takes
+// handles, checks them, and returns a new handle or a status.
+//
+// The plain elementwise ops and the reductions are generated from the lists
+// in arrayjit.h (AJ_UNARY_OPS, ...): one line there declares the C function,
+// and these definitions follow. A name there is looked up in namespace `fn`
+// below, which sees every aj:: op and adds the names C++ spells as operators.
+#include <string>
+#include <vector>
+
+#include "arrayjit/arrayjit.hpp"
+#include "core/c/boundary.hpp"
+
+namespace aj::c_api {
+
+namespace fn {
+using namespace ::aj;
+inline Array equal(const Operand& a, const Operand& b) { return a == b; }
+inline Array not_equal(const Operand& a, const Operand& b) { return a != b; }
+inline Array less(const Operand& a, const Operand& b) { return a < b; }
+inline Array less_equal(const Operand& a, const Operand& b) { return a <= b; }
+inline Array greater(const Operand& a, const Operand& b) { return a > b; }
+inline Array greater_equal(const Operand& a, const Operand& b) { return a >= b; }
+inline Array logical_and(const Operand& a, const Operand& b) { return a && b; }
+inline Array logical_or(const Operand& a, const Operand& b) { return a || b; }
+}  // namespace fn
+
+namespace {
+
+// The handle of argument `name`, as an array or an elementwise operand.
+Array arg(aj_array h, const char* name) { return get_array(h, name).array; }
+
+// A C axis list (NULL: all axes; see arrayjit.h).
+Axes axes_arg(const std::int32_t* axes, std::int32_t naxes) {
+  if (naxes < 0) c_error("negative number of axes " + std::to_string(naxes));
+  if (!axes) {
+    if (naxes > 0) c_error("null axes with naxes " + std::to_string(naxes));
+    return Axes::all();
+  }
+  return Axes(std::vector<int>(axes, axes + naxes));
+}
+
+std::vector<int> ints_arg(const std::int32_t* v, std::int32_t n, const char* what) {
+  if (n < 0) c_error(std::string("negative length ") + std::to_string(n) + " of " + what);
+  if (!v && n > 0) c_error(std::string("null ") + what + " with length " + std::to_string(n));
+  return std::vector<int>(v, v + n);
+}
+
+std::vector<Array> arrays_arg(const aj_array* xs, std::size_t n) {
+  if (!xs && n > 0) c_error("null array list with n " + std::to_string(n));
+  std::vector<Array> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) out.push_back(get_array(xs[i], "an array of the list").array);
+  return out;
+}
+
+std::optional<std::int64_t> bound(std::int64_t v) {
+  if (v == AJ_SLICE_NONE) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+}  // namespace aj::c_api
+
+using namespace aj::c_api;
+using aj::Array;
+
+extern "C" {
+
+// ---- generated from the lists in arrayjit.h ----
+
+#define AJ_DEFINE_UNARY_(name)                                                          \
+  aj_status aj_##name(aj_array x, aj_array* out) {                                      \
+    return c_make("aj_" #name, out, [&] { return fn::name(get_array(x, "x").operand()); }); \
+  }
+#define AJ_DEFINE_BINARY_(name)                                                              \
+  aj_status aj_##name(aj_array a, aj_array b, aj_array* out) {                               \
+    return c_make("aj_" #name, out, [&] {                                                    \
+      const ArrayRef ra = get_array(a, "a"), rb = get_array(b, "b");                         \
+      return fn::name(ra.operand(), rb.operand());                                           \
+    });                                                                                      \
+  }
+#define AJ_DEFINE_TERNARY_(name)                                                             \
+  aj_status aj_##name(aj_array a, aj_array b, aj_array c, aj_array* out) {                   \
+    return c_make("aj_" #name, out, [&] {                                                    \
+      const ArrayRef ra = get_array(a, "a"), rb = get_array(b, "b"), rc = get_array(c, "c"); \
+      return fn::name(ra.operand(), rb.operand(), rc.operand());                             \
+    });                                                                                      \
+  }
+#define AJ_DEFINE_REDUCE_(name)                                                                          \
+  aj_status aj_##name(aj_array x, const int32_t* axes, int32_t naxes, int keepdims, aj_array* out) {     \
+    return c_make("aj_" #name, out, [&] { return fn::name(arg(x, "x"), axes_arg(axes, naxes), keepdims != 0); }); \
+  }
+AJ_UNARY_OPS(AJ_DEFINE_UNARY_)
+AJ_BINARY_OPS(AJ_DEFINE_BINARY_)
+AJ_TERNARY_OPS(AJ_DEFINE_TERNARY_)
+AJ_REDUCE_OPS(AJ_DEFINE_REDUCE_)
+#undef AJ_DEFINE_UNARY_
+#undef AJ_DEFINE_BINARY_
+#undef AJ_DEFINE_TERNARY_
+#undef AJ_DEFINE_REDUCE_
+
+// ---- one by one ----
+
+aj_status aj_argmax(aj_array x, const int32_t* axis, int keepdims, aj_array* out) {
+  return c_make("aj_argmax", out, [&] {
+    return aj::argmax(arg(x, "x"), axis ? std::optional<int>(*axis) : std::nullopt, keepdims != 0);
+  });
+}
+aj_status aj_argmin(aj_array x, const int32_t* axis, int keepdims, aj_array* out) {
+  return c_make("aj_argmin", out, [&] {
+    return aj::argmin(arg(x, "x"), axis ? std::optional<int>(*axis) : std::nullopt, keepdims != 0);
+  });
+}
+aj_status aj_matmul(aj_array a, aj_array b, aj_array* out) {
+  return c_make("aj_matmul", out, [&] { return aj::matmul(arg(a, "a"), arg(b, "b")); });
+}
+aj_status aj_astype(aj_array x, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_astype", out, [&] { return arg(x, "x").astype(dtype_arg(dtype, "dtype")); });
+}
+aj_status aj_to_device(aj_array x, aj_device_type type, int32_t device_id, aj_array* out) {
+  return c_make("aj_to_device", out, [&] {
+    if (type == AJ_DEVICE_CPU) return arg(x, "x").to(aj::Device::cpu());
+    if (type == AJ_DEVICE_CUDA) return arg(x, "x").to(aj::Device::cuda(device_id));
+    c_error("device type " + std::to_string(type) + " is not one arrays live on (AJ_DEVICE_CPU, AJ_DEVICE_CUDA)");
+  });
+}
+
+aj_status aj_reshape(aj_array x, const int64_t* shape, int32_t ndim, aj_array* out) {
+  return c_make("aj_reshape", out, [&] { return aj::reshape(arg(x, "x"), shape_arg(shape, ndim)); });
+}
+aj_status aj_transpose(aj_array x, const int32_t* perm, int32_t nperm, aj_array* out) {
+  return c_make("aj_transpose", out, [&] {
+    if (!perm && nperm != 0) c_error("null perm with nperm " + std::to_string(nperm));
+    return aj::transpose(arg(x, "x"), ints_arg(perm, nperm, "perm"));
+  });
+}
+aj_status aj_broadcast_to(aj_array x, const int64_t* shape, int32_t ndim, aj_array* out) {
+  return c_make("aj_broadcast_to", out, [&] { return aj::broadcast_to(arg(x, "x"), shape_arg(shape, ndim)); });
+}
+aj_status aj_expand_dims(aj_array x, int32_t axis, aj_array* out) {
+  return c_make("aj_expand_dims", out, [&] { return aj::expand_dims(arg(x, "x"), axis); });
+}
+aj_status aj_squeeze(aj_array x, const int32_t* axes, int32_t naxes, aj_array* out) {
+  return c_make("aj_squeeze", out, [&] { return aj::squeeze(arg(x, "x"), axes_arg(axes, naxes)); });
+}
+aj_status aj_slice(aj_array x, const int64_t* starts, const int64_t* stops, const int64_t* steps, int32_t n,
+                   aj_array* out) {
+  return c_make("aj_slice", out, [&] {
+    if (n < 0) c_error("negative number of sliced axes " + std::to_string(n));
+    std::vector<aj::Slice> slices;
+    for (int32_t i = 0; i < n; ++i) {
+      slices.emplace_back(starts ? bound(starts[i]) : std::nullopt, stops ? bound(stops[i]) : std::nullopt,
+                          steps ? steps[i] : 1);
+    }
+    return aj::slice(arg(x, "x"), std::move(slices));
+  });
+}
+aj_status aj_slice_axis(aj_array x, int32_t axis, int64_t start, int64_t stop, int64_t step, aj_array* out) {
+  return c_make("aj_slice_axis", out,
+                [&] { return aj::slice(arg(x, "x"), axis, bound(start), bound(stop), step); });
+}
+aj_status aj_concatenate(const aj_array* xs, size_t n, int32_t axis, aj_array* out) {
+  return c_make("aj_concatenate", out, [&] { return aj::concatenate(arrays_arg(xs, n), axis); });
+}
+aj_status aj_stack(const aj_array* xs, size_t n, int32_t axis, aj_array* out) {
+  return c_make("aj_stack", out, [&] { return aj::stack(arrays_arg(xs, n), axis); });
+}
+
+}  // extern "C"

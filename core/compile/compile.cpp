@@ -1,0 +1,750 @@
+// aj::compile (arrayjit/compile.hpp): signatures, the programs kept per
+// signature, tracing a call and replaying one.
+//
+// A call's signature is every array argument's dtype, shape, strides,
+// offset, device and donation, and every scalar's kind and value (bits). A
+// program (exec/program.hpp) is kept per signature; a call with a kept
+// signature is replayed: its arguments' buffers are bound to the program's
+// argument values and the steps run. For a scalar that reaches kernels
+// unchanged, a program is also kept per signature with that scalar left
+// out: the second trace with another value shows which kernel scalars follow
+// the argument (exec::Program's scalar bindings), and later values replay.
+//
+// Extents (docs/extent-replays.md): per signature with the extents left out
+// (0 and 1 stay in), the first trace's template is kept (compile/extents.hpp);
+// a trace at other extents checks it, and from then on a call at new extents
+// makes the template's nodes at its extents and plans them: no tracing. The
+// program that plan makes is kept under the call's full signature. Two such
+// programs are fitted into one whose numbers are expressions over the
+// arguments' extents (compile/fit.hpp); once a third plan has confirmed it,
+// a call at new extents evaluates its numbers and runs: no planning either.
+#include "arrayjit/compile.hpp"
+
+#include <bit>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "base/stats.hpp"
+#include "core/api/evaluate.hpp"
+#include "core/api/observer.hpp"
+#include "core/api/trace.hpp"
+#include "core/compile/extents.hpp"
+#include "core/compile/fit.hpp"
+#include "exec/program.hpp"
+
+namespace aj::detail {
+
+namespace {
+
+using Key = std::vector<std::uint64_t>;
+
+struct KeyHash {
+  std::size_t operator()(const Key& k) const {
+    std::uint64_t h = 0x9e3779b97f4a7c15ull ^ k.size();
+    for (std::uint64_t w : k) h = (h ^ w) * 0x100000001b3ull + (h >> 29);
+    return static_cast<std::size_t>(h);
+  }
+};
+
+// A kernel scalar that is a scalar argument's value (converted to the
+// kernel scalar's dtype): replays with another value write it there.
+struct ScalarBinding {
+  int step = 0, scalar = 0;  // program step, index in its kernel's scalars
+  int arg = 0;               // the call argument
+};
+
+struct Entry {
+  std::shared_ptr<const exec::Program> program;
+  std::vector<ScalarBinding> bindings;  // empty for an exact-scalar entry
+};
+
+// Kept programs by signature, with the last one found: calls in a loop with
+// one signature compare one key instead of hashing it and probing.
+class Programs {
+ public:
+  std::shared_ptr<const Entry> find(const Key& k) {
+    if (last_ && k == last_key_) return last_;
+    auto it = map_.find(k);
+    if (it == map_.end()) return nullptr;
+    last_key_ = k;
+    return last_ = it->second;
+  }
+  void put(const Key& k, std::shared_ptr<const Entry> e) { map_[k] = std::move(e); }
+  void clear() {
+    map_.clear();
+    last_.reset();
+  }
+  std::size_t size() const { return map_.size(); }
+
+ private:
+  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> map_;
+  Key last_key_;
+  std::shared_ptr<const Entry> last_;
+};
+
+std::uint64_t bits(double d) { return std::bit_cast<std::uint64_t>(d); }
+
+using fit::as_kernel_scalar;
+using fit::same_kernel_scalar;
+
+// The nodes of array arguments, read under their graph's lock: one scope
+// for each run of arguments of one graph (usually all of them).
+class ArgNodes {
+ public:
+  const Node& operator()(const CallArg& a) {
+    Graph& g = *a.array->graph_of();
+    if (&g != locked_) {
+      in_.reset();
+      in_.emplace(g);
+      locked_ = &g;
+    }
+    return g[a.array->node_id()];
+  }
+
+ private:
+  Graph* locked_ = nullptr;
+  std::optional<GraphScope> in_;
+};
+
+}  // namespace
+
+class CompiledCore {
+ public:
+  explicit CompiledCore(std::string where) : where_(std::move(where)) {}
+
+  std::vector<Array> call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace);
+  CompiledCounts counts() const {
+    std::lock_guard lock(mu_);
+    CompiledCounts c = counts_;
+    c.programs = exact_.size() + scalar_free_.size();
+    return c;
+  }
+  std::string extents_note() const {
+    std::lock_guard lock(mu_);
+    return extents_note_;
+  }
+  std::string fit_note() const {
+    std::lock_guard lock(mu_);
+    return fit_note_;
+  }
+
+ private:
+  // The signature into `k`; `with_scalars` false leaves scalar values out (kinds stay).
+  void signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const;
+  // The signature without extents (but which are 0 or 1) and layouts into `k`.
+  void extent_free_signature(const std::vector<CallArg>& args, Key& k) const;
+  // `counted`: in stats().compiled_replays (a fitted call counts as at new extents).
+  std::vector<Array> replay(const Entry& e, std::vector<CallArg>& args, bool counted = true);
+  // What the extent-free signature `generic` has kept.
+  struct Generic {
+    std::shared_ptr<const extents::Template> first;    // the first trace's, not yet checked
+    std::shared_ptr<const extents::Template> trusted;  // checked by a second trace
+    bool refused = false;                              // this function cannot be generalized
+    // Fitted programs (compile/fit.hpp): the last program planned at new
+    // extents, the fit of two, trusted once a third plan confirmed it.
+    std::optional<fit::Sample> last;
+    std::shared_ptr<const fit::Fitted> fitted;
+    bool fitted_trusted = false;
+    int fit_failures = 0;  // fits refused or disproved; at kMaxFitFailures no more are tried
+  };
+  std::vector<Array> trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
+                                const Key& exact, const Key& scalar_free, const Key& generic,
+                                std::shared_ptr<const extents::Template> first);
+  // The template made at this call's extents and planned; false when its
+  // guards fail here.
+  bool run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact, const Key& generic,
+                    std::vector<Array>* out, bool quiet);
+  // The trusted fitted program of `generic` at this call's point, kept under
+  // its signatures and run; false when there is none or it does not apply.
+  bool run_fitted(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
+                  const Key* scalar_free, const Key& generic, std::vector<Array>* out);
+  // A program planned at this call's point, for the fit of `generic` (mu_ held).
+  void learn(const Key& generic, fit::Sample s);
+  // Evaluates `local` (the results, arrays of this thread's graph) catching
+  // the plan; the program it makes, prepared, or null.
+  std::shared_ptr<const exec::Program> evaluate_and_capture(const std::vector<NodeId>& arg_nodes, bool all_local,
+                                                            const std::vector<Array>& local);
+  void keep(const Key& exact, std::shared_ptr<const exec::Program> prog);  // mu_ held
+
+  std::string where_;
+  mutable std::mutex mu_;
+  Programs exact_;
+  // Per signature without scalar values: the last program traced (to learn
+  // bindings from the next trace), and an entry once bindings are known.
+  std::unordered_map<Key, std::shared_ptr<const exec::Program>, KeyHash> last_trace_;
+  std::unordered_map<Key, std::vector<Scalar>, KeyHash> last_scalars_;
+  Programs scalar_free_;
+  std::unordered_map<Key, Generic, KeyHash> generic_;
+  std::string extents_note_;  // why calls at new extents trace, when they do
+  std::string fit_note_;      // why calls at new extents are planned, when a fit was refused
+  CompiledCounts counts_;
+  static constexpr std::size_t kMaxPrograms = 64;  // per compiled function (then all are dropped)
+  static constexpr int kMaxFitFailures = 4;
+};
+
+void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const {
+  k.clear();
+  k.push_back(args.size());
+  ArgNodes node_of;
+  for (const CallArg& a : args) {
+    if (a.is_scalar) {
+      k.push_back(0x5ca1a0 + static_cast<std::uint64_t>(a.scalar.kind));
+      if (with_scalars || a.structural) {
+        k.push_back(static_cast<std::uint64_t>(a.scalar.i) ^ bits(a.scalar.f) ^ a.scalar.above_int64);
+      }
+      continue;
+    }
+    const Node& n = node_of(a);
+    k.push_back(0xa77a7 + (static_cast<std::uint64_t>(n.dtype) << 8) + (a.donated ? 1u << 16 : 0u));
+    k.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 | static_cast<std::uint32_t>(n.storage->device.index));
+    k.push_back(static_cast<std::uint64_t>(n.shape.ndim()));
+    for (auto d : n.shape) k.push_back(static_cast<std::uint64_t>(d));
+    for (auto st : n.strides) k.push_back(static_cast<std::uint64_t>(st));
+    k.push_back(static_cast<std::uint64_t>(n.offset));
+    k.push_back(n.storage->bytes);
+    k.push_back(n.storage->borrowed);
+  }
+}
+
+void CompiledCore::extent_free_signature(const std::vector<CallArg>& args, Key& k) const {
+  k.clear();
+  k.push_back(args.size() | 0xe7e7ull << 32);
+  ArgNodes node_of;
+  for (const CallArg& a : args) {
+    if (a.is_scalar) {  // values out: kernel constants that follow them are fitted
+      k.push_back(0x5ca1a0 + static_cast<std::uint64_t>(a.scalar.kind));
+      if (a.structural) k.push_back(static_cast<std::uint64_t>(a.scalar.i) ^ bits(a.scalar.f) ^ a.scalar.above_int64);
+      continue;
+    }
+    const Node& n = node_of(a);  // its layout is left out too: the template is planned for it
+    k.push_back(0xa77a7 + (static_cast<std::uint64_t>(n.dtype) << 8) + (a.donated ? 1u << 16 : 0u));
+    k.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 | static_cast<std::uint32_t>(n.storage->device.index));
+    k.push_back(static_cast<std::uint64_t>(n.shape.ndim()));
+    for (auto d : n.shape) k.push_back(d <= 1 ? static_cast<std::uint64_t>(d) : 2u);
+    k.push_back(n.storage->borrowed);
+  }
+}
+
+// Donated handles are given up once the function's nodes exist (a vector
+// passed as an rvalue keeps its elements: the function took the vector).
+static void give_up_donated(std::vector<CallArg>& args) {
+  for (CallArg& a : args) {
+    if (!a.donated || a.is_scalar || a.element) continue;
+    if (a.array->valid()) Array given_up = std::move(*a.array);
+    if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
+  }
+}
+
+// The scalar arguments an extent-free signature leaves out, in order.
+static std::vector<Scalar> changeable_scalars(const std::vector<CallArg>& args) {
+  std::vector<Scalar> s;
+  for (const CallArg& a : args) {
+    if (a.is_scalar && !a.structural) s.push_back(a.scalar);
+  }
+  return s;
+}
+
+// This call's point for fitted programs (compile/fit.hpp): each array
+// argument's extents and offset, the changeable scalars, and the quotient
+// symbols of template `t` when given (a split reshape's n = s / 4: a
+// number of the plan no product of the arguments' extents gives). False
+// when an array argument is not contiguous row-major (a fitted program's
+// strides follow extents only) or not of this thread's graph, or a quotient
+// does not divide. `arg_nodes`: the array arguments' nodes.
+static bool point_of(const std::vector<CallArg>& args, const std::vector<NodeId>& arg_nodes, const extents::Template* t,
+                     fit::Point* p) {
+  ArgNodes node_of;
+  std::vector<std::size_t> first;  // per array argument: the index of its first extent in p->nums
+  for (const CallArg& a : args) {
+    if (a.is_scalar) {
+      if (!a.structural) p->scalars.push_back(a.scalar);
+      continue;
+    }
+    if (a.array->graph_of() != &graph()) return false;
+    const Node& n = node_of(a);
+    first.push_back(p->nums.size());
+    std::int64_t expect = 1;
+    for (int d = n.shape.ndim() - 1; d >= 0; --d) {
+      if (n.shape[d] > 1 && n.strides[static_cast<std::size_t>(d)] != expect) return false;
+      expect *= n.shape[d];
+    }
+    for (std::int64_t d : n.shape) {
+      p->nums.push_back(d);
+      p->is_offset.push_back(false);
+    }
+    p->nums.push_back(n.offset);
+    p->is_offset.push_back(true);
+  }
+  if (t) {
+    std::vector<std::int64_t> q;
+    std::vector<std::pair<int, int>> dividends;
+    if (!extents::derived_numbers(*t, arg_nodes, &q, &dividends)) return false;
+    p->nums.insert(p->nums.end(), q.begin(), q.end());
+    p->is_offset.insert(p->is_offset.end(), q.size(), false);
+    // An extent a quotient divides is that quotient times a constant: only
+    // the quotient is a class of the fit (else each number of the one would
+    // fit the other's expression too: s and 4 * q).
+    if (!q.empty()) p->implied.assign(p->nums.size(), false);
+    for (const auto& [arg, axis] : dividends) {
+      if (arg >= 0) p->implied[first[static_cast<std::size_t>(arg)] + static_cast<std::size_t>(axis)] = true;
+    }
+  }
+  return true;
+}
+
+// Runs a kept program on this call's arguments; the results are new arrays
+// of this thread's graph.
+std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& args, bool counted) {
+  const exec::Program& p = *e.program;
+  // This thread's buffers, their memory reused (a replay allocates no
+  // vectors but its results'); emptied however the replay ends, so no
+  // storage stays referenced from here.
+  thread_local std::vector<exec::Value> values [[gnu::tls_model("initial-exec")]];
+  thread_local std::vector<exec::ScalarOverride> overrides [[gnu::tls_model("initial-exec")]];
+  struct Empty {
+    ~Empty() { values.clear(), overrides.clear(); }
+  } empty_after;
+  values.assign(static_cast<std::size_t>(p.values), exec::Value{});
+  std::size_t next = 0;  // program values 0 .. args-1 are the array arguments, in order
+  {
+    ArgNodes node_of;
+    for (const CallArg& a : args) {
+      if (!a.is_scalar) values[next++] = {node_of(a).storage};
+    }
+  }
+  for (CallArg& a : args) {
+    if (!a.donated || a.is_scalar) continue;
+    Array given_up = std::move(*a.array);  // its buffer may now be ours alone
+    if (a.give_up) a.give_up(a.give_up_context, a.give_up_index);
+  }
+  // This call's scalar values (bindings are sorted by step).
+  overrides.reserve(e.bindings.size());
+  for (const ScalarBinding& b : e.bindings) {
+    const KScalar& slot = p.steps[static_cast<std::size_t>(b.step)].kernel.scalars[static_cast<std::size_t>(b.scalar)];
+    overrides.push_back({b.step, b.scalar, as_kernel_scalar(args[static_cast<std::size_t>(b.arg)].scalar, slot.dtype)});
+  }
+  exec::run_program(p, backend_for(p.device), values, overrides);
+  if (counted) ++stats_mut().compiled_replays;
+  trace::Scope scope;
+  std::vector<Array> out;
+  out.reserve(p.results.size());
+  for (std::size_t r = 0; r < p.results.size(); ++r) {
+    exec::Value& v = values[static_cast<std::size_t>(p.results[r])];
+    out.push_back(Array::from_node(graph().add_leaf(p.result_dtypes[r], p.result_shapes[r], v.storage,
+                                                    p.result_layouts[r].strides, p.result_layouts[r].offset)));
+  }
+  return out;
+}
+
+namespace {
+
+// Collects the plan of the results' evaluation into a program.
+struct Capture final : EvalObserver {
+  const std::vector<NodeId>* args = nullptr;
+  const std::vector<NodeId>* results = nullptr;
+  std::unique_ptr<exec::Program> program;
+  void planned(const opt::Plan& p, Device device) override {
+    program = exec::make_program(p, *args, *results, device);
+  }
+};
+
+// Clears the thread's evaluation hook however the evaluation ends.
+struct HookGuard {
+  ~HookGuard() { set_eval_observer(nullptr); }
+};
+
+// What aj::compile hears while its function is traced (core/api/observer.hpp):
+// extents the function read in C++ (it may have branched on them), the
+// constants the library made from extents, and evaluations, which it refuses
+// (a replay would not read the values again).
+class TraceWatch final : public trace::Observer {
+ public:
+  explicit TraceWatch(const std::string& where) : where_(where) {}
+  void shape_read() override { ++reads; }
+  void extent_constant(NodeId id) override { extent_constants.push_back(id); }
+  void evaluating(const std::vector<NodeId>&, const Loc&) override {
+    throw Error(Error::Kind::user,
+                "aj::compile: the function compiled at " + where_ +
+                    " evaluated an array it made while being traced (eval, item, to_vector, printing): a "
+                    "compiled function may not read values, since its replays would not read them again; "
+                    "return the array instead, or do not compile this function");
+  }
+  std::uint64_t reads = 0;
+  std::vector<NodeId> extent_constants;
+
+ private:
+  const std::string& where_;
+};
+
+// Kernel scalars that differ between two programs of one structure, each
+// tied to the one scalar argument whose new value it equals; false when a
+// difference is not an argument's value (the function computed with it) or
+// the programs differ in structure.
+bool learn_bindings(const exec::Program& before, const exec::Program& after, const std::vector<Scalar>& old_args,
+                    const std::vector<CallArg>& args, std::vector<ScalarBinding>* out) {
+  if (before.steps.size() != after.steps.size() || before.values != after.values) return false;
+  for (std::size_t k = 0; k < after.steps.size(); ++k) {
+    const exec::ProgramStep &x = before.steps[k], &y = after.steps[k];
+    if (x.kind != y.kind || x.inputs != y.inputs || x.outputs != y.outputs) return false;
+    if (x.kind != exec::ProgramStep::Kind::kernel) continue;
+    if (x.kernel.scalars.size() != y.kernel.scalars.size() || x.kernel.instrs.size() != y.kernel.instrs.size()) {
+      return false;
+    }
+    for (std::size_t i = 0; i < y.kernel.scalars.size(); ++i) {
+      const KScalar &a = x.kernel.scalars[i], &b = y.kernel.scalars[i];
+      if (same_kernel_scalar(a, b)) continue;
+      int found = -1;
+      for (std::size_t j = 0; j < args.size(); ++j) {
+        if (!args[j].is_scalar || args[j].structural) continue;
+        if (same_kernel_scalar(as_kernel_scalar(args[j].scalar, b.dtype), b) &&
+            same_kernel_scalar(as_kernel_scalar(old_args[j], a.dtype), a)) {
+          if (found >= 0) return false;  // two arguments would fit: ambiguous
+          found = static_cast<int>(j);
+        }
+      }
+      if (found < 0) return false;
+      out->push_back({static_cast<int>(k), static_cast<int>(i), found});
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<const exec::Program> CompiledCore::evaluate_and_capture(const std::vector<NodeId>& arg_nodes,
+                                                                       bool all_local,
+                                                                       const std::vector<Array>& local) {
+  std::vector<NodeId> result_nodes;
+  for (const Array& r : local) result_nodes.push_back(r.node_id());
+  // Arguments of another graph than this thread's (or not among the plan's
+  // leaves) simply leave the program unmade: those calls are traced.
+  Capture capture;
+  capture.args = &arg_nodes;
+  capture.results = &result_nodes;
+  std::vector<NodeId> roots;
+  for (NodeId r : result_nodes) {
+    if (!graph()[r].evaluated()) roots.push_back(r);
+  }
+  {
+    HookGuard guard;
+    if (all_local) set_eval_observer(&capture);
+    if (!roots.empty()) {
+      ++stats_mut().evals;
+      evaluate(roots);
+    } else if (all_local) {
+      // Nothing to run: the results are arguments or captured arrays.
+      capture.planned(opt::Plan{}, Device::cpu());
+    }
+  }
+  if (!capture.program) return nullptr;
+  exec::prepare_program(*capture.program, backend_for(capture.program->device));
+  return std::move(capture.program);
+}
+
+void CompiledCore::keep(const Key& exact, std::shared_ptr<const exec::Program> prog) {
+  if (exact_.size() + scalar_free_.size() >= kMaxPrograms) {
+    exact_.clear();
+    scalar_free_.clear();
+    last_trace_.clear();
+    last_scalars_.clear();
+  }
+  exact_.put(exact, std::make_shared<const Entry>(Entry{std::move(prog), {}}));
+}
+
+bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
+                                const Key& generic, std::vector<Array>* out, bool quiet) {
+  std::vector<NodeId> arg_nodes;
+  for (const CallArg& a : args) {
+    if (a.is_scalar) continue;
+    if (a.array->graph_of() != &graph()) return false;
+    arg_nodes.push_back(a.array->node_id());
+  }
+  trace::Scope scope;
+  std::vector<Array> local;
+  std::string why;
+  if (!extents::instantiate(t, arg_nodes, changeable_scalars(args), &local, &why)) {
+    if (!quiet) {
+      std::lock_guard lock(mu_);
+      extents_note_ = "traced again at new extents: " + why;
+    }
+    return false;
+  }
+  // The point is read before donated handles are given up.
+  fit::Point at;
+  const bool fits = point_of(args, arg_nodes, &t, &at);
+  give_up_donated(args);  // as after a trace
+  ++stats_mut().compiled_new_extents;
+  std::shared_ptr<const exec::Program> prog = evaluate_and_capture(arg_nodes, true, local);
+  if (prog) {
+    std::lock_guard lock(mu_);
+    keep(exact, prog);
+    if (fits) learn(generic, fit::Sample{std::move(prog), std::move(at)});
+  }
+  *out = std::move(local);
+  return true;
+}
+
+bool CompiledCore::run_fitted(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
+                              const Key* scalar_free, const Key& generic, std::vector<Array>* out) {
+  std::shared_ptr<const fit::Fitted> f;
+  {
+    std::lock_guard lock(mu_);
+    auto it = generic_.find(generic);
+    if (it == generic_.end() || !it->second.fitted_trusted) return false;
+    f = it->second.fitted;
+  }
+  std::vector<NodeId> arg_nodes;
+  for (const CallArg& a : args) {
+    if (!a.is_scalar) arg_nodes.push_back(a.array->node_id());
+  }
+  fit::Point at;
+  {
+    trace::Scope scope;  // the arguments' nodes; the template's guards (a k <= extent, a slice within its array)
+    if (!point_of(args, arg_nodes, &t, &at) || !fit::applies(*f, at, nullptr)) return false;
+    std::string why;
+    if (!extents::admits(t, arg_nodes, at.scalars, &why)) return false;
+  }
+  std::vector<fit::Binding> bound;
+  std::unique_ptr<exec::Program> made = fit::make(*f, at, &bound);
+  if (!made) return false;
+  exec::prepare_program(*made, backend_for(made->device));
+  std::shared_ptr<const exec::Program> prog = std::move(made);
+  ++stats_mut().compiled_new_extents;
+  ++stats_mut().compiled_fitted;
+  // Later calls at these extents replay it; with other scalar values too
+  // when the fit kept no scalar argument fixed (its bindings then cover
+  // every scalar argument that reaches a kernel).
+  std::vector<int> arg_of;  // index among the changeable scalars -> index among the arguments
+  for (std::size_t j = 0; j < args.size(); ++j) {
+    if (args[j].is_scalar && !args[j].structural) arg_of.push_back(static_cast<int>(j));
+  }
+  std::vector<ScalarBinding> bindings;
+  for (const fit::Binding& b : bound) bindings.push_back({b.step, b.scalar, arg_of[static_cast<std::size_t>(b.arg)]});
+  {
+    std::lock_guard lock(mu_);
+    keep(exact, prog);
+    if (scalar_free && !bindings.empty() && !fit::fixes_scalars(*f)) {
+      scalar_free_.put(*scalar_free, std::make_shared<const Entry>(Entry{prog, std::move(bindings)}));
+    }
+  }
+  *out = replay(Entry{std::move(prog), {}}, args, false);  // (counted as a call at new extents)
+  return true;
+}
+
+void CompiledCore::learn(const Key& generic, fit::Sample s) {
+  auto it = generic_.find(generic);
+  if (it == generic_.end()) return;
+  Generic& gen = it->second;
+  // (A function whose calls at new extents are traced may have branched on
+  // them: its plans are not fitted.)
+  if (gen.refused || gen.fit_failures >= kMaxFitFailures) return;
+  if (gen.fitted && fit::outgrown(*gen.fitted, s.at)) {
+    // A plan where a number the fit kept fixed changed (it was made where
+    // only the offsets of minibatch views changed, or before the template
+    // had its quotients): fit again from here; until then such calls are
+    // planned. (A point that only breaks an equality, a batch as wide as
+    // the hidden layer, keeps the fit.)
+    gen.fitted.reset();
+    gen.fitted_trusted = false;
+  }
+  if (gen.fitted_trusted) return;  // (planned for another reason: a template guard)
+  if (gen.last && (gen.last->at.nums == s.at.nums || gen.last->at.nums.size() != s.at.nums.size())) {
+    // Traced again at the same extents (a new scalar value), or a sample of
+    // the trusted template, which has numbers (quotients, sums of extents)
+    // the traced one had not: not a pair to fit.
+    gen.last = std::move(s);
+    return;
+  }
+  std::string why;
+  auto refused = [&] {
+    fit_note_ = "calls at new extents are planned: " + why;
+    ++gen.fit_failures;
+  };
+  if (gen.fitted && fit::applies(*gen.fitted, s.at, nullptr) && fit::differs(*gen.fitted, s.at)) {
+    if (fit::check(*gen.fitted, s, &why)) {  // a third plan confirms the fit
+      gen.fitted_trusted = true;
+      gen.last.reset();
+      fit_note_.clear();
+      return;
+    }
+    gen.fitted.reset();
+    refused();
+  }
+  if (!gen.fitted && gen.last && gen.fit_failures < kMaxFitFailures) {
+    gen.fitted = fit::fit(*gen.last, s, &why);
+    if (!gen.fitted) refused();
+  }
+  if (gen.fit_failures < kMaxFitFailures) gen.last = std::move(s);
+  else gen.last.reset();
+}
+
+std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
+                                            const Key& exact, const Key& scalar_free, const Key& generic,
+                                            std::shared_ptr<const extents::Template> first) {
+  // What the program needs of the arguments is read now: once the function
+  // has run, a vector argument passed as an rvalue is gone.
+  std::vector<NodeId> arg_nodes;
+  bool all_local = true;
+  for (const CallArg& a : args) {
+    if (a.is_scalar) continue;
+    arg_nodes.push_back(a.array->node_id());
+    all_local &= a.array->graph_of() == &graph();
+  }
+  fit::Point at;
+  const bool fits = all_local && point_of(args, arg_nodes, nullptr, &at);
+  std::vector<Array> results;
+  TraceWatch watch(where_);
+  {
+    trace::Observing observing(watch);
+    results = trace();
+  }
+  // Donated handles are given up now. The elements of a vector passed as an
+  // rvalue are not touched: the function took the vector (its elements are
+  // gone with it, or are the function's to keep).
+  give_up_donated(args);
+  ++stats_mut().compiled_traces;
+  // The results as arrays of this thread's graph, evaluated with the plan caught.
+  trace::Scope scope;
+  std::vector<Array> local;
+  std::vector<NodeId> result_nodes;
+  for (const Array& r : results) {
+    local.push_back(trace::local(r, "compile", Loc::current()));
+    result_nodes.push_back(local.back().node_id());
+  }
+  // The template of this trace, and what it says of the one kept before.
+  {
+    std::string why;
+    std::shared_ptr<extents::Template> mine;
+    if (!all_local) why = "arguments of another thread's graph";
+    else if (watch.reads) why = "the function read an extent in C++ (shape() or size()) while traced";
+    else mine = extents::capture(arg_nodes, changeable_scalars(args), result_nodes, watch.extent_constants, &why);
+    std::shared_ptr<extents::Template> checked;
+    if (mine && first && !extents::extents_differ(*first, *mine)) first.reset();  // nothing new to learn
+    if (mine && first) {
+      checked = extents::copy(*first);
+      if (!extents::validate(*checked, *mine, &why)) checked.reset();
+    }
+    std::lock_guard lock(mu_);
+    Generic& gen = generic_[generic];
+    if (!mine || (first && !checked)) {
+      // (A trace at the first's extents, first reset above, changes nothing.)
+      gen.refused = true;
+      gen.first.reset();
+      extents_note_ = "calls at new extents are traced: " + why;
+    } else if (checked) {
+      gen.trusted = std::move(checked);
+      gen.first.reset();
+    } else if (!gen.first && !gen.trusted && !gen.refused) {
+      gen.first = std::move(mine);
+    }
+  }
+  std::shared_ptr<const exec::Program> prog = evaluate_and_capture(arg_nodes, all_local, local);
+  if (prog) {
+    std::vector<Scalar> scalars;
+    for (const CallArg& a : args) scalars.push_back(a.scalar);
+    std::lock_guard lock(mu_);
+    keep(exact, prog);
+    // Learn which kernel scalars follow scalar arguments from the trace before.
+    auto last = last_trace_.find(scalar_free);
+    if (last != last_trace_.end() && exact != scalar_free) {
+      std::vector<ScalarBinding> bindings;
+      if (learn_bindings(*last->second, *prog, last_scalars_[scalar_free], args, &bindings) && !bindings.empty()) {
+        scalar_free_.put(scalar_free, std::make_shared<const Entry>(Entry{prog, std::move(bindings)}));
+      }
+    }
+    last_trace_[scalar_free] = prog;
+    last_scalars_[scalar_free] = std::move(scalars);
+    if (fits) learn(generic, fit::Sample{std::move(prog), std::move(at)});
+  }
+  return local;
+}
+
+std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace) {
+  // Inside another compiled function's trace, or while grad/vjp/jvp trace
+  // their function, the ops are recorded inline (a replay here would run now
+  // and its results would be taken as constants).
+  if (trace::observed()) return trace();
+  // Arguments are evaluated first (together: one plan): a program starts
+  // from buffers.
+  std::vector<Array> pending;
+  {
+    ArgNodes node_of;
+    for (CallArg& a : args) {
+      if (a.is_scalar) continue;
+      if (!a.array->valid()) {
+        throw Error(Error::Kind::user, "aj::compile: an empty Array handle (default-constructed or moved-from) "
+                                       "passed to the function compiled at " + where_);
+      }
+      if (!node_of(a).evaluated()) pending.push_back(*a.array);
+    }
+  }
+  if (!pending.empty()) aj::eval(pending);
+  // The keys are built in this thread's buffers (a replay allocates none).
+  thread_local Key exact [[gnu::tls_model("initial-exec")]], scalar_free [[gnu::tls_model("initial-exec")]];
+  bool has_scalars = false;
+  for (const CallArg& a : args) has_scalars |= a.is_scalar && !a.structural;
+  // The signatures are read outside mu_ (they lock the arguments' graph,
+  // which trace_call holds while it takes mu_); a hit takes mu_ once.
+  std::shared_ptr<const Entry> hit;
+  if (has_scalars) {
+    // Scalars whose kernel slots are known replay whatever their values.
+    signature(args, false, scalar_free);
+    std::lock_guard lock(mu_);
+    hit = scalar_free_.find(scalar_free);
+    if (hit) ++counts_.replays;
+  }
+  if (!hit) {
+    signature(args, true, exact);
+    std::lock_guard lock(mu_);
+    hit = exact_.find(exact);
+    if (hit) ++counts_.replays;
+  }
+  if (hit) return replay(*hit, args);
+  // Copies: the function being traced may call compiled functions itself.
+  const Key exact_key = exact, scalar_free_key = has_scalars ? scalar_free : exact;
+  // New extents: the kept trace, made again at these extents, once checked.
+  Key generic;
+  extent_free_signature(args, generic);
+  std::shared_ptr<const extents::Template> trusted, first;
+  {
+    std::lock_guard lock(mu_);
+    auto it = generic_.find(generic);
+    if (it != generic_.end()) trusted = it->second.trusted, first = it->second.first;
+  }
+  // (A template not yet checked serves calls at its own extents, arguments
+  // of another layout: a minibatch view at another offset, from a fit of
+  // their offsets too.) A fitted program first, else the template planned.
+  if (trusted || first) {
+    const extents::Template& t = trusted ? *trusted : *first;
+    std::vector<Array> out;
+    const bool fitted = run_fitted(t, args, exact_key, has_scalars ? &scalar_free_key : nullptr, generic, &out);
+    if (fitted || run_template(t, args, exact_key, generic, &out, !trusted)) {
+      std::lock_guard lock(mu_);
+      ++counts_.new_extents;
+      counts_.fitted += fitted;
+      return out;
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++counts_.traces;
+  }
+  return trace_call(args, trace, exact_key, scalar_free_key, generic, std::move(first));
+}
+
+std::shared_ptr<CompiledCore> make_compiled_core(Loc where) { return std::make_shared<CompiledCore>(loc_str(where)); }
+std::shared_ptr<CompiledCore> make_compiled_core(std::string name) { return std::make_shared<CompiledCore>(std::move(name)); }
+
+std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
+                                 const std::function<std::vector<Array>()>& trace) {
+  return core.call(args, trace);
+}
+
+CompiledCounts compiled_counts(const CompiledCore& core) { return core.counts(); }
+std::string compiled_extents_note(const CompiledCore& core) { return core.extents_note(); }
+std::string compiled_fit_note(const CompiledCore& core) { return core.fit_note(); }
+
+}  // namespace aj::detail
