@@ -1,263 +1,429 @@
-// Programs: plans without the graph (see program.hpp).
+// The one step loop (see program.hpp).
 #include "exec/program.hpp"
 
-#include <unordered_map>
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <string>
 
 #include "base/stats.hpp"
-#include "exec/execute.hpp"
+#include "opt/verify.hpp"
 
 namespace aj::exec {
 
 namespace {
-// From this many result elements a matmul runs its epilogue blockwise.
-constexpr std::int64_t kEpilogueMinElements = 1 << 14;
+
+std::atomic<DestinationHook> g_destination{nullptr};
+
+// Where a run's values live, as run_program sees them: the slot holding a
+// value's buffer, whether nothing else holds it, making and releasing values.
+class VectorSlots {
+ public:
+  explicit VectorSlots(VectorValues& v) : v_(v) {}
+  std::shared_ptr<Storage>& slot(int v) { return v_.storage[static_cast<std::size_t>(v)]; }
+  bool sole_owner(int v) {
+    const std::shared_ptr<Storage>& s = slot(v);
+    return s && s.use_count() == 1;
+  }
+  void set(int v, std::shared_ptr<Storage> s, const Layout&) { slot(v) = std::move(s); }
+  void release(int v) { slot(v).reset(); }
+  std::shared_ptr<Storage> destination(int, std::size_t) { return nullptr; }
+  struct Unlocked {};  // no graph lock is held
+
+ private:
+  VectorValues& v_;
+};
+
+class GraphSlots {
+ public:
+  explicit GraphSlots(GraphValues& v) : nodes_(*v.nodes) {}
+  // (A node is looked up at each use: while the lock is let go, other
+  // threads may use the graph.)
+  std::shared_ptr<Storage>& slot(int v) { return graph()[node(v)].storage; }
+  bool sole_owner(int v) {
+    const Node& n = graph()[node(v)];
+    return n.alive && n.storage && graph().ext_count(node(v)) == 0 && n.storage.use_count() == 1;
+  }
+  void set(int v, std::shared_ptr<Storage> s, const Layout& l) {
+    graph().set_result(node(v), std::move(s), l.strides, l.offset);
+  }
+  void release(int) {}  // the graph frees a node when nothing refers to it
+  std::shared_ptr<Storage> destination(int v, std::size_t bytes) {
+    DestinationHook hook = g_destination.load(std::memory_order_acquire);
+    return hook ? hook(node(v), bytes) : nullptr;
+  }
+  using Unlocked = GraphUnlocked;  // other threads may use the graph while kernels run
+
+ private:
+  NodeId node(int v) const { return nodes_[static_cast<std::size_t>(v)]; }
+  const std::vector<NodeId>& nodes_;
+};
+
+using Span = std::pair<const char*, const char*>;
+Span span_of(const Storage& s) {
+  const char* lo = static_cast<const char*>(s.data);
+  return {lo, lo + s.bytes};
+}
+bool overlap(const Span& a, const Span& b) { return a.first < b.second && b.first < a.second; }
+
+// Verification: the buffers of values made by the steps (not views, not
+// concatenation pieces) that are live at once never overlap, but for an
+// output that took over its donor's buffer; and no kernel output overlaps an
+// input it does not take over.
+class OverlapCheck {
+ public:
+  // After step k made `owners` (value, span, donor value or -1).
+  void made(std::size_t k, int v, Span s, int donor) { live_.push_back({v, s, donor, k}); }
+  void check(std::size_t k, const Program& p) const {
+    for (std::size_t i = 0; i < live_.size(); ++i) {
+      for (std::size_t j = i + 1; j < live_.size(); ++j) {
+        const Owner &a = live_[i], &b = live_[j];
+        if (a.donor == b.value || b.donor == a.value) continue;
+        if (overlap(a.span, b.span)) {
+          internal_error("exec: values " + std::to_string(a.value) + " (made by step " + std::to_string(a.made_at) +
+                         ") and " + std::to_string(b.value) + " (step " + std::to_string(b.made_at) +
+                         ") are live at step " + std::to_string(k) + " in overlapping memory\n" + dump(p));
+        }
+      }
+    }
+  }
+  void released(int v) {
+    std::erase_if(live_, [v](const Owner& o) { return o.value == v; });
+  }
+  static void outputs_apart(std::size_t k, const std::vector<Span>& ins, const std::vector<const Storage*>& outs,
+                            const std::vector<int>& taken) {
+    for (std::size_t j = 0; j < outs.size(); ++j) {
+      const Span o = span_of(*outs[j]);
+      for (const Span& in : ins) {
+        if (overlap(o, in) && !(o.first == in.first && taken[j])) {
+          internal_error("exec: kernel output " + std::to_string(j) + " of step " + std::to_string(k) +
+                         " overlaps an input it does not take over");
+        }
+      }
+    }
+  }
+
+ private:
+  struct Owner {
+    int value;
+    Span span;
+    int donor;
+    std::size_t made_at;
+  };
+  std::vector<Owner> live_;
+};
+
+template <class Slots>
+class Runner {
+ public:
+  Runner(const Program& p, Backend& target, Slots slots, const std::vector<ScalarOverride>& overrides)
+      : p_(p), target_(target), device_(target.device()), slots_(std::move(slots)), overrides_(overrides) {
+    if (verify_enabled()) check_.emplace();
+  }
+
+  void run() {
+    // This thread's work lists, their memory kept between runs: a replay
+    // allocates nothing here. (A run that starts another on this thread,
+    // importing an array of another graph, happens before either runs.)
+    // (The default TLS model: static TLS is too small for a library that
+    // Python loads with dlopen; one lookup per run is nothing.)
+    thread_local Lists lists;
+    lists_ = &lists;
+    struct Empty {  // no buffer stays referenced from here, however the run ends
+      Lists& l;
+      ~Empty() { l.clear(); }
+    } empty_after{lists};
+    for (std::size_t k = 0; k < p_.steps.size(); ++k) {
+      const ProgramStep& st = p_.steps[k];
+      switch (st.kind) {
+        case ProgramStep::Kind::kernel: kernel_step(k); break;
+        case ProgramStep::Kind::view: view_step(st); break;
+        case ProgramStep::Kind::library:
+          if (st.then) {
+            library_with_epilogue(k);
+            finish(k);
+            ++k;  // the epilogue ran
+            break;
+          }
+          library_step(k);
+          break;
+      }
+      finish(k);
+    }
+  }
+
+ private:
+  struct Lists {
+    std::vector<const Storage*> ins, epilogue_ins, out_ptrs;
+    std::vector<std::shared_ptr<Storage>> outs, staged;
+    std::vector<int> taken;  // per output: 1 when it took its donor's buffer
+    std::vector<KScalar> scalars;
+    std::vector<std::pair<int, std::shared_ptr<Storage>>> pending;  // concatenations' buffers, by value
+    void clear() {
+      outs.clear();
+      staged.clear();
+      pending.clear();
+    }
+  };
+
+  // Value v's buffer for a step to read on this device: its own, or a copy
+  // of a host array for a device step (held until the step is enqueued).
+  const Storage* input(int v) {
+    if (v < 0) return nullptr;
+    const Storage* s = slots_.slot(v).get();
+    if (!s) internal_error("exec: a step input was not computed before its step");
+    if (s->device == device_) return s;
+    if (s->device.kind != Device::Kind::cpu) {
+      runtime_error("aj: an evaluation on " + device_.str() + " reads an array on " + s->device.str());
+    }
+    lists_->staged.push_back(target_.from_host(*s));
+    return lists_->staged.back().get();
+  }
+  void inputs_of(const ProgramStep& st, std::vector<const Storage*>& into) {
+    into.clear();
+    for (int v : st.inputs) into.push_back(input(v));
+  }
+
+  // The donation predicate: value d's buffer may become the output's.
+  bool may_take(int d, std::size_t bytes) {
+    if (d < 0 || !slots_.sole_owner(d)) return false;
+    const Storage& s = *slots_.slot(d);
+    return !s.borrowed && s.device == device_ && s.bytes == bytes;
+  }
+
+  std::shared_ptr<Storage> concatenation_buffer(int c, std::size_t bytes) {
+    for (auto& [v, s] : lists_->pending) {
+      if (v == c) return s;
+    }
+    lists_->pending.push_back({c, target_.allocate(bytes)});
+    return lists_->pending.back().second;
+  }
+
+  // A kernel step's output buffers into lists_->outs / out_ptrs.
+  void kernel_outputs(const ProgramStep& ks) {
+    Lists& l = *lists_;
+    l.outs.clear();
+    l.out_ptrs.clear();
+    l.taken.clear();
+    for (std::size_t j = 0; j < ks.outputs.size(); ++j) {
+      std::shared_ptr<Storage> s;
+      bool taken = false;
+      if (ks.into[j] >= 0) s = concatenation_buffer(ks.into[j], ks.bytes[j]);
+      if (!s && device_.kind == Device::Kind::cpu) s = slots_.destination(ks.outputs[j], ks.bytes[j]);
+      if (!s && may_take(ks.donors[j], ks.bytes[j])) {
+        // Taken, not shared: the donor keeps no reference (it has no reader
+        // after this step), so the output is the buffer's only holder and a
+        // later step may take it over in turn.
+        s = std::move(slots_.slot(ks.donors[j]));
+        taken = true;
+        ++detail::stats_mut().inplace_reuses;
+      }
+      if (!s) s = target_.allocate(ks.bytes[j]);
+      l.out_ptrs.push_back(s.get());
+      l.outs.push_back(std::move(s));
+      l.taken.push_back(taken);
+    }
+  }
+
+  // This run's scalars of kernel step k (null: the kernel's own).
+  const KScalar* scalars_of(const ProgramStep& ks, std::size_t k) {
+    while (next_override_ < overrides_.size() && overrides_[next_override_].step < static_cast<int>(k)) ++next_override_;
+    if (next_override_ >= overrides_.size() || overrides_[next_override_].step != static_cast<int>(k)) return nullptr;
+    lists_->scalars.assign(ks.kernel.scalars.begin(), ks.kernel.scalars.end());
+    for (; next_override_ < overrides_.size() && overrides_[next_override_].step == static_cast<int>(k); ++next_override_) {
+      lists_->scalars[static_cast<std::size_t>(overrides_[next_override_].scalar)] = overrides_[next_override_].value;
+    }
+    return lists_->scalars.data();
+  }
+
+  std::vector<Span> spans(const std::vector<const Storage*>& ins) const {
+    std::vector<Span> out;
+    for (const Storage* s : ins) {
+      if (s) out.push_back(span_of(*s));
+    }
+    return out;
+  }
+
+  // The outputs of kernel step ks become its values.
+  void set_outputs(std::size_t k, const ProgramStep& ks) {
+    Lists& l = *lists_;
+    ++detail::stats_mut().kernels_launched;
+    for (std::size_t j = 0; j < ks.outputs.size(); ++j) {
+      if (check_ && ks.into[j] < 0) {
+        check_->made(k, ks.outputs[j], span_of(*l.outs[j]), l.taken[j] ? ks.donors[j] : -1);
+      }
+      slots_.set(ks.outputs[j], std::move(l.outs[j]), ks.layouts[j]);
+    }
+  }
+
+  void kernel_step(std::size_t k) {
+    const ProgramStep& st = p_.steps[k];
+    Lists& l = *lists_;
+    inputs_of(st, l.ins);
+    kernel_outputs(st);
+    const KScalar* scalars = scalars_of(st, k);
+    // A program kept for many runs is prepared on its first (a cached plan
+    // under the graph's lock, which every run of it holds here; aj::compile's
+    // before it is shared), and later runs launch it without looking it up.
+    PreparedCell* cell = st.prepared.get();
+    if (cell && (!cell->done || cell->device != device_)) {
+      cell->kernel = target_.prepare_kernel(st.kernel);
+      cell->device = device_;
+      cell->done = true;
+    }
+    // Held while the lock is let go (another run may prepare the cell again,
+    // for another device).
+    const std::shared_ptr<const PreparedKernel> prepared = cell ? cell->kernel : nullptr;
+    if (check_) OverlapCheck::outputs_apart(k, spans(l.ins), l.out_ptrs, l.taken);
+    {
+      [[maybe_unused]] typename Slots::Unlocked unlocked;
+      target_.run_prepared(prepared.get(), st.kernel, scalars, l.ins, l.out_ptrs);
+    }
+    l.staged.clear();
+    set_outputs(k, st);
+  }
+
+  void view_step(const ProgramStep& st) {
+    std::shared_ptr<Storage> s = slots_.slot(st.inputs[0]);
+    slots_.set(st.outputs[0], std::move(s), st.layouts[0]);
+  }
+
+  void library_step(std::size_t k) {
+    const ProgramStep& st = p_.steps[k];
+    Lists& l = *lists_;
+    inputs_of(st, l.ins);
+    const int self = st.outputs[0];
+    std::shared_ptr<Storage> out;
+    // A concatenation some of whose pieces their kernels wrote already.
+    for (auto it = l.pending.begin(); it != l.pending.end(); ++it) {
+      if (it->first == self) {
+        out = std::move(it->second);
+        l.pending.erase(it);
+        break;
+      }
+    }
+    // A step that overwrites its first operand (scatter) may take its buffer:
+    // the backend sees the same storage as input 0 and output, and updates it.
+    bool taken = false;
+    if (!out && may_take(st.donors[0], st.bytes[0]) && l.ins[0] == slots_.slot(st.donors[0]).get()) {
+      out = slots_.slot(st.donors[0]);
+      taken = true;
+      ++detail::stats_mut().inplace_reuses;
+    }
+    if (!out) out = target_.allocate(st.bytes[0]);
+    bool work = true;
+    const LibraryCall* call = &st.call;
+    if (st.call.op == Op::Concat) {
+      LibraryCall& c = concat_;
+      c = st.call;
+      work = false;
+      for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+        c.inputs[i].in_place = l.ins[i] == out.get();
+        work |= !c.inputs[i].in_place;
+      }
+      call = &c;
+    }
+    {
+      [[maybe_unused]] typename Slots::Unlocked unlocked;
+      target_.run_library(*call, l.ins, *out);
+    }
+    l.staged.clear();
+    if (work) ++detail::stats_mut().kernels_launched;
+    if (check_) check_->made(k, self, span_of(*out), taken ? st.donors[0] : -1);
+    slots_.set(self, std::move(out), st.layouts[0]);
+  }
+
+  // Library step k and its epilogue, kernel step k + 1, in one backend call:
+  // the kernel runs on each block of the product while it is in cache.
+  void library_with_epilogue(std::size_t k) {
+    const ProgramStep& st = p_.steps[k];
+    const ProgramStep& ep = p_.steps[k + 1];
+    Lists& l = *lists_;
+    inputs_of(st, l.ins);
+    // Made a leaf now, the product's node lets go of its operands: held here.
+    for (int v : st.inputs) l.staged.push_back(slots_.slot(v));
+    // The product exists before it is computed, so the epilogue may take it over.
+    const Storage* product;
+    {
+      std::shared_ptr<Storage> made = target_.allocate(st.bytes[0]);
+      product = made.get();  // its value holds it (or the epilogue output that takes it over)
+      slots_.set(st.outputs[0], std::move(made), st.layouts[0]);
+    }
+    if (check_) check_->made(k, st.outputs[0], span_of(*product), -1);
+    if (check_) check_->check(k, p_);
+    inputs_of(ep, l.epilogue_ins);
+    kernel_outputs(ep);
+    const KScalar* scalars = scalars_of(ep, k + 1);
+    Kernel bound;
+    if (scalars) {
+      bound = ep.kernel;
+      std::copy(scalars, scalars + bound.scalars.size(), bound.scalars.begin());
+    }
+    // An operand the epilogue writes (a caller's destination buffer that
+    // overlaps it) would change under the blocks still to come: then one
+    // after the other.
+    bool apart = true;
+    for (const Storage* o : l.out_ptrs) {
+      for (const Storage* i : l.ins) apart &= !overlap(span_of(*o), span_of(*i));
+    }
+    if (check_) OverlapCheck::outputs_apart(k + 1, spans(l.epilogue_ins), l.out_ptrs, l.taken);
+    {
+      [[maybe_unused]] typename Slots::Unlocked unlocked;
+      if (apart) {
+        target_.run_library_then(st.call, l.ins, *product, scalars ? bound : ep.kernel, l.epilogue_ins, l.out_ptrs);
+      } else {
+        target_.run_library(st.call, l.ins, *product);
+        target_.run_kernel(scalars ? bound : ep.kernel, l.epilogue_ins, l.out_ptrs);
+      }
+    }
+    l.staged.clear();
+    ++detail::stats_mut().kernels_launched;  // the product; set_outputs counts the epilogue
+    set_outputs(k + 1, ep);
+  }
+
+  // After step k: the values it was the last reader of are let go.
+  void finish(std::size_t k) {
+    const ProgramStep& st = p_.steps[k];
+    if (check_) check_->check(k, p_);
+    for (int r : st.release) {
+      slots_.release(r);
+      if (check_) check_->released(r);
+    }
+  }
+
+  const Program& p_;
+  Backend& target_;
+  const Device device_;
+  Slots slots_;
+  const std::vector<ScalarOverride>& overrides_;
+  std::size_t next_override_ = 0;
+  Lists* lists_ = nullptr;
+  LibraryCall concat_;  // a concatenation's call with its in-place pieces marked
+  std::optional<OverlapCheck> check_;
+};
+
 }  // namespace
 
-std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<NodeId>& args,
-                                      const std::vector<NodeId>& results, Device device) {
-  const Graph& g = graph();
-  const Schedule& s = p.schedule;
-  auto prog = std::make_unique<Program>();
-  prog->args = static_cast<int>(args.size());
-  prog->device = device;
-  std::unordered_map<NodeId, int> value;
-  for (std::size_t k = 0; k < args.size(); ++k) value.emplace(args[k], static_cast<int>(k));
+void run_program(const Program& p, Backend& target, VectorValues& values, const std::vector<ScalarOverride>& overrides) {
+  values.storage.resize(static_cast<std::size_t>(p.values));
+  for (std::size_t i = 0; i < p.captured.size(); ++i) values.storage[static_cast<std::size_t>(p.bound) + i] = p.captured[i];
+  Runner<VectorSlots>(p, target, VectorSlots(values), overrides).run();
+}
 
-  // Evaluated arrays the steps (or the results) read that are not
-  // arguments: held by the program, as they are now.
-  int next = prog->args;
-  auto capture = [&](NodeId id) {
-    if (id == kNoNode || value.count(id) || !g[id].evaluated()) return;
-    const Node& n = g[id];
-    prog->captured.push_back({n.storage});
-    value.emplace(id, next++);
-  };
-  for (const Step& st : s.steps) {
-    if (st.kind == Step::Kind::kernel) {
-      for (NodeId in : st.inputs) capture(in);
-    } else {
-      for (NodeId in : g[st.node].inputs) capture(in);
-    }
-  }
-  for (NodeId r : results) capture(r);
-
-  std::unordered_map<int, Layout> made_layout;  // the layout each step gives its output values
-  auto made = [&](NodeId id) {
-    const int v = next++;
-    value[id] = v;
-    return v;
-  };
-  auto value_of = [&](NodeId id) -> int {
-    if (id == kNoNode) return -1;
-    auto it = value.find(id);
-    return it == value.end() ? -2 : it->second;
-  };
-  auto bytes_of = [&](NodeId id) {
-    return static_cast<std::size_t>(g[id].numel()) * itemsize(g[id].dtype);
-  };
-  auto layout_of = [&](NodeId id) -> Layout {
-    const Node& n = g[id];
-    if (n.evaluated()) return {n.strides, n.offset};
-    return s.layouts.at(id);
-  };
-
-  for (std::size_t k = 0; k < s.steps.size(); ++k) {
-    const Step& st = s.steps[k];
-    ProgramStep ps;
-    switch (st.kind) {
-      case Step::Kind::kernel: {
-        ps.kind = ProgramStep::Kind::kernel;
-        ps.kernel = st.kernel;
-        for (std::size_t e = 0; e < st.inputs.size(); ++e) {
-          const int v = st.kernel.inputs[e].index_only ? -1 : value_of(st.inputs[e]);
-          if (v == -2) return nullptr;
-          ps.inputs.push_back(v);
-        }
-        for (NodeId o : st.outputs) {
-          ps.bytes.push_back(bytes_of(o));
-          ps.out_strides.push_back(contiguous_strides(g[o].shape));
-          ps.outputs.push_back(made(o));
-          made_layout[ps.outputs.back()] = Layout{ps.out_strides.back(), 0};
-          ps.donors.push_back(-1);
-        }
-        for (const Donation& d : p.buffers.donations) {
-          if (d.step != static_cast<int>(k)) continue;
-          const int v = value_of(d.from);
-          if (v >= 0) ps.donors[static_cast<std::size_t>(d.output)] = v;
-        }
-        break;
-      }
-      case Step::Kind::view: {
-        ps.kind = ProgramStep::Kind::view;
-        const int in = value_of(g[st.node].inputs[0]);
-        if (in < 0) return nullptr;
-        ps.inputs.push_back(in);
-        const Layout l = s.layouts.at(st.node);
-        ps.view_strides = l.strides;
-        ps.view_offset = l.offset;
-        ps.outputs.push_back(made(st.node));
-        made_layout[ps.outputs.back()] = l;
-        break;
-      }
-      case Step::Kind::library: {
-        ps.kind = ProgramStep::Kind::library;
-        {
-          // Its epilogue runs with it when its other inputs exist before it.
-          const std::function<bool(NodeId)> ready = [&](NodeId id) { return value.count(id) > 0; };
-          // Small results run the two apart: blockwise epilogues cost more
-          // than they save below a few cache lines per block.
-          ps.then = g[st.node].numel() >= kEpilogueMinElements && is_epilogue(p, k, k + 1, &ready);
-        }
-        const Node& n = g[st.node];
-        std::vector<Layout> layouts;
-        for (NodeId in : n.inputs) {
-          const int v = value_of(in);
-          if (v < 0) return nullptr;
-          ps.inputs.push_back(v);
-          layouts.push_back(layout_of(in));
-        }
-        ps.call = library_call(n, layouts);
-        ps.bytes.push_back(bytes_of(st.node));
-        ps.outputs.push_back(made(st.node));
-        made_layout[ps.outputs.back()] = Layout{contiguous_strides(Shape(ps.call.shape)), 0};
-        break;
-      }
-    }
-    prog->steps.push_back(std::move(ps));
-  }
-  prog->values = next;
-  for (NodeId r : results) {
-    const int v = value_of(r);
-    if (v < 0) return nullptr;
-    prog->results.push_back(v);
-    prog->result_dtypes.push_back(g[r].dtype);
-    prog->result_shapes.push_back(g[r].shape);
-    prog->result_layouts.push_back(made_layout.count(v) ? made_layout.at(v) : layout_of(r));
-  }
-
-  // Let a step's buffers go after their last reader (results and values the
-  // program holds stay): later steps of a replay reuse them from the pool.
-  std::vector<int> last(static_cast<std::size_t>(next), -1);
-  for (std::size_t k = 0; k < prog->steps.size(); ++k) {
-    for (int v : prog->steps[k].inputs) {
-      if (v >= 0) last[static_cast<std::size_t>(v)] = static_cast<int>(k);
-    }
-  }
-  for (int r : prog->results) last[static_cast<std::size_t>(r)] = -1;
-  const int first_made = prog->args + static_cast<int>(prog->captured.size());
-  for (int v = first_made; v < next; ++v) {
-    const int k = last[static_cast<std::size_t>(v)];
-    if (k >= 0) prog->steps[static_cast<std::size_t>(k)].release.push_back(v);
-  }
-  return prog;
+void run_program(const Program& p, Backend& target, GraphValues& values, const std::vector<ScalarOverride>& overrides) {
+  Runner<GraphSlots>(p, target, GraphSlots(values), overrides).run();
 }
 
 void prepare_program(Program& p, Backend& target) {
   for (ProgramStep& st : p.steps) {
-    if (st.kind == ProgramStep::Kind::kernel) st.prepared = target.prepare_kernel(st.kernel);
+    if (st.kind != ProgramStep::Kind::kernel) continue;
+    if (!st.prepared) st.prepared = std::make_shared<PreparedCell>();
+    st.prepared->kernel = target.prepare_kernel(st.kernel);
+    st.prepared->device = target.device();
+    st.prepared->done = true;
   }
 }
 
-void run_program(const Program& p, Backend& target, std::vector<Value>& values,
-                 const std::vector<ScalarOverride>& overrides) {
-  values.resize(static_cast<std::size_t>(p.values));
-  for (std::size_t i = 0; i < p.captured.size(); ++i) values[static_cast<std::size_t>(p.args) + i] = p.captured[i];
-  detail::Counters& stats = detail::stats_mut();
-  // This thread's work lists, their memory kept between runs: a replay
-  // allocates nothing here. (No step calls back into run_program.)
-  thread_local std::vector<const Storage*> ins [[gnu::tls_model("initial-exec")]], epilogue_ins [[gnu::tls_model("initial-exec")]];
-  thread_local std::vector<const Storage*> out_ptrs [[gnu::tls_model("initial-exec")]];
-  thread_local std::vector<std::shared_ptr<Storage>> outs [[gnu::tls_model("initial-exec")]];
-  thread_local std::vector<KScalar> scalars [[gnu::tls_model("initial-exec")]];
-  struct Empty {  // no buffer stays referenced from here, however the run ends
-    ~Empty() { outs.clear(); }
-  } empty_after;
-  std::size_t next_override = 0;
-  for (std::size_t step = 0; step < p.steps.size(); ++step) {
-    const ProgramStep& st = p.steps[step];
-    // A step's input buffers into `into`.
-    auto inputs_of = [&](const ProgramStep& ps, std::vector<const Storage*>& into) {
-      into.clear();
-      for (int v : ps.inputs) into.push_back(v < 0 ? nullptr : values[static_cast<std::size_t>(v)].storage.get());
-    };
-    inputs_of(st, ins);
-    // A kernel step's outputs: a donor's buffer when nothing but this
-    // program holds it, else a new one.
-    auto kernel_outputs = [&](const ProgramStep& ks) {
-      outs.clear();
-      out_ptrs.clear();
-      for (std::size_t j = 0; j < ks.outputs.size(); ++j) {
-        std::shared_ptr<Storage> s;
-        const int d = ks.donors[j];
-        if (d >= 0) {
-          std::shared_ptr<Storage>& from = values[static_cast<std::size_t>(d)].storage;
-          if (from && from.use_count() == 1 && !from->borrowed && from->device == target.device() &&
-              from->bytes == ks.bytes[j]) {
-            s = from;
-            ++stats.inplace_reuses;
-          }
-        }
-        if (!s) s = target.allocate(ks.bytes[j]);
-        out_ptrs.push_back(s.get());
-        outs.push_back(std::move(s));
-      }
-    };
-    // This call's scalars of kernel step `k` (null: the kernel's own).
-    auto bound_scalars = [&](const ProgramStep& ks, std::size_t k) -> const KScalar* {
-      if (next_override >= overrides.size() || overrides[next_override].step != static_cast<int>(k)) return nullptr;
-      scalars.assign(ks.kernel.scalars.begin(), ks.kernel.scalars.end());
-      for (; next_override < overrides.size() && overrides[next_override].step == static_cast<int>(k); ++next_override) {
-        scalars[static_cast<std::size_t>(overrides[next_override].scalar)] = overrides[next_override].value;
-      }
-      return scalars.data();
-    };
-    auto set_outputs = [&](const ProgramStep& ks) {
-      for (std::size_t j = 0; j < ks.outputs.size(); ++j) values[static_cast<std::size_t>(ks.outputs[j])].storage = std::move(outs[j]);
-    };
-    switch (st.kind) {
-      case ProgramStep::Kind::kernel: {
-        kernel_outputs(st);
-        target.run_prepared(st.prepared.get(), st.kernel, bound_scalars(st, step), ins, out_ptrs);
-        ++stats.kernels_launched;
-        set_outputs(st);
-        break;
-      }
-      case ProgramStep::Kind::view: {
-        Value& v = values[static_cast<std::size_t>(st.outputs[0])];
-        v.storage = values[static_cast<std::size_t>(st.inputs[0])].storage;
-        break;
-      }
-      case ProgramStep::Kind::library: {
-        auto out = target.allocate(st.bytes[0]);
-        if (!st.then) {
-          target.run_library(st.call, ins, *out);
-          ++stats.kernels_launched;
-          values[static_cast<std::size_t>(st.outputs[0])].storage = std::move(out);
-          break;
-        }
-        // With its epilogue, the next step: the kernel runs on each block of
-        // the result while it is in cache (Backend::run_library_then).
-        values[static_cast<std::size_t>(st.outputs[0])].storage = out;
-        const ProgramStep& ep = p.steps[step + 1];
-        inputs_of(ep, epilogue_ins);
-        kernel_outputs(ep);
-        const KScalar* b = bound_scalars(ep, step + 1);
-        Kernel bound;
-        if (b) {
-          bound = ep.kernel;
-          std::copy(b, b + bound.scalars.size(), bound.scalars.begin());
-        }
-        target.run_library_then(st.call, ins, *out, b ? bound : ep.kernel, epilogue_ins, out_ptrs);
-        ++stats.kernels_launched;
-        set_outputs(ep);
-        for (int r : st.release) values[static_cast<std::size_t>(r)] = Value{};
-        ++step;  // the epilogue ran
-        for (int r : ep.release) values[static_cast<std::size_t>(r)] = Value{};
-        continue;
-      }
-    }
-    for (int r : st.release) values[static_cast<std::size_t>(r)] = Value{};
-  }
-}
+void set_destination_hook(DestinationHook hook) { g_destination.store(hook, std::memory_order_release); }
 
 }  // namespace aj::exec

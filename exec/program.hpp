@@ -1,84 +1,74 @@
-// A Program: a plan (opt/pipeline.hpp) with the graph taken out, for
-// aj::compile's replays (core/compile/compile.cpp). Each step reads and writes
-// numbered values instead of graph nodes, so a replay binds new argument
-// buffers and runs the steps again without tracing, planning or touching a
-// graph. Layouts, extents, kernel IR and scalar values are those of the
-// evaluation the program was made from: a program replays only calls whose
-// arguments have exactly those dtypes, shapes and layouts (the caller checks).
+// The one step loop: every evaluation, eager or compiled, runs a Program
+// (opt/program.hpp) here, through the Backend interface (exec/backend.hpp).
 //
-// Values: 0 .. args-1 are the arguments, then the arrays the plan read that
-// were evaluated already (captured, held by the program), then what steps
-// make. After its last reader a value's buffer is let go at once, so later
-// steps of the same replay reuse it from the pool, as the buffer plan said.
+// Per step:
+//  - kernel: inputs that live on the host while the program runs on a device
+//    are copied over for the step; each output writes into the buffer of the
+//    concatenation it is a piece of (allocated by the first piece), or a
+//    caller's destination (Array::eval_into), or takes over its donor's
+//    buffer when the donation predicate holds, else a new buffer; the backend
+//    runs the kernel (prepared once where the program keeps it).
+//  - view: the value shares its input's buffer with the planned layout.
+//  - library: matmul, concatenate, sort/argsort/topk, scatter as a
+//    LibraryCall into a new contiguous buffer; a concatenation into the
+//    buffer its pieces' kernels wrote already (those pieces are not copied
+//    again); an Overwrites step (scatter) into its first operand's buffer when
+//    the donation predicate holds; a matmul with its epilogue blockwise when
+//    the planner decided so (ProgramStep::then).
+// The donation predicate (one for every caller): the donor's buffer has no
+// other holder (Values::sole_owner), is not borrowed, is on this device and
+// has the output's size.
+// With verification on (AJ_VERIFY, tests), the buffers of values live at the
+// same step never overlap (a donated output continues its donor) and no
+// kernel output overlaps an input it does not take over.
+//
+// Where values live is the caller's (a Values type): a vector for
+// aj::compile's replays (VectorValues), the graph's nodes for an eager
+// evaluation (GraphValues: each value made is set on its node as a leaf at
+// once, and the graph's lock is let go while the backend runs).
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "exec/backend.hpp"
-#include "opt/pipeline.hpp"
+#include "opt/program.hpp"
 
 namespace aj::exec {
 
-// A value's buffer during a run. Its layout is fixed by the program (the
-// steps carry their own strides; a result's is Program::result_layouts).
-struct Value {
-  std::shared_ptr<Storage> storage;
+using opt::Program;
+using opt::ProgramStep;
+using opt::ScalarOverride;
+
+// aj::compile's values: bound arguments, then what run_program fills in.
+struct VectorValues {
+  std::vector<std::shared_ptr<Storage>> storage;  // per value
 };
 
-struct ProgramStep {
-  enum class Kind { kernel, view, library };
-  Kind kind = Kind::kernel;
-  Kernel kernel;                           // kernel: strides, offsets, scalars as planned
-  std::shared_ptr<const PreparedKernel> prepared;  // kernel: the backend's, when it keeps one
-  std::vector<int> inputs;                 // kernel: per stream (-1: index stream); others: operands
-  std::vector<int> outputs;                // kernel: per output; view/library: one
-  std::vector<int> donors;                 // kernel: per output, the value it may take over (-1: none)
-  std::vector<std::size_t> bytes;          // per output
-  std::vector<std::vector<std::int64_t>> out_strides;  // kernel: per output, row-major
-  LibraryCall call;                        // library
-  bool then = false;                       // library: the next step is its epilogue, run with it
-  std::vector<std::int64_t> view_strides;  // view: the output's layout
-  std::int64_t view_offset = 0;
-  std::vector<int> release;                // values whose last reader this step is
+// An eager evaluation's values: the nodes of the current graph (whose lock
+// the caller holds). `nodes[v]`: the node of value v.
+struct GraphValues {
+  const std::vector<NodeId>* nodes = nullptr;
 };
 
-struct Program {
-  int args = 0;
-  std::vector<Value> captured;      // values args .. args + captured - 1
-  int values = 0;                   // how many values in all
-  std::vector<ProgramStep> steps;
-  std::vector<int> results;         // the value of each result
-  std::vector<DType> result_dtypes;
-  std::vector<Shape> result_shapes;
-  std::vector<Layout> result_layouts;  // strides and offset of each result
-  Device device;
-};
-
-// The program of plan `p` (the caller holds the graph lock; the plan's
-// evaluated leaves are read from the graph now). `args`: the argument
-// nodes, in order; `results`: the nodes the program returns (evaluated ones
-// among them map to arguments or captured values). Null when the plan reads
-// a node that is neither an argument, captured, nor made by a step.
-std::unique_ptr<Program> make_program(const opt::Plan& p, const std::vector<NodeId>& args,
-                                      const std::vector<NodeId>& results, Device device);
+// Runs `p` on `target`. VectorValues: values[0 .. bound) are bound by the
+// caller (the rest sized and filled here); afterwards storage[results[k]]
+// is result k. GraphValues: bound values are read from their nodes and every
+// value made becomes its node's result. `overrides`: this run's kernel
+// scalars that are not the program's own.
+void run_program(const Program& p, Backend& target, VectorValues& values,
+                 const std::vector<ScalarOverride>& overrides = {});
+void run_program(const Program& p, Backend& target, GraphValues& values,
+                 const std::vector<ScalarOverride>& overrides = {});
 
 // Makes every kernel step ready for many launches on `target`
-// (Backend::prepare_kernel).
+// (Backend::prepare_kernel), before the program is shared.
 void prepare_program(Program& p, Backend& target);
 
-// A kernel scalar of one replay that is not the program's (aj::compile's
-// scalar arguments); sorted by step.
-struct ScalarOverride {
-  int step = 0, scalar = 0;
-  KScalar value;
-};
-
-// Runs the program on `target` with `values[0 .. args)` bound to the
-// arguments (the rest sized and filled here); afterwards values[results[k]]
-// is result k. An argument whose buffer nothing else holds (use_count 1) may
-// be written in place where the plan donated it.
-void run_program(const Program& p, Backend& target, std::vector<Value>& values,
-                 const std::vector<ScalarOverride>& overrides = {});
+// Caller memory a kernel output is written into instead of a new buffer
+// (Array::eval_into): core registers the hook; it returns null for every
+// node but the one asked for. Host evaluations only.
+using DestinationHook = std::shared_ptr<Storage> (*)(NodeId node, std::size_t bytes);
+void set_destination_hook(DestinationHook hook);
 
 }  // namespace aj::exec

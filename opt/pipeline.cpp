@@ -91,14 +91,14 @@ bool cached_plan(const std::vector<NodeId>& roots, const std::vector<NodeId>& or
     detail::log("passes", text);
   }
   // Logged or checked, the plan is translated whole; else only what runs it.
-  if (!plan_cache::lookup(**key, &p->schedule, &p->buffers, whole || g_logging || verify_enabled())) return false;
+  if (!plan_cache::lookup(**key, p, whole || g_logging || verify_enabled())) return false;
   if (logging("passes")) detail::log("passes", "plan cache: hit (fuse, assign_buffers skipped)");
   if (verify_enabled()) {
     verify(p->buffers, p->schedule, "plan_cache");
     Schedule s = fuse(roots);
     place_concat_slices(s);
     BufferPlan b = assign_buffers(s);
-    if (!plan_cache::same_plan(p->schedule, p->buffers, s, b)) {
+    if (!plan_cache::same_plan(p->schedule, p->buffers, s, b) || decide_epilogues(s, b) != p->epilogues) {
       internal_error("plan_cache: a stored plan differs from planning this graph from scratch");
     }
   }
@@ -154,7 +154,14 @@ void plan_into(const std::vector<NodeId>& roots, Plan* into, bool use_cache, boo
     return std::to_string(p.buffers.bytes_used) + " bytes in slots, lower bound " +
            std::to_string(p.buffers.lower_bound);
   });
-  if (key) plan_cache::insert(*key, p.schedule, p.buffers);
+  p.epilogues = decide_epilogues(p.schedule, p.buffers);
+  // The program: every evaluated array it reads is bound from its node.
+  std::shared_ptr<Program> program = make_program(p, {}, {}, Device::cpu(), false, &p.value_nodes);
+  if (!program) internal_error("plan: a plan reads a node no step makes");
+  p.program = std::move(program);
+  p.scalars.clear();
+  // Kept (and run) with its kernels prepared on their first run.
+  if (key) plan_cache::insert(*key, &p);
   if (use_cache) count_stored(p.schedule);  // an evaluation (explain passes false)
 }
 

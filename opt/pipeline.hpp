@@ -10,20 +10,31 @@
 #include "graph/kernel.hpp"
 #include "opt/passes/assign_buffers.hpp"
 #include "opt/passes/fuse.hpp"
+#include "opt/program.hpp"
 
 namespace aj::opt {
 
-// Steps in dependency order and the buffers they use.
+// Steps in dependency order, the buffers they use and the planner's other
+// decisions; and the program that runs them (opt/program.hpp).
 struct Plan {
   Schedule schedule;
   BufferPlan buffers;
+  std::vector<std::uint8_t> epilogues;  // per step (decide_epilogues)
+  // What an evaluation runs: the program (shared with the plan cache, which
+  // keeps it prepared), the node of each of its values in this graph, and
+  // this graph's kernel scalars where they differ from the program's.
+  std::shared_ptr<const Program> program;
+  std::vector<NodeId> value_nodes;
+  std::vector<ScalarOverride> scalars;
 };
 
 // The plan for evaluating the roots (and what they need); `use_cache`: from
 // (and into) the plan cache, when an earlier evaluation had the same
 // structure. Runs simplify, which rewrites nodes into equivalent ones.
-// `whole`: a plan-cache hit is translated whole (every field explain and
-// the DOT dump read), as it is anyway when a log channel or verification is on.
+// `whole`: a plan-cache hit is translated whole (every field explain, the DOT
+// dump and aj::compile's programs read), as it is anyway when a log channel or
+// verification is on; otherwise a hit fills only the schedule's roots, order
+// and materializations besides the program.
 Plan plan(const std::vector<NodeId>& roots, bool use_cache = true, bool whole = false);
 // The same into `*p`, whose memory a plan-cache hit reuses (the evaluation of
 // a traced call allocates nothing for its plan once it has had one).

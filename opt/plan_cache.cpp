@@ -23,6 +23,9 @@ struct Entry {
   std::vector<std::uint64_t> words;
   Schedule schedule;
   BufferPlan buffers;
+  std::vector<std::uint8_t> epilogues;
+  std::shared_ptr<const opt::Program> program;  // scalar sources by walk position
+  std::vector<NodeId> value_pos;                 // per program value
 };
 
 // Switched on or off for every graph; clear() bumps the epoch, and each
@@ -84,6 +87,17 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
   map_all(out->roots);
   out->order = in.order;
   map_all(out->order);
+  out->materialized = in.materialized;
+  for (Materialization& m : out->materialized) {
+    m.node = map(m.node);
+    m.by = map(m.by);
+  }
+  if (!whole) {  // what an evaluation reads besides the program
+    out->steps.clear();
+    out->layouts.clear();
+    out->step_of.clear();
+    return ok;
+  }
   out->steps.resize(in.steps.size());
   for (std::size_t k = 0; k < in.steps.size(); ++k) {
     const Step& from = in.steps[k];
@@ -95,15 +109,10 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
     map_all(st.inputs);
     st.outputs = from.outputs;
     map_all(st.outputs);
-    if (whole) {
-      st.computed = from.computed;
-      map_all(st.computed);
-      st.touched = from.touched;
-      map_all(st.touched);
-    } else {
-      st.computed.clear();
-      st.touched.clear();
-    }
+    st.computed = from.computed;
+    map_all(st.computed);
+    st.touched = from.touched;
+    map_all(st.touched);
     st.space = from.space;
     st.axes = from.axes;
     st.copy = from.copy;
@@ -111,31 +120,20 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
     map_all(st.into);
     st.scalar_sources = from.scalar_sources;
     for (ScalarSource& src : st.scalar_sources) src.node = map(src.node);
-    st.prepared = from.prepared;
   }
   out->layouts.clear();
   out->layouts.reserve(in.layouts.size());
   for (const auto& [id, l] : in.layouts) out->layouts.emplace(map(id), l);
   out->step_of.clear();
-  if (whole) {
-    out->step_of.reserve(in.step_of.size());
-    for (const auto& [id, k] : in.step_of) out->step_of.emplace(map(id), k);
-  }
-  out->materialized = in.materialized;
-  for (Materialization& m : out->materialized) {
-    m.node = map(m.node);
-    m.by = map(m.by);
-  }
+  out->step_of.reserve(in.step_of.size());
+  for (const auto& [id, k] : in.step_of) out->step_of.emplace(map(id), k);
   bout->slot_bytes = bin.slot_bytes;
   bout->bytes_used = bin.bytes_used;
   bout->lower_bound = bin.lower_bound;
-  bout->values.clear();
-  if (whole) {
-    bout->values = bin.values;
-    for (BufferValue& v : bout->values) {
-      v.node = map(v.node);
-      v.donor = map(v.donor);
-    }
+  bout->values = bin.values;
+  for (BufferValue& v : bout->values) {
+    v.node = map(v.node);
+    v.donor = map(v.donor);
   }
   bout->donations = bin.donations;
   for (Donation& d : bout->donations) {
@@ -175,15 +173,6 @@ bool same(const Kernel& a, const Kernel& b) {
     if (x.dtype != y.dtype || x.i != y.i || bits(x.f) != bits(y.f)) return false;
   }
   return true;
-}
-
-// A reused plan's kernels take the scalar values of the graph it now runs.
-void refresh_scalars(Schedule* s) {
-  for (Step& st : s->steps) {
-    for (std::size_t i = 0; i < st.scalar_sources.size(); ++i) {
-      st.kernel.scalars[i] = scalar_value(st.scalar_sources[i], st.kernel.scalars[i]);
-    }
-  }
 }
 
 }  // namespace
@@ -234,7 +223,7 @@ const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>&
       if (g[in].evaluated()) leaf_pos(in);
     }
     // A constant's value and a generator's payload reach the plan only as
-    // kernel scalars, which a hit takes from this graph (refresh_scalars):
+    // kernel scalars, which a hit takes from this graph (lookup's overrides):
     // they are not part of the key, so a changed learning rate hits. What
     // simplify did with a value (x * 1 is x) shows in the structure.
     const bool scalars_only = n.op == Op::Constant || is_generator(n.op);
@@ -323,18 +312,42 @@ const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>&
   return k;
 }
 
-bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers, bool whole) {
+bool lookup(const Key& key, opt::Plan* p, bool whole) {
   Cache& c = cache();
   if (!enabled() || key.words.empty()) return false;
   auto it = c.map.find(key.hash);
   if (it != c.map.end()) {
     for (const Entry& e : it->second) {
       if (e.words != key.words) continue;
-      const bool ok = translate(e.schedule, e.buffers, schedule, buffers, [&](NodeId pos) {
-        return pos < key.nodes.size() ? key.nodes[pos] : kNoNode;
-      }, whole);
+      auto node = [&](NodeId pos) { return pos < key.nodes.size() ? key.nodes[pos] : kNoNode; };
+      const bool ok = translate(e.schedule, e.buffers, &p->schedule, &p->buffers, node, whole);
       if (!ok) internal_error("plan_cache: a stored plan names a position its key does not have");
-      refresh_scalars(schedule);
+      if (whole) {  // the schedule's kernels take this graph's scalars (explain, aj::compile)
+        for (Step& st : p->schedule.steps) {
+          for (std::size_t i = 0; i < st.scalar_sources.size(); ++i) {
+            st.kernel.scalars[i] = scalar_value(st.scalar_sources[i], st.kernel.scalars[i]);
+          }
+        }
+      }
+      p->epilogues = e.epilogues;
+      p->program = e.program;
+      p->value_nodes.resize(e.value_pos.size());
+      for (std::size_t v = 0; v < e.value_pos.size(); ++v) p->value_nodes[v] = node(e.value_pos[v]);
+      // This graph's kernel scalars, where they differ from the program's.
+      p->scalars.clear();
+      for (std::size_t k = 0; k < e.program->steps.size(); ++k) {
+        const opt::ProgramStep& st = e.program->steps[k];
+        for (std::size_t i = 0; i < st.scalar_sources.size(); ++i) {
+          ScalarSource src = st.scalar_sources[i];
+          if (src.node == kNoNode || src.field == ScalarSource::fixed) continue;
+          src.node = node(src.node);
+          const KScalar& was = st.kernel.scalars[i];
+          const KScalar now = scalar_value(src, was);
+          if (now.i != was.i || bits(now.f) != bits(was.f)) {
+            p->scalars.push_back({static_cast<int>(k), static_cast<int>(i), now});
+          }
+        }
+      }
       ++c.counters.hits;
       return true;
     }
@@ -343,23 +356,35 @@ bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers, bool whole)
   return false;
 }
 
-void insert(const Key& key, const Schedule& schedule, const BufferPlan& buffers) {
+void insert(const Key& key, opt::Plan* p) {
   Cache& c = cache();
   if (!enabled() || key.words.empty()) return;
   std::unordered_map<NodeId, NodeId> pos;
   pos.reserve(key.nodes.size());
   for (std::size_t i = 0; i < key.nodes.size(); ++i) pos.emplace(key.nodes[i], static_cast<NodeId>(i));
-  Entry e;
-  const bool ok = translate(schedule, buffers, &e.schedule, &e.buffers, [&](NodeId id) {
+  auto position = [&](NodeId id) {
     auto it = pos.find(id);
     return it == pos.end() ? kNoNode : it->second;
-  });
-  if (!ok) return;  // the plan reaches outside the walk: not cached
-  for (Step& st : e.schedule.steps) {
-    if (st.kind == Step::Kind::kernel) st.prepared = std::make_shared<PreparedCell>();
+  };
+  Entry e;
+  bool ok = translate(p->schedule, p->buffers, &e.schedule, &e.buffers, position);
+  auto program = std::make_shared<opt::Program>(*p->program);
+  for (opt::ProgramStep& st : program->steps) {
+    for (ScalarSource& src : st.scalar_sources) {
+      if (src.node != kNoNode) ok &= (src.node = position(src.node)) != kNoNode;
+    }
+    if (st.kind == opt::ProgramStep::Kind::kernel) st.prepared = std::make_shared<PreparedCell>();
   }
+  for (NodeId id : p->value_nodes) {
+    e.value_pos.push_back(position(id));
+    ok &= e.value_pos.back() != kNoNode;
+  }
+  if (!ok) return;  // the plan reaches outside the walk: not cached
   if (c.entries >= kMaxEntries) c.drop_plans();
   e.words = key.words;
+  e.epilogues = p->epilogues;
+  e.program = program;
+  p->program = std::move(program);
   c.map[key.hash].push_back(std::move(e));
   ++c.entries;
 }

@@ -17,9 +17,13 @@
 //    borrowed flag, handle flag and reader count; and the roots by position.
 //    simplify itself still runs on every call (it rewrites the user's nodes),
 //    so the key describes exactly the graph the passes would see.
-//  - On a hit the stored plan's walk positions are mapped to this graph's node
-//    ids and every kernel scalar is read again from the node it came from
-//    (Step::scalar_sources), so a learning rate that changes every call hits.
+//  - A plan is stored with its program (opt/program.hpp), whose kernels are
+//    prepared on its first run and stay prepared for every later hit. On a
+//    hit the stored walk positions are mapped to this graph's node ids (the
+//    program's values to their nodes) and every kernel scalar is read again
+//    from the node it came from (ProgramStep::scalar_sources): where it
+//    differs from the program's it is passed as a run-time override, so a
+//    learning rate that changes every call hits.
 //    Value-dependent rewrites (x * 1 is x, integer x + 0 is x, a constant
 //    where) are made by simplify before the key is taken: a value of another
 //    class gives another structure, so another plan; the run-time donation check (donation_applies) still runs for every
@@ -38,6 +42,7 @@
 
 #include "opt/passes/assign_buffers.hpp"
 #include "opt/passes/fuse.hpp"
+#include "opt/pipeline.hpp"
 
 namespace aj::plan_cache {
 
@@ -56,15 +61,17 @@ struct Key {
 // over the one it walked).
 const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>& order = {});
 
-// A stored plan for `key`, with this graph's node ids; false on a miss.
-// `whole` false: only what running it needs (steps without `computed` and
-// `touched`, no `step_of`, no buffer values); true for explaining or
-// checking it. Its kernel steps share the stored plan's PreparedCells.
-bool lookup(const Key& key, Schedule* schedule, BufferPlan* buffers, bool whole = true);
+// The stored plan for `key` into `*p`, with this graph's node ids: its
+// program (shared), value nodes and scalar overrides, and of its schedule
+// the roots, order and materializations; `whole` true: every field of the
+// schedule and buffer plan too (for explaining, checking, or making another
+// program of it). False on a miss.
+bool lookup(const Key& key, opt::Plan* p, bool whole = true);
 
 // Stores the plan just made for `key` (nothing when it names a node the key
-// does not know).
-void insert(const Key& key, const Schedule& schedule, const BufferPlan& buffers);
+// does not know), and points p->program at the stored program, whose kernel
+// steps are prepared on their first run.
+void insert(const Key& key, opt::Plan* p);
 
 // The two plans are the same (every field, node ids included).
 bool same_plan(const Schedule& a, const BufferPlan& ab, const Schedule& b, const BufferPlan& bb);

@@ -282,7 +282,7 @@ std::vector<aj::cuda::LibrarySpec> library_specs(const Program& p) {
       const auto it = p.schedule.layouts.find(i);
       ins.push_back(g[i].evaluated() ? aj::Layout{g[i].strides, g[i].offset} : it->second);
     }
-    const aj::LibraryCall call = aj::exec::library_call(g[st.node], ins);
+    const aj::LibraryCall call = aj::opt::library_call(g[st.node], ins);
     std::vector<std::uint64_t> distinct(ins.size());  // buffers apart from the result's (a scatter copies first)
     for (std::size_t k = 0; k < distinct.size(); ++k) distinct[k] = 64 * (k + 1);
     for (const auto& l : aj::cuda::plan_library(call, distinct, 0, 1)) {
@@ -310,7 +310,7 @@ struct LibraryChecker {
     auto got = aj::cpu::host_alloc(bytes);
     std::memset(got->data, 0xEE, bytes);  // unwritten elements show
     std::string sources;
-    for (auto l : aj::cuda::plan_library(aj::exec::library_call(n, ins), addrs, addr(got->data), sms)) {
+    for (auto l : aj::cuda::plan_library(aj::opt::library_call(n, ins), addrs, addr(got->data), sms)) {
       if (l.grid == 0) continue;
       const auto src = aj::cuda::render_library(l.spec);
       REQUIRE(lib.has(src.hash));
@@ -341,7 +341,7 @@ struct LibraryChecker {
       std::memcpy(in_place->data, a0.storage->data, bytes);
       std::vector<std::uint64_t> ip = addrs;
       ip[0] = addr(in_place->data);
-      const auto ls = aj::cuda::plan_library(aj::exec::library_call(n, ins), ip, ip[0], sms);
+      const auto ls = aj::cuda::plan_library(aj::opt::library_call(n, ins), ip, ip[0], sms);
       CHECK(ls.size() == 1);  // no copy of the array
       for (auto l : ls) {
         if (l.grid == 0) continue;

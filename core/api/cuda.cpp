@@ -103,7 +103,7 @@ std::string kernel_source(const std::vector<Array>& arrays) {
       layouts.push_back(g[i].evaluated() ? Layout{g[i].strides, g[i].offset}
                         : it != s.layouts.end() ? it->second : contiguous_layout(g[i].shape));
     }
-    const LibraryCall call = exec::library_call(node, layouts);
+    const LibraryCall call = opt::library_call(node, layouts);
     std::vector<LibrarySpec> shown;
     for (const LibraryLaunch& l : plan_library(call, std::vector<std::uint64_t>(call.inputs.size(), 0), 0, 1)) {
       if (std::find(shown.begin(), shown.end(), l.spec) != shown.end()) continue;

@@ -121,7 +121,8 @@ void evaluate(const std::vector<NodeId>& roots_in) {
   const char* dot_dir = std::getenv("AJ_DUMP_DOT");
   const bool dump_dot = dot_dir && *dot_dir;
   PlanSlot slot;
-  opt::plan_into(roots, &slot.plan(), true, /*whole=*/dump_dot);  // the DOT file draws every field
+  // The DOT file draws every field; aj::compile makes a program of its own.
+  opt::plan_into(roots, &slot.plan(), true, /*whole=*/dump_dot || t_observer != nullptr);
   const opt::Plan& p = slot.plan();
   const Claim claim(g, p.schedule.order);
   if (log_any() && log_enabled("plan")) log("plan", describe_plan(p.schedule, p.buffers));

@@ -4,29 +4,20 @@
 namespace aj::trace {
 
 namespace {
-// This thread's observers, outermost first. A fixed array: registering
-// allocates nothing, and transformations nest only a few deep (grad of
-// grad inside a compiled function).
-constexpr int kMaxObservers = 32;
-constinit thread_local Observer* t_observers[kMaxObservers] [[gnu::tls_model("initial-exec")]] = {};
-constinit thread_local int t_count [[gnu::tls_model("initial-exec")]] = 0;
+// This thread's innermost registration; each links to the one it nests in
+// (registering allocates nothing, and a test costs one load).
+constinit thread_local const Observing* t_top [[gnu::tls_model("initial-exec")]] = nullptr;
 
 template <class F> void each(F&& f) {
-  for (int k = t_count - 1; k >= 0; --k) f(*t_observers[k]);
+  for (const Observing* o = t_top; o; o = o->outer()) f(o->observer());
 }
 }  // namespace
 
-Observing::Observing(Observer& o) {
-  if (t_count == kMaxObservers) {
-    runtime_error("aj: more than " + std::to_string(kMaxObservers) +
-                  " nested transformations (compile, grad, vjp, jvp) on one thread");
-  }
-  t_observers[t_count++] = &o;
-}
+Observing::Observing(Observer& o) : observer_(o), outer_(t_top) { t_top = this; }
 
-Observing::~Observing() { t_observers[--t_count] = nullptr; }
+Observing::~Observing() { t_top = outer_; }
 
-bool observed() { return t_count > 0; }
+bool observed() { return t_top != nullptr; }
 
 void report_shape_read() {
   each([](Observer& o) { o.shape_read(); });

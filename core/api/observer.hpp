@@ -37,6 +37,12 @@ class Observing {
   ~Observing();
   Observing(const Observing&) = delete;
   Observing& operator=(const Observing&) = delete;
+  Observer& observer() const { return observer_; }
+  const Observing* outer() const { return outer_; }
+
+ private:
+  Observer& observer_;
+  const Observing* outer_;
 };
 
 // Whether a transformation traces on this thread: a compiled or traced call

@@ -302,17 +302,17 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
   // This thread's buffers, their memory reused (a replay allocates no
   // vectors but its results'); emptied however the replay ends, so no
   // storage stays referenced from here.
-  thread_local std::vector<exec::Value> values [[gnu::tls_model("initial-exec")]];
+  thread_local exec::VectorValues values [[gnu::tls_model("initial-exec")]];
   thread_local std::vector<exec::ScalarOverride> overrides [[gnu::tls_model("initial-exec")]];
   struct Empty {
-    ~Empty() { values.clear(), overrides.clear(); }
+    ~Empty() { values.storage.clear(), overrides.clear(); }
   } empty_after;
-  values.assign(static_cast<std::size_t>(p.values), exec::Value{});
+  values.storage.assign(static_cast<std::size_t>(p.values), nullptr);
   std::size_t next = 0;  // program values 0 .. args-1 are the array arguments, in order
   {
     ArgNodes node_of;
     for (const CallArg& a : args) {
-      if (!a.is_scalar) values[next++] = {node_of(a).storage};
+      if (!a.is_scalar) values.storage[next++] = node_of(a).storage;
     }
   }
   for (CallArg& a : args) {
@@ -332,8 +332,8 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
   std::vector<Array> out;
   out.reserve(p.results.size());
   for (std::size_t r = 0; r < p.results.size(); ++r) {
-    exec::Value& v = values[static_cast<std::size_t>(p.results[r])];
-    out.push_back(Array::from_node(graph().add_leaf(p.result_dtypes[r], p.result_shapes[r], v.storage,
+    std::shared_ptr<Storage>& v = values.storage[static_cast<std::size_t>(p.results[r])];
+    out.push_back(Array::from_node(graph().add_leaf(p.result_dtypes[r], p.result_shapes[r], v,
                                                     p.result_layouts[r].strides, p.result_layouts[r].offset)));
   }
   return out;
@@ -347,7 +347,11 @@ struct Capture final : EvalObserver {
   const std::vector<NodeId>* results = nullptr;
   std::unique_ptr<exec::Program> program;
   void planned(const opt::Plan& p, Device device) override {
-    program = exec::make_program(p, *args, *results, device);
+    program = opt::make_program(p, *args, *results, device, /*capture_leaves=*/true);
+    if (!program) return;
+    // Its scalars' sources name nodes of the trace's graph: a replay takes
+    // its scalar arguments through its bindings instead.
+    for (opt::ProgramStep& st : program->steps) st.scalar_sources.clear();
   }
 };
 

@@ -41,9 +41,9 @@ void walk(exec::Program& p, V& v) {
     strides(s.strides);
     v.num(s.offset);
   };
-  v.word(static_cast<std::uint64_t>(p.args));
+  v.word(static_cast<std::uint64_t>(p.bound));
   v.word(p.captured.size());
-  for (const exec::Value& c : p.captured) v.word(reinterpret_cast<std::uintptr_t>(c.storage.get()));
+  for (const auto& c : p.captured) v.word(reinterpret_cast<std::uintptr_t>(c.get()));
   v.word(static_cast<std::uint64_t>(p.values));
   v.word(p.steps.size());
   for (std::size_t k = 0; k < p.steps.size(); ++k) {
@@ -75,14 +75,18 @@ void walk(exec::Program& p, V& v) {
     list(st.inputs);
     list(st.outputs);
     list(st.donors);
+    list(st.into);
     v.word(st.bytes.size());
     for (std::size_t& b : st.bytes) {
       std::int64_t x = static_cast<std::int64_t>(b);
       v.num(x);
       b = static_cast<std::size_t>(x);
     }
-    v.word(st.out_strides.size());
-    for (auto& s : st.out_strides) nums(s);
+    v.word(st.layouts.size());
+    for (Layout& l : st.layouts) {
+      strides(l.strides);
+      v.num(l.offset);
+    }
     LibraryCall& c = st.call;
     v.word(static_cast<std::uint64_t>(c.op) | static_cast<std::uint64_t>(c.dtype) << 16);
     nums(c.shape);
@@ -95,8 +99,6 @@ void walk(exec::Program& p, V& v) {
     }
     v.word(static_cast<std::uint64_t>(c.axis));
     v.num(c.k);
-    strides(st.view_strides);
-    v.num(st.view_offset);
     list(st.release);
   }
   list(p.results);

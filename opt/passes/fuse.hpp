@@ -79,8 +79,6 @@ struct Step {
   // (opt/passes/concat_slices.hpp).
   std::vector<NodeId> into;
   std::vector<ScalarSource> scalar_sources;  // per kernel scalar (plan cache refresh)
-  // kernel, in a plan from the plan cache: shared by all its hits (else null).
-  std::shared_ptr<PreparedCell> prepared;
 };
 
 struct Schedule {
