@@ -3,7 +3,7 @@
 // splits its outer iteration points over threads (thread_pool.hpp) when the
 // kernel is large. Small kernels run on the calling thread: no pool wake-up,
 // no atomics. A large reduction with fewer outer points than threads is
-// split over its reduced range instead (two kernels; see host_launch.cpp).
+// split over its reduced range instead (two kernels; graph/kernel_split.hpp).
 #pragma once
 
 #include <cstdint>
