@@ -35,7 +35,7 @@ class Counter {
 struct Counters {
 #define AJ_COUNTERS(X)                                                                      \
   X(evals) X(kernels_launched) X(system_allocs) X(system_frees) X(bytes_allocated)          \
-  X(pool_hits) X(inplace_reuses) X(nodes_created) X(plans_built) X(plan_cache_hits)         \
+  X(pool_hits) X(inplace_reuses) X(nodes_created) X(plans_built) X(plan_cache_hits) X(plans_renumbered)         \
   X(held_values_stored) X(values_materialized)                                              \
   X(kernels_compiled) X(kernel_cache_hits) X(kernel_disk_hits) X(kernel_disk_rejects)       \
   X(compile_ns) X(kernel_disk_load_ns) X(compiled_traces) X(compiled_replays)       \

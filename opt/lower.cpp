@@ -580,7 +580,10 @@ class Lowerer {
     const Node& n = g_[id];
     const auto ph = static_cast<std::uint8_t>(phase);
     if (leaf(id)) {
-      if (!n.evaluated()) r_.deps.push_back(id);
+      if (!n.evaluated()) {
+        r_.deps.push_back(id);
+        if (counts_as_work(n.op)) r_.loads.push_back({id, points_of(r)});
+      }
       return load(id, n.dtype, layout_of(id), m, phase, r.guard, n.shape);
     }
     r_.touched.push_back(id);
@@ -644,7 +647,10 @@ class Lowerer {
         if (leaf(u)) {
           auto l = view_layout(n, g_[u], layout_of(u));
           if (!l) return failed(id, Why::not_a_view, r.by);  // the reference copies here: a step of its own
-          if (!g_[u].evaluated()) r_.deps.push_back(u);
+          if (!g_[u].evaluated()) {
+            r_.deps.push_back(u);
+            if (counts_as_work(g_[u].op)) r_.loads.push_back({u, points_of(r)});
+          }
           // A view of the buffer reaches outside it only if the index in
           // the buffer's own node does (u[1:-1] read at -1 is u[0]).
           auto mu = through_view(n, g_[u], m);
@@ -824,6 +830,29 @@ Lowered lower(const std::vector<NodeId>& roots, const Shape& space,
   Lowered r = Lowerer(space, reduce_axes, ctx, roots).run();
   widen_halves(r.kernel);  // half arithmetic in f32 (graph/kernel.hpp)
   return r;
+}
+
+Lowered lower_copy(NodeId id, const Layout& in) {
+  const Graph& g = graph();
+  const Node& n = g[id];
+  const NodeId src = n.inputs[0];
+  const Shape& space = g[src].shape;
+  Lowered lw;
+  Kernel& k = lw.kernel;
+  k.shape = space.dims();
+  KStream is{n.dtype, in.strides, in.offset, false};
+  KStream os{n.dtype, contiguous_strides(space), 0, false};
+  for (int d = 0; d < space.ndim(); ++d) {
+    if (space[d] == 1) is.strides[static_cast<std::size_t>(d)] = os.strides[static_cast<std::size_t>(d)] = 0;
+  }
+  k.inputs.push_back(std::move(is));
+  k.instrs.push_back({KOp::Load, Op::Input, n.dtype, 0, -1, -1, -1, 0});
+  k.outputs.push_back({0, 0, std::move(os)});
+  lw.inputs = {src};
+  lw.outputs = {id};
+  lw.touched = {id};
+  if (!g[src].evaluated()) lw.deps = {src};
+  return lw;
 }
 
 }  // namespace aj

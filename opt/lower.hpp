@@ -117,6 +117,10 @@ struct Lowered {
   std::vector<ScalarSource> scalar_sources;  // per kernel scalar
   // Per node that counts as work: the points this kernel evaluates it at.
   std::vector<std::pair<NodeId, std::int64_t>> evaluations;
+  // Per load of a node an earlier step makes (materialized, not evaluated):
+  // the points this kernel would evaluate it at if it computed it instead
+  // (the work rule's other side, which opt/materialize checks again).
+  std::vector<std::pair<NodeId, std::int64_t>> loads;
 };
 
 // `space`: the iteration space; `reduce_axes`: empty for elementwise kernels.
@@ -126,5 +130,10 @@ Lowered lower(const std::vector<NodeId>& roots, const Shape& space,
               const std::vector<std::int64_t>& reduce_axes, const LowerContext& ctx);
 
 Shape reduced_shape(const Shape& s, const std::vector<std::int64_t>& axes);
+
+// The copy kernel of a reshape view `id` of strided data (a view no strides
+// express): one kernel over the input's shape that reads it with layout `in`
+// and writes it contiguous in row-major order, the reshape's layout.
+Lowered lower_copy(NodeId id, const Layout& in);
 
 }  // namespace aj

@@ -98,8 +98,10 @@ bool cached_plan(const std::vector<NodeId>& roots, const std::vector<NodeId>& or
     Schedule s = fuse(roots);
     place_concat_slices(s);
     BufferPlan b = assign_buffers(s);
-    if (!plan_cache::same_plan(p->schedule, p->buffers, s, b) || decide_epilogues(s, b) != p->epilogues) {
-      internal_error("plan_cache: a stored plan differs from planning this graph from scratch");
+    std::string differs = plan_cache::plan_difference(p->schedule, p->buffers, s, b);
+    if (differs.empty() && decide_epilogues(s, b) != p->epilogues) differs = "epilogues";
+    if (!differs.empty()) {
+      internal_error("plan_cache: a stored plan differs from planning this graph from scratch (" + differs + ")");
     }
   }
   return true;

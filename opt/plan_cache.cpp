@@ -9,18 +9,24 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/log.hpp"
+#include "base/stats.hpp"
+#include "opt/materialize.hpp"
+
 namespace aj::plan_cache {
 
 namespace {
 
 constexpr std::uint32_t kPending = 0xffffffffu;
-enum Tag : std::uint64_t { kLeaf = 0x1eaf, kNode = 0x40de, kRoots = 0x2007 };
+constexpr std::size_t kScanDistinct = 16;
+enum Tag : std::uint64_t { kLeaf = 0x1eaf, kNode = 0x40de, kRoots = 0x2007, kNumber = 0xc1a55ull << 40 };
 
 std::uint64_t bits(double d) { return std::bit_cast<std::uint64_t>(d); }
 
 // A stored plan: node ids replaced by walk positions.
 struct Entry {
   std::vector<std::uint64_t> words;
+  std::vector<std::int64_t> numbers;  // the graph's numbers the plan was made for
   Schedule schedule;
   BufferPlan buffers;
   std::vector<std::uint8_t> epilogues;
@@ -43,11 +49,14 @@ struct Cache final : GraphAttachment {
   std::unordered_map<std::size_t, std::vector<Entry>> map;
   std::size_t entries = 0;
   Counters counters;
+  std::string refusal;  // why the last kept plan was not used at new numbers
   std::uint64_t clear_epoch = 0;
   std::vector<std::uint32_t> stamp, pos;
   std::uint32_t epoch = 0;
   std::vector<std::pair<NodeId, std::uint32_t>> stack;
   Key scratch;  // reused: its vectors keep their capacity
+  std::vector<std::int64_t> distinct;  // make_key: the numbers other than 0 and 1 met, by class
+  std::unordered_map<std::int64_t, std::size_t> class_of;  // the same, once there are many
 
   void drop_plans() {
     map.clear();
@@ -115,6 +124,7 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
     map_all(st.touched);
     st.space = from.space;
     st.axes = from.axes;
+    st.space_of = map(from.space_of);
     st.copy = from.copy;
     st.into = from.into;
     map_all(st.into);
@@ -193,10 +203,35 @@ const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>&
     m.epoch = 1;
   }
   auto& w = k.words;
+  k.numbers.clear();
+  m.distinct.clear();
   const TemporaryRule looks_temporary(roots);
+  // A number: 0 and 1 as they are (they decide broadcasting, layouts and
+  // size-1 axes); any other by its class, the values equal to it in this
+  // walk (fuse's and lower's decisions compare numbers for equality).
+  auto put_number = [&](std::int64_t v) {
+    if (v == 0 || v == 1) {
+      w.push_back(static_cast<std::uint64_t>(v));
+      return;
+    }
+    std::size_t c = 0;
+    if (m.distinct.size() < kScanDistinct) {  // few: a scan is faster than hashing
+      while (c < m.distinct.size() && m.distinct[c] != v) ++c;
+      if (c == m.distinct.size()) m.distinct.push_back(v);
+      if (m.distinct.size() == kScanDistinct) {
+        m.class_of.clear();
+        for (std::size_t i = 0; i < m.distinct.size(); ++i) m.class_of.emplace(m.distinct[i], i);
+      }
+    } else {
+      c = m.class_of.emplace(v, m.distinct.size()).first->second;
+      if (c == m.distinct.size()) m.distinct.push_back(v);
+    }
+    w.push_back(kNumber | c);
+    k.numbers.push_back(v);
+  };
   auto put_shape = [&](const Shape& s) {
     w.push_back(static_cast<std::uint64_t>(s.ndim()));
-    for (auto d : s) w.push_back(static_cast<std::uint64_t>(d));
+    for (auto d : s) put_number(d);
   };
   auto leaf_pos = [&](NodeId id) -> std::uint32_t {
     if (m.stamp[id] == m.epoch) return m.pos[id];
@@ -208,11 +243,11 @@ const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>&
     w.push_back(static_cast<std::uint64_t>(n.dtype));
     put_shape(n.shape);
     w.push_back(n.strides.size());
-    for (auto s : n.strides) w.push_back(static_cast<std::uint64_t>(s));
-    w.push_back(static_cast<std::uint64_t>(n.offset));
+    for (auto s : n.strides) put_number(s);
+    put_number(n.offset);
     w.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 |
                 static_cast<std::uint32_t>(n.storage->device.index));
-    w.push_back(n.storage->bytes);
+    put_number(static_cast<std::int64_t>(n.storage->bytes));
     w.push_back(static_cast<std::uint64_t>(n.storage->borrowed) << 1 | (g.ext_count(id) > 0));
     w.push_back(n.uses);
     return m.pos[id];
@@ -237,11 +272,17 @@ const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>&
     w.push_back(kNode | static_cast<std::uint64_t>(n.op) << 16 | static_cast<std::uint64_t>(n.dtype) << 24 |
                 nonzero << 32 | static_cast<std::uint64_t>(n.shape.ndim()) << 40);
     w.push_back(n.ints.size() | static_cast<std::uint64_t>(n.inputs.size()) << 32);
-    for (auto d : n.shape) w.push_back(static_cast<std::uint64_t>(d));
+    for (auto d : n.shape) put_number(d);
     for (int f = 0; f < 4; ++f) {
       if (payload[f]) w.push_back(payload[f]);
     }
-    for (auto v : n.ints) w.push_back(static_cast<std::uint64_t>(v));
+    // A slice's and a pad's starts and steps are numbers; other lists
+    // (axes, permutations) are structure.
+    const bool numbers = n.op == Op::Slice || n.op == Op::Pad;
+    for (auto v : n.ints) {
+      if (numbers) put_number(v);
+      else w.push_back(static_cast<std::uint64_t>(v));
+    }
     for (std::size_t i = 0; i < n.inputs.size(); i += 2) {  // positions are 32 bits: two a word
       const std::uint64_t second = i + 1 < n.inputs.size() ? m.pos[n.inputs[i + 1]] : 0;
       w.push_back(m.pos[n.inputs[i]] | second << 32);
@@ -316,9 +357,14 @@ bool lookup(const Key& key, opt::Plan* p, bool whole) {
   Cache& c = cache();
   if (!enabled() || key.words.empty()) return false;
   auto it = c.map.find(key.hash);
+  const Entry* kept = nullptr;  // the latest plan of this structure at other numbers
   if (it != c.map.end()) {
     for (const Entry& e : it->second) {
       if (e.words != key.words) continue;
+      if (e.numbers != key.numbers) {
+        kept = &e;
+        continue;
+      }
       auto node = [&](NodeId pos) { return pos < key.nodes.size() ? key.nodes[pos] : kNoNode; };
       const bool ok = translate(e.schedule, e.buffers, &p->schedule, &p->buffers, node, whole);
       if (!ok) internal_error("plan_cache: a stored plan names a position its key does not have");
@@ -352,6 +398,30 @@ bool lookup(const Key& key, opt::Plan* p, bool whole) {
       return true;
     }
   }
+  if (kept) {
+    // The same structure at other numbers: fuse's decisions kept, the numbers
+    // made again from this graph (opt/materialize.hpp), and kept too.
+    opt::Plan was;
+    auto node = [&](NodeId pos) { return pos < key.nodes.size() ? key.nodes[pos] : kNoNode; };
+    if (!translate(kept->schedule, kept->buffers, &was.schedule, &was.buffers, node, true)) {
+      internal_error("plan_cache: a stored plan names a position its key does not have");
+    }
+    std::string why;
+    if (opt::materialize(was, p, &why)) {
+      ++c.counters.hits;
+      ++c.counters.renumbered;
+      ++detail::stats_mut().plans_renumbered;
+      if (detail::log_any() && detail::log_enabled("passes")) {
+        detail::log("passes", "plan cache: the same structure at other numbers (fuse skipped, numbers made again)");
+      }
+      insert(key, p);
+      return true;
+    }
+    c.refusal = why;
+    if (detail::log_any() && detail::log_enabled("passes")) {
+      detail::log("passes", "plan cache: a kept plan of this structure is not used at these numbers: " + why);
+    }
+  }
   ++c.counters.misses;
   return false;
 }
@@ -381,44 +451,76 @@ void insert(const Key& key, opt::Plan* p) {
   }
   if (!ok) return;  // the plan reaches outside the walk: not cached
   if (c.entries >= kMaxEntries) c.drop_plans();
+  std::vector<Entry>& bucket = c.map[key.hash];
+  // A few plans of one structure at other numbers are kept (a loop at two
+  // batch sizes); the oldest goes first.
+  int same = 0;
+  for (const Entry& x : bucket) same += x.words == key.words;
+  if (same >= static_cast<int>(kMaxVariants)) {
+    for (auto it = bucket.begin(); it != bucket.end(); ++it) {
+      if (it->words != key.words) continue;
+      bucket.erase(it);
+      --c.entries;
+      break;
+    }
+  }
   e.words = key.words;
+  e.numbers = key.numbers;
   e.epilogues = p->epilogues;
   e.program = program;
   p->program = std::move(program);
-  c.map[key.hash].push_back(std::move(e));
+  bucket.push_back(std::move(e));
   ++c.entries;
 }
 
-bool same_plan(const Schedule& a, const BufferPlan& ab, const Schedule& b, const BufferPlan& bb) {
-  if (a.roots != b.roots || a.order != b.order || a.steps.size() != b.steps.size() ||
-      a.layouts != b.layouts || a.step_of != b.step_of || a.materialized != b.materialized) {
-    return false;
+std::string plan_difference(const Schedule& a, const BufferPlan& ab, const Schedule& b, const BufferPlan& bb) {
+  if (a.roots != b.roots) return "roots";
+  if (a.order != b.order) return "order";
+  if (a.steps.size() != b.steps.size()) return "step count";
+  if (a.layouts != b.layouts) return "layouts";
+  if (a.step_of != b.step_of) return "step_of";
+  if (a.materialized != b.materialized) {
+    if (a.materialized.size() != b.materialized.size()) return "materialized count";
+    for (std::size_t i = 0; i < a.materialized.size(); ++i) {
+      const Materialization &x = a.materialized[i], &y = b.materialized[i];
+      if (x == y) continue;
+      return "materialized " + std::to_string(i) + ": %" + std::to_string(x.node) + " why " +
+             std::to_string(static_cast<int>(x.why)) + " by %" + std::to_string(x.by) + " count " + std::to_string(x.count) +
+             ", from scratch %" + std::to_string(y.node) + " why " + std::to_string(static_cast<int>(y.why)) + " by %" +
+             std::to_string(y.by) + " count " + std::to_string(y.count);
+    }
   }
   for (std::size_t k = 0; k < a.steps.size(); ++k) {
     const Step &x = a.steps[k], &y = b.steps[k];
-    if (x.kind != y.kind || x.node != y.node || x.inputs != y.inputs || x.outputs != y.outputs ||
-        x.computed != y.computed || x.touched != y.touched || x.space != y.space || x.axes != y.axes ||
-        x.copy != y.copy || x.into != y.into || x.scalar_sources != y.scalar_sources ||
-        !same(x.kernel, y.kernel)) {
-      return false;
-    }
+    const std::string at = "step " + std::to_string(k) + ": ";
+    if (x.kind != y.kind || x.node != y.node) return at + "kind or node";
+    if (x.inputs != y.inputs || x.outputs != y.outputs) return at + "inputs or outputs";
+    if (x.computed != y.computed || x.touched != y.touched) return at + "computed or touched";
+    if (x.space != y.space || x.axes != y.axes || x.space_of != y.space_of) return at + "space";
+    if (x.copy != y.copy || x.into != y.into) return at + "copy or into";
+    if (x.scalar_sources != y.scalar_sources) return at + "scalar sources";
+    if (!same(x.kernel, y.kernel)) return at + "kernel";
   }
   if (ab.values.size() != bb.values.size() || ab.donations.size() != bb.donations.size() ||
       ab.slot_bytes != bb.slot_bytes || ab.bytes_used != bb.bytes_used || ab.lower_bound != bb.lower_bound) {
-    return false;
+    return "buffer plan";
   }
   for (std::size_t i = 0; i < ab.values.size(); ++i) {
     const BufferValue &x = ab.values[i], &y = bb.values[i];
     if (x.node != y.node || x.bytes != y.bytes || x.def != y.def || x.last != y.last || x.slot != y.slot ||
         x.donor != y.donor) {
-      return false;
+      return "buffer value " + std::to_string(i);
     }
   }
   for (std::size_t i = 0; i < ab.donations.size(); ++i) {
     const Donation &x = ab.donations[i], &y = bb.donations[i];
-    if (x.step != y.step || x.output != y.output || x.from != y.from || x.to != y.to) return false;
+    if (x.step != y.step || x.output != y.output || x.from != y.from || x.to != y.to) return "donations";
   }
-  return true;
+  return "";
+}
+
+bool same_plan(const Schedule& a, const BufferPlan& ab, const Schedule& b, const BufferPlan& bb) {
+  return plan_difference(a, ab, b, bb).empty();
 }
 
 Counters counters() {
@@ -426,6 +528,8 @@ Counters counters() {
   r.entries = cache().entries;
   return r;
 }
+
+std::string last_refusal() { return cache().refusal; }
 
 void clear() { g_clear_epoch.fetch_add(1, std::memory_order_acq_rel); }
 

@@ -3,8 +3,12 @@
 // not run fuse and assign_buffers again.
 //
 // What it guarantees:
-//  - A plan is reused only for a graph that fuse and assign_buffers cannot
-//    tell apart from the one it was made for, node ids aside. The key is the
+//  - A plan is reused as it is only for a graph that fuse and assign_buffers
+//    cannot tell apart from the one it was made for, node ids aside; for a
+//    graph of the same structure at other numbers (another batch size, a
+//    slice at another start), fuse's decisions are reused and the numbers
+//    made again from this graph (opt/materialize.hpp), unless a guard of
+//    materialize fails (then it is planned from scratch). The key is the
 //    canonical walk (inputs first, from the roots in order) of the graph after
 //    simplify: per unevaluated node its op, dtype, shape, payload (but not the
 //    values that reach kernels only as run-time scalars: a constant's value,
@@ -38,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "opt/passes/assign_buffers.hpp"
@@ -47,12 +52,20 @@
 namespace aj::plan_cache {
 
 inline constexpr std::size_t kMaxEntries = 256;
+inline constexpr std::size_t kMaxVariants = 4;  // plans kept per structure, at different numbers
 
 // The canonical structure of the unevaluated graph reachable from `roots`.
+// Its numbers (every extent, every evaluated leaf's strides, offset and
+// buffer size, slices' and pads' starts and steps) are not in the words: each
+// is written as 0, 1, or the class of numbers equal to it (the first one of
+// its value in the walk), so two graphs of one structure whose numbers are
+// equal where the other's are have the same words. The values themselves are
+// `numbers`, in walk order.
 struct Key {
   std::vector<std::uint64_t> words;
   std::size_t hash = 0;
   std::vector<NodeId> nodes;  // walk position -> node id (unevaluated nodes and leaves)
+  std::vector<std::int64_t> numbers;
 };
 
 // The returned key is valid until the next make_key call (its storage is
@@ -73,12 +86,18 @@ bool lookup(const Key& key, opt::Plan* p, bool whole = true);
 // steps are prepared on their first run.
 void insert(const Key& key, opt::Plan* p);
 
-// The two plans are the same (every field, node ids included).
+// The two plans are the same (every field, node ids included); else the
+// first field that differs.
 bool same_plan(const Schedule& a, const BufferPlan& ab, const Schedule& b, const BufferPlan& bb);
+std::string plan_difference(const Schedule& a, const BufferPlan& ab, const Schedule& b, const BufferPlan& bb);
 
 struct Counters {
   std::uint64_t hits = 0, misses = 0, entries = 0;
+  std::uint64_t renumbered = 0;  // hits at other numbers (opt/materialize.hpp)
 };
+// Why the last plan of a known structure was not used at new numbers
+// (materialize's guard), empty when none was refused.
+std::string last_refusal();
 Counters counters();
 void clear();  // drops every stored plan; counters stay
 void reset_counters();

@@ -27,6 +27,7 @@ bool is_fusible_reduce(Op op) { return is_reduction(op) && !is_library_op(op); }
 struct Sig {
   Shape space;
   std::vector<std::int64_t> axes;
+  NodeId of = kNoNode;  // the node whose shape the space is
 };
 
 // Positions in the schedule's order by node id: a dense table reused across
@@ -85,8 +86,8 @@ Sig signature(NodeId x, const IsMat& is_mat, const Positions& pos, std::vector<s
     NodeId id = stack.back();
     stack.pop_back();
     const Node& n = g[id];
-    if (is_fusible_reduce(n.op)) return {g[n.inputs[0]].shape, n.ints};
-    if (is_scan(n.op)) return {n.shape, n.ints};  // walks its axis as a reduction does
+    if (is_fusible_reduce(n.op)) return {g[n.inputs[0]].shape, n.ints, n.inputs[0]};
+    if (is_scan(n.op)) return {n.shape, n.ints, id};  // walks its axis as a reduction does
     if (!is_elementwise(n.op)) continue;
     for (NodeId in : n.inputs) {
       const Node& m = g[in];
@@ -97,7 +98,7 @@ Sig signature(NodeId x, const IsMat& is_mat, const Positions& pos, std::vector<s
       }
     }
   }
-  return {g[x].shape, {}};
+  return {g[x].shape, {}, x};
 }
 
 // One kernel can hold both when the spaces agree, or when one is elementwise
@@ -337,6 +338,7 @@ class Partitioner {
     st.scalar_sources = std::move(lw.scalar_sources);
     st.space = sig.space;
     st.axes = sig.axes;
+    st.space_of = sig.of;
     for (NodeId o : st.outputs) {
       s_.layouts[o] = contiguous_layout(g_[o].shape);
       s_.step_of[o] = static_cast<int>(index);
@@ -420,28 +422,10 @@ class Partitioner {
   // another shape than its space) and never works in place (it reads at
   // other indices than it writes).
   void place_copy(NodeId id) {
-    const Node& n = g_[id];
-    const NodeId src = n.inputs[0];
-    const Shape& space = g_[src].shape;
-    const Layout in = layout(src);
-    Lowered lw;
-    Kernel& k = lw.kernel;
-    k.shape = space.dims();
-    KStream is{n.dtype, in.strides, in.offset, false};
-    KStream os{n.dtype, contiguous_strides(space), 0, false};
-    for (int d = 0; d < space.ndim(); ++d) {
-      if (space[d] == 1) is.strides[static_cast<std::size_t>(d)] = os.strides[static_cast<std::size_t>(d)] = 0;
-    }
-    k.inputs.push_back(std::move(is));
-    k.instrs.push_back({KOp::Load, Op::Input, n.dtype, 0, -1, -1, -1, 0});
-    k.outputs.push_back({0, 0, std::move(os)});
-    lw.inputs = {src};
-    lw.outputs = {id};
-    lw.touched = {id};
-    if (!g_[src].evaluated()) lw.deps = {src};
+    const NodeId src = g_[id].inputs[0];
     s_.steps.emplace_back();
     step_work_.emplace_back();
-    set_kernel(s_.steps.size() - 1, std::move(lw), Sig{space, {}});
+    set_kernel(s_.steps.size() - 1, lower_copy(id, layout(src)), Sig{g_[src].shape, {}, src});
     s_.steps.back().copy = true;
   }
 
@@ -455,7 +439,7 @@ class Partitioner {
     for (std::size_t i = s_.steps.size(); i-- > 0 && tries < kMergeTries && looked < kMergeLookback; ++looked) {
       const Step& st = s_.steps[i];
       if (st.kind != Step::Kind::kernel || st.copy || st.outputs.size() >= kMaxKernelOutputs) continue;
-      auto merged = merge(Sig{st.space, st.axes}, sig);
+      auto merged = merge(Sig{st.space, st.axes, st.space_of}, sig);
       if (!merged) continue;
       if (!size_.empty() && st.kernel.instrs.size() + static_cast<std::size_t>(size_[pos_(id)]) > kMaxMergedInstrs) {
         continue;  // would not fit: not worth lowering

@@ -73,6 +73,7 @@ struct Step {
   std::vector<NodeId> touched;   // all unevaluated nodes walked (buffer liveness)
   Shape space;
   std::vector<std::int64_t> axes;
+  NodeId space_of = kNoNode;  // the node whose shape `space` is (materialize reads it again)
   bool copy = false;  // a copy kernel for a reshape of strided data (node: outputs[0])
   // Per kernel output: the concatenate whose buffer it is written into (at
   // the slice its stream addresses), or kNoNode; empty: none

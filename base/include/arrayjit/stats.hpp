@@ -25,6 +25,10 @@ struct Stats {
   // (a loop tracing the same structure, scalar values aside, reuses one).
   std::uint64_t plans_built = 0;
   std::uint64_t plan_cache_hits = 0;
+  // Of those hits, plans of a graph whose numbers (extents, offsets, slice
+  // starts) differ from the kept plan's: fuse's decisions kept, the numbers
+  // computed again from this graph's shapes (opt/materialize.hpp).
+  std::uint64_t plans_renumbered = 0;
   // Values evaluations stored although nobody asked for them by name: held
   // values (a live handle refers to them; docs/semantics.md), and
   // intermediates the planner materialized on its own (the work rule, the

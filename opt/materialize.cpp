@@ -1,0 +1,213 @@
+// materialize: a plan made again at other numbers (see materialize.hpp).
+#include "opt/materialize.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "opt/passes/concat_slices.hpp"
+
+namespace aj::opt {
+
+namespace {
+
+// The same kernel but for its numbers: extents, stride values (not their
+// kinds: 0, 1, other, which code generation specializes on), offsets and
+// scalar values.
+bool same_structure(const KStream& a, const KStream& b) {
+  if (a.dtype != b.dtype || a.index_only != b.index_only || a.gathered != b.gathered ||
+      a.strides.size() != b.strides.size()) {
+    return false;
+  }
+  for (std::size_t d = 0; d < a.strides.size(); ++d) {
+    if (stride_kind(a.strides[d]) != stride_kind(b.strides[d])) return false;
+  }
+  return true;
+}
+
+bool same_structure(const Kernel& a, const Kernel& b) {
+  if (a.shape.size() != b.shape.size() || a.reduce_axes != b.reduce_axes || a.inputs.size() != b.inputs.size() ||
+      a.instrs.size() != b.instrs.size() || a.outputs.size() != b.outputs.size() ||
+      a.scalars.size() != b.scalars.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.inputs.size(); ++i) {
+    if (!same_structure(a.inputs[i], b.inputs[i])) return false;
+  }
+  for (std::size_t i = 0; i < a.instrs.size(); ++i) {
+    const KInstr &x = a.instrs[i], &y = b.instrs[i];
+    if (x.kind != y.kind || x.op != y.op || x.dtype != y.dtype || x.phase != y.phase || x.a != y.a || x.b != y.b ||
+        x.c != y.c || x.arg != y.arg) {
+      return false;
+    }
+  }
+  for (std::size_t i = 0; i < a.outputs.size(); ++i) {
+    const KOutput &x = a.outputs[i], &y = b.outputs[i];
+    if (x.value != y.value || x.phase != y.phase || !same_structure(x.stream, y.stream)) return false;
+  }
+  for (std::size_t i = 0; i < a.scalars.size(); ++i) {
+    if (a.scalars[i].dtype != b.scalars[i].dtype) return false;
+  }
+  return true;
+}
+
+bool stored_for_work(Materialization::Why w) {
+  using Why = Materialization::Why;
+  return w == Why::several_maps || w == Why::broadcast || w == Why::several_kernels;
+}
+
+}  // namespace
+
+bool materialize(const Plan& kept, Plan* out, std::string* why) {
+  const Graph& g = graph();
+  const Schedule& ks = kept.schedule;
+  Plan p;
+  Schedule& s = p.schedule;
+  s.roots = ks.roots;
+  s.order = ks.order;
+  s.materialized = ks.materialized;
+  auto fail = [&](const std::string& w) {
+    *why = w;
+    return false;
+  };
+
+  // The step that makes each node. A kernel loads what steps before it make
+  // and computes the rest, as when fuse lowered it: a node fuse marked
+  // stored only after lowering it is computed there and stored by a later
+  // step.
+  std::unordered_map<NodeId, std::size_t> made_at;
+  for (std::size_t k = 0; k < ks.steps.size(); ++k) {
+    const Step& st = ks.steps[k];
+    if (st.kind == Step::Kind::kernel) {
+      for (NodeId o : st.outputs) made_at.emplace(o, k);
+    } else {
+      made_at.emplace(st.node, k);
+    }
+  }
+  std::size_t now = 0;  // the step being made
+  auto layout_of = [&](NodeId id) -> Layout {
+    const Node& n = g[id];
+    if (n.evaluated()) return {n.strides, n.offset};
+    return s.layouts.at(id);
+  };
+  LowerContext ctx;
+  ctx.is_materialized = [&](NodeId id) {
+    auto it = made_at.find(id);
+    return it != made_at.end() && it->second < now;
+  };
+  ctx.layout = [&](NodeId id) { return s.layouts.at(id); };
+
+  // The work rule's ledger: points each node is evaluated at, by how many
+  // kernels; and the points the kernels that load a stored node would
+  // evaluate it at instead.
+  std::unordered_map<NodeId, std::pair<std::int64_t, int>> evaluated, would;
+  std::unordered_map<NodeId, std::int64_t> most;  // the most points of one load
+
+  for (std::size_t k = 0; k < ks.steps.size(); ++k) {
+    const Step& from = ks.steps[k];
+    now = k;
+    Step st;
+    st.kind = from.kind;
+    st.node = from.node;
+    st.copy = from.copy;
+    st.axes = from.axes;
+    st.space_of = from.space_of;
+    switch (from.kind) {
+      case Step::Kind::view: {
+        const Node& n = g[from.node];
+        auto l = view_layout(n, g[n.inputs[0]], layout_of(n.inputs[0]));
+        if (!l) return fail("a view of the kept plan is no view of its input's layout here");
+        s.layouts[from.node] = std::move(*l);
+        s.step_of[from.node] = static_cast<int>(k);
+        break;
+      }
+      case Step::Kind::library:
+        s.layouts[from.node] = contiguous_layout(g[from.node].shape);
+        s.step_of[from.node] = static_cast<int>(k);
+        break;
+      case Step::Kind::kernel: {
+        if (from.space_of == kNoNode) return fail("a kernel step without its space's node");
+        st.space = g[from.space_of].shape;
+        Lowered lw = from.copy ? lower_copy(from.outputs[0], layout_of(g[from.outputs[0]].inputs[0]))
+                               : lower(from.outputs, st.space, from.axes, ctx);
+        if (!lw.ok || !lw.boundaries.empty()) return fail("a kernel of the kept plan does not lower here");
+        if (lw.inputs != from.inputs || lw.outputs != from.outputs || lw.scalar_sources != from.scalar_sources) {
+          return fail("a kernel of the kept plan reads or writes other nodes here");
+        }
+        for (NodeId d : lw.deps) {
+          auto it = s.step_of.find(d);
+          if (it == s.step_of.end()) return fail("a kernel reads a node no earlier step makes here");
+        }
+        for (const auto& [id, points] : lw.evaluations) {
+          auto& e = evaluated[id];
+          e.first += points;
+          ++e.second;
+        }
+        for (const auto& [id, points] : lw.loads) {
+          auto& e = would[id];
+          e.first += points;
+          ++e.second;
+          most[id] = std::max(most[id], points);
+        }
+        st.kernel = std::move(lw.kernel);
+        st.inputs = std::move(lw.inputs);
+        st.outputs = std::move(lw.outputs);
+        st.computed = std::move(lw.computed);
+        st.touched = std::move(lw.touched);
+        st.scalar_sources = std::move(lw.scalar_sources);
+        for (NodeId o : st.outputs) {
+          s.layouts[o] = contiguous_layout(g[o].shape);
+          s.step_of[o] = static_cast<int>(k);
+        }
+        break;
+      }
+    }
+    s.steps.push_back(std::move(st));
+  }
+
+  // The work rule at these numbers: nothing evaluated at more points than
+  // fuse allows (grow_for_work's rule), and what was stored for it would
+  // still break it. (Judged with every step's node stored, as fuse's last
+  // round judged it.)
+  now = ks.steps.size();
+  for (const auto& [id, e] : evaluated) {
+    const std::int64_t numel = g[id].numel();
+    if (e.first <= numel) continue;
+    if (e.second <= 2 && e.first <= work_limit(g, id, ctx.is_materialized)) continue;
+    return fail("the work rule: the kept plan evaluates a node at more points than it has elements here");
+  }
+  for (Materialization& m : s.materialized) {
+    if (!stored_for_work(m.why)) continue;
+    auto it = would.find(m.node);
+    if (it == would.end()) continue;  // loaded by no kernel (a later round's rest)
+    // The kernels that load it would compute it, and the one that stores it
+    // may compute it for its other outputs still: the ledger fuse judged.
+    auto [points, kernels] = it->second;
+    if (auto own = evaluated.find(m.node); own != evaluated.end()) {
+      points += own->second.first;
+      kernels += own->second.second;
+    }
+    if (m.why == Materialization::Why::broadcast) m.count = most[m.node];  // (explain's figure, at these numbers)
+    const bool inline_here = points <= g[m.node].numel() ||
+                             (kernels == 2 && points <= work_limit(g, m.node, ctx.is_materialized));
+    if (inline_here && kernels <= 2) {
+      return fail("%" + std::to_string(m.node) + ", stored for the work rule, would be computed inline here");
+    }
+  }
+
+  place_concat_slices(s);
+  for (std::size_t k = 0; k < s.steps.size(); ++k) {
+    const Step &a = s.steps[k], &b = ks.steps[k];
+    if (a.kind != Step::Kind::kernel) continue;
+    if (!same_structure(a.kernel, b.kernel)) return fail("a kernel of the kept plan has another structure here");
+    if (a.into != b.into) return fail("a concatenation's pieces are placed otherwise here");
+  }
+  p.buffers = assign_buffers(s);
+  p.epilogues = decide_epilogues(s, p.buffers);
+  std::shared_ptr<Program> program = make_program(p, {}, {}, Device::cpu(), false, &p.value_nodes);
+  if (!program) return fail("the program reads a node no step makes");
+  p.program = std::move(program);
+  *out = std::move(p);
+  return true;
+}
+
+}  // namespace aj::opt
