@@ -1,7 +1,8 @@
-// Op enum, names, arity and categories, all generated from arrayjit/ops.def.
+// Op enum, names, arity, categories and libm functions, all generated from
+// arrayjit/ops.def.
 //
 // Also read by NVRTC through the CUDA prelude (AJ_SEM_CUDA, see
-// base/semantics.hpp): there only the enum and the case macros exist.
+// base/semantics.hpp): there only the enum and the macros exist.
 #pragma once
 
 #include "arrayjit/ops.def"
@@ -10,10 +11,20 @@
 #include <cstdint>
 #endif
 
+// A row's libm columns sorted into three (arrayjit/ops.def): AJ_LIBM_<accuracy>
+// (is, calls, none) is `is` where the op is a library function (the accuracy
+// one of SLEEF's: u10, u15, u35), `calls` where it is computed with one, `none`
+// where neither. Here, the fields of OpInfo; base/semantics.hpp, AJ_MATH_FUNCS.
+#define AJ_LIBM_u10(is, calls, none) is
+#define AJ_LIBM_u15(is, calls, none) is
+#define AJ_LIBM_u35(is, calls, none) is
+#define AJ_LIBM_calls(is, calls, none) calls
+#define AJ_LIBM__(is, calls, none) none
+
 namespace aj {
 
 enum class Op : unsigned char {
-#define AJ_OP_ENUM(e, name, arity, cat, flags, api, fn) e,
+#define AJ_OP_ENUM(e, name, arity, cat, flags, api, fn, libm, acc) e,
   AJ_OPS(AJ_OP_ENUM)
 #undef AJ_OP_ENUM
 };
@@ -41,11 +52,14 @@ struct OpInfo {
   int arity;
   OpCategory category;
   std::uint32_t flags;
+  const char* libm;  // the math library function this op is ("exp"), else nullptr
+  bool calls_libm;   // it is one or is computed with one (sigmoid: exp)
 };
 
 inline constexpr OpInfo kOpInfo[] = {
-#define AJ_OP_INFO(e, name, arity, cat, flags, api, fn) \
-  {#e, name, arity, OpCategory::cat, [] { using namespace opflag; return std::uint32_t(flags); }()},
+#define AJ_OP_INFO(e, name, arity, cat, flags, api, fn, libm, acc)                                \
+  {#e, name, arity, OpCategory::cat, [] { using namespace opflag; return std::uint32_t(flags); }(), \
+   AJ_LIBM_##acc(#libm, nullptr, nullptr), AJ_LIBM_##acc(true, true, false)},
     AJ_OPS(AJ_OP_INFO)
 #undef AJ_OP_INFO
 };
@@ -56,6 +70,11 @@ constexpr const OpInfo& op_info(Op op) { return kOpInfo[static_cast<int>(op)]; }
 constexpr const char* op_name(Op op) { return op_info(op).name; }
 constexpr OpCategory op_category(Op op) { return op_info(op).category; }
 constexpr bool op_has(Op op, std::uint32_t flag) { return (op_info(op).flags & flag) != 0; }
+// The libm columns: the library function an op is ("exp"; the host JIT calls
+// its hook, jit/llvm/scalar_codegen.cpp), and whether the op costs one (those
+// and sigmoid: the host JIT's blocking heuristic weighs it, jit/llvm/codegen.cpp).
+constexpr const char* op_libm(Op op) { return op_info(op).libm; }
+constexpr bool op_calls_libm(Op op) { return op_info(op).calls_libm; }
 
 constexpr bool is_elementwise(Op op) {
   auto c = op_category(op);
@@ -86,16 +105,16 @@ constexpr bool is_remap(Op op) { return op_category(op) == OpCategory::Remap; }
 #define AJ_CASES_OUTSIDE(Category) AJ_OPS(AJ_CASE_OUTSIDE_##Category)
 
 // AJ_CASE_OUTSIDE_<W>(op...) is `case Op::e:` unless the op's category is W.
-#define AJ_CASE_OUTSIDE_Leaf(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Leaf_##cat(e)
-#define AJ_CASE_OUTSIDE_Generator(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Generator_##cat(e)
-#define AJ_CASE_OUTSIDE_Unary(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Unary_##cat(e)
-#define AJ_CASE_OUTSIDE_Binary(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Binary_##cat(e)
-#define AJ_CASE_OUTSIDE_Ternary(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Ternary_##cat(e)
-#define AJ_CASE_OUTSIDE_Reduce(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Reduce_##cat(e)
-#define AJ_CASE_OUTSIDE_View(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_View_##cat(e)
-#define AJ_CASE_OUTSIDE_Other(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Other_##cat(e)
-#define AJ_CASE_OUTSIDE_Scan(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Scan_##cat(e)
-#define AJ_CASE_OUTSIDE_Remap(e, name, arity, cat, flags, api, fn) AJ_IF_NOT_Remap_##cat(e)
+#define AJ_CASE_OUTSIDE_Leaf(e, name, arity, cat, flags, api, fn, libm, acc) AJ_IF_NOT_Leaf_##cat(e)
+#define AJ_CASE_OUTSIDE_Generator(e, name, arity, cat, flags, api, fn, libm, acc) AJ_IF_NOT_Generator_##cat(e)
+#define AJ_CASE_OUTSIDE_Unary(e, name, arity, cat, flags, api, fn, libm, acc) AJ_IF_NOT_Unary_##cat(e)
+#define AJ_CASE_OUTSIDE_Binary(e, name, arity, cat, flags, api, fn, libm, acc) AJ_IF_NOT_Binary_##cat(e)
+#define AJ_CASE_OUTSIDE_Ternary(e, name, arity, cat, flags, api, fn, libm, acc) AJ_IF_NOT_Ternary_##cat(e)
+#define AJ_CASE_OUTSIDE_Reduce(e, name, arity, cat, flags, api, fn, libm, acc) AJ_IF_NOT_Reduce_##cat(e)
+#define AJ_CASE_OUTSIDE_View(e, name, arity, cat, flags, api, fn, libm, acc) AJ_IF_NOT_View_##cat(e)
+#define AJ_CASE_OUTSIDE_Other(e, name, arity, cat, flags, api, fn, libm, acc) AJ_IF_NOT_Other_##cat(e)
+#define AJ_CASE_OUTSIDE_Scan(e, name, arity, cat, flags, api, fn, libm, acc) AJ_IF_NOT_Scan_##cat(e)
+#define AJ_CASE_OUTSIDE_Remap(e, name, arity, cat, flags, api, fn, libm, acc) AJ_IF_NOT_Remap_##cat(e)
 
 #define AJ_IF_NOT_Leaf_Leaf(e)
 #define AJ_IF_NOT_Leaf_Generator(e) case ::aj::Op::e:

@@ -43,15 +43,18 @@
 #define AJ_SEM_FAIL(message) ::aj::internal_error(message)
 #endif
 
-// The math functions ops need from a library: X(name, arity, SLEEF accuracy).
+// The math functions ops need from a library: X(name, arity, SLEEF accuracy)
+// for each row of arrayjit/ops.def that is one (its libm columns: `exp, u10`).
 // Host C++ calls std::name, NVRTC CUDA's name / namef, and the host JIT's
 // bitcode a hook aj_math_<name>_<f32|f64> whose body code generation writes
 // per kernel: a call of SLEEF's `accuracy` variant (u10: 1.0 ulp, u35: 3.5),
 // which the loop vectorizer widens (jit/llvm/scalar_codegen.cpp,
-// jit/llvm/runtime_symbols.cpp). A new transcendental op adds its line here.
-#define AJ_MATH_FUNCS(X) \
-  X(exp, 1, u10) X(log, 1, u35) X(log1p, 1, u10) X(expm1, 1, u10) X(sin, 1, u35) \
-  X(cos, 1, u35) X(tan, 1, u35) X(tanh, 1, u35) X(pow, 2, u10) X(erf, 1, u10) X(erfc, 1, u15)
+// jit/llvm/runtime_symbols.cpp). AJ_LIBM_<accuracy> (base/op.hpp) picks X for
+// those rows and AJ_MATH_NONE_ for the others, then calls it.
+#define AJ_MATH_FUNCS(X) AJ_OPS_V(AJ_MATH_FUNC_, X)
+#define AJ_MATH_FUNC_(X, e, name, arity, cat, flags, api, fn, libm, acc) \
+  AJ_LIBM_##acc(X, AJ_MATH_NONE_, AJ_MATH_NONE_)(libm, arity, acc)
+#define AJ_MATH_NONE_(libm, arity, acc)
 
 #if defined(AJ_SEM_BITCODE)
 #define AJ_MATH_HOOK_1(n) extern "C" float aj_math_##n##_f32(float); extern "C" double aj_math_##n##_f64(double);

@@ -19,15 +19,6 @@ namespace {
 
 using llvm::Value;
 
-// Math functions: many instructions once vectorized (or a SLEEF call, across
-// which every vector register is lost). A heuristic's list, not semantics: an
-// op missing here only costs speed (inner_rows).
-bool is_math_function(Op op) {
-  constexpr Op kMath[] = {Op::Exp, Op::Log, Op::Log1p, Op::Expm1, Op::Sin, Op::Cos, Op::Tan,
-                          Op::Tanh, Op::Sigmoid, Op::Pow, Op::Erf, Op::Erfc};
-  return std::find(std::begin(kMath), std::end(kMath), op) != std::end(kMath);
-}
-
 class KernelCodegen {
  public:
   KernelCodegen(const Kernel& k, const std::vector<int>& alias, llvm::Module& m)
@@ -256,12 +247,14 @@ class KernelCodegen {
   // Rows a last-axis reduction reduces side by side: kInnerRows while the
   // per-element work is light (memory-bound: more streams in flight), one
   // when it is not (exp of 4 rows at once spills the 16 vector registers,
-  // which made softmax's exp-and-sum kernel 2x slower).
+  // which made softmax's exp-and-sum kernel 2x slower). An op that costs a
+  // library function (op_calls_libm: exp, sigmoid, ...) is many instructions
+  // once vectorized, or a SLEEF call across which every vector register is lost.
   int inner_rows() const {
     int work = 0;
     for (const KInstr& in : k_.instrs) {
       if (in.phase != 0) continue;
-      if (in.kind == KOp::Unary || in.kind == KOp::Binary || in.kind == KOp::Where) work += is_math_function(in.op) ? 8 : 1;
+      if (in.kind == KOp::Unary || in.kind == KOp::Binary || in.kind == KOp::Where) work += op_calls_libm(in.op) ? 8 : 1;
     }
     return work <= kInnerRowsWork ? kInnerRows : 1;
   }

@@ -6,11 +6,11 @@
 #include "base/semantics.hpp"
 #include "graph/kernel.hpp"
 
-// SLEEF's functions of base/semantics.hpp's AJ_MATH_FUNCS, declared only to
-// take their addresses: sleef.h hides the AVX/AVX-512 ones unless this file
-// itself is compiled for those ISAs, and generated code (not this file) is
-// what calls them, with their real types. The accuracy column picks the
-// variant (sleef_variant).
+// SLEEF's functions of base/semantics.hpp's AJ_MATH_FUNCS (the library
+// functions of arrayjit/ops.def), declared only to take their addresses:
+// sleef.h hides the AVX/AVX-512 ones unless this file itself is compiled for
+// those ISAs, and generated code (not this file) is what calls them, with
+// their real types. The accuracy column picks the variant (sleef_variant).
 //
 // Generated code calls SLEEF's plain names (Sleef_tanhf_u35 for one lane,
 // Sleef_tanhf16_u35 for 16), but they are bound to one of SLEEF's two
@@ -87,10 +87,10 @@ const std::vector<RuntimeSymbol>& runtime_symbols(bool fma) {
   return fma ? with : without;
 }
 
-// 3.5-ulp variants where SLEEF has them (sin, cos, tan, log, tanh: about
-// twice as fast as 1.0 ulp); with the reference's correctly rounded libm the
-// distance stays within the 4 ulp docs/semantics.md allows. erfc has only a
-// 1.5-ulp variant.
+// A library function's variant, its accuracy column in arrayjit/ops.def:
+// 3.5 ulp where SLEEF has one (sin, cos, tan, log, tanh: about twice as fast
+// as 1.0 ulp); with the reference's correctly rounded libm the distance stays
+// within the 4 ulp docs/semantics.md allows. erfc has only a 1.5-ulp variant.
 const char* sleef_variant(const std::string& fn) {
 #define AJ_VARIANT(n, arity, u) if (fn == #n) return #u;
   AJ_MATH_FUNCS(AJ_VARIANT)

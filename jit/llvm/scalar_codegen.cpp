@@ -298,8 +298,8 @@ Value* ScalarCodegen::plain(Op op, DType t, Value* a, Value* b) {
   if (op == Op::Sub) return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
   if (op == Op::Mul) return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
   if (op == Op::Div && fp) return b_.CreateFDiv(a, b);
-  if (op == Op::Pow && fp) {  // sem::binary: math::pow, its hook
-    return pure_call(std::string(kMathPrefix) + "pow" + (t == DType::f32 ? "_f32" : "_f64"), a->getType(), {a, b});
+  if (const char* fn = op_libm(op); fn && fp) {  // pow: sem::binary's math::pow, its hook
+    return pure_call(std::string(kMathPrefix) + fn + (t == DType::f32 ? "_f32" : "_f64"), a->getType(), {a, b});
   }
   if (op == Op::Max || op == Op::Min) {
     if (integer) return b_.CreateSelect(op == Op::Max ? b_.CreateICmpSGT(a, b) : b_.CreateICmpSLT(a, b), a, b);
@@ -319,28 +319,19 @@ Value* ScalarCodegen::plain(Op op, DType t, Value* a, Value* b) {
   return nullptr;
 }
 
-// Float unary ops that are one math function of base/semantics.hpp
-// (sem::unary: `case Op::Exp: return math::exp(x);`) as a direct call of
-// that function's hook, and the exact ones as their instruction: a kernel of
-// these reads no bitcode (linking it costs about 1.3 ms of a cold compile).
-// nullptr: any other op or dtype. Tested op by op against semantics.hpp
-// (tests/test_jit_host.cpp), like plain().
+// Float unary ops that are one math function of base/semantics.hpp (their
+// libm column in arrayjit/ops.def; sem::unary: `case Op::Exp: return
+// math::exp(x);`) as a direct call of that function's hook, and the exact
+// ones as their instruction: a kernel of these reads no bitcode (linking it
+// costs about 1.3 ms of a cold compile). nullptr: any other op or dtype.
+// Tested op by op against semantics.hpp (tests/test_jit_host.cpp), like plain().
 Value* ScalarCodegen::plain_unary(Op op, DType t, Value* a) {
   if (t != DType::f32 && t != DType::f64) return nullptr;
-  struct Hook {
-    Op op;
-    const char* fn;
-  };
-  constexpr Hook hooks[] = {{Op::Exp, "exp"}, {Op::Log, "log"},   {Op::Log1p, "log1p"}, {Op::Expm1, "expm1"},
-                            {Op::Sin, "sin"}, {Op::Cos, "cos"},   {Op::Tan, "tan"},     {Op::Tanh, "tanh"},
-                            {Op::Erf, "erf"}, {Op::Erfc, "erfc"}};
   llvm::Type* ty = a->getType();
   auto hook = [&](const char* fn, Value* x) {
     return pure_call(std::string(kMathPrefix) + fn + (t == DType::f32 ? "_f32" : "_f64"), ty, {x});
   };
-  for (const Hook& h : hooks) {
-    if (h.op == op) return hook(h.fn, a);
-  }
+  if (const char* fn = op_libm(op)) return hook(fn, a);
   llvm::Constant* one = llvm::ConstantFP::get(ty, 1.0);
   if (op == Op::Sigmoid) return b_.CreateFDiv(one, b_.CreateFAdd(one, hook("exp", b_.CreateFNeg(a))));
   if (op == Op::Sqrt) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
@@ -448,7 +439,7 @@ void ScalarCodegen::link_semantics(llvm::Module& m) {
   }
 }
 
-// The math hooks' bodies (declared by the bitcode or by plain_unary).
+// The math hooks' bodies (declared by the bitcode or by plain and plain_unary).
 void ScalarCodegen::write_math_hooks(llvm::Module& m) {
   llvm::LLVMContext& ctx = m.getContext();
   std::vector<llvm::Function*> hooks;

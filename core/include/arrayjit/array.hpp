@@ -302,8 +302,8 @@ Array operator!(const Operand& a);                     // bool only
 // category's). See ops.def for what each computes (docs/semantics.md in full).
 #define AJ_UNARY_FUNCTIONS(X) AJ_OPS_V(AJ_PICK_UNARY_, X)
 #define AJ_BINARY_FUNCTIONS(X) AJ_OPS_V(AJ_PICK_BINARY_, X)
-#define AJ_PICK_UNARY_(X, e, name, arity, cat, flags, api, fn) AJ_PICK_UNARY_##api(X, fn, e)
-#define AJ_PICK_BINARY_(X, e, name, arity, cat, flags, api, fn) AJ_PICK_BINARY_##api(X, fn, e)
+#define AJ_PICK_UNARY_(X, e, name, arity, cat, flags, api, fn, libm, acc) AJ_PICK_UNARY_##api(X, fn, e)
+#define AJ_PICK_BINARY_(X, e, name, arity, cat, flags, api, fn, libm, acc) AJ_PICK_BINARY_##api(X, fn, e)
 #define AJ_PICK_UNARY_unary(X, fn, e) X(fn, e)
 #define AJ_PICK_UNARY_binary(X, fn, e)
 #define AJ_PICK_UNARY_c_binary(X, fn, e)

@@ -209,8 +209,8 @@ AJ_C_API aj_status aj_scalar_bool(int value, aj_array* out);
  * floor_divide (floor(a / b) in the operands' dtype). */
 #define AJ_BINARY_OPS(X) AJ_OPS_V(AJ_C_PICK_BINARY_, X) X(true_divide) X(floor_divide)
 
-#define AJ_C_PICK_UNARY_(X, e, name, arity, cat, flags, api, fn) AJ_C_PICK_UNARY_##api(X, fn)
-#define AJ_C_PICK_BINARY_(X, e, name, arity, cat, flags, api, fn) AJ_C_PICK_BINARY_##api(X, fn)
+#define AJ_C_PICK_UNARY_(X, e, name, arity, cat, flags, api, fn, libm, acc) AJ_C_PICK_UNARY_##api(X, fn)
+#define AJ_C_PICK_BINARY_(X, e, name, arity, cat, flags, api, fn, libm, acc) AJ_C_PICK_BINARY_##api(X, fn)
 #define AJ_C_PICK_UNARY_unary(X, fn) X(fn)
 #define AJ_C_PICK_UNARY_binary(X, fn)
 #define AJ_C_PICK_UNARY_c_binary(X, fn)
