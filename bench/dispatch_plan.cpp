@@ -17,13 +17,11 @@
 //                     every call (x * lr): replayed, the scalar rebound
 //   new extents       a compiled call at extents it has not seen (every call
 //                     another length near 1,000): from the kept trace (made
-//                     at the new extents and planned, no tracing), against
-//                     a function that reads its argument's extent (traced
-//                     each time) and the uncompiled call (trace + plan: the
-//                     plan cache misses, its key has the extents). The first
-//                     timed call is planned (it confirms the program fitted
-//                     from the two warm-up traces); the rest run that fitted
-//                     program: no trace, no plan
+//                     at the new extents, no tracing) and the kept plan with
+//                     its numbers made again (no planning), against a
+//                     function that reads its argument's extent (traced each
+//                     time) and the uncompiled call (trace, then the plan
+//                     cache's plan of the same structure renumbered)
 //
 //   build/bench/dispatch_plan [calls]
 #include <arrayjit/arrayjit.hpp>
@@ -117,7 +115,7 @@ int main(int argc, char** argv) {
   // New extents: each call another length, arrays made beforehand; each
   // kind its own lengths (1,000 + 100 k ...), so no plan is cached before
   // (the plan cache's key has the extents). The per-call median of each kind.
-  const int lengths = 60;  // under aj::compile's 64 kept programs
+  const int lengths = 60;
   int kind = 0;
   auto per_call = [&](const std::function<void(const aj::Array&)>& f) {
     std::vector<aj::Array> xs;
@@ -162,9 +160,9 @@ int main(int argc, char** argv) {
   std::printf("  compiled: %llu traces, %llu replays; with lr: %llu traces, %llu replays\n",
               static_cast<unsigned long long>(cc.traces), static_cast<unsigned long long>(cc.replays),
               static_cast<unsigned long long>(cl.traces), static_cast<unsigned long long>(cl.replays));
-  std::printf("  new extents: %llu traces, %llu from the kept trace, %llu of them from a fitted program (not planned) %s%s\n",
+  std::printf("  new extents: %llu traces, %llu from the kept trace, %llu of them not planned %s%s\n",
               static_cast<unsigned long long>(cg.traces), static_cast<unsigned long long>(cg.new_extents),
-              static_cast<unsigned long long>(cg.fitted), generic.extents_note().c_str(), generic.fit_note().c_str());
+              static_cast<unsigned long long>(cg.unplanned), generic.extents_note().c_str(), generic.plan_note().c_str());
   if (cc.traces != 1 || cl.traces != 2 || cg.traces != 2 || cg.new_extents != static_cast<std::uint64_t>(lengths)) {
     std::fprintf(stderr, "dispatch_plan: a compiled chain was traced again\n");
     return 1;

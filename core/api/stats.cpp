@@ -23,7 +23,7 @@ std::string Stats::str() const {
      << " (" << compile_ns / 1000000.0 << " ms), kernel cache hits " << kernel_cache_hits
      << ", disk hits " << kernel_disk_hits << ", compiled calls traced " << compiled_traces << " / replayed "
      << compiled_replays << " / at new extents " << compiled_new_extents
-     << " (" << compiled_fitted << " not planned)";
+     << " (" << compiled_unplanned << " not planned)";
   return os.str();
 }
 

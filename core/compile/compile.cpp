@@ -13,15 +13,16 @@
 // Extents (docs/extent-replays.md): per signature with the extents left out
 // (0 and 1 stay in), the first trace's template is kept (compile/extents.hpp);
 // a trace at other extents checks it, and from then on a call at new extents
-// makes the template's nodes at its extents and plans them: no tracing. The
-// program that plan makes is kept under the call's full signature. Two such
-// programs are fitted into one whose numbers are expressions over the
-// arguments' extents (compile/fit.hpp); once a third plan has confirmed it,
-// a call at new extents evaluates its numbers and runs: no planning either.
+// makes the template's nodes at its extents and evaluates them: no tracing.
+// That evaluation's plan is the kept plan of the same structure with its
+// numbers made again from the new shapes (the plan cache: opt/materialize.hpp),
+// no planning. The program is kept under the call's full signature (at most
+// kMaxPrograms, the least recently used dropped first).
 #include "arrayjit/compile.hpp"
 
 #include <bit>
 #include <cstring>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -32,8 +33,8 @@
 #include "core/api/observer.hpp"
 #include "core/api/trace.hpp"
 #include "core/compile/extents.hpp"
-#include "core/compile/fit.hpp"
 #include "exec/program.hpp"
+#include "opt/plan_cache.hpp"
 
 namespace aj::detail {
 
@@ -63,32 +64,67 @@ struct Entry {
 
 // Kept programs by signature, with the last one found: calls in a loop with
 // one signature compare one key instead of hashing it and probing.
+// At most `capacity` of them: putting one more drops the one found least
+// recently (a loop over a few hundred batch sizes keeps them all; a function
+// called at ever new extents keeps its latest).
 class Programs {
  public:
+  explicit Programs(std::size_t capacity) : capacity_(capacity) {}
   std::shared_ptr<const Entry> find(const Key& k) {
     if (last_ && k == last_key_) return last_;
     auto it = map_.find(k);
     if (it == map_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second.second);  // now the most recent
     last_key_ = k;
-    return last_ = it->second;
+    return last_ = it->second.first;
   }
-  void put(const Key& k, std::shared_ptr<const Entry> e) { map_[k] = std::move(e); }
-  void clear() {
-    map_.clear();
+  void put(const Key& k, std::shared_ptr<const Entry> e) {
+    if (auto it = map_.find(k); it != map_.end()) {
+      it->second.first = std::move(e);
+      order_.splice(order_.begin(), order_, it->second.second);
+      last_.reset();
+      return;
+    }
+    if (map_.size() >= capacity_) {
+      map_.erase(order_.back());
+      order_.pop_back();
+      ++evicted_;
+    }
+    order_.push_front(k);
+    map_.emplace(k, std::make_pair(std::move(e), order_.begin()));
     last_.reset();
   }
   std::size_t size() const { return map_.size(); }
+  std::uint64_t evicted() const { return evicted_; }
 
  private:
-  std::unordered_map<Key, std::shared_ptr<const Entry>, KeyHash> map_;
+  std::size_t capacity_;
+  std::list<Key> order_;  // most recently found first
+  std::unordered_map<Key, std::pair<std::shared_ptr<const Entry>, std::list<Key>::iterator>, KeyHash> map_;
   Key last_key_;
   std::shared_ptr<const Entry> last_;
+  std::uint64_t evicted_ = 0;
 };
 
 std::uint64_t bits(double d) { return std::bit_cast<std::uint64_t>(d); }
 
-using fit::as_kernel_scalar;
-using fit::same_kernel_scalar;
+// Whether two kernel scalars are the same, bit for bit.
+bool same_kernel_scalar(const KScalar& a, const KScalar& b) {
+  return a.dtype == b.dtype && a.i == b.i && std::bit_cast<std::uint64_t>(a.f) == std::bit_cast<std::uint64_t>(b.f);
+}
+
+// A C++ scalar argument as a kernel scalar of dtype t (as tracing converts it).
+KScalar as_kernel_scalar(const Scalar& s, DType t) {
+  KScalar k;
+  k.dtype = t;
+  if (is_float(t)) {
+    const double v = s.kind == Scalar::Kind::floating ? s.f : static_cast<double>(s.i);
+    k.f = t == DType::f32 ? static_cast<double>(static_cast<float>(v)) : v;
+  } else {
+    k.i = s.kind == Scalar::Kind::floating ? static_cast<std::int64_t>(s.f) : s.i;
+  }
+  return k;
+}
 
 // The nodes of array arguments, read under their graph's lock: one scope
 // for each run of arguments of one graph (usually all of them).
@@ -120,15 +156,16 @@ class CompiledCore {
     std::lock_guard lock(mu_);
     CompiledCounts c = counts_;
     c.programs = exact_.size() + scalar_free_.size();
+    c.evicted = exact_.evicted() + scalar_free_.evicted();
     return c;
   }
   std::string extents_note() const {
     std::lock_guard lock(mu_);
     return extents_note_;
   }
-  std::string fit_note() const {
+  std::string plan_note() const {
     std::lock_guard lock(mu_);
-    return fit_note_;
+    return plan_note_;
   }
 
  private:
@@ -136,33 +173,21 @@ class CompiledCore {
   void signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const;
   // The signature without extents (but which are 0 or 1) and layouts into `k`.
   void extent_free_signature(const std::vector<CallArg>& args, Key& k) const;
-  // `counted`: in stats().compiled_replays (a fitted call counts as at new extents).
+  // `counted`: in stats().compiled_replays.
   std::vector<Array> replay(const Entry& e, std::vector<CallArg>& args, bool counted = true);
   // What the extent-free signature `generic` has kept.
   struct Generic {
     std::shared_ptr<const extents::Template> first;    // the first trace's, not yet checked
     std::shared_ptr<const extents::Template> trusted;  // checked by a second trace
     bool refused = false;                              // this function cannot be generalized
-    // Fitted programs (compile/fit.hpp): the last program planned at new
-    // extents, the fit of two, trusted once a third plan confirmed it.
-    std::optional<fit::Sample> last;
-    std::shared_ptr<const fit::Fitted> fitted;
-    bool fitted_trusted = false;
-    int fit_failures = 0;  // fits refused or disproved; at kMaxFitFailures no more are tried
   };
   std::vector<Array> trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
                                 const Key& exact, const Key& scalar_free, const Key& generic,
                                 std::shared_ptr<const extents::Template> first);
   // The template made at this call's extents and planned; false when its
   // guards fail here.
-  bool run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact, const Key& generic,
+  bool run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
                     std::vector<Array>* out, bool quiet);
-  // The trusted fitted program of `generic` at this call's point, kept under
-  // its signatures and run; false when there is none or it does not apply.
-  bool run_fitted(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
-                  const Key* scalar_free, const Key& generic, std::vector<Array>* out);
-  // A program planned at this call's point, for the fit of `generic` (mu_ held).
-  void learn(const Key& generic, fit::Sample s);
   // Evaluates `local` (the results, arrays of this thread's graph) catching
   // the plan; the program it makes, prepared, or null.
   std::shared_ptr<const exec::Program> evaluate_and_capture(const std::vector<NodeId>& arg_nodes, bool all_local,
@@ -171,18 +196,19 @@ class CompiledCore {
 
   std::string where_;
   mutable std::mutex mu_;
-  Programs exact_;
+  Programs exact_{kMaxPrograms};
   // Per signature without scalar values: the last program traced (to learn
   // bindings from the next trace), and an entry once bindings are known.
   std::unordered_map<Key, std::shared_ptr<const exec::Program>, KeyHash> last_trace_;
   std::unordered_map<Key, std::vector<Scalar>, KeyHash> last_scalars_;
-  Programs scalar_free_;
+  Programs scalar_free_{kMaxScalarFree};
   std::unordered_map<Key, Generic, KeyHash> generic_;
   std::string extents_note_;  // why calls at new extents trace, when they do
-  std::string fit_note_;      // why calls at new extents are planned, when a fit was refused
+  std::string plan_note_;     // why the last call at new extents that was planned was not renumbered
   CompiledCounts counts_;
-  static constexpr std::size_t kMaxPrograms = 64;  // per compiled function (then all are dropped)
-  static constexpr int kMaxFitFailures = 4;
+  // Programs kept per compiled function, by exact signature and without
+  // scalar values: enough for a loop over every batch size from 16 to 256.
+  static constexpr std::size_t kMaxPrograms = 512, kMaxScalarFree = 64;
 };
 
 void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const {
@@ -245,54 +271,6 @@ static std::vector<Scalar> changeable_scalars(const std::vector<CallArg>& args) 
     if (a.is_scalar && !a.structural) s.push_back(a.scalar);
   }
   return s;
-}
-
-// This call's point for fitted programs (compile/fit.hpp): each array
-// argument's extents and offset, the changeable scalars, and the quotient
-// symbols of template `t` when given (a split reshape's n = s / 4: a
-// number of the plan no product of the arguments' extents gives). False
-// when an array argument is not contiguous row-major (a fitted program's
-// strides follow extents only) or not of this thread's graph, or a quotient
-// does not divide. `arg_nodes`: the array arguments' nodes.
-static bool point_of(const std::vector<CallArg>& args, const std::vector<NodeId>& arg_nodes, const extents::Template* t,
-                     fit::Point* p) {
-  ArgNodes node_of;
-  std::vector<std::size_t> first;  // per array argument: the index of its first extent in p->nums
-  for (const CallArg& a : args) {
-    if (a.is_scalar) {
-      if (!a.structural) p->scalars.push_back(a.scalar);
-      continue;
-    }
-    if (a.array->graph_of() != &graph()) return false;
-    const Node& n = node_of(a);
-    first.push_back(p->nums.size());
-    std::int64_t expect = 1;
-    for (int d = n.shape.ndim() - 1; d >= 0; --d) {
-      if (n.shape[d] > 1 && n.strides[static_cast<std::size_t>(d)] != expect) return false;
-      expect *= n.shape[d];
-    }
-    for (std::int64_t d : n.shape) {
-      p->nums.push_back(d);
-      p->is_offset.push_back(false);
-    }
-    p->nums.push_back(n.offset);
-    p->is_offset.push_back(true);
-  }
-  if (t) {
-    std::vector<std::int64_t> q;
-    std::vector<std::pair<int, int>> dividends;
-    if (!extents::derived_numbers(*t, arg_nodes, &q, &dividends)) return false;
-    p->nums.insert(p->nums.end(), q.begin(), q.end());
-    p->is_offset.insert(p->is_offset.end(), q.size(), false);
-    // An extent a quotient divides is that quotient times a constant: only
-    // the quotient is a class of the fit (else each number of the one would
-    // fit the other's expression too: s and 4 * q).
-    if (!q.empty()) p->implied.assign(p->nums.size(), false);
-    for (const auto& [arg, axis] : dividends) {
-      if (arg >= 0) p->implied[first[static_cast<std::size_t>(arg)] + static_cast<std::size_t>(axis)] = true;
-    }
-  }
-  return true;
 }
 
 // Runs a kept program on this call's arguments; the results are new arrays
@@ -449,9 +427,7 @@ std::shared_ptr<const exec::Program> CompiledCore::evaluate_and_capture(const st
 }
 
 void CompiledCore::keep(const Key& exact, std::shared_ptr<const exec::Program> prog) {
-  if (exact_.size() + scalar_free_.size() >= kMaxPrograms) {
-    exact_.clear();
-    scalar_free_.clear();
+  if (last_trace_.size() >= kMaxScalarFree) {  // (what bindings are learnt from)
     last_trace_.clear();
     last_scalars_.clear();
   }
@@ -459,7 +435,7 @@ void CompiledCore::keep(const Key& exact, std::shared_ptr<const exec::Program> p
 }
 
 bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
-                                const Key& generic, std::vector<Array>* out, bool quiet) {
+                                std::vector<Array>* out, bool quiet) {
   std::vector<NodeId> arg_nodes;
   for (const CallArg& a : args) {
     if (a.is_scalar) continue;
@@ -476,113 +452,27 @@ bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>
     }
     return false;
   }
-  // The point is read before donated handles are given up.
-  fit::Point at;
-  const bool fits = point_of(args, arg_nodes, &t, &at);
   give_up_donated(args);  // as after a trace
   ++stats_mut().compiled_new_extents;
+  const std::uint64_t built = stats_mut().plans_built.get();
   std::shared_ptr<const exec::Program> prog = evaluate_and_capture(arg_nodes, true, local);
-  if (prog) {
+  // Its plan: a kept one (at these numbers, or its numbers made again), or
+  // planned anew.
+  const bool unplanned = stats_mut().plans_built.get() == built;
+  if (unplanned) ++stats_mut().compiled_unplanned;
+  {
     std::lock_guard lock(mu_);
-    keep(exact, prog);
-    if (fits) learn(generic, fit::Sample{std::move(prog), std::move(at)});
+    if (prog) keep(exact, prog);
+    ++counts_.new_extents;
+    counts_.unplanned += unplanned;
+    if (!unplanned) {
+      const std::string why = plan_cache::last_refusal();
+      plan_note_ = why.empty() ? "no plan of this structure was kept (the plan cache was off, full or cleared)"
+                               : "the kept plan does not hold at these extents: " + why;
+    }
   }
   *out = std::move(local);
   return true;
-}
-
-bool CompiledCore::run_fitted(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
-                              const Key* scalar_free, const Key& generic, std::vector<Array>* out) {
-  std::shared_ptr<const fit::Fitted> f;
-  {
-    std::lock_guard lock(mu_);
-    auto it = generic_.find(generic);
-    if (it == generic_.end() || !it->second.fitted_trusted) return false;
-    f = it->second.fitted;
-  }
-  std::vector<NodeId> arg_nodes;
-  for (const CallArg& a : args) {
-    if (!a.is_scalar) arg_nodes.push_back(a.array->node_id());
-  }
-  fit::Point at;
-  {
-    trace::Scope scope;  // the arguments' nodes; the template's guards (a k <= extent, a slice within its array)
-    if (!point_of(args, arg_nodes, &t, &at) || !fit::applies(*f, at, nullptr)) return false;
-    std::string why;
-    if (!extents::admits(t, arg_nodes, at.scalars, &why)) return false;
-  }
-  std::vector<fit::Binding> bound;
-  std::unique_ptr<exec::Program> made = fit::make(*f, at, &bound);
-  if (!made) return false;
-  exec::prepare_program(*made, backend_for(made->device));
-  std::shared_ptr<const exec::Program> prog = std::move(made);
-  ++stats_mut().compiled_new_extents;
-  ++stats_mut().compiled_fitted;
-  // Later calls at these extents replay it; with other scalar values too
-  // when the fit kept no scalar argument fixed (its bindings then cover
-  // every scalar argument that reaches a kernel).
-  std::vector<int> arg_of;  // index among the changeable scalars -> index among the arguments
-  for (std::size_t j = 0; j < args.size(); ++j) {
-    if (args[j].is_scalar && !args[j].structural) arg_of.push_back(static_cast<int>(j));
-  }
-  std::vector<ScalarBinding> bindings;
-  for (const fit::Binding& b : bound) bindings.push_back({b.step, b.scalar, arg_of[static_cast<std::size_t>(b.arg)]});
-  {
-    std::lock_guard lock(mu_);
-    keep(exact, prog);
-    if (scalar_free && !bindings.empty() && !fit::fixes_scalars(*f)) {
-      scalar_free_.put(*scalar_free, std::make_shared<const Entry>(Entry{prog, std::move(bindings)}));
-    }
-  }
-  *out = replay(Entry{std::move(prog), {}}, args, false);  // (counted as a call at new extents)
-  return true;
-}
-
-void CompiledCore::learn(const Key& generic, fit::Sample s) {
-  auto it = generic_.find(generic);
-  if (it == generic_.end()) return;
-  Generic& gen = it->second;
-  // (A function whose calls at new extents are traced may have branched on
-  // them: its plans are not fitted.)
-  if (gen.refused || gen.fit_failures >= kMaxFitFailures) return;
-  if (gen.fitted && fit::outgrown(*gen.fitted, s.at)) {
-    // A plan where a number the fit kept fixed changed (it was made where
-    // only the offsets of minibatch views changed, or before the template
-    // had its quotients): fit again from here; until then such calls are
-    // planned. (A point that only breaks an equality, a batch as wide as
-    // the hidden layer, keeps the fit.)
-    gen.fitted.reset();
-    gen.fitted_trusted = false;
-  }
-  if (gen.fitted_trusted) return;  // (planned for another reason: a template guard)
-  if (gen.last && (gen.last->at.nums == s.at.nums || gen.last->at.nums.size() != s.at.nums.size())) {
-    // Traced again at the same extents (a new scalar value), or a sample of
-    // the trusted template, which has numbers (quotients, sums of extents)
-    // the traced one had not: not a pair to fit.
-    gen.last = std::move(s);
-    return;
-  }
-  std::string why;
-  auto refused = [&] {
-    fit_note_ = "calls at new extents are planned: " + why;
-    ++gen.fit_failures;
-  };
-  if (gen.fitted && fit::applies(*gen.fitted, s.at, nullptr) && fit::differs(*gen.fitted, s.at)) {
-    if (fit::check(*gen.fitted, s, &why)) {  // a third plan confirms the fit
-      gen.fitted_trusted = true;
-      gen.last.reset();
-      fit_note_.clear();
-      return;
-    }
-    gen.fitted.reset();
-    refused();
-  }
-  if (!gen.fitted && gen.last && gen.fit_failures < kMaxFitFailures) {
-    gen.fitted = fit::fit(*gen.last, s, &why);
-    if (!gen.fitted) refused();
-  }
-  if (gen.fit_failures < kMaxFitFailures) gen.last = std::move(s);
-  else gen.last.reset();
 }
 
 std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
@@ -597,8 +487,6 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     arg_nodes.push_back(a.array->node_id());
     all_local &= a.array->graph_of() == &graph();
   }
-  fit::Point at;
-  const bool fits = all_local && point_of(args, arg_nodes, nullptr, &at);
   std::vector<Array> results;
   TraceWatch watch(where_);
   {
@@ -661,7 +549,6 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     }
     last_trace_[scalar_free] = prog;
     last_scalars_[scalar_free] = std::move(scalars);
-    if (fits) learn(generic, fit::Sample{std::move(prog), std::move(at)});
   }
   return local;
 }
@@ -719,18 +606,11 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
     if (it != generic_.end()) trusted = it->second.trusted, first = it->second.first;
   }
   // (A template not yet checked serves calls at its own extents, arguments
-  // of another layout: a minibatch view at another offset, from a fit of
-  // their offsets too.) A fitted program first, else the template planned.
+  // of another layout: a minibatch view at another offset.)
   if (trusted || first) {
     const extents::Template& t = trusted ? *trusted : *first;
     std::vector<Array> out;
-    const bool fitted = run_fitted(t, args, exact_key, has_scalars ? &scalar_free_key : nullptr, generic, &out);
-    if (fitted || run_template(t, args, exact_key, generic, &out, !trusted)) {
-      std::lock_guard lock(mu_);
-      ++counts_.new_extents;
-      counts_.fitted += fitted;
-      return out;
-    }
+    if (run_template(t, args, exact_key, &out, !trusted)) return out;
   }
   {
     std::lock_guard lock(mu_);
@@ -749,6 +629,6 @@ std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
 
 CompiledCounts compiled_counts(const CompiledCore& core) { return core.counts(); }
 std::string compiled_extents_note(const CompiledCore& core) { return core.extents_note(); }
-std::string compiled_fit_note(const CompiledCore& core) { return core.fit_note(); }
+std::string compiled_plan_note(const CompiledCore& core) { return core.plan_note(); }
 
 }  // namespace aj::detail

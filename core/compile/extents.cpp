@@ -156,9 +156,6 @@ struct Template {
     std::int64_t by = 1;
   };
   std::vector<Quotient> quotients;
-  // Extents of the graph that are sums over two or more symbols (n + m):
-  // numbers of a fitted program's point (derived_numbers appends them).
-  std::vector<Poly> derived;
   std::vector<std::vector<Poly>> dims;  // per node and axis, over symbols
   std::vector<Guard> checks;            // over symbols
 };
@@ -922,27 +919,12 @@ bool validate(Template& t, const Template& u, std::string* why) {
   // range is traced, and does what the function does there.
   // (Argument extents of 0 and 1 are part of the signature already.)
   std::vector<Poly> seen;
-  t.derived.clear();
-  const std::vector<int> classes = canonical();
   for (const std::vector<Poly>& node_dims : dims) {
     for (const Poly& p : node_dims) {
       if (is_const(p) || std::any_of(seen.begin(), seen.end(), [&](const Poly& q) { return same(p, q); })) continue;
       seen.push_back(p);
       const std::int64_t low = std::min<std::int64_t>({*eval(p, v1), *eval(p, v2), 2});
       t.checks.push_back({cst(std::max<std::int64_t>(low, 0)), p, true});
-      // A sum over two or more symbols (a concatenation's n + m; not n + n
-      // when a guard makes two arguments' extents one) is no product of the
-      // arguments' extents: fitted programs read it as a number of their own
-      // (compile/fit.hpp).
-      Poly c = in_classes(p, classes);
-      std::vector<int> atoms;
-      for (const Term& term : c) atoms.insert(atoms.end(), term.atoms.begin(), term.atoms.end());
-      std::sort(atoms.begin(), atoms.end());
-      atoms.erase(std::unique(atoms.begin(), atoms.end()), atoms.end());
-      const std::size_t terms = c.size() - (!c.empty() && c.front().atoms.empty() ? 1 : 0);
-      if (terms >= 2 && atoms.size() >= 2 && std::none_of(t.derived.begin(), t.derived.end(), [&](const Poly& q) { return same(c, q); })) {
-        t.derived.push_back(std::move(c));
-      }
     }
   }
   t.dims = std::move(dims);
@@ -976,24 +958,6 @@ bool symbol_values(const Template& t, const std::vector<NodeId>& args, std::vect
   return true;
 }
 }  // namespace
-
-bool derived_numbers(const Template& t, const std::vector<NodeId>& args, std::vector<std::int64_t>* out,
-                     std::vector<std::pair<int, int>>* dividends) {
-  std::vector<std::int64_t> vals;
-  if (!symbol_values(t, args, &vals, nullptr)) return false;
-  out->assign(vals.begin() + static_cast<std::ptrdiff_t>(t.syms.size()), vals.end());
-  for (const Poly& p : t.derived) {
-    const auto e = eval(p, vals);
-    if (!e) return false;
-    out->push_back(*e);
-  }
-  dividends->clear();
-  for (const Template::Quotient& q : t.quotients) {
-    const bool one = q.of.size() == 1 && q.of[0].coef == 1 && q.of[0].atoms.size() == 1;
-    dividends->push_back(one ? t.syms[static_cast<std::size_t>(q.of[0].atoms[0])] : std::pair<int, int>{-1, -1});
-  }
-  return true;
-}
 
 bool admits(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars, std::string* why) {
   const Graph& g = graph();

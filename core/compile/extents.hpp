@@ -65,17 +65,6 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
 // Whether a call with argument leaves `args` and these scalars meets the
 // template's guards (what instantiate checks first); the reason when not.
 bool admits(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars, std::string* why);
-// The values of t's quotient symbols (an argument extent divided by a
-// constant, fitted for a split reshape) at the argument leaves `args`, in
-// order, then those of its extents that are sums over two or more symbols (a
-// concatenation's n + m: no product of argument extents gives them, so a
-// fitted program takes them as numbers of its point); false where an extent
-// is not a multiple of its divisor. Per quotient, `dividends` gets the
-// (array argument, axis) it divides when that is one argument extent, else
-// (-1, -1).
-bool derived_numbers(const Template& t, const std::vector<NodeId>& args, std::vector<std::int64_t>* out,
-                     std::vector<std::pair<int, int>>* dividends);
-
 // Whether two C++ scalar arguments are the same value of the same kind (bit
 // for bit).
 bool same_scalar(const Scalar& a, const Scalar& b);

@@ -51,7 +51,7 @@ struct Stats {
   // Calls at extents (or argument layouts) not seen before that ran the kept
   // trace made again at them (planned, not traced; docs/extent-replays.md).
   std::uint64_t compiled_new_extents = 0;
-  std::uint64_t compiled_fitted = 0;  // of those, run from a fitted program (not planned)
+  std::uint64_t compiled_unplanned = 0;  // of those, run with a kept plan (not planned)
 
   std::string str() const;
 };

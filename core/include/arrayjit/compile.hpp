@@ -88,13 +88,17 @@ std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
 
 // Counts of one compiled function: calls traced and calls replayed.
 struct CompiledCounts {
-  std::uint64_t traces = 0, replays = 0, programs = 0;
+  std::uint64_t traces = 0, replays = 0;
+  std::uint64_t programs = 0, evicted = 0;  // programs kept now, and dropped (least recently used first)
   std::uint64_t new_extents = 0;  // calls at new extents or layouts run from a kept trace (no tracing)
-  std::uint64_t fitted = 0;       // of those, calls run from a fitted program (no tracing, no planning)
+  // Of those, calls run without planning: a plan of the same structure kept
+  // by the plan cache, at these numbers or with its numbers made again from
+  // the new extents (opt/materialize.hpp).
+  std::uint64_t unplanned = 0;
 };
 CompiledCounts compiled_counts(const CompiledCore& core);
 std::string compiled_extents_note(const CompiledCore& core);
-std::string compiled_fit_note(const CompiledCore& core);
+std::string compiled_plan_note(const CompiledCore& core);
 
 template <class T>
 struct is_array_tuple : std::false_type {};
@@ -203,9 +207,10 @@ class Compiled {
   // Why calls at new extents were traced rather than run from the kept
   // trace (docs/extent-replays.md); empty when none was.
   std::string extents_note() const { return detail::compiled_extents_note(*core_); }
-  // Why calls at new extents are still planned rather than run from a
-  // fitted program (docs/extent-replays.md); empty when no fit was refused.
-  std::string fit_note() const { return detail::compiled_fit_note(*core_); }
+  // Why the last call at new extents that was planned was not run with the
+  // kept plan's decisions at its numbers (docs/extent-replays.md); empty
+  // when none was planned.
+  std::string plan_note() const { return detail::compiled_plan_note(*core_); }
 
  private:
   F f_;
