@@ -43,7 +43,7 @@ namespace aj::jit {
 namespace {
 
 constexpr const char* kFnName = "aj_kernel";
-constexpr int kCodegenVersion = 4;          // bump when the LLVM pipeline changes
+constexpr int kCodegenVersion = 5;          // bump when the LLVM pipeline changes
 constexpr std::size_t kMaxKernels = 4096;   // memory cache limit (then cleared)
 constexpr std::size_t kMaxDiskEntries = 16384;  // disk cache limit (then trimmed)
 
