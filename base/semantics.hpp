@@ -26,6 +26,7 @@
 #define AJ_HD inline
 #endif
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "arrayjit/dtype.hpp"
@@ -74,20 +75,48 @@ template <class A> inline constexpr bool same<A, A> = true;
 template <class T> inline constexpr bool is_fp = same<T, float> || same<T, double>;
 template <class T> inline constexpr bool is_half_type = false;
 template <class F> inline constexpr bool is_half_type<half_t<F>> = true;
-template <class T> inline constexpr bool is_int = same<T, int> || same<T, long> || same<T, long long>;
+// The integer kinds (arrayjit/dtypes.def's Signed and Unsigned) by C++ type:
+// every integer rule below (limits, saturation, division, negation) chooses
+// by these, so a dtype row of any standard integer type needs nothing here.
+// visit_dtype's static_asserts check each row's kind against them.
+template <class T> inline constexpr bool is_signed_int =
+    same<T, signed char> || same<T, short> || same<T, int> || same<T, long> || same<T, long long>;
+template <class T> inline constexpr bool is_unsigned_int = same<T, unsigned char> || same<T, unsigned short> ||
+                                                         same<T, unsigned> || same<T, unsigned long> ||
+                                                         same<T, unsigned long long>;
+template <class T> inline constexpr bool is_int = is_signed_int<T> || is_unsigned_int<T>;
 
+// The unsigned type of T's width.
 template <class T> struct unsigned_of;
+template <> struct unsigned_of<signed char> { using type = unsigned char; };
+template <> struct unsigned_of<short> { using type = unsigned short; };
 template <> struct unsigned_of<int> { using type = unsigned; };
 template <> struct unsigned_of<long> { using type = unsigned long; };
 template <> struct unsigned_of<long long> { using type = unsigned long long; };
+template <> struct unsigned_of<unsigned char> { using type = unsigned char; };
+template <> struct unsigned_of<unsigned short> { using type = unsigned short; };
+template <> struct unsigned_of<unsigned> { using type = unsigned; };
+template <> struct unsigned_of<unsigned long> { using type = unsigned long; };
+template <> struct unsigned_of<unsigned long long> { using type = unsigned long long; };
+// What wrapping arithmetic of T computes in: its unsigned type, or unsigned
+// int for the narrower ones, which C++ would promote to a signed int (where
+// a u16 product can overflow).
+template <class T> using wrap_t = decltype(typename unsigned_of<T>::type(0) + 0u);
 
 // What a reduction of T accumulates in: halves in f32, the rest in T.
 template <class T> struct acc_of { using type = T; };
 template <class F> struct acc_of<half_t<F>> { using type = float; };
 template <class T> using acc_t = typename acc_of<T>::type;
 
-template <class T> AJ_HD T int_max() { return static_cast<T>(static_cast<typename unsigned_of<T>::type>(-1) >> 1); }
-template <class T> AJ_HD T int_min() { return static_cast<T>(-int_max<T>() - 1); }
+// An integer type's largest and smallest values.
+template <class T> AJ_HD T int_max() {
+  if constexpr (is_signed_int<T>) return static_cast<T>(static_cast<typename unsigned_of<T>::type>(-1) >> 1);
+  else return static_cast<T>(-1);
+}
+template <class T> AJ_HD T int_min() {
+  if constexpr (is_signed_int<T>) return static_cast<T>(-int_max<T>() - 1);
+  else return T(0);
+}
 template <class T> AJ_HD T infinity() {
   if constexpr (same<T, float>) return half_detail::f32_of(0x7f800000u);
   else return half_detail::f64_of(0x7ff0000000000000ull);
@@ -155,17 +184,37 @@ AJ_MATH_FUNCS(AJ_MATH_LIB)
 template <class F>
 decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
-#define AJ_VISIT_CASE(e, name, bytes, cpp, cuda, cat, rank, fmt) \
+#define AJ_VISIT_CASE(e, name, bytes, cpp, cuda, kind, digits, fmt) \
   case DType::e: return f(cpp{});
     AJ_DTYPES(AJ_VISIT_CASE)
 #undef AJ_VISIT_CASE
   }
   AJ_SEM_FAIL("visit_dtype: bad dtype");
 }
+
+// Each row of arrayjit/dtypes.def names a C++ type of its Kind, digits and
+// bytes: the functions here choose by the C++ type (is_signed_int, ...),
+// promotion and the emitters by the Kind column, and the two must agree.
+template <class T> constexpr bool known_type = same<T, bool> || is_int<T> || is_fp<T> || is_half_type<T>;
+template <class T> constexpr DTypeKind kind_of() {
+  if constexpr (same<T, bool>) return DTypeKind::Bool;
+  else if constexpr (is_signed_int<T>) return DTypeKind::Signed;
+  else if constexpr (is_unsigned_int<T>) return DTypeKind::Unsigned;
+  else return DTypeKind::Float;
+}
+template <class T> struct digits_of { static constexpr int value = std::numeric_limits<T>::digits; };
+template <class F> struct digits_of<half_t<F>> { static constexpr int value = F::kMant + 1; };
+#define AJ_CHECK_ROW(e, name, bytes, cpp, cuda, kind, digits, fmt)                                         \
+  static_assert(known_type<cpp> && kind_of<cpp>() == DTypeKind::kind && digits_of<cpp>::value == digits && \
+                    sizeof(cpp) == bytes,                                                                  \
+                "arrayjit/dtypes.def: the row " name " names a C++ type of another kind, digits or size");
+AJ_DTYPES(AJ_CHECK_ROW)
+#undef AJ_CHECK_ROW
 #endif
 
 // ---- conversion (astype) ------------------------------------------------------------------
-// Floats to integers truncate toward zero and saturate; NaN becomes 0.
+// Floats to integers truncate toward zero and saturate at the integer's
+// limits (to an unsigned integer, negative values give 0); NaN becomes 0.
 // Anything to bool is "!= 0" (NaN is true). Integers wrap (two's complement).
 // Halves widen exactly and round once to nearest even (arrayjit/half.hpp).
 template <class To, class From>
@@ -175,15 +224,27 @@ AJ_HD To convert(From v) {
   } else if constexpr (is_half_type<To>) {
     if constexpr (same<From, bool>) return To(v ? 1.0f : 0.0f);
     else if constexpr (is_fp<From>) return To(v);
-    else return To(static_cast<long long>(v));
+    else {
+      // Through long long, which holds every value of the integers up to
+      // 32 bits and of i64 (a u64 needs a rounding of its own: half.hpp).
+      static_assert(is_signed_int<From> || sizeof(From) < 8, "convert: u64 -> half needs its own rounding");
+      return To(static_cast<long long>(v));
+    }
   } else if constexpr (same<To, bool>) {
     return v != From(0);
-  } else if constexpr (is_fp<From> && is_int<To>) {
+  } else if constexpr (is_fp<From> && is_signed_int<To>) {
     if (math::isnan(v)) return 0;
-    // The limits of i32 and i64 are powers of two, exact in double.
+    // The limits of signed integers are -2^(n-1) and 2^(n-1) - 1: -lo is a
+    // power of two, exact in double.
     const double lo = static_cast<double>(int_min<To>());
     if (static_cast<double>(v) < lo) return int_min<To>();
     if (static_cast<double>(v) >= -lo) return int_max<To>();
+    return static_cast<To>(v);
+  } else if constexpr (is_fp<From> && is_unsigned_int<To>) {
+    if (math::isnan(v) || static_cast<double>(v) <= 0.0) return 0;
+    // The limit 2^n - 1: 2^n = 2 * (2^(n-1)), exact in double.
+    const double hi = 2.0 * static_cast<double>(int_max<To>() / 2 + 1);
+    if (static_cast<double>(v) >= hi) return int_max<To>();
     return static_cast<To>(v);
   } else {
     return static_cast<To>(v);
@@ -192,36 +253,45 @@ AJ_HD To convert(From v) {
 
 // ---- integer arithmetic: wraps on overflow (computed unsigned) ------------------------------
 template <class T> AJ_HD T wrap_add(T a, T b) {
-  using U = typename unsigned_of<T>::type;
+  using U = wrap_t<T>;
   return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
 }
 template <class T> AJ_HD T wrap_sub(T a, T b) {
-  using U = typename unsigned_of<T>::type;
+  using U = wrap_t<T>;
   return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
 }
 template <class T> AJ_HD T wrap_mul(T a, T b) {
-  using U = typename unsigned_of<T>::type;
+  using U = wrap_t<T>;
   return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
 }
 template <class T> AJ_HD T wrap_neg(T a) {
-  using U = typename unsigned_of<T>::type;
+  using U = wrap_t<T>;
   return static_cast<T>(U(0) - static_cast<U>(a));
 }
 
-// Floor division (NumPy's //). x / 0 = 0; MIN / -1 = MIN (wraps).
+// Floor division (NumPy's //). x / 0 = 0; MIN / -1 = MIN (wraps). Unsigned
+// operands are never negative: truncation is the floor.
 template <class T> AJ_HD T int_floordiv(T a, T b) {
   if (b == 0) return 0;
-  if (b == -1) return wrap_neg(a);
-  T q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
+  if constexpr (is_unsigned_int<T>) {
+    return static_cast<T>(a / b);
+  } else {
+    if (b == -1) return wrap_neg(a);
+    T q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+    return q;
+  }
 }
 // Modulo with the sign of the divisor (NumPy's %). x % 0 = 0.
 template <class T> AJ_HD T int_mod(T a, T b) {
-  if (b == 0 || b == -1) return 0;
-  T r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
+  if constexpr (is_unsigned_int<T>) {
+    return b == 0 ? T(0) : static_cast<T>(a % b);
+  } else {
+    if (b == 0 || b == -1) return 0;
+    T r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+  }
 }
 // Float modulo with the sign of the divisor (NumPy): fmod, then shifted.
 template <class T> AJ_HD T float_mod(T a, T b) {
@@ -233,10 +303,12 @@ template <class T> AJ_HD T float_mod(T a, T b) {
 // Integer power by squaring, wrapping. Negative exponents: 1/a^|b| truncated,
 // i.e. 1 for a == 1, +-1 for a == -1, otherwise 0 (0 ** negative is 0).
 template <class T> AJ_HD T int_pow(T a, T b) {
-  if (b < 0) {
-    if (a == 1) return 1;
-    if (a == -1) return (b % 2 == 0) ? 1 : -1;
-    return 0;
+  if constexpr (is_signed_int<T>) {
+    if (b < 0) {
+      if (a == 1) return 1;
+      if (a == -1) return (b % 2 == 0) ? 1 : -1;
+      return 0;
+    }
   }
   T r = 1;
   while (b > 0) {
@@ -283,9 +355,13 @@ template <class T> AJ_HD T unary(Op op, T x) {
     }
   } else if constexpr (is_int<T>) {
     switch (op) {
-      case Op::Neg: return wrap_neg(x);
-      case Op::Abs: return x < 0 ? wrap_neg(x) : x;  // abs(MIN) = MIN
-      case Op::Sign: return static_cast<T>((x > 0) - (x < 0));
+      case Op::Neg: return wrap_neg(x);  // unsigned: 2^n - x, as NumPy
+      case Op::Abs:
+        if constexpr (is_unsigned_int<T>) return x;
+        else return x < 0 ? wrap_neg(x) : x;  // abs(MIN) = MIN
+      case Op::Sign:
+        if constexpr (is_unsigned_int<T>) return static_cast<T>(x != 0);
+        else return static_cast<T>((x > 0) - (x < 0));
       case Op::Floor:
       case Op::Ceil:
       case Op::Round: return x;

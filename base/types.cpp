@@ -6,19 +6,71 @@
 
 namespace aj {
 
-DType promote_types(DType a, DType b) {
-  if (a == b) return a;
-  const DTypeInfo &x = dtype_info(a), &y = dtype_info(b);
-  if (x.category == DTypeCategory::Bool) return b;
-  if (y.category == DTypeCategory::Bool) return a;
-  // An integer meets a float: f64, as NumPy (an i32 or i64 fits no narrower float).
-  if (x.category != y.category) return DType::f64;
-  if (x.rank != y.rank) return x.rank > y.rank ? a : b;
-  // Two formats of one rank (f16, bf16): the category's type of the next rank.
-  for (DType t : kAllDTypes) {
-    if (dtype_info(t).category == x.category && dtype_info(t).rank == x.rank + 1) return t;
+namespace {
+
+// Promotion's order among the dtypes both operands cast to safely: fewer
+// bytes first, then DTypeKind's order (bool, unsigned, signed, float), as
+// NumPy ("the smallest size and smallest scalar kind").
+constexpr bool smaller(DType x, DType y) {
+  if (itemsize(x) != itemsize(y)) return itemsize(x) < itemsize(y);
+  return dtype_kind(x) < dtype_kind(y);
+}
+
+// The least dtype a and b both cast to safely; kNoDType when there is none,
+// kTwoDTypes when two are least (two formats of one size and kind, as f16
+// and bf16 are: then a dtype above both is missing from the table).
+constexpr int kNoDType = -1, kTwoDTypes = -2;
+constexpr int least_common(DType a, DType b) {
+  int best = kNoDType;
+  bool tie = false;
+  for (DType c : kAllDTypes) {
+    if (!casts_safely(a, c) || !casts_safely(b, c)) continue;
+    if (best == kNoDType || smaller(c, static_cast<DType>(best))) {
+      best = static_cast<int>(c);
+      tie = false;
+    } else if (!smaller(static_cast<DType>(best), c)) {
+      tie = true;
+    }
   }
-  internal_error(std::string("promote_types: nothing above ") + dtype_name(a) + " and " + dtype_name(b));
+  return tie ? kTwoDTypes : best;
+}
+
+struct PromotionTable {
+  int to[kNumDTypes][kNumDTypes];
+};
+constexpr PromotionTable make_promotion_table() {
+  PromotionTable p{};
+  for (DType a : kAllDTypes) {
+    for (DType b : kAllDTypes) p.to[static_cast<int>(a)][static_cast<int>(b)] = least_common(a, b);
+  }
+  return p;
+}
+constexpr PromotionTable kPromotion = make_promotion_table();
+
+// A new row must leave every pair one answer, and bool the identity.
+constexpr bool every_pair_promotes() {
+  for (DType a : kAllDTypes) {
+    for (DType b : kAllDTypes) {
+      if (kPromotion.to[static_cast<int>(a)][static_cast<int>(b)] < 0) return false;
+    }
+  }
+  return true;
+}
+static_assert(every_pair_promotes(),
+              "dtypes.def: two dtypes have no least common dtype (none holds both, or two do: "
+              "add the dtype above them, as f32 is above f16 and bf16)");
+constexpr bool bool_promotes_to_the_other() {
+  for (DType a : kAllDTypes) {
+    if (kPromotion.to[static_cast<int>(DType::bool_)][static_cast<int>(a)] != static_cast<int>(a)) return false;
+  }
+  return true;
+}
+static_assert(bool_promotes_to_the_other(), "dtypes.def: bool with any dtype must promote to that dtype");
+
+}  // namespace
+
+DType promote_types(DType a, DType b) {
+  return static_cast<DType>(kPromotion.to[static_cast<int>(a)][static_cast<int>(b)]);
 }
 
 std::int64_t Shape::numel() const {

@@ -305,7 +305,8 @@ TEST_CASE_TEMPLATE("interop: DLPack import borrows the producer's memory; the de
 TEST_CASE("interop: DLPack import rejects what arrayjit cannot read, taking nothing") {
   std::vector<std::uint8_t> bytes(16, 1);
   int deletes = 0;
-  auto* m = produce<DLManagedTensorVersioned>(bytes.data(), {kDLUInt, 8, 1}, {16}, {}, &deletes);
+  // A dtype no row of dtypes.def will be soon (uint8 was, until unsigned dtypes came into view).
+  auto* m = produce<DLManagedTensorVersioned>(bytes.data(), {kDLComplex, 64, 1}, {16}, {}, &deletes);
   CHECK_THROWS_WITH_AS(aj::from_dlpack(m), doctest::Contains("not one of arrayjit's"), aj::Error);
   m->dl_tensor.dtype = {kDLFloat, 32, 4};
   CHECK_THROWS_WITH_AS(aj::from_dlpack(m), doctest::Contains("4 lanes"), aj::Error);

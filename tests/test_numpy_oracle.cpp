@@ -121,6 +121,69 @@ TEST_CASE("numpy oracle: random programs agree with NumPy, on the JIT and the in
   CHECK_MESSAGE(r.fails.empty(), r.fails.size() << " disagreements with NumPy");
 }
 
+// ---- promotion ---------------------------------------------------------------------------------
+
+namespace {
+
+// NumPy's name of a dtype of the table: by kind and size ("uint8"); a float
+// of another format than IEEE's for its size (bf16) has none ("").
+std::string numpy_name(aj::DType t) {
+  const std::string bits = std::to_string(8 * aj::itemsize(t));
+  switch (aj::dtype_kind(t)) {
+    case aj::DTypeKind::Bool: return "bool";
+    case aj::DTypeKind::Unsigned: return "uint" + bits;
+    case aj::DTypeKind::Signed: return "int" + bits;
+    case aj::DTypeKind::Float: {
+      const int ieee_digits = aj::itemsize(t) == 2 ? 11 : aj::itemsize(t) == 4 ? 24 : aj::itemsize(t) == 8 ? 53 : 0;
+      return aj::dtype_info(t).digits == ieee_digits ? "float" + bits : "";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("promote_types and casts_safely are NumPy's np.promote_types and np.can_cast for every pair") {
+  if (!have_numpy()) {
+    MESSAGE("skipped: " << kPython << " cannot import numpy (Debian: apt-get install python3-numpy; ./dev deps)");
+    return;
+  }
+  std::vector<aj::DType> ours;
+  std::string names;
+  for (aj::DType t : aj::kAllDTypes) {
+    if (numpy_name(t).empty()) continue;
+    ours.push_back(t);
+    names += " " + numpy_name(t);
+  }
+  // One line per pair (a, b): np.promote_types(a, b), np.can_cast(a, b, "safe").
+  const fs::path out = fs::temp_directory_path() / ("aj_promotion_" + std::to_string(::getpid()) + ".txt");
+  const std::string cmd = std::string(kPython) +
+                          " -c 'import sys, numpy as np\n"
+                          "for a in sys.argv[1:]:\n"
+                          "  for b in sys.argv[1:]:\n"
+                          "    print(np.promote_types(a, b).name, int(np.can_cast(a, b, \"safe\")))'" +
+                          names + " > '" + out.string() + "'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream in(out);
+  for (aj::DType a : ours) {
+    for (aj::DType b : ours) {
+      std::string promoted;
+      int safe = -1;
+      REQUIRE(static_cast<bool>(in >> promoted >> safe));
+      CAPTURE(aj::dtype_name(a));
+      CAPTURE(aj::dtype_name(b));
+      CHECK(numpy_name(aj::promote_types(a, b)) == promoted);
+      CHECK(aj::casts_safely(a, b) == (safe == 1));
+    }
+  }
+  fs::remove(out);
+  // bf16 (NumPy has none) as ml_dtypes and JAX: f16 with bf16 meet at f32;
+  // bool gives way; an integer goes to f64 unless bf16 holds it.
+  CHECK(aj::promote_types(aj::DType::f16, aj::DType::bf16) == aj::DType::f32);
+  CHECK(aj::promote_types(aj::DType::bool_, aj::DType::bf16) == aj::DType::bf16);
+  CHECK(aj::promote_types(aj::DType::i32, aj::DType::bf16) == aj::DType::f64);
+}
+
 // ---- the deliberate differences (docs/semantics.md, "Differences from NumPy"),
 // each pinned on both executors by the id the oracle counts it under --------------
 

@@ -15,6 +15,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/semantics.hpp"
+
 namespace {
 
 using aj::Array;
@@ -382,6 +384,73 @@ TEST_CASE("astype to bool is != 0, and NaN is true") {
   check_values(vec<i32>({0, 5, -1, std::numeric_limits<i32>::min()}).astype(DType::bool_),
                std::vector<bool>{false, true, true, true});
   check_values(vec<i64>({0, 1LL << 40}).astype(DType::bool_), std::vector<bool>{false, true});
+}
+
+// ---- the integer rules by kind -------------------------------------------------------------------
+// base/semantics.hpp chooses between signed and unsigned rules by the C++
+// type (the kind a dtype row's type has); no dtype of the table is unsigned
+// yet, so these call the semantics directly, as a u8 or u16 row would.
+
+TEST_CASE_TEMPLATE("unsigned integer rules: saturating casts, wrapping, C division, identities", T, unsigned char,
+                   unsigned short, unsigned, unsigned long long) {
+  namespace sem = aj::sem;
+  using aj::Op;
+  constexpr T mx = std::numeric_limits<T>::max();
+  CHECK(sem::int_max<T>() == mx);
+  CHECK(sem::int_min<T>() == T(0));
+  // Float -> unsigned: truncates; negative values 0; 2^n and above the largest; NaN 0.
+  CHECK(sem::convert<T>(200.0) == T(200));
+  CHECK(sem::convert<T>(200.9f) == T(200));
+  CHECK(sem::convert<T>(-1.0) == T(0));
+  CHECK(sem::convert<T>(-0.5) == T(0));
+  CHECK(sem::convert<T>(1e30) == mx);
+  CHECK(sem::convert<T>(-kInf) == T(0));
+  CHECK(sem::convert<T>(kNaN) == T(0));
+  CHECK(sem::convert<T>(std::ldexp(1.0, 8 * sizeof(T))) == mx);  // 2^n
+  if constexpr (sizeof(T) == 1) CHECK(sem::convert<T>(300.0) == T(255));
+  // Integer -> unsigned wraps; unsigned -> wider or float keeps the value.
+  CHECK(sem::convert<T>(-1) == mx);
+  CHECK(sem::convert<unsigned long long>(mx) == static_cast<unsigned long long>(mx));
+  if constexpr (sizeof(T) < 8) CHECK(sem::convert<i64>(mx) == static_cast<i64>(mx));
+  CHECK(sem::convert<double>(T(200)) == 200.0);
+  if constexpr (sizeof(T) < 8) CHECK(static_cast<float>(sem::convert<aj::f16>(T(200))) == 200.0f);  // (u64: not yet)
+  // Wrapping + - * and unary minus (2^n - x, as NumPy); no signed overflow
+  // inside (u16 * u16 would overflow an int).
+  CHECK(sem::binary(Op::Sub, T(0), T(1)) == mx);
+  CHECK(sem::binary(Op::Add, mx, T(1)) == T(0));
+  CHECK(sem::binary(Op::Mul, mx, mx) == T(1));
+  CHECK(sem::unary(Op::Neg, T(1)) == mx);
+  CHECK(sem::unary(Op::Abs, mx) == mx);
+  CHECK(sem::unary(Op::Sign, T(0)) == T(0));
+  CHECK(sem::unary(Op::Sign, mx) == T(1));
+  // Division and modulo: C's (nothing is negative), by zero 0.
+  CHECK(sem::binary(Op::Div, T(200), T(7)) == T(28));
+  CHECK(sem::binary(Op::Mod, T(200), T(7)) == T(4));
+  CHECK(sem::binary(Op::Div, mx, T(0)) == T(0));
+  CHECK(sem::binary(Op::Mod, mx, T(0)) == T(0));
+  CHECK(sem::binary(Op::Div, mx, mx) == T(1));  // mx is no -1
+  CHECK(sem::binary(Op::Pow, T(3), T(6)) == static_cast<T>(729u));
+  CHECK(sem::binary(Op::Pow, T(2), T(8 * sizeof(T))) == T(0));
+  // Compares and max/min are unsigned: the largest value is no -1.
+  CHECK(sem::compare(Op::Gt, mx, T(1)));
+  CHECK(sem::binary(Op::Max, mx, T(1)) == mx);
+  CHECK(sem::binary(Op::Min, mx, T(1)) == T(1));
+  CHECK(sem::arg_better(Op::ArgMax, mx, T(1)));
+  // Reductions: max starts from 0, min from the largest value.
+  CHECK(sem::reduce_identity<T>(Op::ReduceMax) == T(0));
+  CHECK(sem::reduce_identity<T>(Op::ReduceMin) == mx);
+}
+
+TEST_CASE_TEMPLATE("signed integer limits and saturation of any width", T, signed char, short, i32, i64) {
+  namespace sem = aj::sem;
+  CHECK(sem::int_max<T>() == std::numeric_limits<T>::max());
+  CHECK(sem::int_min<T>() == std::numeric_limits<T>::min());
+  CHECK(sem::convert<T>(1e30) == std::numeric_limits<T>::max());
+  CHECK(sem::convert<T>(-1e30) == std::numeric_limits<T>::min());
+  CHECK(sem::convert<T>(-1.9) == T(-1));
+  CHECK(sem::reduce_identity<T>(aj::Op::ReduceMax) == std::numeric_limits<T>::min());
+  CHECK(sem::binary(aj::Op::Div, T(-7), T(2)) == T(-4));
+  CHECK(sem::binary(aj::Op::Mul, std::numeric_limits<T>::max(), T(2)) == T(-2));
 }
 
 // ---- signed zeros survive -----------------------------------------------------------------------

@@ -8,6 +8,7 @@
 
 #include "arrayjit/error.hpp"
 #include "backends/cpu/thread_pool.hpp"
+#include "base/semantics.hpp"  // visit_dtype
 
 // The OpenBLAS entry points used, declared here rather than through a cblas.h:
 // Debian puts the reference, OpenBLAS and BLIS cblas.h behind alternatives, and
@@ -179,8 +180,7 @@ AJ_AVX2_CLONES void block_madd(std::uint64_t* __restrict c,
                                                                   const std::uint64_t* __restrict b, std::uint64_t x) {
   for (std::int64_t n = 0; n < kColBlock; ++n) c[n] += x * b[n];
 }
-AJ_AVX2_CLONES void block_madd(std::uint8_t* __restrict c,
-                                                                  const std::uint8_t* __restrict b, std::uint8_t) {
+AJ_AVX2_CLONES void block_or(std::uint8_t* __restrict c, const std::uint8_t* __restrict b) {
   for (std::int64_t n = 0; n < kColBlock; ++n) c[n] |= b[n];  // x is true here
 }
 
@@ -189,13 +189,15 @@ AJ_AVX2_CLONES void block_madd(std::uint8_t* __restrict c,
 // the inner loop is a contiguous multiply-add the compiler vectorizes.
 // Integers compute in the unsigned type of the same width: two's-complement
 // wrapping without undefined behaviour, and the same bits whatever the order
-// of the sum. bool (as uint8_t 0/1) is OR of ANDs.
-template <class U>
+// of the sum (and whether the dtype is signed or not). is_bool: U is bool's
+// uint8_t 0/1, and the product is OR of ANDs.
+template <class U, bool is_bool = false>
 void rows_kernel(const U* A, std::int64_t a_rs, std::int64_t a_cs, const U* B, std::int64_t b_rs, U* C,
                  std::int64_t m0, std::int64_t m1, std::int64_t N, std::int64_t K) {
   constexpr std::int64_t KB = 128, NB = kColBlock;
-  constexpr bool is_bool = std::is_same_v<U, std::uint8_t>;
   constexpr bool is_int = !std::is_floating_point_v<U>;
+  // Unsigned types narrower than int would multiply as (signed) int.
+  using W = std::conditional_t<is_int, decltype(U(0) + 0u), U>;
   for (std::int64_t m = m0; m < m1; ++m) std::fill(C + m * N, C + (m + 1) * N, U{0});
   for (std::int64_t n0 = 0; n0 < N; n0 += NB) {
     const std::int64_t nn = std::min(NB, N - n0);
@@ -209,7 +211,12 @@ void rows_kernel(const U* A, std::int64_t a_rs, std::int64_t a_cs, const U* B, s
             if (x == 0) continue;  // (floats must not skip: 0 * inf is NaN)
           }
           const U* __restrict brow = B + k * b_rs + n0;
-          if constexpr (is_int) {
+          if constexpr (is_bool) {
+            if (nn == NB) {
+              block_or(crow, brow);
+              continue;
+            }
+          } else if constexpr (requires { block_madd(crow, brow, x); }) {  // the widths it has
             if (nn == NB) {
               block_madd(crow, brow, x);
               continue;
@@ -218,7 +225,7 @@ void rows_kernel(const U* A, std::int64_t a_rs, std::int64_t a_cs, const U* B, s
           if constexpr (is_bool) {
             for (std::int64_t n = 0; n < nn; ++n) crow[n] |= brow[n];
           } else {
-            for (std::int64_t n = 0; n < nn; ++n) crow[n] += x * brow[n];
+            for (std::int64_t n = 0; n < nn; ++n) crow[n] = static_cast<U>(crow[n] + static_cast<W>(x) * brow[n]);
           }
         }
       }
@@ -226,7 +233,7 @@ void rows_kernel(const U* A, std::int64_t a_rs, std::int64_t a_cs, const U* B, s
   }
 }
 
-template <class U>
+template <class U, bool is_bool = false>
 void loop_matmul(Problem p, const U* A, const U* B, U* C, int threads, const BlocksDone& done) {
   std::unique_ptr<U[]> b_packed;
   if (p.b_cs != 1 && p.N > 1) {
@@ -249,7 +256,7 @@ void loop_matmul(Problem p, const U* A, const U* B, U* C, int threads, const Blo
       const std::int64_t bi = lo / q.M, m0 = lo % q.M, m1 = std::min(q.M, m0 + (hi - lo));
       std::int64_t ao, bo, co;
       q.offsets(bi, ao, bo, co);
-      rows_kernel(c.A + ao, q.a_rs, q.a_cs, c.B + bo, q.b_rs, c.C + co, m0, m1, q.N, q.K);
+      rows_kernel<U, is_bool>(c.A + ao, q.a_rs, q.a_cs, c.B + bo, q.b_rs, c.C + co, m0, m1, q.N, q.K);
       (*c.done)(co + m0 * q.N, co + m1 * q.N);
       lo += m1 - m0;
     }
@@ -430,24 +437,31 @@ void matmul(DType t, const std::vector<std::int64_t>& out_shape, std::int64_t K,
     done(0, numel);
     return;
   }
-  auto go = [&]<class U>(U*) {
+  auto go = [&]<class U, bool is_bool = false>(U*) {
     const U* A = static_cast<const U*>(a.data) + a.offset;
     const U* B = static_cast<const U*>(b.data) + b.offset;
     if constexpr (std::is_floating_point_v<U>) {
       blas_matmul(p, A, B, static_cast<U*>(c), threads, done);
     } else {
-      loop_matmul(p, A, B, static_cast<U*>(c), threads, done);
+      loop_matmul<U, is_bool>(p, A, B, static_cast<U*>(c), threads, done);
     }
   };
-  switch (t) {
-    case DType::bool_: return go(static_cast<std::uint8_t*>(nullptr));
-    case DType::i32: return go(static_cast<std::uint32_t*>(nullptr));
-    case DType::i64: return go(static_cast<std::uint64_t*>(nullptr));
-    case DType::f32: return go(static_cast<float*>(nullptr));
-    case DType::f64: return go(static_cast<double*>(nullptr));
-    case DType::f16: return half_matmul(out_shape, K, a, b, static_cast<f16*>(c), numel, threads, done);
-    case DType::bf16: return half_matmul(out_shape, K, a, b, static_cast<bf16*>(c), numel, threads, done);
-  }
+  // By the dtype's C++ type, whose kind is the dtype table's
+  // (base/semantics.hpp checks): bool as its byte; a signed or unsigned
+  // integer as the unsigned type of its width; f32 and f64 to the BLAS;
+  // halves widened to f32.
+  sem::visit_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      go.template operator()<std::uint8_t, true>(nullptr);
+    } else if constexpr (sem::is_int<T>) {
+      go(static_cast<std::make_unsigned_t<T>*>(nullptr));
+    } else if constexpr (sem::is_half_type<T>) {
+      half_matmul(out_shape, K, a, b, static_cast<T*>(c), numel, threads, done);
+    } else {
+      go(static_cast<T*>(nullptr));
+    }
+  });
 }
 
 const char* matmul_library() {

@@ -24,7 +24,10 @@ template <class T>
 auto sort_key(T x) {
   if constexpr (std::is_same_v<T, bool>) {
     return static_cast<std::uint8_t>(x);
-  } else if constexpr (std::is_integral_v<T>) {
+  } else if constexpr (sem::is_unsigned_int<T>) {
+    return x;  // already in order
+  } else if constexpr (sem::is_signed_int<T>) {
+    // Two's complement with the sign bit flipped: the most negative first.
     using K = std::make_unsigned_t<T>;
     return static_cast<K>(static_cast<K>(x) ^ (K(1) << (sizeof(K) * 8 - 1)));
   } else {

@@ -297,7 +297,19 @@ void fill_constant(Node& n, const Scalar& v, DType t, const char* op, const Loc&
   n.dtype = t;
   n.shape = shape;
   if (is_integer(t) && v.kind == Scalar::Kind::integer) {
-    const bool fits = !v.above_int64 && (t == DType::i64 || (v.i >= INT32_MIN && v.i <= INT32_MAX));
+    // Between t's limits (sem::int_min, int_max: t's kind decides them).
+    const bool fits = sem::visit_dtype(t, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (sem::is_signed_int<T>) {
+        return !v.above_int64 && v.i >= static_cast<std::int64_t>(sem::int_min<T>()) &&
+               v.i <= static_cast<std::int64_t>(sem::int_max<T>());
+      } else if constexpr (sem::is_unsigned_int<T>) {
+        return (v.above_int64 || v.i >= 0) &&
+               static_cast<std::uint64_t>(v.i) <= static_cast<std::uint64_t>(sem::int_max<T>());
+      } else {
+        return true;  // not an integer: is_integer said it is
+      }
+    });
     if (!fits) {
       user_error(op, "scalar " + describe(v) + " does not fit the dtype " + dtype_name(t) +
                          " it takes here (an integer that does not fit is an error, not a wrap)", loc);

@@ -201,7 +201,7 @@ Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides, Loc loc) tr
   template Array from_vector<T>(const std::vector<T>&, Shape, Loc);                    \
   template Array borrow<T>(T*, Shape, std::vector<std::int64_t>, Loc);                 \
   template Array borrow<const T>(const T*, Shape, std::vector<std::int64_t>, Loc);
-#define AJ_INSTANTIATE_DTYPE(e, name, bytes, cpp, cuda, cat, rank, fmt) AJ_INSTANTIATE(cpp)
+#define AJ_INSTANTIATE_DTYPE(e, name, bytes, cpp, cuda, kind, digits, fmt) AJ_INSTANTIATE(cpp)
 AJ_DTYPES(AJ_INSTANTIATE_DTYPE)
 #undef AJ_INSTANTIATE_DTYPE
 #undef AJ_INSTANTIATE

@@ -13,8 +13,17 @@ namespace {
 
 using trace::describe;
 
-// bool < integer < floating, the category NumPy's weak scalars compare.
-int category(DType t) { return t == DType::bool_ ? 0 : is_integer(t) ? 1 : 2; }
+// bool < integer < floating, the category NumPy's weak scalars compare
+// (signed and unsigned integers are one: NEP 50 keeps u8 + 1 in u8).
+int category(DType t) {
+  switch (dtype_kind(t)) {
+    case DTypeKind::Bool: return 0;
+    case DTypeKind::Unsigned:
+    case DTypeKind::Signed: return 1;
+    case DTypeKind::Float: return 2;
+  }
+  internal_error(std::string("category: dtype ") + dtype_name(t));
+}
 int category(const Scalar& s) {
   return s.kind == Scalar::Kind::boolean ? 0 : s.kind == Scalar::Kind::integer ? 1 : 2;
 }

@@ -91,7 +91,7 @@ Array reduce(Op op, const Array& a_in, const Axes& axes_in, bool keepdims, const
   switch (op) {
     case Op::Sum:
     case Op::Prod:
-      if (t == DType::bool_ || t == DType::i32) out = DType::i64;  // NumPy on 64-bit Linux
+      out = trace::sum_dtype(t);
       trace::check_array_size(a.shape(), out, name, loc);  // the widened copy it reads
       x = trace::cast(a, out, loc);
       break;
@@ -190,6 +190,21 @@ Array argmax(const Array& a, std::optional<int> axis, bool keepdims, Loc loc) {
 }
 Array argmin(const Array& a, std::optional<int> axis, bool keepdims, Loc loc) {
   return arg_reduce(Op::ArgMin, a, axis, keepdims, loc);
+}
+
+DType trace::sum_dtype(DType t) {
+  if (itemsize(t) >= 8) return t;
+  switch (dtype_kind(t)) {
+    case DTypeKind::Bool:
+    case DTypeKind::Signed: return DType::i64;
+    case DTypeKind::Unsigned:
+      for (DType u : kAllDTypes) {
+        if (dtype_kind(u) == DTypeKind::Unsigned && itemsize(u) == 8) return u;
+      }
+      return DType::i64;
+    case DTypeKind::Float: return t;
+  }
+  internal_error(std::string("sum_dtype: dtype ") + dtype_name(t));
 }
 
 }  // namespace aj

@@ -31,7 +31,7 @@ Array scan(Op op, const Array& a_in, std::optional<int> axis, std::optional<DTyp
   }
   const int ax = trace::normalize_axis(*axis, a.ndim(), name, a.shape(), a.dtype(), loc);
   DType t = dtype.value_or(a.dtype());
-  if (!dtype && (t == DType::bool_ || t == DType::i32)) t = DType::i64;  // as sum
+  if (!dtype) t = trace::sum_dtype(t);  // as sum
   trace::check_array_size(a.shape(), t, name, loc);  // the converted copy it reads
   const Array x = trace::cast(a, t, loc);
   Node n;

@@ -102,6 +102,13 @@ void check_array_size(const Shape& shape, DType t, const char* op, const Loc& lo
 // Normalize an axis (negative counts from the end) of an array of rank `ndim`.
 int normalize_axis(int axis, int ndim, const char* op, const Shape& shape, DType t, const Loc& loc);
 
+// The dtype sum, prod, cumsum and cumprod give when none is asked for
+// (NumPy on 64-bit Linux): bool and signed integers of fewer than 8 bytes
+// widen to i64, unsigned ones to the table's 8-byte unsigned dtype (NumPy's
+// uint64; i64, which holds their sums too, where there is none), the rest
+// keep their own (core/api/reductions.cpp).
+DType sum_dtype(DType t);
+
 // "f32[3, 4]"; a scalar's value as written ("true", "3000000000", "1e+20").
 using ::aj::describe;  // graph/dump.hpp
 std::string describe(const Scalar& v);

@@ -38,9 +38,10 @@ DType aj_dtype(DLDataType t, const char* op, const Loc& loc) {
     DLDataType want = dl_dtype(d);
     if (t.code == want.code && t.bits == want.bits && t.lanes == 1) return d;
   }
+  std::string ours;  // the dtype table's, so a new row is named here too
+  for (DType d : kAllDTypes) ours += std::string(ours.empty() ? "" : ", ") + dtype_name(d);
   user_error(op, "DLPack dtype (code " + std::to_string(t.code) + ", " + std::to_string(t.bits) + " bits, " +
-                     std::to_string(t.lanes) + " lanes) is not one of arrayjit's: bool, int32, int64, "
-                     "float32, float64, float16, bfloat16", loc);
+                     std::to_string(t.lanes) + " lanes) is not one of arrayjit's: " + ours, loc);
 }
 
 // What an export's manager_ctx points at: the handle pinning the buffer and

@@ -10,6 +10,22 @@ namespace {
 
 std::string op_constant(Op op) { return std::string("aj::Op::") + op_info(op).id; }
 
+// Generated CUDA C names a dtype's type in function-style casts (`T(0)`),
+// which a type of two words (`unsigned char`) cannot be: each row's CUDA C
+// type is one word, a typedef of jit/cuda/cuda_prelude_tail.cuh where C's
+// name has two (i64 for long long).
+constexpr bool one_word(const char* s) {
+  for (; *s; ++s) {
+    if (*s == ' ') return false;
+  }
+  return true;
+}
+#define AJ_ONE_WORD(e, name, bytes, cpp, cuda, kind, digits, fmt) \
+  static_assert(one_word(cuda), "arrayjit/dtypes.def: the CUDA C type of " name " must be one word (a typedef of "  \
+                                "jit/cuda/cuda_prelude_tail.cuh)");
+AJ_DTYPES(AJ_ONE_WORD)
+#undef AJ_ONE_WORD
+
 }  // namespace
 
 const char* ctype(DType t) { return dtype_info(t).cuda_type; }

@@ -108,14 +108,19 @@ class KernelCodegen {
 
   // Is x better than y (sem::arg_better)? Floats: a NaN y is never beaten,
   // a NaN x beats any other y (fcmp ugt is true when either is NaN).
+  // Integers compare signed or unsigned as their kind says.
   Value* arg_better(Op op, DType t, Value* x, Value* y) {
     const bool mx = op == Op::ArgMax;
-    if (t == DType::bool_) return mx ? b_.CreateAnd(x, b_.CreateNot(y)) : b_.CreateAnd(b_.CreateNot(x), y);
-    if (is_float(t)) {
-      Value* beats = mx ? b_.CreateFCmpUGT(x, y) : b_.CreateFCmpULT(x, y);
-      return b_.CreateAnd(beats, b_.CreateFCmpORD(y, y));
+    switch (dtype_kind(t)) {
+      case DTypeKind::Bool: return mx ? b_.CreateAnd(x, b_.CreateNot(y)) : b_.CreateAnd(b_.CreateNot(x), y);
+      case DTypeKind::Float: {
+        Value* beats = mx ? b_.CreateFCmpUGT(x, y) : b_.CreateFCmpULT(x, y);
+        return b_.CreateAnd(beats, b_.CreateFCmpORD(y, y));
+      }
+      case DTypeKind::Signed:
+      case DTypeKind::Unsigned: return b_.CreateICmp(ScalarCodegen::int_predicate(mx ? Op::Gt : Op::Lt, t), x, y);
     }
-    return mx ? b_.CreateICmpSGT(x, y) : b_.CreateICmpSLT(x, y);
+    internal_error(std::string("jit: arg reduction of ") + dtype_name(t));
   }
   // sem::arg_take: does (x, xi) replace (best, bi)?
   Value* arg_take(Op op, DType t, Value* x, Value* xi, Value* best, Value* bi) {

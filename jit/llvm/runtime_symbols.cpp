@@ -50,7 +50,7 @@ template <class T> auto generated_value(std::int32_t op, const aj::KScalar* s, s
 }
 }  // namespace
 extern "C" {
-#define AJ_GENERATE(e, name, bytes, cpp, cuda, cat, rank, fmt) \
+#define AJ_GENERATE(e, name, bytes, cpp, cuda, kind, digits, fmt) \
   auto aj_jit_generate_##e(std::int32_t op, const aj::KScalar* s, std::int64_t i) { return generated_value<cpp>(op, s, i); }
 AJ_DTYPES(AJ_GENERATE)
 #undef AJ_GENERATE
@@ -75,7 +75,7 @@ const std::vector<RuntimeSymbol>& runtime_symbols(bool fma) {
     AJ_SLEEF_WITH(BIND, n, u, AJ_SLEEF_CINZ)               \
   }
     AJ_MATH_FUNCS(SLEEF_ALL)
-#define GENERATOR(e, name, bytes, cpp, cuda, cat, rank, fmt) SYM("aj_jit_generate_" #e, aj_jit_generate_##e)
+#define GENERATOR(e, name, bytes, cpp, cuda, kind, digits, fmt) SYM("aj_jit_generate_" #e, aj_jit_generate_##e)
     AJ_DTYPES(GENERATOR)
 #undef GENERATOR
 #undef SLEEF_ALL

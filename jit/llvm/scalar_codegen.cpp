@@ -39,7 +39,34 @@ bool host_has_f16c() {
 constexpr const char* kSemPrefix = "aj_sem_";
 constexpr const char* kMathPrefix = "aj_math_";
 
+// An integer dtype's signedness: LLVM's integers have none, its compares,
+// min/max and extensions do.
+bool is_signed_integer(DType t) {
+  switch (dtype_kind(t)) {
+    case DTypeKind::Signed: return true;
+    case DTypeKind::Unsigned: return false;
+    case DTypeKind::Bool:
+    case DTypeKind::Float: break;
+  }
+  internal_error(std::string("jit: ") + dtype_name(t) + " is not an integer dtype");
+}
+
 }  // namespace
+
+llvm::CmpInst::Predicate ScalarCodegen::int_predicate(Op op, DType t) {
+  using P = llvm::CmpInst::Predicate;
+  struct Cmp {
+    Op op;
+    P sgn, uns;
+  };
+  constexpr Cmp cmps[] = {{Op::Eq, P::ICMP_EQ, P::ICMP_EQ},   {Op::Ne, P::ICMP_NE, P::ICMP_NE},
+                          {Op::Lt, P::ICMP_SLT, P::ICMP_ULT}, {Op::Le, P::ICMP_SLE, P::ICMP_ULE},
+                          {Op::Gt, P::ICMP_SGT, P::ICMP_UGT}, {Op::Ge, P::ICMP_SGE, P::ICMP_UGE}};
+  for (const Cmp& c : cmps) {
+    if (c.op == op) return is_signed_integer(t) ? c.sgn : c.uns;
+  }
+  internal_error(std::string("jit: ") + op_name(op) + " is not a comparison");
+}
 
 llvm::Type* ScalarCodegen::type(DType t) const {
   auto& c = m_.getContext();
@@ -221,7 +248,15 @@ Value* ScalarCodegen::convert(Value* x, DType from, DType to) {
   if (x->getType()->isFloatingPointTy()) {
     bits = b_.CreateBitCast(x, b_.getIntNTy(x->getType()->getPrimitiveSizeInBits()));
   }
-  Value* payload = is_integer(from) ? b_.CreateSExtOrTrunc(bits, b_.getInt64Ty()) : b_.CreateZExtOrTrunc(bits, b_.getInt64Ty());
+  // An integer's value in 64 bits, extended as its kind says (from_payload
+  // truncates it back); a bool's or float's bits.
+  Value* payload = nullptr;
+  switch (dtype_kind(from)) {
+    case DTypeKind::Signed: payload = b_.CreateSExtOrTrunc(bits, b_.getInt64Ty()); break;
+    case DTypeKind::Unsigned:
+    case DTypeKind::Bool:
+    case DTypeKind::Float: payload = b_.CreateZExtOrTrunc(bits, b_.getInt64Ty()); break;
+  }
   std::vector<Value*> args{b_.getInt32(static_cast<std::uint32_t>(from)), payload};
   return pure_call(std::string(kSemPrefix) + "convert_" + dtype_info(to).id, type(to), args);
 }
@@ -234,6 +269,7 @@ llvm::Constant* ScalarCodegen::identity(Op op, DType t) const {
     const T v = sem::reduce_identity<T>(op);
     if constexpr (sem::is_half_type<T>) return llvm::ConstantInt::get(ty, v.bits);
     else if constexpr (sem::is_fp<T>) return llvm::ConstantFP::get(ty, static_cast<double>(v));
+    else if constexpr (sem::is_unsigned_int<T>) return llvm::ConstantInt::get(ty, static_cast<std::uint64_t>(v), false);
     else return llvm::ConstantInt::get(ty, static_cast<std::uint64_t>(static_cast<std::int64_t>(v)), true);
   });
 }
@@ -254,10 +290,16 @@ Value* ScalarCodegen::combine(Op op, DType t, Value* a, Value* b, bool reassoc) 
   if (op == Op::Prod && (fp || integer)) return fp ? flagged(b_.CreateFMul(a, b)) : b_.CreateMul(a, b);
   // llvm.maximum is sem::fmax_nan up to which NaN comes out.
   if (op == Op::ReduceMax && (fp || integer)) {
-    return b_.CreateBinaryIntrinsic(fp ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax, a, b);
+    return b_.CreateBinaryIntrinsic(fp                      ? llvm::Intrinsic::maximum
+                                    : is_signed_integer(t) ? llvm::Intrinsic::smax
+                                                            : llvm::Intrinsic::umax,
+                                    a, b);
   }
   if (op == Op::ReduceMin && (fp || integer)) {
-    return b_.CreateBinaryIntrinsic(fp ? llvm::Intrinsic::minimum : llvm::Intrinsic::smin, a, b);
+    return b_.CreateBinaryIntrinsic(fp                      ? llvm::Intrinsic::minimum
+                                    : is_signed_integer(t) ? llvm::Intrinsic::smin
+                                                            : llvm::Intrinsic::umin,
+                                    a, b);
   }
   if ((op == Op::All || op == Op::Any || op == Op::ReduceMax || op == Op::ReduceMin) && boolean) {
     return op == Op::All || op == Op::ReduceMin ? b_.CreateAnd(a, b) : b_.CreateOr(a, b);
@@ -302,19 +344,18 @@ Value* ScalarCodegen::plain(Op op, DType t, Value* a, Value* b) {
     return pure_call(std::string(kMathPrefix) + fn + (t == DType::f32 ? "_f32" : "_f64"), a->getType(), {a, b});
   }
   if (op == Op::Max || op == Op::Min) {
-    if (integer) return b_.CreateSelect(op == Op::Max ? b_.CreateICmpSGT(a, b) : b_.CreateICmpSLT(a, b), a, b);
+    if (integer) return b_.CreateSelect(b_.CreateICmp(int_predicate(op == Op::Max ? Op::Gt : Op::Lt, t), a, b), a, b);
     return fmax_nan(a, b, op == Op::Max);
   }
   using P = llvm::CmpInst::Predicate;
   struct Cmp {
     Op op;
-    P f, i;
+    P f;
   };
-  constexpr Cmp cmps[] = {{Op::Eq, P::FCMP_OEQ, P::ICMP_EQ},  {Op::Ne, P::FCMP_UNE, P::ICMP_NE},
-                          {Op::Lt, P::FCMP_OLT, P::ICMP_SLT}, {Op::Le, P::FCMP_OLE, P::ICMP_SLE},
-                          {Op::Gt, P::FCMP_OGT, P::ICMP_SGT}, {Op::Ge, P::FCMP_OGE, P::ICMP_SGE}};
+  constexpr Cmp cmps[] = {{Op::Eq, P::FCMP_OEQ}, {Op::Ne, P::FCMP_UNE}, {Op::Lt, P::FCMP_OLT},
+                          {Op::Le, P::FCMP_OLE}, {Op::Gt, P::FCMP_OGT}, {Op::Ge, P::FCMP_OGE}};
   for (const Cmp& c : cmps) {
-    if (c.op == op) return fp ? b_.CreateFCmp(c.f, a, b) : b_.CreateICmp(c.i, a, b);
+    if (c.op == op) return fp ? b_.CreateFCmp(c.f, a, b) : b_.CreateICmp(int_predicate(op, t), a, b);
   }
   return nullptr;
 }

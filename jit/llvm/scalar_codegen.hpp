@@ -17,7 +17,8 @@
 //    (jit/llvm/runtime_symbols.cpp), with fixes at SLEEF's range edges, or
 //    an inline polynomial (f32 exp);
 //  - reduction combiners, in the forms the vectorizer recognizes as
-//    reductions (reassociating float sums, llvm.maximum, smax);
+//    reductions (reassociating float sums, llvm.maximum, smax / umax by the
+//    dtype's kind);
 //  - f16 <-> f32 conversions where the CPU has F16C (one instruction);
 //  - IEEE + - * / and comparisons, integer + - * and f32 <-> f64 (`plain`):
 //    one instruction each, the IR the bitcode inlines to anyway, written
@@ -50,6 +51,9 @@ class ScalarCodegen {
   llvm::Constant* identity(Op reduce_op, DType t) const;
   // A generator value at flat index `i` (a runtime helper: runtime_symbols.cpp).
   llvm::Value* generate(Op op, DType t, llvm::Value* scalars, llvm::Value* i);
+  // The icmp of comparison `op` (Eq .. Ge) on integer dtype t: signed or
+  // unsigned as t's kind (arrayjit/dtypes.def).
+  static llvm::CmpInst::Predicate int_predicate(Op op, DType t);
 
   // After a kernel is emitted into `m`: links in the semantics functions it
   // calls and writes the bodies of the math hooks they call.

@@ -35,7 +35,7 @@ To convert_from(int from, unsigned long long payload) {
 
 }  // namespace
 
-#define AJ_SEM_FUNCTIONS(e, name, bytes, T, cuda, cat, rank, fmt)                                           \
+#define AJ_SEM_FUNCTIONS(e, name, bytes, T, cuda, kind, digits, fmt)                                           \
   extern "C" T aj_sem_unary_##e(int op, T x) { return sem::unary(static_cast<Op>(op), x); }               \
   extern "C" T aj_sem_binary_##e(int op, T a, T b) { return sem::binary(static_cast<Op>(op), a, b); }     \
   extern "C" bool aj_sem_compare_##e(int op, T a, T b) { return sem::compare(static_cast<Op>(op), a, b); } \

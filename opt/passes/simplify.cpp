@@ -82,15 +82,9 @@ bool is_value(const std::optional<Fill>& v, double x) {
   return v->i == static_cast<std::int64_t>(x);
 }
 
-// i32 -> i64 -> T equals i32 -> T when the middle type holds every value:
-// `to` is what promotion gives (within a category, a wider type of the
-// dtype table), and an integer goes only to a float of more bytes (i32 ->
-// f64; no float holds every i64).
-bool lossless(DType from, DType to) {
-  if (from == to || from == DType::bool_) return true;
-  if (is_integer(from) && is_float(to)) return itemsize(to) > itemsize(from);
-  return promote_types(from, to) == to;
-}
+// i32 -> i64 -> T equals i32 -> T when the middle type holds every value
+// (i32 -> f64; no float holds every i64, though NumPy promotes i64 to f64).
+bool lossless(DType from, DType to) { return casts_exactly(from, to); }
 
 template <class T>
 std::optional<T> fold_reduce(Op op, T v, std::int64_t c) {

@@ -17,31 +17,35 @@ namespace aj {
 // for array-array pairs (promote_types) and treats C++ scalars as "weak"
 // (see docs/semantics.md).
 enum class DType : std::uint8_t {
-#define AJ_DTYPE_ENUM(e, name, bytes, cpp, cuda, cat, rank, fmt) e,
+#define AJ_DTYPE_ENUM(e, name, bytes, cpp, cuda, kind, digits, fmt) e,
   AJ_DTYPES(AJ_DTYPE_ENUM)
 #undef AJ_DTYPE_ENUM
 };
 
-enum class DTypeCategory : std::uint8_t { Bool, Int, Float };
+// What kind of values a dtype holds (dtypes.def's Kind column). Code that
+// treats kinds differently switches over it with no `default:`, so a new
+// kind is a compile error wherever it needs a decision (-Werror=switch); a
+// new dtype of a known kind needs none.
+enum class DTypeKind : std::uint8_t { Bool, Unsigned, Signed, Float };
 
 struct DTypeInfo {
   const char* id;        // the enumerator, "bool_" (names generated code uses)
   const char* name;      // "bool", "i32", ...
   std::size_t itemsize;  // bytes per element (bool is one byte)
-  DTypeCategory category;
-  int rank;              // promotion order within the category
+  DTypeKind kind;
+  int digits;            // numeric_limits<T>::digits: value bits of an integer, significand bits of a float
   const char* cuda_type; // what generated CUDA C stores
   const char* format;    // PEP 3118 buffer format ("" where there is none)
 };
 
 inline constexpr DTypeInfo kDTypeInfo[] = {
-#define AJ_DTYPE_INFO(e, name, bytes, cpp, cuda, cat, rank, fmt) {#e, name, bytes, DTypeCategory::cat, rank, cuda, fmt},
+#define AJ_DTYPE_INFO(e, name, bytes, cpp, cuda, kind, digits, fmt) {#e, name, bytes, DTypeKind::kind, digits, cuda, fmt},
     AJ_DTYPES(AJ_DTYPE_INFO)
 #undef AJ_DTYPE_INFO
 };
 inline constexpr int kNumDTypes = sizeof(kDTypeInfo) / sizeof(kDTypeInfo[0]);
 inline constexpr DType kAllDTypes[] = {
-#define AJ_DTYPE_LIST(e, name, bytes, cpp, cuda, cat, rank, fmt) DType::e,
+#define AJ_DTYPE_LIST(e, name, bytes, cpp, cuda, kind, digits, fmt) DType::e,
     AJ_DTYPES(AJ_DTYPE_LIST)
 #undef AJ_DTYPE_LIST
 };
@@ -49,17 +53,62 @@ inline constexpr DType kAllDTypes[] = {
 constexpr const DTypeInfo& dtype_info(DType t) { return kDTypeInfo[static_cast<int>(t)]; }
 constexpr const char* dtype_name(DType t) { return dtype_info(t).name; }
 constexpr std::size_t itemsize(DType t) { return dtype_info(t).itemsize; }
-constexpr bool is_float(DType t) { return dtype_info(t).category == DTypeCategory::Float; }
-constexpr bool is_integer(DType t) { return dtype_info(t).category == DTypeCategory::Int; }
+constexpr DTypeKind dtype_kind(DType t) { return dtype_info(t).kind; }
+constexpr bool is_float(DType t) { return dtype_kind(t) == DTypeKind::Float; }
+// Signed or unsigned; where the two differ, switch over dtype_kind.
+constexpr bool is_integer(DType t) {
+  return dtype_kind(t) == DTypeKind::Signed || dtype_kind(t) == DTypeKind::Unsigned;
+}
 // f16 and bf16: stored as 16 bits, computed in f32.
 constexpr bool is_half(DType t) { return is_float(t) && dtype_info(t).itemsize == 2; }
-// NumPy's promotion of two array dtypes: within a category the higher rank
-// (f16 with bf16: f32); bool with anything: the other; an integer with a
-// float: f64 (NumPy's choice for i32 and i64, which no narrower float holds).
+
+// ---- which dtype holds which: casting and promotion ----------------------------------------
+// How values of one kind fit into another (kCastRule[from kind][to kind],
+// the rule of each cell):
+enum class CastRule : std::uint8_t {
+  never,   // some value has no equal there (-1 in unsigned, 0.5 in an integer)
+  always,  // bool's 0 and 1 are in every kind
+  digits,  // when the target has at least as many digits (u8 fits i16, not i8)
+  floats,  // digits, and at least as many exponent bits (8 * bytes - digits): f16 and
+           // bf16 do not fit each other, both fit f32
+};
+inline constexpr CastRule kCastRule[4][4] = {
+    //   to: Bool              Unsigned          Signed            Float               from:
+    {CastRule::always, CastRule::always, CastRule::always, CastRule::always},  // Bool
+    {CastRule::never,  CastRule::digits, CastRule::digits, CastRule::digits},  // Unsigned
+    {CastRule::never,  CastRule::never,  CastRule::digits, CastRule::digits},  // Signed
+    {CastRule::never,  CastRule::never,  CastRule::never,  CastRule::floats},  // Float
+};
+// Every value of `from` is a value of `to` (i32 -> f64, u8 -> i16, f16 -> f32).
+constexpr bool casts_exactly(DType from, DType to) {
+  const DTypeInfo &f = dtype_info(from), &t = dtype_info(to);
+  switch (kCastRule[static_cast<int>(f.kind)][static_cast<int>(t.kind)]) {
+    case CastRule::never: return false;
+    case CastRule::always: return true;
+    case CastRule::digits: return t.digits >= f.digits;
+    case CastRule::floats:
+      return t.digits >= f.digits &&
+             8 * static_cast<int>(t.itemsize) - t.digits >= 8 * static_cast<int>(f.itemsize) - f.digits;
+  }
+  return false;
+}
+// NumPy's safe casts (np.can_cast(from, to, "safe")): the exact ones, and
+// NumPy's one exception: a 64-bit integer to a float of 8 bytes or more
+// (i64 -> f64, which holds 53 of its bits), so that every integer meets
+// every float somewhere.
+constexpr bool casts_safely(DType from, DType to) {
+  return casts_exactly(from, to) || (is_integer(from) && itemsize(from) == 8 && is_float(to) && itemsize(to) >= 8);
+}
+// NumPy's promotion of two array dtypes (np.promote_types): the dtype both
+// cast to safely with the fewest bytes, then the first kind in DTypeKind's
+// order: bool with anything the other, u8 with i8 i16, u8 with f32 f32, i32
+// with f32 f64 (no float of 4 bytes holds an i32), i64 with f16 f64, f16 with
+// bf16 f32. A lookup in a table computed from the dtype table at compile
+// time (base/types.cpp, which checks that every pair has one answer).
 DType promote_types(DType a, DType b);
 
 template <class T> struct dtype_of_t;
-#define AJ_DTYPE_OF(e, name, bytes, cpp, cuda, cat, rank, fmt) \
+#define AJ_DTYPE_OF(e, name, bytes, cpp, cuda, kind, digits, fmt) \
   template <> struct dtype_of_t<cpp> { static constexpr DType value = DType::e; };
 AJ_DTYPES(AJ_DTYPE_OF)
 #undef AJ_DTYPE_OF
