@@ -104,8 +104,8 @@ Array Array::to(Device d, Loc loc) const try {
   // Through the host: the device backend copies in and out of host memory
   // (GPU to GPU goes down and up again: rare, simple).
   std::shared_ptr<Storage> s = n.storage;
-  if (s->device.kind != Device::Kind::cpu) s = detail::backend_for(s->device).to_host(*s);
-  if (d.kind != Device::Kind::cpu) s = detail::backend_for(d).from_host(*s);
+  if (!s->device.is_host()) s = detail::backend_for(s->device).to_host(*s);
+  if (!d.is_host()) s = detail::backend_for(d).from_host(*s);
   Node leaf;
   leaf.op = Op::Input;
   leaf.dtype = n.dtype;

@@ -112,7 +112,7 @@ void evaluate(const std::vector<NodeId>& roots_in) {
   if (!wait_for_others(g, roots)) return;
   if (executor() == Executor::reference) {
     for (NodeId id : roots) {  // the oracle reads host memory only
-      if (any_device_storage() && device_of(id).value_or(Device::cpu()) != Device::cpu()) {
+      if (any_device_storage() && !device_of(id).value_or(Device::cpu()).is_host()) {
         runtime_error("aj: the reference executor runs on the host only; move arrays with .to(Device::cpu())");
       }
     }

@@ -67,7 +67,7 @@ void convert_to(DType as, const char* src, const std::vector<std::int64_t>& ss, 
 
 // The values of `a` into dst as `as`, strides in bytes (checked by the caller).
 void read_out(const Array& a, DType as, char* dst, const std::vector<std::int64_t>& dst_strides) {
-  Array host = a.device().kind == Device::Kind::cpu ? a : a.to(Device::cpu());
+  Array host = a.device().host_addressable() ? a : a.to(Device::cpu());
   ArrayData d = host.data();
   const auto item = static_cast<std::int64_t>(itemsize(d.dtype));
   if (as == d.dtype) {
