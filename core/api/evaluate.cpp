@@ -19,7 +19,11 @@
 namespace aj::detail {
 
 exec::Backend& backend_for(Device d) {
-  return d.kind == Device::Kind::cuda ? cuda::cuda_backend(d.index) : cpu::host_backend();
+  switch (d.kind) {
+    case Device::Kind::cpu: return cpu::host_backend();
+    case Device::Kind::cuda: return cuda::cuda_backend(d.index);
+  }
+  internal_error("detail::backend_for: no backend for " + d.str());
 }
 
 bool any_device_storage() { return cuda::any_device_alloc() || exec::scope_device().has_value(); }

@@ -115,6 +115,14 @@ DType dtype_arg(int code, const char* what) {
   return static_cast<DType>(code);
 }
 
+aj_device_type device_code(Device::Kind k) {
+  switch (k) {
+    case Device::Kind::cpu: return AJ_DEVICE_CPU;
+    case Device::Kind::cuda: return AJ_DEVICE_CUDA;
+  }
+  internal_error("no C device type for device kind " + std::to_string(static_cast<int>(k)));
+}
+
 Shape shape_arg(const std::int64_t* shape, std::int32_t ndim, const char* what) {
   if (ndim < 0) c_error(std::string("negative ndim ") + std::to_string(ndim) + " for the " + what);
   if (ndim > 0 && !shape) c_error(std::string("null ") + what + " with ndim " + std::to_string(ndim));
@@ -339,7 +347,7 @@ aj_status aj_array_device(aj_array a, aj_device_type* type, int32_t* device_id) 
   return c_call("aj_array_device", [&] {
     if (!type || !device_id) c_error("null output pointer");
     const aj::Device d = get_array(a, "the array").array.device();
-    *type = d.kind == aj::Device::Kind::cuda ? AJ_DEVICE_CUDA : AJ_DEVICE_CPU;
+    *type = device_code(d.kind);
     *device_id = d.index;
   });
 }
