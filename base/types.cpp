@@ -89,7 +89,11 @@ std::string Shape::str() const {
 }
 
 std::string Device::str() const {
-  return kind == Kind::cpu ? std::string("cpu") : "cuda:" + std::to_string(index);
+  switch (kind) {
+    case Kind::cpu: return "cpu";
+    case Kind::cuda: return "cuda:" + std::to_string(index);
+  }
+  return "device kind " + std::to_string(static_cast<int>(kind)) + ":" + std::to_string(index);
 }
 
 std::string loc_str(const Loc& loc) {

@@ -1,7 +1,8 @@
 // What the executor (exec/execute.hpp) needs from a device. backends/cpu and
-// backends/cuda implement it; a third backend implements these methods and
-// nothing else (run_library_then has a default). A backend sees Kernel IR,
-// LibraryCalls and Storage, never graph nodes, plans or passes.
+// backends/cuda implement it; a third backend implements these methods
+// (run_library_then has a default) and answers for its Device::Kind where the
+// compiler then asks (docs/architecture.md, "A backend"). A backend sees
+// Kernel IR, LibraryCalls and Storage, never graph nodes, plans or passes.
 //
 // Ordering: every method that enqueues work (copies, launches) orders it on
 // the backend's current stream (on the host: runs it at once). Storage freed

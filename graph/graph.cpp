@@ -303,7 +303,7 @@ void Graph::set_result(NodeId id, std::shared_ptr<Storage> storage,
   // result somewhere else than its memo says voids them all. Host results of
   // nodes nobody asked about (every host-only program) change nothing.
   const bool memo = n.dev_epoch == device_epoch_;
-  if (memo ? !n.has_dev || n.dev != storage->device : storage->device.kind != Device::Kind::cpu) {
+  if (memo ? !n.has_dev || n.dev != storage->device : !storage->device.is_host()) {
     if (++device_epoch_ == 0) device_epoch_ = 1;
   }
   n.storage = std::move(storage);

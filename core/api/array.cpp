@@ -169,7 +169,7 @@ void Array::copy_out(void* dst, DType as, const Loc& loc) const try {
     n.offset = stored.offset;
     n.storage = stored.storage;
   }
-  if (n.storage->device.kind == Device::Kind::cuda) {  // read through a host copy (synchronizes)
+  if (!n.storage->device.host_addressable()) {  // read through a host copy (synchronizes)
     n.storage = detail::backend_for(n.storage->device).to_host(*n.storage);
   }
   sem::visit_dtype(as, [&](auto tag) { convert_out(n, static_cast<decltype(tag)*>(dst)); });

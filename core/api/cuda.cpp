@@ -69,7 +69,10 @@ void eval(const std::vector<Array>& arrays, const Stream& stream, Loc loc) {
 
 DeviceScope::DeviceScope(Device d)
     : saved_(exec::scope_device().value_or(Device::cpu())), had_(exec::scope_device().has_value()) {
-  if (d.kind == Device::Kind::cuda) device(d.index);  // throws here when there is no such GPU
+  switch (d.kind) {
+    case Device::Kind::cpu: break;
+    case Device::Kind::cuda: device(d.index); break;  // throws here when there is no such GPU
+  }
   exec::set_scope_device(d);
 }
 DeviceScope::~DeviceScope() { exec::set_scope_device(had_ ? std::optional<Device>(saved_) : std::nullopt); }

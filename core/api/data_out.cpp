@@ -109,7 +109,7 @@ Node host_view(const Array& a) {
     v.offset = n.offset;
     v.storage = n.storage;
   }
-  if (v.storage->device.kind == Device::Kind::cuda) {
+  if (!v.storage->device.host_addressable()) {
     v.storage = detail::backend_for(v.storage->device).to_host(*v.storage);
   }
   return v;
@@ -202,14 +202,14 @@ const Array& Array::eval_into(void* dst, Loc loc) const {
     aj::eval({*this}, loc);
   }
   Node& n = graph()[id_];
-  if (n.storage->data == dst && n.storage->device == Device::cpu() && n.offset == 0 &&
+  if (n.storage->data == dst && n.storage->device.is_host() && n.offset == 0 &&
       is_contiguous(n.shape, n.strides)) {
     return *this;  // the kernel wrote dst (or an earlier eval_into did)
   }
   // Not written there by a kernel: copy, then read from dst like the direct case.
   check_overlap();
   copy_to(dst, {}, loc);
-  if (n.storage->device != Device::cpu()) return *this;  // a GPU array stays on its device
+  if (!n.storage->device.is_host()) return *this;  // a GPU array stays on its device
   graph().set_result(id_, cpu::host_borrow(dst, bytes), contiguous_strides(n.shape), 0);
   return *this;
 }

@@ -87,11 +87,18 @@ Array Array::to(Device d, Loc loc) const try {
   trace::Scope scope;
   const Array& a = trace::local(*this, "to", loc);
   const NodeId id = a.node_id();
-  if (d.kind == Device::Kind::cuda && d.index < 0) {
-    user_error("to", "negative CUDA device index " + std::to_string(d.index), loc);
+  // Whether an unevaluated array that reads no data is computed on the
+  // target directly (under a DeviceScope) rather than on the host and copied.
+  bool compute_on_target = false;
+  switch (d.kind) {
+    case Device::Kind::cpu: break;
+    case Device::Kind::cuda:
+      if (d.index < 0) user_error("to", "negative CUDA device index " + std::to_string(d.index), loc);
+      compute_on_target = true;
+      break;
   }
   if (!graph()[id].evaluated()) {
-    if (d.kind == Device::Kind::cuda && !detail::device_of(id)) {
+    if (compute_on_target && !detail::device_of(id)) {
       // Reads no data: compute it on the target directly.
       cuda::DeviceScope device_scope(d);
       a.eval(loc);
@@ -104,8 +111,8 @@ Array Array::to(Device d, Loc loc) const try {
   // Through the host: the device backend copies in and out of host memory
   // (GPU to GPU goes down and up again: rare, simple).
   std::shared_ptr<Storage> s = n.storage;
-  if (s->device.kind != Device::Kind::cpu) s = detail::backend_for(s->device).to_host(*s);
-  if (d.kind != Device::Kind::cpu) s = detail::backend_for(d).from_host(*s);
+  if (!s->device.is_host()) s = detail::backend_for(s->device).to_host(*s);
+  if (!d.is_host()) s = detail::backend_for(d).from_host(*s);
   Node leaf;
   leaf.op = Op::Input;
   leaf.dtype = n.dtype;

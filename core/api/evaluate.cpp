@@ -19,7 +19,11 @@
 namespace aj::detail {
 
 exec::Backend& backend_for(Device d) {
-  return d.kind == Device::Kind::cuda ? cuda::cuda_backend(d.index) : cpu::host_backend();
+  switch (d.kind) {
+    case Device::Kind::cpu: return cpu::host_backend();
+    case Device::Kind::cuda: return cuda::cuda_backend(d.index);
+  }
+  internal_error("detail::backend_for: no backend for " + d.str());
 }
 
 bool any_device_storage() { return cuda::any_device_alloc() || exec::scope_device().has_value(); }
@@ -112,7 +116,7 @@ void evaluate(const std::vector<NodeId>& roots_in) {
   if (!wait_for_others(g, roots)) return;
   if (executor() == Executor::reference) {
     for (NodeId id : roots) {  // the oracle reads host memory only
-      if (any_device_storage() && device_of(id).value_or(Device::cpu()) != Device::cpu()) {
+      if (any_device_storage() && !device_of(id).value_or(Device::cpu()).is_host()) {
         runtime_error("aj: the reference executor runs on the host only; move arrays with .to(Device::cpu())");
       }
     }

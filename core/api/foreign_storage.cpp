@@ -41,30 +41,36 @@ Array import_borrowed(void* data, DType dtype, Shape shape, std::vector<std::int
   const auto bytes = static_cast<std::size_t>(n > 0 ? (hi - lo + 1) * item : 0);
   std::shared_ptr<Storage> s;
   std::function<void()>* arm = nullptr;
-  if (device.kind == Device::Kind::cuda) {
-    if (device.index < 0) user_error(fn, "negative CUDA device index " + std::to_string(device.index), loc);
-    if (!cuda::available()) {
-      runtime_error(std::string("aj::") + fn + ": cannot borrow CUDA memory of " + device.str() + ": " +
-                    cuda::unavailable_reason() + " (at " + loc_str(loc) + ")");
+  switch (device.kind) {
+    case Device::Kind::cpu: {
+      auto f = std::make_shared<ForeignStorage>();
+      f->data = first;
+      f->bytes = bytes;
+      f->device = Device::cpu();
+      f->borrowed = true;
+      arm = &f->give_back;
+      s = std::move(f);
+      break;
     }
-    const auto stream = static_cast<cuda::CUstream>(producer_stream);
-    std::string why = cuda::check_device_pointer(device.index, first, bytes);
-    if (why.empty()) why = cuda::check_stream(device.index, stream);
-    if (!why.empty()) {
-      user_error(fn, "cannot borrow " + trace::describe(dtype, shape) + " at " + device.str() + ": " + why, loc);
+    case Device::Kind::cuda: {
+      if (device.index < 0) user_error(fn, "negative CUDA device index " + std::to_string(device.index), loc);
+      if (!cuda::available()) {
+        runtime_error(std::string("aj::") + fn + ": cannot borrow CUDA memory of " + device.str() + ": " +
+                      cuda::unavailable_reason() + " (at " + loc_str(loc) + ")");
+      }
+      const auto stream = static_cast<cuda::CUstream>(producer_stream);
+      std::string why = cuda::check_device_pointer(device.index, first, bytes);
+      if (why.empty()) why = cuda::check_stream(device.index, stream);
+      if (!why.empty()) {
+        user_error(fn, "cannot borrow " + trace::describe(dtype, shape) + " at " + device.str() + ": " + why, loc);
+      }
+      auto d = cuda::borrow_device_buffer(device.index, first, bytes, stream);
+      arm = &d->give_back;
+      s = std::move(d);
+      break;
     }
-    auto d = cuda::borrow_device_buffer(device.index, first, bytes, stream);
-    arm = &d->give_back;
-    s = std::move(d);
-  } else {
-    auto f = std::make_shared<ForeignStorage>();
-    f->data = first;
-    f->bytes = bytes;
-    f->device = Device::cpu();
-    f->borrowed = true;
-    arm = &f->give_back;
-    s = std::move(f);
   }
+  if (!s) internal_error(std::string("aj::") + fn + ": no storage for memory of " + device.str());
   Node node;
   node.op = Op::Input;
   node.dtype = dtype;

@@ -305,7 +305,7 @@ class Layout {
       if (cut(d)) cut_axes.push_back(d);
     if (cut_axes.empty()) return a.to_vector<T>(loc);
     a.eval(loc);  // then every corner block is a view of its storage
-    const Array host = a.device().kind == Device::Kind::cpu ? a : a.to(Device::cpu(), loc);
+    const Array host = a.device().host_addressable() ? a : a.to(Device::cpu(), loc);
     std::int64_t total = 1;
     for (auto n : corner_) total *= n;
     std::vector<T> out(static_cast<std::size_t>(total));
@@ -510,7 +510,7 @@ std::ostream& operator<<(std::ostream& os, const Array& a) {
   const std::string text =
       prefix + format_values(a, ", ", prefix.size(), o.linewidth - 1, o, Loc::current()) + ",";
   std::string trailer = "dtype=" + std::string(dtype_name(a.dtype())) + ", shape=" + a.shape().str();
-  if (a.device().kind != Device::Kind::cpu) trailer += ", device=" + a.device().str();
+  if (!a.device().is_host()) trailer += ", device=" + a.device().str();
   trailer += ")";
   const std::size_t last_line = text.size() - (text.rfind('\n') + 1);  // npos + 1 == 0
   const bool own_line = last_line + trailer.size() + 1 > static_cast<std::size_t>(o.linewidth);

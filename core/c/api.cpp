@@ -67,7 +67,7 @@ void convert_to(DType as, const char* src, const std::vector<std::int64_t>& ss, 
 
 // The values of `a` into dst as `as`, strides in bytes (checked by the caller).
 void read_out(const Array& a, DType as, char* dst, const std::vector<std::int64_t>& dst_strides) {
-  Array host = a.device().kind == Device::Kind::cpu ? a : a.to(Device::cpu());
+  Array host = a.device().host_addressable() ? a : a.to(Device::cpu());
   ArrayData d = host.data();
   const auto item = static_cast<std::int64_t>(itemsize(d.dtype));
   if (as == d.dtype) {
@@ -113,6 +113,14 @@ void c_error(const std::string& msg) { throw Error(Error::Kind::user, msg); }
 DType dtype_arg(int code, const char* what) {
   if (code < 0 || code >= kNumDTypes) c_error(std::string(what) + " " + std::to_string(code) + " is not a dtype");
   return static_cast<DType>(code);
+}
+
+aj_device_type device_code(Device::Kind k) {
+  switch (k) {
+    case Device::Kind::cpu: return AJ_DEVICE_CPU;
+    case Device::Kind::cuda: return AJ_DEVICE_CUDA;
+  }
+  internal_error("no C device type for device kind " + std::to_string(static_cast<int>(k)));
 }
 
 Shape shape_arg(const std::int64_t* shape, std::int32_t ndim, const char* what) {
@@ -339,7 +347,7 @@ aj_status aj_array_device(aj_array a, aj_device_type* type, int32_t* device_id) 
   return c_call("aj_array_device", [&] {
     if (!type || !device_id) c_error("null output pointer");
     const aj::Device d = get_array(a, "the array").array.device();
-    *type = d.kind == aj::Device::Kind::cuda ? AJ_DEVICE_CUDA : AJ_DEVICE_CPU;
+    *type = device_code(d.kind);
     *device_id = d.index;
   });
 }

@@ -64,6 +64,10 @@ aj_status c_make(const char* fn, aj_array* out, Make&& make) noexcept {
 // The DType of a C dtype code; an unknown code is a user error naming `what`.
 DType dtype_arg(int code, const char* what);
 
+// The C device type (aj_device_type_code) of an array's memory: what
+// aj_array_device and aj_view_acquire report.
+aj_device_type device_code(Device::Kind k);
+
 // The shape (ndim, extents) a C caller passed: a null pointer with ndim > 0
 // or a negative ndim is a user error.
 Shape shape_arg(const std::int64_t* shape, std::int32_t ndim, const char* what = "shape");

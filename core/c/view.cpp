@@ -112,6 +112,7 @@ Array import_view(const aj_view* view, aj_release_fn release, void* context, boo
 using aj::c_api::c_call;
 using aj::c_api::c_error;
 using aj::c_api::c_make;
+using aj::c_api::device_code;
 
 extern "C" {
 
@@ -151,7 +152,10 @@ aj_status aj_view_acquire(aj_array a, int flags, aj_view* view) {
         c_error("writable asked for, but other arrays share the buffer of " + what);
       }
     }
-    if (d.device.kind == aj::Device::Kind::cuda) aj::cuda::current_stream(d.device.index).synchronize();
+    switch (d.device.kind) {  // the caller reads the memory once this returns
+      case aj::Device::Kind::cpu: break;
+      case aj::Device::Kind::cuda: aj::cuda::current_stream(d.device.index).synchronize(); break;
+    }
     auto owner = std::make_unique<aj::c_api::ViewOwner>();
     const auto item = static_cast<std::int64_t>(aj::itemsize(d.dtype));
     owner->shape = d.shape.dims();
@@ -163,7 +167,7 @@ aj_status aj_view_acquire(aj_array a, int flags, aj_view* view) {
     view->dtype = static_cast<int32_t>(d.dtype);
     view->format = aj::dtype_info(d.dtype).format;
     view->itemsize = item;
-    view->device_type = d.device.kind == aj::Device::Kind::cuda ? AJ_DEVICE_CUDA : AJ_DEVICE_CPU;
+    view->device_type = device_code(d.device.kind);
     view->device_id = d.device.index;
     view->readonly = (flags & AJ_VIEW_WRITABLE) ? 0 : 1;
     owner->array = std::move(d.owner);

@@ -33,6 +33,16 @@ DLDataType dl_dtype(DType t) {
   return {};
 }
 
+// The DLPack device type of an array's memory (the importer below maps
+// DLPack's types back).
+DLDeviceType dl_device_type(Device::Kind k) {
+  switch (k) {
+    case Device::Kind::cpu: return kDLCPU;
+    case Device::Kind::cuda: return kDLCUDA;
+  }
+  internal_error("DLPack: no device type for device kind " + std::to_string(static_cast<int>(k)));
+}
+
 DType aj_dtype(DLDataType t, const char* op, const Loc& loc) {
   for (DType d : kAllDTypes) {
     DLDataType want = dl_dtype(d);
@@ -57,15 +67,19 @@ template <class Managed>
 Managed* export_tensor(const Array& a, void* stream, const char* op, const Loc& loc) {
   trace::own_node(a, op, loc);
   ArrayData d = a.data(loc);
-  if (d.device.kind == Device::Kind::cuda) {
-    // The consumer reads on its stream: it waits on an event recorded where
-    // the buffer was last used (enqueued; nothing is synchronized). -1: the
-    // consumer asked for no synchronization.
-    const auto consumer = static_cast<cuda::CUstream>(stream);
-    const std::string why = cuda::check_stream(d.device.index, consumer);
-    if (!why.empty()) user_error(op, "consumer stream: " + why, loc);
-    GraphScope in(*d.owner.graph_of());
-    cuda::hand_off(*graph()[d.owner.node_id()].storage, consumer);
+  switch (d.device.kind) {
+    case Device::Kind::cpu: break;
+    case Device::Kind::cuda: {
+      // The consumer reads on its stream: it waits on an event recorded where
+      // the buffer was last used (enqueued; nothing is synchronized). -1: the
+      // consumer asked for no synchronization.
+      const auto consumer = static_cast<cuda::CUstream>(stream);
+      const std::string why = cuda::check_stream(d.device.index, consumer);
+      if (!why.empty()) user_error(op, "consumer stream: " + why, loc);
+      GraphScope in(*d.owner.graph_of());
+      cuda::hand_off(*graph()[d.owner.node_id()].storage, consumer);
+      break;
+    }
   }
   auto e = std::make_unique<Export<Managed>>();
   e->array = d.owner;
@@ -73,7 +87,7 @@ Managed* export_tensor(const Array& a, void* stream, const char* op, const Loc& 
   e->strides = d.strides;
   DLTensor& t = e->managed.dl_tensor;
   t.data = const_cast<void*>(d.ptr);
-  t.device = {d.device.kind == Device::Kind::cuda ? kDLCUDA : kDLCPU, d.device.index};
+  t.device = {dl_device_type(d.device.kind), d.device.index};
   t.ndim = d.shape.ndim();
   t.dtype = dl_dtype(d.dtype);
   t.shape = e->shape.data();

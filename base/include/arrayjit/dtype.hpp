@@ -137,6 +137,11 @@ class Shape {
   std::vector<std::int64_t> dims_;
 };
 
+// Where an array's buffer lives. Code that decides on a kind asks one of the
+// two questions below or switches on `kind` with no `default:`, never tests
+// `kind == ...`: a new Kind is then a compile error (the library builds with
+// -Werror=switch) at each place that must answer for it (docs/architecture.md,
+// "A backend", lists them), and none sends it down the host's path unasked.
 struct Device {
   enum class Kind : std::uint8_t { cpu, cuda };
   Kind kind = Kind::cpu;
@@ -147,6 +152,31 @@ struct Device {
   bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
   bool operator!=(const Device& o) const { return !(*this == o); }
   std::string str() const;  // "cpu", "cuda:0"
+
+  // The host itself: the host backend's memory, what Backend::to_host returns
+  // and Backend::from_host copies from. A host array is an input of any
+  // device (staged), a result there needs no copy back, and the printed form
+  // names no device. Every other kind is reached through its backend.
+  constexpr bool is_host() const {
+    switch (kind) {
+      case Kind::cpu: return true;
+      case Kind::cuda: return false;
+    }
+    return false;
+  }
+  // Memory the host reads through its pointer as it is, with nothing to
+  // copy and no stream to wait for: read-outs (to_vector, copy_to, printing,
+  // the C read-out, Eigen) use it directly, and read any other memory
+  // through a host copy (Backend::to_host). A kind that is not the host
+  // backend's but that the host reads directly (coherent unified memory,
+  // say) answers false in is_host and true here.
+  constexpr bool host_addressable() const {
+    switch (kind) {
+      case Kind::cpu: return true;
+      case Kind::cuda: return false;
+    }
+    return false;
+  }
 };
 
 }  // namespace aj

@@ -54,7 +54,7 @@ void check(const ArrayData& d, const char* op, std::int64_t* rows, std::int64_t*
     throw Error(Error::Kind::user, std::string("aj::") + op + ": " + why);
   };
   if (dtype_of<T> != d.dtype) fail(std::string("the array is ") + dtype_name(d.dtype) + ", not " + dtype_name(dtype_of<T>));
-  if (d.device != Device::cpu()) fail("the array is on " + d.device.str() + "; Eigen reads host memory");
+  if (!d.device.host_addressable()) fail("the array is on " + d.device.str() + "; Eigen reads host memory");
   if (d.shape.ndim() == 1) {
     *rows = d.shape[0], *cols = 1, *rs = d.strides[0], *cs = d.shape[0] * d.strides[0];
   } else if (d.shape.ndim() == 2) {
