@@ -29,6 +29,8 @@
 //   tests/random_graph_elementwise.hpp  unary, binary, where, astype steps
 //   tests/random_graph_axes.hpp         reduce, scan/sort, view, matmul,
 //                                       concatenate, indexing steps
+//   tests/random_graph_compile.hpp      compile mode: the program as a
+//                                       function of its inputs (aj::compile)
 // Tests include this header: it includes them all, and runs a program
 // (evaluate_graph) and compares two executors' outputs (compare_output).
 #pragma once
@@ -42,6 +44,7 @@
 
 #include "tests/random_graph_axes.hpp"
 #include "tests/random_graph_bound.hpp"
+#include "tests/random_graph_compile.hpp"
 #include "tests/random_graph_elementwise.hpp"
 #include "tests/random_graph_generator.hpp"
 

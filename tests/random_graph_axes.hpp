@@ -411,6 +411,8 @@ inline void RandomGraph::step_concat() {
   if (total > kMaxNumel) return;
   const std::string op = stack ? "stack" : "concatenate";
   Array out = stack ? aj::stack(arrays, axis) : aj::concatenate(arrays, axis);
+  if (compiling() && std::any_of(parts.begin(), parts.end(), [](const Val& p) { return !p.input; }))
+    ++used_[op + " of computed pieces"];
   place(out, b, op + "({" + names + "}, " + std::to_string(axis) + ")", op, -1);
 }
 

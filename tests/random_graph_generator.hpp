@@ -19,6 +19,7 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -53,6 +54,51 @@ class RandomGraph {
   // counts, so no donation from them).
   RandomGraph(std::uint64_t seed, int step_limit, std::uint64_t data_seed, bool keep_dropped)
       : rng_(seed), limit_(step_limit), data_rng_(data_seed), keep_dropped_(keep_dropped) {}
+
+  // ---- compile mode (tests/random_graph_compile.hpp) ----
+  // The program as a function of its inputs, for aj::compile
+  // (tests/test_compile_random_graphs.cpp): its inputs are its arguments
+  // (new_input takes the next one instead of making data), nothing is
+  // evaluated mid-program (step_eval does nothing), and the extents every
+  // choice is made by are those of a recording, never the arguments': a
+  // compiled function must not read extents (it may branch on them), so
+  // the program, its constants included, is one fixed function of its
+  // arguments at any extents. A program in compile mode draws other numbers
+  // than the one of the same seed in plain mode (no data is drawn, and
+  // one in seven has a step with a matmul of about 2^14 elements).
+  struct ArgSpec {
+    Dims dims;
+    DType dtype = DType::f32;
+    int style = 0;  // the values: 0 in [-4, 4], 1 half-integers, 2 with specials (NaN, infinities, extremes)
+  };
+  struct Recording {
+    std::vector<ArgSpec> args;  // the program's arguments, in the order it takes them
+    std::vector<Dims> dims;     // the extents of each value made, in order, at the recorded arguments
+    std::vector<int> skipped;   // the steps that raised a user error (skipped again by a replay)
+    std::string program;        // RandomGraph::program() of the recording
+    std::map<std::string, int> used;
+    int steps = 0;
+    int big_matmul_arg = -1;    // the big matmul's operands: this argument by the next one
+  };
+  // Builds program `seed` in compile mode on zeros of the extents it draws,
+  // and records it.
+  static Recording record(std::uint64_t seed, int step_limit = kMaxSteps);
+  // Program `seed` of `rec` in compile mode, on `args` (the recorded dtypes
+  // and ranks, at any extents). build() throws the aj::Error of a step the
+  // recording did not skip (an op whose shapes no longer fit).
+  RandomGraph(std::uint64_t seed, int step_limit, const Recording& rec, std::vector<Array> args)
+      : rng_(seed), limit_(step_limit), mode_(Mode::replay), rec_(&rec), args_(std::move(args)) {}
+  // The values of an argument of `spec`'s dtype and style at extents `dims`,
+  // drawn from `rng` (evaluated; contiguous).
+  static Array argument(const ArgSpec& spec, const Dims& dims, std::mt19937_64& rng);
+  // Every value the program made is an output too, those it dropped or
+  // rebound included (after the outputs it picks): no op's result goes
+  // unused. For a diagnosis: a failure that goes away with it is one of an
+  // op whose result is not returned.
+  void return_everything() {
+    return_everything_ = true;
+    keep_dropped_ = true;
+  }
 
   // Trace the program (evaluating the intermediates it evaluates) and pick its
   // outputs. Throws whatever arrayjit throws other than trace-time user errors,
@@ -98,8 +144,13 @@ class RandomGraph {
     Array a;
     Bound b;
     std::string name;
+    // a's extents, read once when the value is made (make_val): in compile
+    // mode, the recording's (a traced function that read an extent could
+    // branch on it: aj::compile would trace it at every new extent).
+    Dims d;
+    bool input = false;  // made by new_input (compile mode's coverage count)
     DType dtype() const { return a.dtype(); }
-    Dims dims() const { return a.shape().dims(); }
+    Dims dims() const { return d; }
     bool is_float() const { return aj::is_float(a.dtype()); }
   };
   // An operand: a pool value or a C++ scalar (weak, as in user code).
@@ -194,6 +245,13 @@ class RandomGraph {
     return r;
   }
 
+  // ---- compile mode ----
+  enum class Mode { plain, record, replay };
+  bool compiling() const { return mode_ != Mode::plain; }
+  Val compile_input(const Dims& dims, DType t);
+  Dims value_dims(const Array& a);
+  void step_big_matmul();
+
   // ---- steps ----
   void step();
   void step_input();
@@ -231,6 +289,12 @@ class RandomGraph {
   std::string log_;
   std::map<std::string, int> used_;
   int steps_ = 0, skipped_ = 0, next_name_ = 0, next_temp_ = 0;
+  Mode mode_ = Mode::plain;
+  bool return_everything_ = false;
+  Recording* recording_ = nullptr;    // Mode::record: what is recorded
+  const Recording* rec_ = nullptr;    // Mode::replay: what is replayed
+  std::vector<Array> args_;           // Mode::replay: the arguments
+  std::size_t next_arg_ = 0, next_dims_ = 0;
 };
 
 // ============================================================================
@@ -307,12 +371,13 @@ inline int RandomGraph::pick(const std::function<bool(const Val&)>& pred) {
 
 inline RandomGraph::Val RandomGraph::make_val(Array a, Bound b, const std::string& name,
                                               const std::string& expr) {
+  Dims d = value_dims(a);
   std::ostringstream os;
-  os << name << " = " << expr << "  // " << aj::dtype_name(a.dtype()) << a.shape();
+  os << name << " = " << expr << "  // " << aj::dtype_name(a.dtype()) << Shape(d);
   if (!b.exact()) os << " ~(abs " << b.abs_err << ", rel " << b.rel_err << ")";
   if (b.nonfinite) os << " inf/nan?";
   log_ += os.str() + "\n";
-  return Val{std::move(a), b, name};
+  return Val{std::move(a), b, name, std::move(d)};
 }
 
 inline void RandomGraph::place(Array a, Bound b, const std::string& expr, const std::string& op,
@@ -332,6 +397,7 @@ inline void RandomGraph::place(Array a, Bound b, const std::string& expr, const 
 // ---- inputs -------------------------------------------------------------------
 
 inline RandomGraph::Val RandomGraph::new_input(const Dims& dims, DType t) {
+  if (compiling()) return compile_input(dims, t);
   const std::int64_t n = numel(dims);
   // Value styles: continuous in [-4, 4]; half-integers (ties, equal values,
   // exact zeros); and, rarely, special values (NaN, +-inf, -0.0, extremes).
@@ -529,16 +595,33 @@ inline void RandomGraph::build() {
   const int planned = uni(1, kMaxSteps);
   const int n = std::min(planned, limit_);
   const int first = uni(1, 3);
+  // Compile mode: one program in seven has a big matmul at one step.
+  const int big_at = compiling() && uni(0, 6) == 0 ? uni(0, n - 1) : -1;
   for (int k = 0; k < first; ++k) pool_.push_back(new_input(random_shape(), random_dtype()));
   for (steps_ = 0; steps_ < n; ++steps_) {
+    // A replay skips (by its error) only the steps the recording skipped;
+    // any other error is the program's at these extents.
+    const bool skipped_when_recorded =
+        mode_ == Mode::replay &&
+        std::find(rec_->skipped.begin(), rec_->skipped.end(), steps_) != rec_->skipped.end();
     try {
-      step();
+      if (steps_ == big_at) step_big_matmul();
+      else step();
     } catch (const aj::Error& e) {
       if (e.kind() != aj::Error::Kind::user) throw;
+      if (mode_ == Mode::replay && !skipped_when_recorded) throw;
+      if (mode_ == Mode::record) recording_->skipped.push_back(steps_);
       ++skipped_;
       log_ += std::string("// skipped: ") + e.what() + "\n";
+      continue;
     }
+    if (skipped_when_recorded)
+      throw std::logic_error("random graph replay: step " + std::to_string(steps_) +
+                             " raised when recorded but not here (a program that branched on an error)");
   }
+  if (mode_ == Mode::replay && next_arg_ != args_.size())
+    throw std::logic_error("random graph replay: " + std::to_string(args_.size()) + " arguments given, " +
+                           std::to_string(next_arg_) + " taken");
   // Outputs: the newest value, and up to three more (possibly repeated, and
   // possibly already evaluated) — evaluated together with aj::eval({...}).
   std::vector<int> idx{static_cast<int>(pool_.size()) - 1};
@@ -549,6 +632,11 @@ inline void RandomGraph::build() {
     const Val& v = pool_[static_cast<std::size_t>(i)];
     outputs_.push_back(Output{v.a, v.b, v.name});
     log_ += " " + v.name;
+  }
+  if (return_everything_) {
+    for (const Val& v : pool_) outputs_.push_back(Output{v.a, v.b, v.name});
+    for (const Array& a : kept_) outputs_.push_back(Output{a, Bound{}, "(dropped)"});
+    log_ += " and every value made";
   }
   log_ += "\n";
 }
@@ -627,6 +715,7 @@ inline void RandomGraph::step_leaf() {
 }
 
 inline void RandomGraph::step_eval() {
+  if (compiling()) return;  // a compiled function may not read values
   const int k = uni(0, static_cast<int>(pool_.size()) - 1);
   const Val& v = pool_[static_cast<std::size_t>(k)];
   const int u = uni(0, 9);
