@@ -17,14 +17,14 @@ Device plan_device(const opt::Plan& p) {
     const Node& n = g[p.value_nodes[static_cast<std::size_t>(v)]];
     if (!n.evaluated()) continue;
     const Device d = n.storage->device;
-    if (d.kind == Device::Kind::cpu) continue;
+    if (d.is_host()) continue;
     if (found && *found != d) {
       runtime_error("aj: one evaluation reads arrays on " + found->str() + " and " + d.str() +
                     "; move them to one device with .to(...)");
     }
     found = d;
   }
-  if (t_scope && t_scope->kind != Device::Kind::cpu) {
+  if (t_scope && !t_scope->is_host()) {
     if (found && *found != *t_scope) {
       runtime_error("aj: an evaluation under DeviceScope(" + t_scope->str() + ") reads arrays on " + found->str());
     }

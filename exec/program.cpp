@@ -173,7 +173,7 @@ class Runner {
     const Storage* s = slots_.slot(v).get();
     if (!s) internal_error("exec: a step input was not computed before its step");
     if (s->device == device_) return s;
-    if (s->device.kind != Device::Kind::cpu) {
+    if (!s->device.is_host()) {
       runtime_error("aj: an evaluation on " + device_.str() + " reads an array on " + s->device.str());
     }
     lists_->staged.push_back(target_.from_host(*s));
@@ -209,7 +209,7 @@ class Runner {
       std::shared_ptr<Storage> s;
       bool taken = false;
       if (ks.into[j] >= 0) s = concatenation_buffer(ks.into[j], ks.bytes[j]);
-      if (!s && device_.kind == Device::Kind::cpu) s = slots_.destination(ks.outputs[j], ks.bytes[j]);
+      if (!s && device_.is_host()) s = slots_.destination(ks.outputs[j], ks.bytes[j]);
       if (!s && may_take(ks.donors[j], ks.bytes[j])) {
         // Taken, not shared: the donor keeps no reference (it has no reader
         // after this step), so the output is the buffer's only holder and a

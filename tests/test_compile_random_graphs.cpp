@@ -20,7 +20,7 @@
 //   2e+1       e -> 2e + 1      every argument extent other than 0 and 1 (which
 //   e+3        e -> e + 3       are part of the signature) changed: the first
 //   3e-1       e -> 3e - 1      call traces and checks the template, later ones
-//   e+5        e -> e + 5       run from it, or from a fitted program
+//   e+5        e -> e + 5       run from it, unplanned where the kept plan holds
 //   2e         e -> 2e
 //   e-1 donated e -> max(2, e-1) contiguous copies, some donated
 //   2e+1 again as 2e+1          a replay of the program kept at those extents
@@ -184,7 +184,7 @@ constexpr int kNumRounds = static_cast<int>(sizeof kRounds / sizeof kRounds[0]);
 
 // Shifts keep the extents a constant apart (a pad, a slice) apart; 2e keeps
 // sums (a concatenation); the others change extents by different factors and
-// steps (fits of two plans are ambiguous where they all change alike).
+// steps (a template cannot tell symbols apart that all change alike).
 std::int64_t map_extent(int map, std::int64_t e) {
   if (e <= 1) return e;  // 0 and 1 are part of the signature
   switch (map) {
@@ -328,12 +328,12 @@ struct Tally {
   std::map<std::string, int> programs_using;  // op kind -> programs that used it
   int programs = 0, with_skips = 0, big_matmuls = 0;
   int calls = 0, raised_both = 0, ran_at_new_extents = 0, rounds_at_new_extents = 0;
-  std::uint64_t traces = 0, replays = 0, new_extents = 0, fitted = 0;
+  std::uint64_t traces = 0, replays = 0, new_extents = 0, unplanned = 0;
   std::uint64_t inplace_donated = 0;  // in-place reuses of donation rounds beyond the uncompiled call's
   int calls_reused_donated = 0;
   int epilogue_below = 0, epilogue_above = 0;  // big-matmul calls that ran, by result size
-  int programs_fitted = 0;
-  std::map<std::string, int> extents_notes, fit_notes;  // why not generalized / not fitted -> programs
+  int programs_unplanned = 0;
+  std::map<std::string, int> extents_notes, plan_notes;  // why not generalized / planned -> programs
   std::vector<Failure> failures;
 };
 
@@ -412,10 +412,10 @@ void run_case(const Case& c, Tally& tally, bool verbose) {
           std::to_string(after.traces) + " traces, " + std::to_string(after.replays) + " replays)";
     }
     if (verbose) {
-      std::printf("round %-12s %s; counts: traces %llu replays %llu new_extents %llu fitted %llu%s%s\n", r.name,
+      std::printf("round %-12s %s; counts: traces %llu replays %llu new_extents %llu unplanned %llu%s%s\n", r.name,
                   want.raised ? ("raised: " + first_line(want.error)).c_str() : "ran",
                   static_cast<unsigned long long>(after.traces), static_cast<unsigned long long>(after.replays),
-                  static_cast<unsigned long long>(after.new_extents), static_cast<unsigned long long>(after.fitted),
+                  static_cast<unsigned long long>(after.new_extents), static_cast<unsigned long long>(after.unplanned),
                   d ? "\n  DIFFERS: " : "", d ? d->c_str() : "");
       std::fflush(stdout);
     }
@@ -425,8 +425,8 @@ void run_case(const Case& c, Tally& tally, bool verbose) {
   tally.traces += n.traces;
   tally.replays += n.replays;
   tally.new_extents += n.new_extents;
-  tally.fitted += n.fitted;
-  tally.programs_fitted += n.fitted > 0;
+  tally.unplanned += n.unplanned;
+  tally.programs_unplanned += n.unplanned > 0;
   // A note's gist: after its first colon, numbers as '#', at most 100
   // characters (the numbers differ from program to program).
   auto gist = [](const std::string& note) {
@@ -441,9 +441,9 @@ void run_case(const Case& c, Tally& tally, bool verbose) {
     return g;
   };
   if (!cf.extents_note().empty()) ++tally.extents_notes[gist(cf.extents_note())];
-  if (!cf.fit_note().empty()) ++tally.fit_notes[gist(cf.fit_note())];
+  if (!cf.plan_note().empty()) ++tally.plan_notes[gist(cf.plan_note())];
   if (verbose) {
-    std::printf("extents_note: %s\nfit_note: %s\n", cf.extents_note().c_str(), cf.fit_note().c_str());
+    std::printf("extents_note: %s\nplan_note: %s\n", cf.extents_note().c_str(), cf.plan_note().c_str());
   }
 }
 
@@ -514,15 +514,15 @@ TEST_CASE("compile random graphs: every random program replays at its extents, n
   };
   MESSAGE(seeds.size() << " programs (at most " << steps << " steps) in " << secs << " s: " << tally.calls << " compiled calls, "
             << tally.traces << " traces, " << tally.replays << " replays, " << tally.new_extents
-            << " at new extents without tracing (" << tally.fitted << " fitted); " << tally.with_skips
+            << " at new extents without tracing (" << tally.unplanned << " not planned); " << tally.with_skips
             << " programs skipped a step when recorded (no rounds at new extents); " << tally.ran_at_new_extents
             << " of " << tally.rounds_at_new_extents << " calls at new extents ran (the others raised, compiled too: "
             << tally.raised_both << " raised both ways in all); " << tally.big_matmuls << " programs with a matmul near 2^14: "
             << tally.epilogue_below << " calls below, " << tally.epilogue_above << " at or above; "
             << tally.inplace_donated << " more in-place reuses in donated calls than uncompiled ("
-            << tally.calls_reused_donated << " calls); " << tally.programs_fitted << " programs ran a call from a fitted program; "
+            << tally.calls_reused_donated << " calls); " << tally.programs_unplanned << " programs ran a call unplanned; "
             << tally.failures.size() << " failures.\nWhy calls at new extents traced (extents_note, programs):\n"
-            << most(tally.extents_notes) << "Why fits were refused (fit_note, programs):\n" << most(tally.fit_notes)
+            << most(tally.extents_notes) << "Why kept plans were refused (plan_note, programs):\n" << most(tally.plan_notes)
             << "Programs using each op:\n" << cov.str());
   const std::string why = report(tally, failed, 3);
   if (!why.empty()) std::fputs(("==== compile random graphs: failures ====\n" + why).c_str(), stderr);
@@ -535,7 +535,7 @@ TEST_CASE("compile random graphs: every random program replays at its extents, n
   CHECK(tally.epilogue_below > 0);
   CHECK(tally.epilogue_above > 0);
   if (n >= 1000) {
-    CHECK(tally.fitted > 0);
+    CHECK(tally.unplanned > 0);
     CHECK(tally.programs_using["scatter"] > 0);
     CHECK(tally.programs_using["scatter_add"] > 0);
     CHECK(tally.programs_using["concatenate of computed pieces"] > 0);
