@@ -164,6 +164,37 @@ bool spawn(const std::vector<std::string>& args) {
 
 std::string line_directive(int line) { return "#line " + std::to_string(line) + " \"<input>\"\n"; }
 
+// Whether the PCH is older than a header it was built from (its depfile,
+// written next to it, lists them): clang refuses a PCH whose inputs changed,
+// and the interpreter it was handed to does not survive that refusal.
+bool pch_stale(const std::string& pch) {
+  llvm::sys::fs::file_status built;
+  if (llvm::sys::fs::status(pch, built)) return true;
+  std::FILE* f = std::fopen((pch + ".d").c_str(), "r");
+  if (!f) return false;  // (an installed PCH: its headers are installed with it)
+  std::string text;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  bool stale = false, first = true;
+  std::size_t k = 0;
+  while (k < text.size() && !stale) {
+    while (k < text.size() && (std::isspace(static_cast<unsigned char>(text[k])) || text[k] == '\\')) ++k;
+    std::size_t e = k;
+    while (e < text.size() && !std::isspace(static_cast<unsigned char>(text[e]))) ++e;
+    if (e == k) break;
+    std::string path = text.substr(k, e - k);
+    k = e;
+    if (first) {  // the target, "prelude.pch:"
+      first = false;
+      continue;
+    }
+    llvm::sys::fs::file_status st;
+    stale = llvm::sys::fs::status(path, st) || st.getLastModificationTime() > built.getLastModificationTime();
+  }
+  return stale;
+}
+
 }  // namespace
 
 std::unique_ptr<Session> Session::create(const Options& opts, std::string& error) {
@@ -171,7 +202,11 @@ std::unique_ptr<Session> Session::create(const Options& opts, std::string& error
   llvm::InitializeNativeTargetAsmPrinter();
   // The PCH was built from the headers in the source tree: the interpreter
   // must include those (a second path to the same header would define it twice).
-  if (opts.pch && llvm::sys::fs::exists(AJ_REPL_PCH)) {
+  const bool stale = opts.pch && llvm::sys::fs::exists(AJ_REPL_PCH) && pch_stale(AJ_REPL_PCH);
+  if (stale && opts.verbose) {
+    std::fprintf(stderr, "arrayjit-repl: a header changed since the prelude was precompiled (%s); parsing it\n", AJ_REPL_PCH);
+  }
+  if (opts.pch && !stale && llvm::sys::fs::exists(AJ_REPL_PCH)) {
     auto s = start(opts, {"-include-pch", AJ_REPL_PCH, "-I" AJ_REPL_SOURCE_INCLUDE_DIR,
                                   "-I" AJ_REPL_SOURCE_BASE_INCLUDE_DIR}, nullptr, error);
     if (s) {
