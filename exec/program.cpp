@@ -34,9 +34,14 @@ class VectorSlots {
   VectorValues& v_;
 };
 
+// A value made by a step becomes its node's result; the node is held (a use
+// taken) until the program's release of the value: a node whose consumers
+// are all evaluated loses its last use, and a later step of this program may
+// still read it (a kernel that recomputes a stored value from its input).
+// `held` flags the values held; run_program lets the rest go at the end.
 class GraphSlots {
  public:
-  explicit GraphSlots(GraphValues& v) : nodes_(*v.nodes) {}
+  GraphSlots(GraphValues& v, std::vector<char>& held) : nodes_(*v.nodes), held_(held) {}
   // (A node is looked up at each use: while the lock is let go, other
   // threads may use the graph.)
   std::shared_ptr<Storage>& slot(int v) { return graph()[node(v)].storage; }
@@ -46,8 +51,16 @@ class GraphSlots {
   }
   void set(int v, std::shared_ptr<Storage> s, const Layout& l) {
     graph().set_result(node(v), std::move(s), l.strides, l.offset);
+    if (!held_[static_cast<std::size_t>(v)]) {
+      graph().take_use(node(v));
+      held_[static_cast<std::size_t>(v)] = 1;
+    }
   }
-  void release(int) {}  // the graph frees a node when nothing refers to it
+  void release(int v) {  // the graph frees the node when nothing else refers to it
+    if (!held_[static_cast<std::size_t>(v)]) return;
+    held_[static_cast<std::size_t>(v)] = 0;
+    graph().release_use(node(v));
+  }
   std::shared_ptr<Storage> destination(int v, std::size_t bytes) {
     DestinationHook hook = g_destination.load(std::memory_order_acquire);
     return hook ? hook(node(v), bytes) : nullptr;
@@ -57,6 +70,7 @@ class GraphSlots {
  private:
   NodeId node(int v) const { return nodes_[static_cast<std::size_t>(v)]; }
   const std::vector<NodeId>& nodes_;
+  std::vector<char>& held_;
 };
 
 using Span = std::pair<const char*, const char*>;
@@ -411,7 +425,27 @@ void run_program(const Program& p, Backend& target, VectorValues& values, const 
 }
 
 void run_program(const Program& p, Backend& target, GraphValues& values, const std::vector<ScalarOverride>& overrides) {
-  Runner<GraphSlots>(p, target, GraphSlots(values), overrides).run();
+  // This thread's flags (an evaluation does not nest in one, but stay safe).
+  thread_local std::vector<char> t_held [[gnu::tls_model("initial-exec")]];
+  thread_local bool t_busy [[gnu::tls_model("initial-exec")]] = false;
+  std::vector<char> nested;
+  std::vector<char>& held = t_busy ? nested : t_held;
+  const bool outer = !t_busy;
+  t_busy = true;
+  held.assign(static_cast<std::size_t>(p.values), 0);
+  struct LetGo {  // however the run ends: results and values not yet released
+    const std::vector<NodeId>& nodes;
+    std::vector<char>& held;
+    bool outer;
+    ~LetGo() {
+      for (std::size_t v = 0; v < held.size(); ++v) {
+        if (held[v]) graph().release_use(nodes[v]);
+      }
+      held.clear();
+      if (outer) t_busy = false;
+    }
+  } let_go{*values.nodes, held, outer};
+  Runner<GraphSlots>(p, target, GraphSlots(values, held), overrides).run();
 }
 
 void prepare_program(Program& p, Backend& target) {

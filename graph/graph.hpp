@@ -144,6 +144,9 @@ class Graph {
   void release_ext(NodeId id);
   std::uint32_t ext_count(NodeId id) const;
   void release_use(NodeId id);
+  // A use that no node holds: an evaluation keeps a result it will read
+  // again alive (graph lock held); release_use ends it.
+  void take_use(NodeId id) { ++(*this)[id].uses; }
 
   // Turn `id` into an evaluated leaf: set its storage and view, drop inputs.
   void set_result(NodeId id, std::shared_ptr<Storage> storage, std::vector<std::int64_t> strides,
