@@ -134,7 +134,9 @@ std::unique_ptr<Program> make_program(const Plan& p, const std::vector<NodeId>& 
   }
 
   std::vector<Layout> layout_of_value;  // the layout each value has (bound, captured and made)
-  for (NodeId id : nodes) layout_of_value.push_back({g[id].strides, g[id].offset});
+  for (NodeId id : nodes) {  // (kNoNode: an argument nothing reads)
+    layout_of_value.push_back(id == kNoNode ? Layout{} : Layout{g[id].strides, g[id].offset});
+  }
   auto made = [&](NodeId id, Layout l) {
     auto it = value.find(id);
     if (it != value.end()) return it->second;  // a concatenation its pieces met first

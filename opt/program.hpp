@@ -69,7 +69,7 @@ struct Program {
 };
 
 // The program of plan `p` (graph lock held; the plan's evaluated leaves are
-// read from the graph now). `args`: nodes bound first, in order; every other
+// read from the graph now). `args`: nodes bound first, in order (kNoNode: one nothing reads); every other
 // evaluated leaf the plan reads is captured (`capture_leaves`) or bound after
 // them. `results`: the nodes the program returns (evaluated ones among them
 // are bound or captured values). `value_nodes` (when given): the node of each

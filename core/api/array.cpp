@@ -273,7 +273,9 @@ Array make(Node&& n, const Loc& loc) {
   check_array_size(n.shape, n.dtype, op_name(n.op), loc);
   detail::check_devices(n, loc);
   n.loc = loc;
-  return Array::from_node(graph().add(std::move(n)));
+  Array a = Array::from_node(graph().add(std::move(n)));
+  if (observed()) report_made(a.node_id());
+  return a;
 }
 
 std::string describe(const Scalar& v) {

@@ -27,6 +27,10 @@ void report_extent_constant(NodeId id) {
   each([id](Observer& o) { o.extent_constant(id); });
 }
 
+void report_made(NodeId id) {
+  each([id](Observer& o) { o.made(id); });
+}
+
 void report_evaluating(const std::vector<NodeId>& roots, const Loc& loc) {
   each([&](Observer& o) { o.evaluating(roots, loc); });
 }

@@ -21,6 +21,10 @@ class Observer {
   virtual void shape_read() {}
   // The library made Constant `id` from extents (mean's count).
   virtual void extent_constant(NodeId id) { (void)id; }
+  // The traced code made op node `id` (not a leaf holding memory), called
+  // with the graph's lock held: a result the code drops is made too, and its
+  // shape checks are part of what the code does.
+  virtual void made(NodeId id) { (void)id; }
   // An evaluation of `roots` is about to run on this thread (eval, item,
   // to_vector, printing, another thread's array imported): throw aj::Error to
   // refuse it. Called with the lock of the roots' graph held.
@@ -52,6 +56,7 @@ bool observed();
 // The API's reports (each costs a thread-local test when nothing observes).
 void report_shape_read();
 void report_extent_constant(NodeId id);
+void report_made(NodeId id);
 void report_evaluating(const std::vector<NodeId>& roots, const Loc& loc);
 
 }  // namespace aj::trace

@@ -256,6 +256,9 @@ void CompiledCore::extent_free_signature(const std::vector<CallArg>& args, Key& 
 
 // Donated handles are given up once the function's nodes exist (a vector
 // passed as an rvalue keeps its elements: the function took the vector).
+// Whether one handle holds node `id` and no node reads it (graph lock held).
+static bool only_held(NodeId id) { return graph().ext_count(id) == 1 && graph()[id].uses == 0; }
+
 static void give_up_donated(std::vector<CallArg>& args) {
   for (CallArg& a : args) {
     if (!a.donated || a.is_scalar || a.element) continue;
@@ -347,6 +350,10 @@ class TraceWatch final : public trace::Observer {
   explicit TraceWatch(const std::string& where) : where_(where) {}
   void shape_read() override { ++reads; }
   void extent_constant(NodeId id) override { extent_constants.push_back(id); }
+  // Held until the template is captured: an op whose result the function
+  // drops is part of the template too (a call at new extents must fail
+  // where the function would), and would be freed by then.
+  void made(NodeId id) override { made_arrays.push_back(Array::from_node(id)); }
   void evaluating(const std::vector<NodeId>&, const Loc&) override {
     throw Error(Error::Kind::user,
                 "aj::compile: the function compiled at " + where_ +
@@ -356,6 +363,7 @@ class TraceWatch final : public trace::Observer {
   }
   std::uint64_t reads = 0;
   std::vector<NodeId> extent_constants;
+  std::vector<Array> made_arrays;
 
  private:
   const std::string& where_;
@@ -452,6 +460,16 @@ bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>
     }
     return false;
   }
+  // A donated argument the template does not read is freed when given up:
+  // its id is forgotten (evaluation may make a node of that id).
+  {
+    std::size_t k = 0;
+    for (const CallArg& a : args) {
+      if (a.is_scalar) continue;
+      if (a.donated && !a.element && only_held(arg_nodes[k])) arg_nodes[k] = kNoNode;
+      ++k;
+    }
+  }
   give_up_donated(args);  // as after a trace
   ++stats_mut().compiled_new_extents;
   const std::uint64_t built = stats_mut().plans_built.get();
@@ -480,11 +498,16 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
                                             std::shared_ptr<const extents::Template> first) {
   // What the program needs of the arguments is read now: once the function
   // has run, a vector argument passed as an rvalue is gone.
+  // The arguments are held until the template is captured: a function that
+  // drops a donated argument would free its node, and the id could name a
+  // node the function makes next.
   std::vector<NodeId> arg_nodes;
+  std::vector<Array> held;
   bool all_local = true;
   for (const CallArg& a : args) {
     if (a.is_scalar) continue;
     arg_nodes.push_back(a.array->node_id());
+    held.push_back(*a.array);
     all_local &= a.array->graph_of() == &graph();
   }
   std::vector<Array> results;
@@ -512,7 +535,18 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     std::shared_ptr<extents::Template> mine;
     if (!all_local) why = "arguments of another thread's graph";
     else if (watch.reads) why = "the function read an extent in C++ (shape() or size()) while traced";
-    else mine = extents::capture(arg_nodes, changeable_scalars(args), result_nodes, watch.extent_constants, &why);
+    else {
+      std::vector<NodeId> made;
+      for (const Array& a : watch.made_arrays) made.push_back(a.node_id());
+      mine = extents::capture(arg_nodes, changeable_scalars(args), result_nodes, made, watch.extent_constants, &why);
+    }
+    // (Held, the dropped ops would be kept alive and stored by the plan, and
+    // the arguments could not be donated.)
+    watch.made_arrays.clear();
+    for (std::size_t k = 0; k < held.size(); ++k) {
+      if (held[k].graph_of() == &graph() && only_held(arg_nodes[k])) arg_nodes[k] = kNoNode;  // freed now
+    }
+    held.clear();
     std::shared_ptr<extents::Template> checked;
     if (mine && first && !extents::extents_differ(*first, *mine)) first.reset();  // nothing new to learn
     if (mine && first) {

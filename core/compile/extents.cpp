@@ -500,8 +500,8 @@ TNode evaluated_leaf(const Node& a) {
 }  // namespace
 
 std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
-                                  const std::vector<NodeId>& results, const std::vector<NodeId>& extent_constants,
-                                  std::string* why) {
+                                  const std::vector<NodeId>& results, const std::vector<NodeId>& made,
+                                  const std::vector<NodeId>& extent_constants, std::string* why) {
   Graph& g = graph();
   auto t = std::make_shared<Template>();
   t->scalars = scalars;
@@ -541,6 +541,9 @@ std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::ve
   };
   std::vector<NodeId> roots;
   for (NodeId r : results) {
+    if (!g[r].evaluated()) roots.push_back(r);
+  }
+  for (NodeId r : made) {  // (dropped ones: made again, checked, dropped again)
     if (!g[r].evaluated()) roots.push_back(r);
   }
   for (NodeId id : g.unevaluated_order(roots)) {

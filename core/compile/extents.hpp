@@ -36,6 +36,8 @@ struct Template;
 
 // The template of a trace whose results are `results` and whose array
 // arguments are the leaves `args` (graph lock held, before evaluation).
+// `made`: every op node the function made, results or not; the template
+// makes them all again (their shape rules are guards), returns the results.
 // Null, with the reason in *why, when the trace cannot be generalized.
 // `scalars`: the call's scalar arguments whose values may change between
 // calls (a constant that follows one is fitted to it, as an extent is).
@@ -43,8 +45,8 @@ struct Template;
 // while the function was traced (mean's count): only these are fitted to
 // extents.
 std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
-                                  const std::vector<NodeId>& results, const std::vector<NodeId>& extent_constants,
-                                  std::string* why);
+                                  const std::vector<NodeId>& results, const std::vector<NodeId>& made,
+                                  const std::vector<NodeId>& extent_constants, std::string* why);
 
 // Checks `first` against `second`, the same function traced at other
 // extents, fitting what the rules left open; true when `first` may now be
