@@ -10,7 +10,7 @@ namespace aj::detail {
 
 namespace {
 
-constexpr const char* kChannels[] = {"plan", "passes", "graph", "buffers", "ir", "asm", "cuda", "all"};
+constexpr const char* kChannels[] = {"plan", "program", "passes", "graph", "buffers", "ir", "asm", "cuda", "all"};
 
 std::mutex& mu() {
   static std::mutex* m = new std::mutex;
@@ -40,8 +40,9 @@ void check_names(const std::string& list, const char* from) {
     for (const char* c : kChannels) known |= name == c;
     if (known) continue;
     if (said.exchange(true)) return;
-    std::cerr << "[aj] " << from << ": unknown log channel '" << name << "'; valid: plan, passes, graph, "
-              << "buffers, ir, asm, cuda, all\n";
+    std::cerr << "[aj] " << from << ": unknown log channel '" << name << "'; valid:";
+    for (const char* c : kChannels) std::cerr << ' ' << c;
+    std::cerr << '\n';
     return;
   }
 }

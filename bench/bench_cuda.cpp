@@ -1,4 +1,4 @@
-// CUDA benchmarks (issue 5), run on a GPU machine: `./dev bench` or
+// CUDA benchmarks, run on a GPU machine: `./dev bench` or
 // build/bench/bench_cuda [scale]. Without a GPU it prints why and exits 0.
 //
 // Cases (medians of CUDA-event timings on the library's default stream):

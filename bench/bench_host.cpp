@@ -498,7 +498,7 @@ void bench_argmax() {
 
 // concatenate of evaluated arrays against memcpy of the same bytes: pieces
 // one after another (axis 0: contiguous blocks) and side by side (axis 1:
-// a row piece each); the 64K f32 case of issue 13; a computed piece written
+// a row piece each); a 64K f32 case; a computed piece written
 // straight into its slice (heat-equation boundary) against a hand loop.
 void bench_concat() {
   struct Case { const char* name; std::int64_t rows, cols; int pieces, axis; };

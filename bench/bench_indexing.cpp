@@ -1,4 +1,4 @@
-// Indexing against hand-written loops, measured in one run (issue 14):
+// Indexing against hand-written loops, measured in one run:
 //
 //  1. A 1-D heat-equation step with fixed ends on 65,536 f32,
 //       u[1:-1] = u[1:-1] + r * (u[2:] - 2 u[1:-1] + u[:-2])

@@ -1,4 +1,4 @@
-// Getting values out of arrayjit (issue 16): copy_to into a preallocated
+// Getting values out of arrayjit: copy_to into a preallocated
 // buffer against a memcpy of the same bytes (target: ratio <= 1.2), with
 // to_vector, a strided copy_to and eval_into for context. Each case's calls
 // alternate with its peer's in the same runs (this machine is shared), and

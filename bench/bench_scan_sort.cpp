@@ -1,4 +1,4 @@
-// Scans, sorting and logsumexp (issue 14) against peers measured in the same
+// Scans, sorting and logsumexp against peers measured in the same
 // run: hand-written loops, std::sort / std::stable_sort, and NumPy (another
 // process, same data distribution). Prints per case the median of several
 // runs and the ratio ours / peer (below 1: we are faster). Results:

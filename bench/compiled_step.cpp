@@ -1,7 +1,7 @@
 // A compiled training step (aj::compile): an MLP's loss, its gradients
 // (value_and_grad) and an out-of-place Adam update, traced once and replayed.
 //
-// Issue 15's target: "a compiled MLP training step's host overhead <= 5 us".
+// The target: "a compiled MLP training step's host overhead <= 5 us".
 // Host overhead is what a step costs besides its kernels and library calls.
 // Two sizes, each timed as this thread's CPU time, medians of several runs of
 // many steps:
@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
       ++failures;
     }
   }
-  std::printf("  host overhead of a compiled step: the tiny case's time (target <= 5 us, issue 15)\n");
+  std::printf("  host overhead of a compiled step: the tiny case's time (target <= 5 us)\n");
   {
     const int count = 40;
     const NewBatches nb = new_batches(8, 8, 2, count);

@@ -12,7 +12,7 @@
 //   plan, cache off   full call with the plan cache switched off
 //   compiled replay   aj::compile(chain) called again with the same kind of
 //                     argument: no trace, no plan, the kept kernel launched
-//                     (issue 15's target: <= 1.5 us including the launch)
+//                     (target: <= 1.5 us including the launch)
 //   compiled, lr      the chain with a C++ scalar argument that changes
 //                     every call (x * lr): replayed, the scalar rebound
 //   new extents       a compiled call at extents it has not seen (every call
@@ -151,10 +151,10 @@ int main(int argc, char** argv) {
   std::printf("  %-32s %8.2f us\n", "full call on 1 element", full1);
   std::printf("  %-32s %8.2f us\n", "full call (plan cache off)", uncached);
   std::printf("  %-32s %8.2f us\n", "overhead, plan cache off", uncached - kernel);
-  std::printf("  %-32s %8.2f us   <- target <= 1.5 (issue 15)\n", "compiled replay (aj::compile)", replay);
+  std::printf("  %-32s %8.2f us   <- target <= 1.5\n", "compiled replay (aj::compile)", replay);
   std::printf("  %-32s %8.2f us\n", "compiled replay, changing lr", replay_lr);
   std::printf("  %-32s %8.2f us\n", "compiled replay - kernel", replay - kernel);
-  std::printf("  %-32s %8.2f us   <- no trace, no plan (issue 15)\n", "new extents, compiled", new_kept);
+  std::printf("  %-32s %8.2f us   <- no trace, no plan\n", "new extents, compiled", new_kept);
   std::printf("  %-32s %8.2f us\n", "new extents, traced each time", new_traced);
   std::printf("  %-32s %8.2f us\n", "new extents, uncompiled call", new_uncompiled);
   std::printf("  compiled: %llu traces, %llu replays; with lr: %llu traces, %llu replays\n",

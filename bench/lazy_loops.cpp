@@ -1,4 +1,4 @@
-// Lazy loops (issue 11 points 2, 3 and 6): a loop left unevaluated and
+// Lazy loops: a loop left unevaluated and
 // evaluated once at the end, against the same loop evaluated after every
 // step, measured in one run; long chains and wide concatenates planned and
 // compiled at once; an Adam step with a learning-rate schedule that

@@ -118,7 +118,7 @@ inline void RandomGraph::step_reduce() {
   place(aj::mean(p.a, axes, keep), b, "mean(" + p.name + tail, op, slot);
 }
 
-// Issue 14's ops. Scans add in order on every backend, so exact inputs give
+// Scans, sorting and indexing. Scans add in order on every backend, so exact inputs give
 // exact (bit-identical) results; on inexact ones they take sum's bound.
 // sort's values move each input element to another place (its bound);
 // argsort and topk's positions need exact inputs (ties could flip).

@@ -1,4 +1,4 @@
-// Bad inputs, systematically (issue 12). One table below tries, for every
+// Bad inputs, systematically. One table below tries, for every
 // public function, each invalid class of each argument: negative, zero, huge
 // and overflowing extents; out-of-range and duplicate axes; out-of-range
 // slices and steps; dtypes the op rejects; scalars that do not fit; empty and
@@ -493,7 +493,7 @@ TEST_CASE("the bad-input table: every row is a located aj::Error that changes no
       BAD("aj::size", none.size()),
       BAD("aj::device", none.device()),
       BAD("aj::is_evaluated", moved.is_evaluated()),  // NOLINT(bugprone-use-after-move)
-      // ---- scans and sorting (issue 14) ----
+      // ---- scans and sorting ----
       BAD("aj::cumsum", aj::cumsum(f, 2)),
       BAD("aj::cumsum", aj::cumsum(f, -3)),
       BAD("aj::cumsum", aj::cumsum(s0, 0)),
@@ -516,7 +516,7 @@ TEST_CASE("the bad-input table: every row is a located aj::Error that changes no
       BAD("aj::topk", aj::topk(s0, 1)),
       BAD("aj::topk", aj::topk(e03, 1, 0)),
       BAD("aj::topk", aj::topk(none, 1)),
-      // ---- erf, softmax family (issue 14) ----
+      // ---- erf, softmax family ----
       BAD("aj::erf", aj::erf(b)),
       BAD("aj::erfc", aj::erfc(none)),
       BAD("aj::erfc", aj::erfc(true)),
@@ -530,13 +530,13 @@ TEST_CASE("the bad-input table: every row is a located aj::Error that changes no
       BAD("aj::logsumexp", aj::logsumexp(b, 0)),
       BAD("aj::logsumexp", aj::logsumexp(f, {0, 0})),
       BAD("aj::logsumexp", aj::logsumexp(moved)),  // NOLINT(bugprone-use-after-move)
-      // ---- fills like another array (issue 14) ----
+      // ---- fills like another array ----
       BAD("aj::zeros_like", aj::zeros_like(none)),
       BAD("aj::ones_like", aj::ones_like(moved)),  // NOLINT(bugprone-use-after-move)
       BAD("aj::full_like", aj::full_like(i, 3000000000LL)),
       BAD("aj::full_like", aj::full_like(l, kAboveI64)),
       BAD("aj::full_like", aj::full_like(none, 1.0)),
-      // ---- random integers, permutations, coin flips (issue 14) ----
+      // ---- random integers, permutations, coin flips ----
       BAD("aj::random::randint", aj::random::randint({3}, 5, 5)),
       BAD("aj::random::randint", aj::random::randint({3}, 5, -5)),
       BAD("aj::random::randint", aj::random::randint({3}, 0, 10, DType::f32)),
@@ -585,7 +585,7 @@ TEST_CASE("the bad-input table: every row is a located aj::Error that changes no
   CHECK(buf == ajtest::random_magnitudes<float>(12, 8, 0.5, 9.0));
 }
 
-// ---- regression tests, one per bug of issue 12 ---------------------------------------------------
+// ---- regression tests, one per bug found by the table ---------------------------------------------------
 
 TEST_CASE("byte size overflow: arange of 2^61 f64, broadcast_to({2^61}) + 1 in f64 and linspace of 2^62 f32 are located errors, not tiny buffers") {
   const aj::Stats before = aj::stats();

@@ -1,5 +1,4 @@
-// aj::compile on the random graphs of the differential tier (issue 32,
-// points 5 and 6). Each program of tests/random_graph.hpp, in compile mode
+// aj::compile on the random graphs of the differential tier. Each program of tests/random_graph.hpp, in compile mode
 // (tests/random_graph_compile.hpp: its inputs are its arguments, nothing is
 // evaluated mid-program, and it is one fixed function of its arguments at
 // any extents), is compiled once and called in the rounds below; each

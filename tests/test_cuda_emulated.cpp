@@ -624,7 +624,7 @@ TEST_CASE("cuda emulated: scatter and scatter_add library kernels match the inte
   check_library_programs(ps);
 }
 
-// ---- issue 14: scan kernels, the sort library kernel, random bits -----------------------
+// ---- scan kernels, the sort library kernel, random bits -----------------------
 
 TEST_CASE("cuda emulated: scan kernels (cumsum, cumprod with producers and consumers) and random integers match the interpreter") {
   if (!have_cxx()) {

@@ -1,4 +1,4 @@
-// Device memory changing hands with other libraries (issue 16 points 3 and 4),
+// Device memory changing hands with other libraries,
 // checked against the fake driver's record of stream and event calls
 // (tests/cuda_fake_driver.hpp): a borrow with the producer's stream makes
 // arrayjit's stream wait on an event recorded there; a DLPack export makes the

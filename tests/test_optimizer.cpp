@@ -2,7 +2,7 @@
 // simplification. Every result is compared with the reference interpreter on
 // an identical, freshly traced graph (bit for bit: the kernel interpreter uses
 // the reference's scalar functions and its summation order), and the figures
-// of issue 3 are asserted on aj::stats() (counts are deterministic).
+// are asserted on aj::stats() (counts are deterministic).
 #include <doctest/doctest.h>
 
 #include <arrayjit/arrayjit.hpp>

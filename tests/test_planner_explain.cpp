@@ -1,4 +1,4 @@
-// Why not in place (issue 11 point 5): aj::explain names, for every kernel
+// Why not in place: aj::explain names, for every kernel
 // output that did not take an input's buffer, the reason, and for a live
 // handle where that array was made. Each case also checks that the output
 // indeed gets a new buffer, and that the reason's absence gives in-place.

@@ -267,7 +267,7 @@ Array normal(Shape shape, double mean, double stddev, DType dtype, Loc loc) {
   return rand_node(Op::RandNormal, std::move(shape), mean, stddev, dtype, "random::normal", loc);
 }
 
-// ---- issue 14: integers, permutations, coin flips --------------------------------
+// ---- integers, permutations, coin flips --------------------------------
 
 namespace {
 // 64 random bits (i64) per element: the generator the ones below build on.
@@ -329,7 +329,7 @@ Array bernoulli(Shape shape, double p, Loc loc) try {
 
 }  // namespace random
 
-// ---- fills of another array's shape (issue 14) --------------------------------
+// ---- fills of another array's shape --------------------------------
 
 Array zeros_like(const Array& a, std::optional<DType> dtype, Loc loc) {
   const Node& n = trace::own_node(a, "zeros_like", loc);  // (not a.shape(): a read aj::compile would count)

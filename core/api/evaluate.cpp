@@ -9,6 +9,7 @@
 #include "core/api/executor.hpp"
 #include "exec/execute.hpp"
 #include "opt/explain.hpp"
+#include "opt/program.hpp"
 
 #include <atomic>
 #include <cstdlib>
@@ -130,6 +131,7 @@ void evaluate(const std::vector<NodeId>& roots_in) {
   const opt::Plan& p = slot.plan();
   const Claim claim(g, p.schedule.order);
   if (log_any() && log_enabled("plan")) log("plan", describe_plan(p.schedule, p.buffers));
+  if (log_any() && log_enabled("program") && p.program) log("program", opt::dump(*p.program));
   if (dump_dot) {
     static std::atomic<int> n{0};
     write_dot_files(plan_dot(p.schedule, p.buffers), std::string(dot_dir) + "/plan-" + std::to_string(n++) + ".dot");

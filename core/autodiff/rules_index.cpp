@@ -1,5 +1,5 @@
-// The derivative rules of the scans, sorting and indexing ops (issue 14's ops
-// of arrayjit/ops.def): cumsum, cumprod, sort, topk, gather, pad, scatter_add,
+// The derivative rules of the scans, sorting and indexing ops of
+// arrayjit/ops.def: cumsum, cumprod, sort, topk, gather, pad, scatter_add,
 // scatter. core/autodiff/rules.hpp states what every rule keeps; the choices
 // (duplicates, ties, out-of-range indices, zeros of cumprod) are in
 // docs/semantics.md, "Differentiation".

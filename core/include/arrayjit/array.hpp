@@ -387,7 +387,7 @@ Array uniform(Shape shape, double lo = 0.0, double hi = 1.0, DType dtype = DType
               Loc loc = Loc::current());
 Array normal(Shape shape, double mean = 0.0, double stddev = 1.0, DType dtype = DType::f32,
              Loc loc = Loc::current());
-// ---- more random arrays (issue 14), counter-based as uniform: the same
+// ---- more random arrays, counter-based as uniform: the same
 // values on every backend. ----
 // Integers uniform in [lo, hi) (lo < hi, both fitting dtype, hi - lo below
 // 2^63), i32 or i64: lo + (64 random bits mod (hi - lo)).
@@ -399,7 +399,7 @@ Array permutation(std::int64_t n, Loc loc = Loc::current());
 Array bernoulli(Shape shape, double p = 0.5, Loc loc = Loc::current());
 }  // namespace random
 
-// ---- creation from another array's shape (issue 14) ------------------------------
+// ---- creation from another array's shape ------------------------------
 // Fills of a's shape, and of a's dtype unless one is given; like zeros(), a
 // fill has no device of its own (it is made where it is used).
 Array zeros_like(const Array& a, std::optional<DType> dtype = std::nullopt, Loc loc = Loc::current());
