@@ -275,9 +275,10 @@ TEST_CASE("compile extents: threads calling one compiled function at their own n
 }
 
 TEST_CASE("compile extents: minibatch views of one dataset, a short last batch, another epoch") {
-  // Batches are views of X at other offsets (another layout each): the first
-  // is traced, the others of its extents are made from that trace, the short
-  // last one traces again (and checks it); the next epoch replays.
+  // Batches are views of X at other offsets: the program sees each as a
+  // buffer of its own, so the first is traced and the others of its extents
+  // replay it; the short last one traces again (and checks the template);
+  // the next epoch replays.
   auto f = [](const Array& x, const Array& w) { return aj::sum(aj::tanh(aj::matmul(x, w)), 1); };
   auto cf = aj::compile(f);
   const Array X = input({250, 6}, 90), w = input({6, 3}, 91);
@@ -290,8 +291,36 @@ TEST_CASE("compile extents: minibatch views of one dataset, a short last batch, 
     }
   }
   CHECK(cf.counts().traces == 2);       // the first batch; the last (58 rows)
-  CHECK(cf.counts().new_extents == 2);  // batches 2 and 3 of the first epoch
-  CHECK(cf.counts().replays == 4);      // the second epoch
+  CHECK(cf.counts().new_extents == 0);
+  CHECK(cf.counts().replays == 6);      // batches 2 and 3, then the second epoch
+  CHECK(cf.counts().programs == 2);
+}
+
+TEST_CASE("compile extents: windows of one buffer at any offset replay one program") {
+  // Row blocks, column blocks (strided) and a returned window, starting away
+  // from offset 0: the first call is traced (its program reads the window at
+  // its offset), the second is made as a buffer of its own, later ones replay
+  // it; every result as the uncompiled call's.
+  auto f = [](const Array& x, const Array& b) { return std::vector<Array>{aj::exp(x) * 2.0f + b, x}; };
+  auto cf = aj::compile(f);
+  const Array X = input({40, 12}, 300), b = input({3}, 301);
+  auto check = [&](const Array& xb) {
+    const std::vector<Array> got = cf(xb, b);
+    std::vector<Array> want = f(xb, b);
+    aj::eval(want);
+    CHECK(same_bits(vals(got[0]), vals(want[0])));
+    CHECK(same_bits(vals(got[1]), vals(want[1])));
+  };
+  for (std::int64_t r : {5, 9, 20, 0, 33}) check(aj::slice(aj::slice(X, 0, r, r + 7), 1, 4, 7));
+  CHECK(cf.counts().traces == 1);
+  CHECK(cf.counts().replays == 3);
+  CHECK(cf.counts().new_extents == 1);  // the window as a buffer of its own
+  // The dataset changed in place of another (the same windows of another
+  // buffer) and a window reaching its buffer's last element.
+  const Array Y = input({40, 12}, 302);
+  for (std::int64_t r : {33, 2}) check(aj::slice(aj::slice(Y, 0, r, r + 7), 1, 9, 12));
+  CHECK(cf.counts().traces == 1);
+  CHECK(cf.counts().replays == 5);
 }
 
 TEST_CASE("compile extents: a view argument at new extents reads through its layout") {

@@ -60,6 +60,10 @@ struct ScalarBinding {
 struct Entry {
   std::shared_ptr<const exec::Program> program;
   std::vector<ScalarBinding> bindings;  // empty for an exact-scalar entry
+  // Scalar arguments the program holds at one value (under the signature
+  // without scalar values): (call argument, value). `1 - beta1^t` rounds to
+  // 1 from some step on and `m / c1` is then simplified to `m`.
+  std::vector<std::pair<int, Scalar>> pinned;
 };
 
 // Kept programs by signature, with the last one found: calls in a loop with
@@ -145,6 +149,39 @@ class ArgNodes {
   std::optional<GraphScope> in_;
 };
 
+// A window: an array argument that is a view into a larger host buffer (a
+// minibatch sliced from a dataset), not donated, with nonnegative strides.
+// Programs see it as a buffer of its own (offset 0, the bytes it spans), so
+// a loop over windows at other offsets replays one program. The bytes it
+// spans, or 0 when the argument is not a window.
+std::size_t window_bytes(const CallArg& a, const Node& n) {
+  if (a.is_scalar || a.donated || !n.evaluated() || !n.storage->device.is_host() || n.numel() == 0) return 0;
+  std::int64_t last = 0;
+  for (int d = 0; d < n.shape.ndim(); ++d) {
+    const std::int64_t st = n.strides[static_cast<std::size_t>(d)];
+    if (st < 0) return 0;
+    last += (n.shape[d] - 1) * st;
+  }
+  const std::size_t bytes = static_cast<std::size_t>(last + 1) * itemsize(n.dtype);
+  return n.offset != 0 || n.storage->bytes != bytes ? bytes : 0;
+}
+
+// The window's memory as a buffer of its own (borrowed: never written or
+// freed through it), holding the buffer it is a view of.
+std::shared_ptr<Storage> window_storage(const Node& n, std::size_t bytes) {
+  struct Window {
+    Storage storage;
+    std::shared_ptr<Storage> of;
+  };
+  auto w = std::make_shared<Window>();
+  w->storage.data = static_cast<char*>(n.storage->data) + n.offset * static_cast<std::int64_t>(itemsize(n.dtype));
+  w->storage.bytes = bytes;
+  w->storage.device = n.storage->device;
+  w->storage.borrowed = true;
+  w->of = n.storage;
+  return std::shared_ptr<Storage>(w, &w->storage);
+}
+
 }  // namespace
 
 class CompiledCore {
@@ -169,12 +206,17 @@ class CompiledCore {
   }
 
  private:
-  // The signature into `k`; `with_scalars` false leaves scalar values out (kinds stay).
-  void signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const;
+  // The signature into `k`; `with_scalars` false leaves scalar values out
+  // (kinds stay). Windows are written as buffers of their own (offset 0, the
+  // bytes they span) unless `as_is`; `*shifted` (when given): whether a
+  // window is at an offset other than 0.
+  void signature(const std::vector<CallArg>& args, bool with_scalars, Key& k, bool as_is = false,
+                 bool* shifted = nullptr) const;
   // The signature without extents (but which are 0 or 1) and layouts into `k`.
   void extent_free_signature(const std::vector<CallArg>& args, Key& k) const;
   // `counted`: in stats().compiled_replays.
-  std::vector<Array> replay(const Entry& e, std::vector<CallArg>& args, bool counted = true);
+  // `as_is`: the program reads windows at their offsets (kept by a trace).
+  std::vector<Array> replay(const Entry& e, std::vector<CallArg>& args, bool counted = true, bool as_is = false);
   // What the extent-free signature `generic` has kept.
   struct Generic {
     std::shared_ptr<const extents::Template> first;    // the first trace's, not yet checked
@@ -186,12 +228,17 @@ class CompiledCore {
                                 std::shared_ptr<const extents::Template> first);
   // The template made at this call's extents and planned; false when its
   // guards fail here.
-  bool run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
+  // `scalar_free`: where the program is kept for any values of the scalar
+  // arguments that reach its kernels as they are (empty: nowhere).
+  bool run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact, const Key& scalar_free,
                     std::vector<Array>* out, bool quiet);
   // Evaluates `local` (the results, arrays of this thread's graph) catching
   // the plan; the program it makes, prepared, or null.
+  // `sources` (when given): each step's kernel scalar sources (nodes of
+  // this evaluation's graph), which the program itself does not keep.
   std::shared_ptr<const exec::Program> evaluate_and_capture(const std::vector<NodeId>& arg_nodes, bool all_local,
-                                                            const std::vector<Array>& local);
+                                                            const std::vector<Array>& local,
+                                                            std::vector<std::vector<ScalarSource>>* sources = nullptr);
   void keep(const Key& exact, std::shared_ptr<const exec::Program> prog);  // mu_ held
 
   std::string where_;
@@ -208,11 +255,13 @@ class CompiledCore {
   CompiledCounts counts_;
   // Programs kept per compiled function, by exact signature and without
   // scalar values: enough for a loop over every batch size from 16 to 256.
-  static constexpr std::size_t kMaxPrograms = 512, kMaxScalarFree = 64;
+  static constexpr std::size_t kMaxPrograms = 512, kMaxScalarFree = 512;
 };
 
-void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars, Key& k) const {
+void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars, Key& k, bool as_is,
+                             bool* shifted) const {
   k.clear();
+  if (shifted) *shifted = false;
   k.push_back(args.size());
   ArgNodes node_of;
   for (const CallArg& a : args) {
@@ -229,6 +278,14 @@ void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars
     k.push_back(static_cast<std::uint64_t>(n.shape.ndim()));
     for (auto d : n.shape) k.push_back(static_cast<std::uint64_t>(d));
     for (auto st : n.strides) k.push_back(static_cast<std::uint64_t>(st));
+    const std::size_t window = as_is ? 0 : window_bytes(a, n);
+    if (window) {
+      if (shifted && n.offset != 0) *shifted = true;
+      k.push_back(0);
+      k.push_back(window);
+      k.push_back(2u | n.storage->borrowed);
+      continue;
+    }
     k.push_back(static_cast<std::uint64_t>(n.offset));
     k.push_back(n.storage->bytes);
     k.push_back(n.storage->borrowed);
@@ -278,7 +335,7 @@ static std::vector<Scalar> changeable_scalars(const std::vector<CallArg>& args) 
 
 // Runs a kept program on this call's arguments; the results are new arrays
 // of this thread's graph.
-std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& args, bool counted) {
+std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& args, bool counted, bool as_is) {
   const exec::Program& p = *e.program;
   // This thread's buffers, their memory reused (a replay allocates no
   // vectors but its results'); emptied however the replay ends, so no
@@ -293,7 +350,10 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
   {
     ArgNodes node_of;
     for (const CallArg& a : args) {
-      if (!a.is_scalar) values.storage[next++] = node_of(a).storage;
+      if (a.is_scalar) continue;
+      const Node& n = node_of(a);
+      const std::size_t window = as_is ? 0 : window_bytes(a, n);
+      values.storage[next++] = window ? window_storage(n, window) : n.storage;
     }
   }
   for (CallArg& a : args) {
@@ -327,12 +387,17 @@ struct Capture final : EvalObserver {
   const std::vector<NodeId>* args = nullptr;
   const std::vector<NodeId>* results = nullptr;
   std::unique_ptr<exec::Program> program;
+  std::vector<std::vector<ScalarSource>>* sources = nullptr;  // when given: each step's, taken out
   void planned(const opt::Plan& p, Device device) override {
     program = opt::make_program(p, *args, *results, device, /*capture_leaves=*/true);
     if (!program) return;
     // Its scalars' sources name nodes of the trace's graph: a replay takes
     // its scalar arguments through its bindings instead.
-    for (opt::ProgramStep& st : program->steps) st.scalar_sources.clear();
+    if (sources) sources->clear();
+    for (opt::ProgramStep& st : program->steps) {
+      if (sources) sources->push_back(std::move(st.scalar_sources));
+      st.scalar_sources.clear();
+    }
   }
 };
 
@@ -406,7 +471,8 @@ bool learn_bindings(const exec::Program& before, const exec::Program& after, con
 
 std::shared_ptr<const exec::Program> CompiledCore::evaluate_and_capture(const std::vector<NodeId>& arg_nodes,
                                                                        bool all_local,
-                                                                       const std::vector<Array>& local) {
+                                                                       const std::vector<Array>& local,
+                                                                       std::vector<std::vector<ScalarSource>>* sources) {
   std::vector<NodeId> result_nodes;
   for (const Array& r : local) result_nodes.push_back(r.node_id());
   // Arguments of another graph than this thread's (or not among the plan's
@@ -414,6 +480,7 @@ std::shared_ptr<const exec::Program> CompiledCore::evaluate_and_capture(const st
   Capture capture;
   capture.args = &arg_nodes;
   capture.results = &result_nodes;
+  capture.sources = sources;
   std::vector<NodeId> roots;
   for (NodeId r : result_nodes) {
     if (!graph()[r].evaluated()) roots.push_back(r);
@@ -442,18 +509,73 @@ void CompiledCore::keep(const Key& exact, std::shared_ptr<const exec::Program> p
   exact_.put(exact, std::make_shared<const Entry>(Entry{std::move(prog), {}}));
 }
 
+// The bindings of the kernel scalars of `prog` that are scalar arguments,
+// from what instantiate made (`made`: node, scalar argument or -2 for a node
+// computed from one, -1). False when a kernel scalar comes from a node
+// computed from a scalar argument or from a node instantiate did not make
+// (a value the planner folded): its value would not follow the argument.
+// `pinned`: the scalar arguments that reach no kernel as they are.
+bool bind_scalars(const exec::Program& prog, const std::vector<std::vector<ScalarSource>>& sources,
+                  const std::vector<std::pair<NodeId, int>>& made, const std::vector<CallArg>& args,
+                  std::vector<ScalarBinding>* out, std::vector<std::pair<int, Scalar>>* pinned) {
+  std::unordered_map<NodeId, int> of;
+  for (const auto& [id, k] : made) {
+    auto [it, fresh] = of.emplace(id, k);
+    if (!fresh && it->second != k) it->second = -2;  // one node, two roles
+  }
+  std::vector<int> arg_of;  // scalar argument -> call argument
+  for (std::size_t j = 0; j < args.size(); ++j) {
+    if (args[j].is_scalar && !args[j].structural) arg_of.push_back(static_cast<int>(j));
+  }
+  for (std::size_t k = 0; k < prog.steps.size(); ++k) {
+    const exec::ProgramStep& st = prog.steps[k];
+    if (st.kind != exec::ProgramStep::Kind::kernel) continue;
+    if (k >= sources.size()) return false;
+    for (std::size_t j = 0; j < sources[k].size(); ++j) {
+      const ScalarSource& src = sources[k][j];
+      if (src.field == ScalarSource::fixed) continue;
+      auto it = of.find(src.node);
+      if (it == of.end() || it->second == -2) return false;
+      if (it->second < 0) continue;
+      if (src.field != ScalarSource::constant) return false;
+      out->push_back({static_cast<int>(k), static_cast<int>(j), arg_of[static_cast<std::size_t>(it->second)]});
+    }
+  }
+  // A scalar argument that reaches no kernel as it is (a flag the function
+  // branched on, a value the planner simplified with) keeps its value.
+  for (int a : arg_of) {
+    if (std::none_of(out->begin(), out->end(), [a](const ScalarBinding& b) { return b.arg == a; })) {
+      pinned->emplace_back(a, args[static_cast<std::size_t>(a)].scalar);
+    }
+  }
+  return true;
+}
+
 bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>& args, const Key& exact,
-                                std::vector<Array>* out, bool quiet) {
-  std::vector<NodeId> arg_nodes;
+                                const Key& scalar_free, std::vector<Array>* out, bool quiet) {
   for (const CallArg& a : args) {
-    if (a.is_scalar) continue;
-    if (a.array->graph_of() != &graph()) return false;
-    arg_nodes.push_back(a.array->node_id());
+    if (!a.is_scalar && a.array->graph_of() != &graph()) return false;
   }
   trace::Scope scope;
+  // Windows as leaves of their own buffers (the program is kept for every
+  // offset of them).
+  std::vector<NodeId> arg_nodes;
+  std::vector<Array> windows;
+  for (const CallArg& a : args) {
+    if (a.is_scalar) continue;
+    const Node& n = graph()[a.array->node_id()];
+    const std::size_t window = window_bytes(a, n);
+    if (!window) {
+      arg_nodes.push_back(a.array->node_id());
+      continue;
+    }
+    windows.push_back(Array::from_node(graph().add_leaf(n.dtype, n.shape, window_storage(n, window), n.strides, 0)));
+    arg_nodes.push_back(windows.back().node_id());
+  }
   std::vector<Array> local;
   std::string why;
-  if (!extents::instantiate(t, arg_nodes, changeable_scalars(args), &local, &why)) {
+  std::vector<std::pair<NodeId, int>> made;
+  if (!extents::instantiate(t, arg_nodes, changeable_scalars(args), &local, &why, &made)) {
     if (!quiet) {
       std::lock_guard lock(mu_);
       extents_note_ = "traced again at new extents: " + why;
@@ -473,14 +595,24 @@ bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>
   give_up_donated(args);  // as after a trace
   ++stats_mut().compiled_new_extents;
   const std::uint64_t built = stats_mut().plans_built.get();
-  std::shared_ptr<const exec::Program> prog = evaluate_and_capture(arg_nodes, true, local);
+  std::vector<std::vector<ScalarSource>> sources;
+  std::shared_ptr<const exec::Program> prog = evaluate_and_capture(arg_nodes, true, local, &sources);
   // Its plan: a kept one (at these numbers, or its numbers made again), or
   // planned anew.
   const bool unplanned = stats_mut().plans_built.get() == built;
   if (unplanned) ++stats_mut().compiled_unplanned;
+  // The kernel scalars that are scalar arguments: the program replays at
+  // any values of them (under the signature without scalar values).
+  std::vector<ScalarBinding> bindings;
+  std::vector<std::pair<int, Scalar>> pinned;
+  const bool bound =
+      prog && !scalar_free.empty() && bind_scalars(*prog, sources, made, args, &bindings, &pinned) && !bindings.empty();
   {
     std::lock_guard lock(mu_);
     if (prog) keep(exact, prog);
+    if (bound) {
+      scalar_free_.put(scalar_free, std::make_shared<const Entry>(Entry{prog, std::move(bindings), std::move(pinned)}));
+    }
     ++counts_.new_extents;
     counts_.unplanned += unplanned;
     if (!unplanned) {
@@ -573,6 +705,7 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     for (const CallArg& a : args) scalars.push_back(a.scalar);
     std::lock_guard lock(mu_);
     keep(exact, prog);
+    if (scalar_free.empty()) return local;  // (a program of windows at their offsets)
     // Learn which kernel scalars follow scalar arguments from the trace before.
     auto last = last_trace_.find(scalar_free);
     if (last != last_trace_.end() && exact != scalar_free) {
@@ -619,17 +752,36 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
     signature(args, false, scalar_free);
     std::lock_guard lock(mu_);
     hit = scalar_free_.find(scalar_free);
+    if (hit) {
+      for (const auto& [a, v] : hit->pinned) {
+        if (!extents::same_scalar(args[static_cast<std::size_t>(a)].scalar, v)) hit = nullptr;
+        if (!hit) break;
+      }
+    }
     if (hit) ++counts_.replays;
   }
+  bool shifted = false;
   if (!hit) {
-    signature(args, true, exact);
+    signature(args, true, exact, false, &shifted);
     std::lock_guard lock(mu_);
     hit = exact_.find(exact);
     if (hit) ++counts_.replays;
   }
-  if (hit) return replay(*hit, args);
+  // A trace's program reads windows at the offsets it was traced at: kept
+  // under their offsets (a function whose calls are all traced replays its
+  // second epoch over the same batches).
+  thread_local Key as_is [[gnu::tls_model("initial-exec")]];
+  bool hit_as_is = false;
+  if (!hit && shifted) {
+    signature(args, true, as_is, true);
+    std::lock_guard lock(mu_);
+    hit = exact_.find(as_is);
+    if (hit) ++counts_.replays, hit_as_is = true;
+  }
+  if (hit) return replay(*hit, args, true, hit_as_is);
   // Copies: the function being traced may call compiled functions itself.
   const Key exact_key = exact, scalar_free_key = has_scalars ? scalar_free : exact;
+  const Key traced_key = shifted ? as_is : exact;
   // New extents: the kept trace, made again at these extents, once checked.
   Key generic;
   extent_free_signature(args, generic);
@@ -644,13 +796,13 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
   if (trusted || first) {
     const extents::Template& t = trusted ? *trusted : *first;
     std::vector<Array> out;
-    if (run_template(t, args, exact_key, &out, !trusted)) return out;
+    if (run_template(t, args, exact_key, has_scalars ? scalar_free_key : Key{}, &out, !trusted)) return out;
   }
   {
     std::lock_guard lock(mu_);
     ++counts_.traces;
   }
-  return trace_call(args, trace, exact_key, scalar_free_key, generic, std::move(first));
+  return trace_call(args, trace, traced_key, shifted ? Key{} : scalar_free_key, generic, std::move(first));
 }
 
 std::shared_ptr<CompiledCore> make_compiled_core(Loc where) { return std::make_shared<CompiledCore>(loc_str(where)); }

@@ -1011,7 +1011,7 @@ bool admits(const Template& t, const std::vector<NodeId>& args, const std::vecto
 }
 
 bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
-                 std::vector<Array>* results, std::string* why) {
+                 std::vector<Array>* results, std::string* why, std::vector<std::pair<NodeId, int>>* made_of) {
   if (!admits(t, args, scalars, why)) return false;
   Graph& g = graph();
   std::vector<std::int64_t> vals;
@@ -1060,6 +1060,22 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
     for (std::size_t d = 0; d < tn.starts.size(); ++d) n.ints[2 * d] = *eval(tn.starts[d], vals);
     for (int in : tn.inputs) n.inputs.push_back(made[static_cast<std::size_t>(in)].node_id());
     made[k] = trace::make(std::move(n), tn.loc);
+  }
+  if (made_of) {
+    made_of->clear();
+    std::vector<int> of(t.nodes.size(), -1);
+    for (std::size_t k = 0; k < t.nodes.size(); ++k) {
+      const TNode& tn = t.nodes[k];
+      if (tn.arg >= 0) continue;
+      if (tn.op == Op::Constant && tn.value == TNode::Value::scalar) {
+        of[k] = tn.scalar;
+      } else {
+        for (int in : tn.inputs) {
+          if (of[static_cast<std::size_t>(in)] != -1) of[k] = -2;
+        }
+      }
+      made_of->emplace_back(made[k].node_id(), of[k]);
+    }
   }
   results->clear();
   for (int r : t.results) results->push_back(made[static_cast<std::size_t>(r)]);

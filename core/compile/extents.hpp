@@ -62,8 +62,12 @@ std::shared_ptr<Template> copy(const Template& t);
 // not hold there (the caller traces the function instead). A template not
 // yet validated is made only at its own extents and scalar values (for
 // arguments of another layout, a minibatch's view of a dataset).
+// `made` (when given): each node made, with what it is of the scalars: the
+// index of the scalar argument a Constant is (>= 0), -2 for a node computed
+// from one (a kernel scalar of it would not follow the argument), -1 else.
 bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
-                 std::vector<Array>* results, std::string* why);
+                 std::vector<Array>* results, std::string* why,
+                 std::vector<std::pair<NodeId, int>>* made = nullptr);
 // Whether a call with argument leaves `args` and these scalars meets the
 // template's guards (what instantiate checks first); the reason when not.
 bool admits(const Template& t, const std::vector<NodeId>& args, const std::vector<Scalar>& scalars, std::string* why);
