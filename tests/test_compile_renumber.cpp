@@ -452,4 +452,22 @@ TEST_CASE("compile renumber: a scalar argument the graph computes with is not re
   }
 }
 
+TEST_CASE("compile renumber: a scalar computed with in C++ traces each call and says why once") {
+  // lr * (1 + t) reaches the kernel as one constant that is neither lr nor
+  // t: no replay can follow it, so every call traces, and the note says so.
+  auto f = [](const Array& x, float lr, float t) { return x * (lr * (1 + t)); };
+  auto cf = aj::compile(f);
+  const Array x = input({9}, 600);
+  for (int k = 0; k < 4; ++k) {
+    const float t = static_cast<float>(k);
+    const Array got = cf(x, 0.1f, t);
+    Array want = f(x, 0.1f, t);
+    want.eval();
+    CHECK(same_bits(vals(got), vals(want)));
+  }
+  CHECK(cf.counts().traces == 4);
+  CHECK(cf.extents_note().find("calls with new values of the scalar arguments are traced") != std::string::npos);
+  CHECK(cf.extents_note().find("lr * (1 + t)") != std::string::npos);
+}
+
 }  // TEST_SUITE

@@ -28,6 +28,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/log.hpp"
 #include "base/stats.hpp"
 #include "core/api/evaluate.hpp"
 #include "core/api/observer.hpp"
@@ -198,7 +199,8 @@ class CompiledCore {
   }
   std::string extents_note() const {
     std::lock_guard lock(mu_);
-    return extents_note_;
+    if (scalars_note_.empty()) return extents_note_;
+    return extents_note_.empty() ? scalars_note_ : extents_note_ + "; " + scalars_note_;
   }
   std::string plan_note() const {
     std::lock_guard lock(mu_);
@@ -252,6 +254,7 @@ class CompiledCore {
   std::unordered_map<Key, Generic, KeyHash> generic_;
   std::string extents_note_;  // why calls at new extents trace, when they do
   std::string plan_note_;     // why the last call at new extents that was planned was not renumbered
+  std::string scalars_note_;  // why calls with new scalar values trace, when they do
   CompiledCounts counts_;
   // Programs kept per compiled function, by exact signature and without
   // scalar values: enough for a loop over every batch size from 16 to 256.
@@ -712,6 +715,13 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
       std::vector<ScalarBinding> bindings;
       if (learn_bindings(*last->second, *prog, last_scalars_[scalar_free], args, &bindings) && !bindings.empty()) {
         scalar_free_.put(scalar_free, std::make_shared<const Entry>(Entry{prog, std::move(bindings)}));
+      } else if (scalars_note_.empty()) {
+        // Said once: every call with new scalar values will be traced.
+        scalars_note_ = "calls with new values of the scalar arguments are traced: a kernel constant changed "
+                        "between two traces that is none of the scalar arguments as they are (the function "
+                        "computes with them, as lr * (1 + t) or 1 - beta1^t in C++: pass the computed value as "
+                        "the argument, or an aj::Array)";
+        log("compile", "aj::compile at " + where_ + ": " + scalars_note_);
       }
     }
     last_trace_[scalar_free] = prog;

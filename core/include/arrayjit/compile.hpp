@@ -205,7 +205,9 @@ class Compiled {
   // Calls traced and replayed so far, and programs kept.
   detail::CompiledCounts counts() const { return detail::compiled_counts(*core_); }
   // Why calls at new extents were traced rather than run from the kept
-  // trace (docs/extent-replays.md); empty when none was.
+  // trace (docs/extent-replays.md), and why calls with new values of the
+  // scalar arguments are traced when they are (also logged once on the
+  // "compile" channel, AJ_LOG=compile); empty when no call was.
   std::string extents_note() const { return detail::compiled_extents_note(*core_); }
   // Why the last call at new extents that was planned was not run with the
   // kept plan's decisions at its numbers (docs/extent-replays.md); empty
