@@ -2,7 +2,6 @@
 #include "opt/materialize.hpp"
 
 #include <algorithm>
-#include <map>
 #include <unordered_map>
 
 #include "opt/passes/concat_slices.hpp"
@@ -102,9 +101,6 @@ bool materialize(const Plan& kept, Plan* out, std::string* why) {
   // evaluate it at instead.
   std::unordered_map<NodeId, std::pair<std::int64_t, int>> evaluated, would;
   std::unordered_map<NodeId, std::int64_t> most;  // the most points of one load
-  // (node, reader) -> the points of the load of node by the kernel that
-  // computes reader: a broadcast's count as fuse gives it.
-  std::map<std::pair<NodeId, NodeId>, std::int64_t> load_by;
 
   for (std::size_t k = 0; k < ks.steps.size(); ++k) {
     const Step& from = ks.steps[k];
@@ -151,7 +147,6 @@ bool materialize(const Plan& kept, Plan* out, std::string* why) {
           e.first += points;
           ++e.second;
           most[id] = std::max(most[id], points);
-          for (NodeId c : lw.computed) load_by[{id, c}] = points;
         }
         st.kernel = std::move(lw.kernel);
         st.inputs = std::move(lw.inputs);
@@ -191,10 +186,7 @@ bool materialize(const Plan& kept, Plan* out, std::string* why) {
       points += own->second.first;
       kernels += own->second.second;
     }
-    if (m.why == Materialization::Why::broadcast) {  // (explain's figure, at these numbers)
-      auto by = load_by.find({m.node, m.by});
-      m.count = by != load_by.end() ? by->second : most[m.node];
-    }
+    if (m.why == Materialization::Why::broadcast) m.count = most[m.node];  // (explain's figure, at these numbers)
     const bool inline_here = points <= g[m.node].numel() ||
                              (kernels == 2 && points <= work_limit(g, m.node, ctx.is_materialized));
     if (inline_here && kernels <= 2) {
