@@ -273,4 +273,46 @@ std::string dump(const Kernel& k) {
   return os.str();
 }
 
+namespace {
+bool same_stream(const KStream& a, const KStream& b, bool numbers) {
+  if (a.dtype != b.dtype || a.index_only != b.index_only || a.gathered != b.gathered ||
+      a.strides.size() != b.strides.size()) {
+    return false;
+  }
+  if (numbers) return a.strides == b.strides && a.offset == b.offset;
+  for (std::size_t d = 0; d < a.strides.size(); ++d) {
+    if (stride_kind(a.strides[d]) != stride_kind(b.strides[d])) return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool same_kernel(const Kernel& a, const Kernel& b, bool numbers) {
+  if ((numbers ? a.shape != b.shape : a.shape.size() != b.shape.size()) || a.reduce_axes != b.reduce_axes ||
+      a.inputs.size() != b.inputs.size() || a.instrs.size() != b.instrs.size() ||
+      a.outputs.size() != b.outputs.size() || a.scalars.size() != b.scalars.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.inputs.size(); ++i) {
+    if (!same_stream(a.inputs[i], b.inputs[i], numbers)) return false;
+  }
+  for (std::size_t i = 0; i < a.instrs.size(); ++i) {
+    const KInstr &x = a.instrs[i], &y = b.instrs[i];
+    if (x.kind != y.kind || x.op != y.op || x.dtype != y.dtype || x.phase != y.phase || x.a != y.a || x.b != y.b ||
+        x.c != y.c || x.arg != y.arg) {
+      return false;
+    }
+  }
+  for (std::size_t i = 0; i < a.outputs.size(); ++i) {
+    const KOutput &x = a.outputs[i], &y = b.outputs[i];
+    if (x.value != y.value || x.phase != y.phase || !same_stream(x.stream, y.stream, numbers)) return false;
+  }
+  for (std::size_t i = 0; i < a.scalars.size(); ++i) {
+    const KScalar &x = a.scalars[i], &y = b.scalars[i];
+    if (x.dtype != y.dtype) return false;
+    if (numbers && (x.i != y.i || std::memcmp(&x.f, &y.f, sizeof x.f) != 0)) return false;
+  }
+  return true;
+}
+
 }  // namespace aj

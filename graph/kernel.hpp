@@ -138,6 +138,12 @@ struct Kernel {
 // stride) or 2 (any other value, read at run time).
 constexpr int stride_kind(std::int64_t stride) { return stride == 0 ? 0 : stride == 1 ? 1 : 2; }
 
+// Whether two kernels are the same: instructions, streams, outputs and
+// scalars. `numbers` false leaves out what a plan made again at other
+// numbers may change (extents, stride values but not their kinds, offsets,
+// scalar values): the same code with other run-time numbers.
+bool same_kernel(const Kernel& a, const Kernel& b, bool numbers);
+
 // The same loop nest with fewer axes: extent-1 axes dropped, neighbouring
 // axes merged where every stream walks them as one and both are reduced or
 // both not; a reduction keeps a (trivial) reduced axis, and the result has at

@@ -10,46 +10,6 @@ namespace aj::opt {
 
 namespace {
 
-// The same kernel but for its numbers: extents, stride values (not their
-// kinds: 0, 1, other, which code generation specializes on), offsets and
-// scalar values.
-bool same_structure(const KStream& a, const KStream& b) {
-  if (a.dtype != b.dtype || a.index_only != b.index_only || a.gathered != b.gathered ||
-      a.strides.size() != b.strides.size()) {
-    return false;
-  }
-  for (std::size_t d = 0; d < a.strides.size(); ++d) {
-    if (stride_kind(a.strides[d]) != stride_kind(b.strides[d])) return false;
-  }
-  return true;
-}
-
-bool same_structure(const Kernel& a, const Kernel& b) {
-  if (a.shape.size() != b.shape.size() || a.reduce_axes != b.reduce_axes || a.inputs.size() != b.inputs.size() ||
-      a.instrs.size() != b.instrs.size() || a.outputs.size() != b.outputs.size() ||
-      a.scalars.size() != b.scalars.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.inputs.size(); ++i) {
-    if (!same_structure(a.inputs[i], b.inputs[i])) return false;
-  }
-  for (std::size_t i = 0; i < a.instrs.size(); ++i) {
-    const KInstr &x = a.instrs[i], &y = b.instrs[i];
-    if (x.kind != y.kind || x.op != y.op || x.dtype != y.dtype || x.phase != y.phase || x.a != y.a || x.b != y.b ||
-        x.c != y.c || x.arg != y.arg) {
-      return false;
-    }
-  }
-  for (std::size_t i = 0; i < a.outputs.size(); ++i) {
-    const KOutput &x = a.outputs[i], &y = b.outputs[i];
-    if (x.value != y.value || x.phase != y.phase || !same_structure(x.stream, y.stream)) return false;
-  }
-  for (std::size_t i = 0; i < a.scalars.size(); ++i) {
-    if (a.scalars[i].dtype != b.scalars[i].dtype) return false;
-  }
-  return true;
-}
-
 bool stored_for_work(Materialization::Why w) {
   using Why = Materialization::Why;
   return w == Why::several_maps || w == Why::broadcast || w == Why::several_kernels;
@@ -70,19 +30,9 @@ bool materialize(const Plan& kept, Plan* out, std::string* why) {
     return false;
   };
 
-  // The step that makes each node. A kernel loads what steps before it make
-  // and computes the rest, as when fuse lowered it: a node fuse marked
-  // stored only after lowering it is computed there and stored by a later
-  // step.
-  std::unordered_map<NodeId, std::size_t> made_at;
-  for (std::size_t k = 0; k < ks.steps.size(); ++k) {
-    const Step& st = ks.steps[k];
-    if (st.kind == Step::Kind::kernel) {
-      for (NodeId o : st.outputs) made_at.emplace(o, k);
-    } else {
-      made_at.emplace(st.node, k);
-    }
-  }
+  // A kernel loads what steps before it make (the kept plan's step_of) and
+  // computes the rest, as when fuse lowered it: a node fuse marked stored
+  // only after lowering it is computed there and stored by a later step.
   std::size_t now = 0;  // the step being made
   auto layout_of = [&](NodeId id) -> Layout {
     const Node& n = g[id];
@@ -91,8 +41,8 @@ bool materialize(const Plan& kept, Plan* out, std::string* why) {
   };
   LowerContext ctx;
   ctx.is_materialized = [&](NodeId id) {
-    auto it = made_at.find(id);
-    return it != made_at.end() && it->second < now;
+    auto it = ks.step_of.find(id);
+    return it != ks.step_of.end() && static_cast<std::size_t>(it->second) < now;
   };
   ctx.layout = [&](NodeId id) { return s.layouts.at(id); };
 
@@ -198,7 +148,7 @@ bool materialize(const Plan& kept, Plan* out, std::string* why) {
   for (std::size_t k = 0; k < s.steps.size(); ++k) {
     const Step &a = s.steps[k], &b = ks.steps[k];
     if (a.kind != Step::Kind::kernel) continue;
-    if (!same_structure(a.kernel, b.kernel)) return fail("a kernel of the kept plan has another structure here");
+    if (!same_kernel(a.kernel, b.kernel, /*numbers=*/false)) return fail("a kernel of the kept plan has another structure here");
     if (a.into != b.into) return fail("a concatenation's pieces are placed otherwise here");
   }
   p.buffers = assign_buffers(s);

@@ -153,38 +153,6 @@ bool translate(const Schedule& in, const BufferPlan& bin, Schedule* out, BufferP
   return ok;
 }
 
-bool same(const KStream& a, const KStream& b) {
-  return a.dtype == b.dtype && a.strides == b.strides && a.offset == b.offset && a.index_only == b.index_only &&
-         a.gathered == b.gathered;
-}
-
-bool same(const Kernel& a, const Kernel& b) {
-  if (a.shape != b.shape || a.reduce_axes != b.reduce_axes || a.inputs.size() != b.inputs.size() ||
-      a.instrs.size() != b.instrs.size() || a.outputs.size() != b.outputs.size() ||
-      a.scalars.size() != b.scalars.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.inputs.size(); ++i) {
-    if (!same(a.inputs[i], b.inputs[i])) return false;
-  }
-  for (std::size_t i = 0; i < a.instrs.size(); ++i) {
-    const KInstr &x = a.instrs[i], &y = b.instrs[i];
-    if (x.kind != y.kind || x.op != y.op || x.dtype != y.dtype || x.phase != y.phase || x.a != y.a ||
-        x.b != y.b || x.c != y.c || x.arg != y.arg) {
-      return false;
-    }
-  }
-  for (std::size_t i = 0; i < a.outputs.size(); ++i) {
-    const KOutput &x = a.outputs[i], &y = b.outputs[i];
-    if (x.value != y.value || x.phase != y.phase || !same(x.stream, y.stream)) return false;
-  }
-  for (std::size_t i = 0; i < a.scalars.size(); ++i) {
-    const KScalar &x = a.scalars[i], &y = b.scalars[i];
-    if (x.dtype != y.dtype || x.i != y.i || bits(x.f) != bits(y.f)) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>& order) {
@@ -503,7 +471,7 @@ std::string plan_difference(const Schedule& a, const BufferPlan& ab, const Sched
     if (x.space != y.space || x.axes != y.axes || x.space_of != y.space_of) return at + "space";
     if (x.copy != y.copy || x.into != y.into) return at + "copy or into";
     if (x.scalar_sources != y.scalar_sources) return at + "scalar sources";
-    if (!same(x.kernel, y.kernel)) return at + "kernel";
+    if (!same_kernel(x.kernel, y.kernel, /*numbers=*/true)) return at + "kernel";
   }
   if (ab.values.size() != bb.values.size() || ab.donations.size() != bb.donations.size() ||
       ab.slot_bytes != bb.slot_bytes || ab.bytes_used != bb.bytes_used || ab.lower_bound != bb.lower_bound) {

@@ -70,20 +70,11 @@ bool is_epilogue(const Schedule& s, const BufferPlan& b, std::size_t k, std::siz
 std::vector<std::uint8_t> decide_epilogues(const Schedule& s, const BufferPlan& b) {
   const Graph& g = graph();
   std::vector<std::uint8_t> out(s.steps.size(), 0);
-  std::unordered_map<NodeId, std::size_t> made_at;  // node -> the step that makes it
-  for (std::size_t k = 0; k < s.steps.size(); ++k) {
-    const Step& st = s.steps[k];
-    if (st.kind == Step::Kind::kernel) {
-      for (NodeId o : st.outputs) made_at.emplace(o, k);
-    } else {
-      made_at.emplace(st.node, k);
-    }
-  }
   for (std::size_t k = 0; k + 1 < s.steps.size(); ++k) {
     auto ready = [&](NodeId id) {
       if (g[id].evaluated()) return true;
-      auto it = made_at.find(id);
-      return it != made_at.end() && it->second < k;
+      auto it = s.step_of.find(id);
+      return it != s.step_of.end() && static_cast<std::size_t>(it->second) < k;
     };
     if (is_epilogue(s, b, k, k + 1, ready)) {
       out[k] = 1;
