@@ -151,6 +151,29 @@ TEST_CASE("compile extents: extents the graph needs equal are checked; a mismatc
   CHECK(cf.counts().new_extents == 1);
 }
 
+TEST_CASE("compile extents: a pad's extent is its input's plus its widths, not what its consumer needs") {
+  // pad(x) + y with y four longer than x at both traces: at a
+  // call where they are not, the uncompiled call raises, and so must the
+  // compiled one (the pad's output once took y's extent, padding more).
+  // The sum is not returned: it is checked all the same.
+  auto f = [](const Array& x, const Array& y) {
+    const Array unused = aj::pad(x, {{1, 3}}, aj::PadMode::constant, -1.5) + y;
+    (void)unused;
+    return aj::tanh(x);
+  };
+  auto cf = aj::compile(f);
+  for (std::int64_t n : {4, 7, 12}) {
+    const Array x = input({n}, 80 + static_cast<unsigned>(n)), y = input({1, n + 4}, 90 + static_cast<unsigned>(n));
+    CHECK(same_bits(vals(cf(x, y)), vals(f(x, y))));
+  }
+  CHECK(cf.counts().new_extents == 1);
+  for (std::int64_t n : {9, 15}) {
+    const Array x = input({n}, 100 + static_cast<unsigned>(n)), y = input({1, 2 * n - 1}, 110 + static_cast<unsigned>(n));
+    CHECK_THROWS_AS(f(x, y), aj::Error);
+    CHECK_THROWS_AS(cf(x, y), aj::Error);
+  }
+}
+
 TEST_CASE("compile extents: a training step with a changing scalar and a changing batch, donated in place") {
   auto step = [](const Array& x, const Array& y, Array w, float lr) {
     auto [l, g] = aj::value_and_grad([&](const Array& q) {

@@ -476,3 +476,40 @@ TEST_CASE("compile renumber: a scalar computed with in C++ traces each call and 
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("compile") {
+
+TEST_CASE("compile renumber: a learning-rate schedule over minibatches of changing sizes") {
+  // lr = 0.1 / (1 + epoch), passed as it is: the two traces that checked the
+  // template shared lr (one epoch), so the template pins it; the first call
+  // of the next epoch is traced once, shows that lr only reaches kernels as
+  // it is, and from then on every batch size and every lr replays.
+  auto step = [](const Array& xb, const Array& w, float lr) {
+    const Array g = aj::mean(xb * (aj::sum(xb * w, 1, true) - 1.0f), 0);
+    return w - lr * g;
+  };
+  auto cf = aj::compile(step);
+  const Array data = input({400, 8}, 700);
+  Array w_c = input({8}, 701), w_p = w_c;
+  const std::vector<std::int64_t> sizes = {64, 37, 64, 100, 23, 64, 48};
+  for (int epoch = 0; epoch < 4; ++epoch) {
+    const float lr = 0.1f / static_cast<float>(1 + epoch);
+    const aj::detail::CompiledCounts before = cf.counts();
+    std::int64_t at = 0;
+    for (std::int64_t b : sizes) {
+      const Array xb = aj::slice(data, 0, at, at + b);
+      at += b;
+      w_c = cf(xb, w_c, lr);
+      w_p = step(xb, w_p, lr);
+      w_p.eval();
+      INFO("epoch " << epoch << " batch of " << b);
+      REQUIRE(same_bits(vals(w_c), vals(w_p)));
+    }
+    INFO("epoch " << epoch << ": " << cf.extents_note() << cf.plan_note());
+    if (epoch == 0) CHECK(cf.counts().traces == 2);
+    if (epoch == 1) CHECK(cf.counts().traces - before.traces == 1);
+    if (epoch >= 2) CHECK(cf.counts().traces == before.traces);
+  }
+}
+
+}  // TEST_SUITE

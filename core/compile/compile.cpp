@@ -227,7 +227,8 @@ class CompiledCore {
   };
   std::vector<Array> trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
                                 const Key& exact, const Key& scalar_free, const Key& generic,
-                                std::shared_ptr<const extents::Template> first);
+                                std::shared_ptr<const extents::Template> first,
+                                std::shared_ptr<const extents::Template> trusted);
   // The template made at this call's extents and planned; false when its
   // guards fail here.
   // `scalar_free`: where the program is kept for any values of the scalar
@@ -630,7 +631,8 @@ bool CompiledCore::run_template(const extents::Template& t, std::vector<CallArg>
 
 std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace,
                                             const Key& exact, const Key& scalar_free, const Key& generic,
-                                            std::shared_ptr<const extents::Template> first) {
+                                            std::shared_ptr<const extents::Template> first,
+                                            std::shared_ptr<const extents::Template> trusted) {
   // What the program needs of the arguments is read now: once the function
   // has run, a vector argument passed as an rvalue is gone.
   // The arguments are held until the template is captured: a function that
@@ -688,9 +690,19 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
       checked = extents::copy(*first);
       if (!extents::validate(*checked, *mine, &why)) checked.reset();
     }
+    // The kept template refused this call: if only for a scalar its two
+    // traces shared, this trace may show that the scalar is followed.
+    std::shared_ptr<extents::Template> widened;
+    if (mine && trusted && !first) {
+      std::string unused;
+      widened = extents::copy(*trusted);
+      if (!extents::widen(*widened, *mine, &unused)) widened.reset();
+    }
     std::lock_guard lock(mu_);
     Generic& gen = generic_[generic];
-    if (!mine || (first && !checked)) {
+    if (widened) {
+      if (gen.trusted == trusted) gen.trusted = std::move(widened);
+    } else if (!mine || (first && !checked)) {
       // (A trace at the first's extents, first reset above, changes nothing.)
       gen.refused = true;
       gen.first.reset();
@@ -812,7 +824,7 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
     std::lock_guard lock(mu_);
     ++counts_.traces;
   }
-  return trace_call(args, trace, traced_key, shifted ? Key{} : scalar_free_key, generic, std::move(first));
+  return trace_call(args, trace, traced_key, shifted ? Key{} : scalar_free_key, generic, std::move(first), std::move(trusted));
 }
 
 std::shared_ptr<CompiledCore> make_compiled_core(Loc where) { return std::make_shared<CompiledCore>(loc_str(where)); }

@@ -349,8 +349,19 @@ bool derive(Template& t, TNode& n, std::string* why) {
     case OpCategory::Remap:
       if (n.op == Op::Gather) {  // out: idx's shape; a's too but for axis i0
         ok = same_as(1) && unify_but(in(0), in(1), n.i0);
-      } else if (n.op == Op::Pad) {  // out: fill's shape
-        ok = same_as(1) && in(0).shape.ndim() == rank;
+      } else if (n.op == Op::Pad) {
+        // out: the fill's shape, which the library made from the input's
+        // extents and the widths: each axis its input's extent plus a
+        // constant, else fitted (a pad to a multiple). Not the fill's free
+        // extents: a consumer would make them what it needs, and a call
+        // where the pad's extent and its consumer's differ would not raise
+        // as the function does.
+        ok = in(0).shape.ndim() == rank && in(1).shape.ndim() == rank;
+        for (int d = 0; ok && d < rank; ++d) {
+          const int k = fit_var(t, n.shape[d], in(0).dims[static_cast<std::size_t>(d)]);
+          ok = unify(t, in(1).dims[static_cast<std::size_t>(d)], k);
+          n.dims.push_back(k);
+        }
       } else {
         ok = false;
       }
@@ -602,7 +613,11 @@ std::vector<Poly> met_counts(const Template& t, const std::vector<std::vector<Po
 bool extents_differ(const Template& a, const Template& b) { return a.sym_values != b.sym_values; }
 std::shared_ptr<Template> copy(const Template& t) { return std::make_shared<Template>(t); }
 
-bool validate(Template& t, const Template& u, std::string* why) {
+namespace {
+// Whether u is t's graph traced again: the same nodes, inputs and payloads,
+// but a constant's value, a slice's or pad's starts and the extents (what
+// may follow extents and scalars).
+bool same_graph(const Template& t, const Template& u, std::string* why) {
   auto fail = [&](std::string s) {
     *why = std::move(s);
     return false;
@@ -611,10 +626,6 @@ bool validate(Template& t, const Template& u, std::string* why) {
       t.scalars.size() != u.scalars.size()) {
     return fail("the second trace made another graph");
   }
-  // The symbols' values in both traces (quotients fitted below are appended).
-  std::vector<std::int64_t> v1 = t.sym_values, v2 = u.sym_values;
-  t.quotients.clear();
-  // Structure and payloads but the numbers fitted below.
   for (std::size_t k = 0; k < t.nodes.size(); ++k) {
     const TNode &a = t.nodes[k], &b = u.nodes[k];
     const std::string where = std::string("the ") + op_name(a.op) + " traced at " + loc_str(a.loc);
@@ -631,6 +642,20 @@ bool validate(Template& t, const Template& u, std::string* why) {
       if (a.ints[i] != b.ints[i] && !(starts && i % 2 == 0)) return fail("a payload of " + where + " changed between the traces");
     }
   }
+  return true;
+}
+}  // namespace
+
+bool validate(Template& t, const Template& u, std::string* why) {
+  auto fail = [&](std::string s) {
+    *why = std::move(s);
+    return false;
+  };
+  // Structure and payloads but the numbers fitted below.
+  if (!same_graph(t, u, why)) return false;
+  // The symbols' values in both traces (quotients fitted below are appended).
+  std::vector<std::int64_t> v1 = t.sym_values, v2 = u.sym_values;
+  t.quotients.clear();
   // Symbols that did not change are pinned: nothing says what follows them.
   t.checks.clear();
   for (std::size_t s = 0; s < t.syms.size(); ++s) {
@@ -1007,6 +1032,73 @@ bool admits(const Template& t, const std::vector<NodeId>& args, const std::vecto
       }
     }
   }
+  return true;
+}
+
+bool widen(Template& t, const Template& w, std::string* why) {
+  auto fail = [&](std::string s) {
+    *why = std::move(s);
+    return false;
+  };
+  if (!t.trusted) return fail("the template is not checked yet");
+  if (!same_graph(t, w, why)) return false;
+  // The symbols' values in w, and the template's guards there: w is a call
+  // the template covers but for its pinned scalars.
+  std::vector<std::int64_t> vals = w.sym_values;
+  for (const Template::Quotient& q : t.quotients) {
+    const auto e = eval(q.of, vals);
+    if (!e || *e % q.by != 0) return fail("the new trace is at extents the template does not cover");
+    vals.push_back(*e / q.by);
+  }
+  for (const Guard& c : t.checks) {
+    if (!holds(c, vals)) return fail("the new trace is at extents the template does not cover");
+  }
+  // The pinned scalars w gives other values.
+  std::vector<int> changed;
+  for (int j : t.pinned_scalars) {
+    if (!same_scalar(t.scalars[static_cast<std::size_t>(j)], w.scalars[static_cast<std::size_t>(j)])) changed.push_back(j);
+  }
+  if (changed.empty()) return fail("no pinned scalar argument changed");
+  // Every extent, start and constant of w is what the template makes there,
+  // a constant that changed being exactly one of the changed scalars as it is.
+  std::vector<std::pair<std::size_t, int>> follows;  // (node, scalar)
+  for (std::size_t k = 0; k < t.nodes.size(); ++k) {
+    const TNode &a = t.nodes[k], &b = w.nodes[k];
+    const std::string where = std::string("the ") + op_name(a.op) + " traced at " + loc_str(a.loc);
+    for (std::size_t d = 0; d < t.dims[k].size(); ++d) {
+      if (eval(t.dims[k][d], vals) != b.shape[static_cast<int>(d)]) return fail("an extent of " + where + " is not the template's");
+    }
+    for (std::size_t d = 0; d < a.starts.size(); ++d) {
+      if (eval(a.starts[d], vals) != b.ints[2 * d]) return fail("a start of " + where + " is not the template's");
+    }
+    if (a.op != Op::Constant) continue;
+    switch (a.value) {
+      case TNode::Value::scalar:
+        if (!makes(w.scalars[static_cast<std::size_t>(a.scalar)], b)) return fail("the value of " + where + " is not the template's");
+        break;
+      case TNode::Value::extent:
+      case TNode::Value::reciprocal: {
+        const auto e = eval(a.value_of, vals);
+        if (!e || *e == 0 || !makes(from_extent_value(a.value, *e, a.dtype), b)) return fail("the value of " + where + " is not the template's");
+        break;
+      }
+      case TNode::Value::as_traced: {
+        if (a.i0 == b.i0 && same_bits(a.f0, b.f0)) break;
+        int n = 0, of = -1;
+        for (int j : changed) {
+          if (makes(t.scalars[static_cast<std::size_t>(j)], a) && makes(w.scalars[static_cast<std::size_t>(j)], b)) ++n, of = j;
+        }
+        if (n != 1) return fail("the value of " + where + " changed and is not one scalar argument as it is");
+        follows.emplace_back(k, of);
+        break;
+      }
+    }
+  }
+  for (const auto& [k, j] : follows) {
+    t.nodes[k].value = TNode::Value::scalar;
+    t.nodes[k].scalar = j;
+  }
+  std::erase_if(t.pinned_scalars, [&](int j) { return std::find(changed.begin(), changed.end(), j) != changed.end(); });
   return true;
 }
 

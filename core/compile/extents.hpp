@@ -52,6 +52,14 @@ std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::ve
 // extents, fitting what the rules left open; true when `first` may now be
 // instantiated. Inside a trace::Scope of the thread's graph.
 bool validate(Template& first, const Template& second, std::string* why);
+// A trusted template `t` widened by `w`, a trace of the same function at a
+// call it refused only for a scalar argument it pinned (both of its checking
+// traces had that value): when w is t's graph at w's extents, with every
+// constant that changed exactly one of those scalars as it is, the scalars
+// are no longer pinned and those constants follow them (a learning rate
+// that changes each epoch while the batch sizes vary). False, t unchanged,
+// otherwise.
+bool widen(Template& t, const Template& w, std::string* why);
 // Whether some argument extent differs between the two traces (else a
 // second trace says nothing new).
 bool extents_differ(const Template& a, const Template& b);
