@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 namespace aj::idx {
 
@@ -29,6 +30,61 @@ inline std::int64_t gather(std::int64_t i, std::int64_t n) {
 inline std::int64_t scatter(std::int64_t i, std::int64_t n) {
   if (!in_range(i, n)) return -1;
   return i < 0 ? i + n : i;
+}
+
+// One axis of a slice as given (start, stop: NumPy's, either omitted or
+// counted from the end) normalized against the axis's extent n: the first
+// index, the element count and the step stored (1 when at most one element
+// is taken). `error`: "start" or "stop" when that bound lies outside the
+// axis (the value in `bad`), else null. step != 0.
+struct SliceAxis {
+  std::int64_t start = 0, len = 0, step = 1;
+  const char* error = nullptr;
+  std::int64_t bad = 0;
+};
+
+inline SliceAxis slice_axis(std::optional<std::int64_t> start_in, std::optional<std::int64_t> stop_in, std::int64_t step,
+                            std::int64_t n) {
+  SliceAxis r;
+  std::int64_t start, stop;
+  // |step| as unsigned: -INT64_MIN does not fit int64. The distance walked
+  // is at most n + 1, so ceil(distance / |step|) cannot overflow.
+  const std::uint64_t abs_step = step > 0 ? static_cast<std::uint64_t>(step) : 0 - static_cast<std::uint64_t>(step);
+  auto count = [&](std::int64_t distance) {
+    return distance > 0 ? static_cast<std::int64_t>(1 + static_cast<std::uint64_t>(distance - 1) / abs_step)
+                        : std::int64_t{0};
+  };
+  auto fail = [&](const char* what, std::int64_t v) {
+    r.error = what;
+    r.bad = v;
+    return r;
+  };
+  if (step > 0) {
+    start = start_in.value_or(0);
+    stop = stop_in.value_or(n);
+    if (start < -n || start > n) return fail("start", start);
+    if (stop < -n || stop > n) return fail("stop", stop);
+    if (start < 0) start += n;
+    if (stop < 0) stop += n;
+    r.len = count(stop - start);
+  } else {
+    start = start_in.value_or(n - 1);
+    if (start_in && (start < -n || start >= n)) return fail("start", start);
+    if (start < 0) start += n;
+    if (stop_in) {
+      stop = *stop_in;
+      if (stop < -n || stop >= n) return fail("stop", stop);
+      if (stop < 0) stop += n;
+    } else {
+      stop = -1;  // one before the first element
+    }
+    r.len = count(start - stop);
+  }
+  r.start = r.len == 0 ? 0 : start;
+  // With at most one element the step is never taken: 1, so that no later
+  // stride arithmetic multiplies by a huge step.
+  r.step = r.len <= 1 ? 1 : step;
+  return r;
 }
 
 }  // namespace aj::idx

@@ -174,6 +174,45 @@ TEST_CASE("compile extents: a pad's extent is its input's plus its widths, not w
   }
 }
 
+TEST_CASE("compile extents: slices given from the end take at new extents what aj::slice takes there") {
+  // x[1::3] has one row at 2 and 4 rows, two at 5: added to x it broadcasts
+  // at the first two and fails at 5, compiled or not. x[1:-3:-2] is empty
+  // at 4 and 9 and takes one element at 3. A slice_add into an empty slice
+  // still checks that the values broadcast to it.
+  auto every_third = [](const Array& x) { return aj::slice(x, 0, 1, std::nullopt, 3) + x; };
+  auto backwards = [](const Array& x) { return aj::slice(x, 0, 1, -3, -2) + 1.0f; };
+  auto empty_add = [](const Array& x, const Array& v) {
+    return aj::slice_add(x, {aj::Slice(0, 0), aj::Slice(3, std::nullopt)}, v);
+  };
+  auto c1 = aj::compile(every_third);
+  auto c2 = aj::compile(backwards);
+  auto c3 = aj::compile(empty_add);
+  unsigned seed = 120;
+  for (std::int64_t n : {2, 4}) {
+    const Array x = input({n, 3}, seed++);
+    CHECK(same_bits(vals(c1(x)), vals(every_third(x))));
+  }
+  for (std::int64_t n : {5, 8}) {
+    const Array x = input({n, 3}, seed++);
+    CHECK_THROWS_AS(every_third(x), aj::Error);
+    CHECK_THROWS_AS(c1(x), aj::Error);
+  }
+  for (std::int64_t n : {4, 9, 3, 6}) {
+    const Array x = input({n}, seed++);
+    const Array want = backwards(x), got = c2(x);
+    INFO("n " << n);
+    CHECK(got.shape() == want.shape());
+    CHECK(same_bits(vals(got), vals(want)));
+  }
+  for (std::int64_t n : {6, 9}) {
+    const Array x = input({0, n}, seed++), v = input({0, n - 3}, seed++);
+    CHECK(same_bits(vals(c3(x, v)), vals(empty_add(x, v))));
+  }
+  const Array x = input({0, 17}, seed++), v = input({0, 8}, seed++);
+  CHECK_THROWS_AS(empty_add(x, v), aj::Error);
+  CHECK_THROWS_AS(c3(x, v), aj::Error);
+}
+
 TEST_CASE("compile extents: a training step with a changing scalar and a changing batch, donated in place") {
   auto step = [](const Array& x, const Array& y, Array w, float lr) {
     auto [l, g] = aj::value_and_grad([&](const Array& q) {

@@ -12,6 +12,7 @@
 
 #include "arrayjit/indexing.hpp"
 #include "base/index_rules.hpp"
+#include "core/api/observer.hpp"
 #include "core/api/trace.hpp"
 
 namespace aj {
@@ -237,6 +238,16 @@ Array update_slice(const Array& a, const std::vector<Slice>& slices, const Opera
   if (p.shape.numel() == 0) {
     if (!values.is_scalar) trace::id(*values.array, name, loc);
     else trace::constant(values.scalar, a.dtype(), name, loc);  // still checks that it fits
+    if (trace::observed() && !values.is_scalar) {
+      // Nothing is placed, so no node relates the values' extents to the
+      // slice's; aj::compile makes a trace's ops again at other extents
+      // without calling this function, and only its nodes' shape rules
+      // check them. A comparison of the two says that they must broadcast
+      // (it is dropped: nothing runs).
+      const Array view = slice(a, slices, loc);
+      const Array placed = values_as(name, values, a.dtype(), p.shape, loc);
+      (void)(Operand(view, loc) == Operand(placed, loc));
+    }
     return a;
   }
   Array v = values_as(name, values, a.dtype(), p.shape, loc);

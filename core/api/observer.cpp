@@ -31,6 +31,10 @@ void report_made(NodeId id) {
   each([id](Observer& o) { o.made(id); });
 }
 
+void report_slice(NodeId id, const std::vector<Slice>& slices) {
+  each([&](Observer& o) { o.slice(id, slices); });
+}
+
 void report_evaluating(const std::vector<NodeId>& roots, const Loc& loc) {
   each([&](Observer& o) { o.evaluating(roots, loc); });
 }

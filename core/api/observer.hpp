@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "arrayjit/error.hpp"
+#include "arrayjit/array.hpp"
 #include "graph/graph.hpp"
 
 namespace aj::trace {
@@ -21,6 +22,12 @@ class Observer {
   virtual void shape_read() {}
   // The library made Constant `id` from extents (mean's count).
   virtual void extent_constant(NodeId id) { (void)id; }
+  // Slice node `id` was made by aj::slice from `slices` as given (its node
+  // holds the normalized start and step only).
+  virtual void slice(NodeId id, const std::vector<Slice>& slices) {
+    (void)id;
+    (void)slices;
+  }
   // The traced code made op node `id` (not a leaf holding memory), called
   // with the graph's lock held: a result the code drops is made too, and its
   // shape checks are part of what the code does.
@@ -57,6 +64,7 @@ bool observed();
 void report_shape_read();
 void report_extent_constant(NodeId id);
 void report_made(NodeId id);
+void report_slice(NodeId id, const std::vector<Slice>& slices);
 void report_evaluating(const std::vector<NodeId>& roots, const Loc& loc);
 
 }  // namespace aj::trace

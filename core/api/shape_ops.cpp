@@ -4,6 +4,8 @@
 #include <numeric>
 #include <string>
 
+#include "base/index_rules.hpp"
+#include "core/api/observer.hpp"
 #include "core/api/trace.hpp"
 
 namespace aj {
@@ -171,47 +173,20 @@ Array slice(const Array& a_in, std::vector<Slice> slices, Loc loc) try {
                               std::to_string(ax) + " of " + describe(a) + " (extent " +
                               std::to_string(n) + ")", loc);
     };
-    std::int64_t start, stop, len;
-    // |step| as unsigned: -INT64_MIN does not fit int64. The distance walked
-    // is at most n + 1, so ceil(distance / |step|) cannot overflow.
-    const std::uint64_t abs_step = sl.step > 0 ? static_cast<std::uint64_t>(sl.step)
-                                               : 0 - static_cast<std::uint64_t>(sl.step);
-    auto count = [&](std::int64_t distance) {
-      return distance > 0 ? static_cast<std::int64_t>(1 + static_cast<std::uint64_t>(distance - 1) / abs_step)
-                          : std::int64_t{0};
-    };
-    if (sl.step > 0) {
-      start = sl.start.value_or(0);
-      stop = sl.stop.value_or(n);
-      if (start < -n || start > n) range_error("start", start);
-      if (stop < -n || stop > n) range_error("stop", stop);
-      if (start < 0) start += n;
-      if (stop < 0) stop += n;
-      len = count(stop - start);
-    } else {
-      start = sl.start.value_or(n - 1);
-      if (sl.start && (start < -n || start >= n)) range_error("start", start);
-      if (start < 0) start += n;
-      if (sl.stop) {
-        stop = *sl.stop;
-        if (stop < -n || stop >= n) range_error("stop", stop);
-        if (stop < 0) stop += n;
-      } else {
-        stop = -1;  // one before the first element
-      }
-      len = count(start - stop);
-    }
-    if (len == 0) start = 0;
-    // With at most one element the step is never taken: store 1, so that no
-    // later stride arithmetic multiplies by a huge step.
-    const std::int64_t step = len <= 1 ? 1 : sl.step;
+    const idx::SliceAxis r = idx::slice_axis(sl.start, sl.stop, sl.step, n);
+    if (r.error) range_error(r.error, r.bad);
+    const std::int64_t start = r.start, len = r.len, step = r.step;
     dims.push_back(len);
     ints.push_back(start);
     ints.push_back(step);
     identity &= start == 0 && step == 1 && len == n;
   }
   if (identity) return a;
-  return view_node(Op::Slice, a, Shape(dims), ints, loc);
+  Array v = view_node(Op::Slice, a, Shape(dims), ints, loc);
+  // Under aj::compile, a bound given from the end (omitted or negative)
+  // makes the slice's extent follow its input's: the slices as given.
+  if (trace::observed()) trace::report_slice(v.node_id(), slices);
+  return v;
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("slice", loc);
 }

@@ -423,6 +423,7 @@ class TraceWatch final : public trace::Observer {
   // drops is part of the template too (a call at new extents must fail
   // where the function would), and would be freed by then.
   void made(NodeId id) override { made_arrays.push_back(Array::from_node(id)); }
+  void slice(NodeId id, const std::vector<Slice>& given) override { slices.emplace_back(id, given); }
   void evaluating(const std::vector<NodeId>&, const Loc&) override {
     throw Error(Error::Kind::user,
                 "aj::compile: the function compiled at " + where_ +
@@ -433,6 +434,7 @@ class TraceWatch final : public trace::Observer {
   std::uint64_t reads = 0;
   std::vector<NodeId> extent_constants;
   std::vector<Array> made_arrays;
+  extents::SliceSpecs slices;
 
  private:
   const std::string& where_;
@@ -675,7 +677,7 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     else {
       std::vector<NodeId> made;
       for (const Array& a : watch.made_arrays) made.push_back(a.node_id());
-      mine = extents::capture(arg_nodes, changeable_scalars(args), result_nodes, made, watch.extent_constants, &why);
+      mine = extents::capture(arg_nodes, changeable_scalars(args), result_nodes, made, watch.extent_constants, watch.slices, &why);
     }
     // (Held, the dropped ops would be kept alive and stored by the plan, and
     // the arguments could not be donated.)

@@ -7,6 +7,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/index_rules.hpp"
 #include "base/op.hpp"
 #include "core/api/trace.hpp"
 
@@ -133,6 +134,17 @@ struct TNode {
   Poly value_of;            // the extent (over symbols) that value is made from
   int scalar = -1;          // Value::scalar: the scalar argument it is
   std::vector<Poly> starts;  // Slice, Pad: each axis's start (over symbols)
+  // A Slice's axes whose bounds were given from the end (omitted or
+  // negative; aj::slice's arguments), walked backwards or empty: at other
+  // extents their start and count are what aj::slice gives there, or the
+  // call is traced.
+  struct GivenAxis {
+    int axis = 0;
+    std::optional<std::int64_t> start, stop;
+    std::int64_t step = 1;
+    bool operator==(const GivenAxis&) const = default;
+  };
+  std::vector<GivenAxis> given;
 };
 
 }  // namespace
@@ -512,7 +524,8 @@ TNode evaluated_leaf(const Node& a) {
 
 std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
                                   const std::vector<NodeId>& results, const std::vector<NodeId>& made,
-                                  const std::vector<NodeId>& extent_constants, std::string* why) {
+                                  const std::vector<NodeId>& extent_constants, const SliceSpecs& slices,
+                                  std::string* why) {
   Graph& g = graph();
   auto t = std::make_shared<Template>();
   t->scalars = scalars;
@@ -565,6 +578,23 @@ std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::ve
     n.loc = a.loc;
     n.from_extent = a.op == Op::Constant &&
                     std::find(extent_constants.begin(), extent_constants.end(), id) != extent_constants.end();
+    if (a.op == Op::Slice) {
+      for (const auto& [node, given] : slices) {
+        if (node != id) continue;
+        for (std::size_t d = 0; d < given.size() && d < static_cast<std::size_t>(a.shape.ndim()); ++d) {
+          const Slice& sl = given[d];
+          // (Also a negative step, and an empty slice, whose node keeps no
+          // start: each bound must lie inside the axis there too. Bounds the
+          // library computes from extents are explicit, positive and
+          // non-empty: their numbers follow the extents, fitted.)
+          const bool from_end = !sl.start || *sl.start < 0 || !sl.stop || *sl.stop < 0 || sl.step < 0 ||
+                                a.shape[static_cast<int>(d)] == 0;
+          const bool whole = !sl.start && !sl.stop && sl.step == 1;
+          TNode::GivenAxis g{static_cast<int>(d), sl.start, sl.stop, sl.step};
+          if (from_end && !whole && std::find(n.given.begin(), n.given.end(), g) == n.given.end()) n.given.push_back(g);
+        }
+      }
+    }
     for (NodeId in : a.inputs) {
       if (g[in].evaluated()) leaf(in);
       n.inputs.push_back(index.at(in));
@@ -630,7 +660,8 @@ bool same_graph(const Template& t, const Template& u, std::string* why) {
     const TNode &a = t.nodes[k], &b = u.nodes[k];
     const std::string where = std::string("the ") + op_name(a.op) + " traced at " + loc_str(a.loc);
     if (a.op != b.op || a.dtype != b.dtype || a.arg != b.arg || a.inputs != b.inputs ||
-        a.shape.ndim() != b.shape.ndim() || a.storage != b.storage || a.ints.size() != b.ints.size()) {
+        a.shape.ndim() != b.shape.ndim() || a.storage != b.storage || a.ints.size() != b.ints.size() ||
+        a.given != b.given) {
       return fail("the second trace made another graph at " + where);
     }
     const bool numbers = a.op == Op::Constant;  // its value may come from extents
@@ -1016,6 +1047,20 @@ bool admits(const Template& t, const std::vector<NodeId>& args, const std::vecto
     }
   }
   if (!as_traced) {
+    // A slice given from the end takes there what aj::slice gives.
+    for (std::size_t k = 0; k < t.nodes.size(); ++k) {
+      const TNode& tn = t.nodes[k];
+      for (const TNode::GivenAxis& g : tn.given) {
+        const auto d = static_cast<std::size_t>(g.axis);
+        const auto n = eval(t.dims[static_cast<std::size_t>(tn.inputs[0])][d], vals);
+        const idx::SliceAxis r = idx::slice_axis(g.start, g.stop, g.step, n.value_or(0));
+        const std::int64_t start = d < tn.starts.size() ? eval(tn.starts[d], vals).value_or(-1) : tn.ints[2 * d];
+        if (!n || r.error || eval(t.dims[k][d], vals) != r.len || (r.len > 0 && (start != r.start || tn.ints[2 * d + 1] != r.step))) {
+          *why = std::string("the slice traced at ") + loc_str(tn.loc) + " takes other elements at these extents";
+          return false;
+        }
+      }
+    }
     // Every argument's and held array's extents are what the template says
     // (the guards imply it; checked, since a wrong extent would read out of
     // bounds).

@@ -25,6 +25,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arrayjit/array.hpp"
@@ -44,9 +45,13 @@ struct Template;
 // `extent_constants`: the Constant nodes the library made from an extent
 // while the function was traced (mean's count): only these are fitted to
 // extents.
+// `slices`: each Slice node aj::slice made while traced, with its slices as
+// given (core/api/observer.hpp).
+using SliceSpecs = std::vector<std::pair<NodeId, std::vector<Slice>>>;
 std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::vector<Scalar>& scalars,
                                   const std::vector<NodeId>& results, const std::vector<NodeId>& made,
-                                  const std::vector<NodeId>& extent_constants, std::string* why);
+                                  const std::vector<NodeId>& extent_constants, const SliceSpecs& slices,
+                                  std::string* why);
 
 // Checks `first` against `second`, the same function traced at other
 // extents, fitting what the rules left open; true when `first` may now be

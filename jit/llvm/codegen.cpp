@@ -1,6 +1,7 @@
 #include "jit/llvm/codegen.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <limits>
@@ -195,8 +196,21 @@ class KernelCodegen {
     }
     // Constants once, at entry (scalar_as in the interpreter).
     consts_.assign(k_.instrs.size(), nullptr);
+    gen_params_.assign(k_.instrs.size(), {});
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
+      if (in.kind == KOp::Index) {  // a generator's four scalars (ScalarCodegen::generate)
+        Value* base = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), scalars_,
+                                                    static_cast<std::uint64_t>(in.a) * sizeof(KScalar));
+        auto field = [&](int k, bool f) {
+          Value* at = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base,
+                                                    static_cast<std::uint64_t>(k) * sizeof(KScalar) +
+                                                        (f ? offsetof(KScalar, f) : offsetof(KScalar, i)));
+          return b_.CreateLoad(f ? b_.getDoubleTy() : static_cast<llvm::Type*>(i64_), at);
+        };
+        gen_params_[j] = {field(0, true), field(1, true), field(2, false), field(3, false)};
+        continue;
+      }
       if (in.kind != KOp::Const) continue;
       const KScalar& ks = k_.scalars[static_cast<std::size_t>(in.arg)];
       Value* base = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), scalars_,
@@ -781,7 +795,7 @@ class KernelCodegen {
                                                    static_cast<std::uint64_t>(in.a) * sizeof(KScalar));
           Value* at = pos[static_cast<std::size_t>(in.arg)];
           if (in.b >= 0) at = b_.CreateAdd(at, val(in.b));
-          v[j] = sc_.generate(in.op, in.dtype, s, at);
+          v[j] = sc_.generate(in.op, in.dtype, s, gen_params_[j], at);
           break;
         }
         case KOp::Position: v[j] = pos[static_cast<std::size_t>(in.arg)]; break;
@@ -842,6 +856,7 @@ class KernelCodegen {
   llvm::Type *i64_ = nullptr, *ptr_ = nullptr;
   Value* scalars_ = nullptr;
   std::vector<Value*> ext_, ptr_of_, off_, consts_;
+  std::vector<std::array<Value*, 4>> gen_params_;  // per KOp::Index instruction
   std::vector<std::vector<Value*>> stride_;
 };
 

@@ -218,7 +218,15 @@ Value* ScalarCodegen::exp_f32(Value* x) {
   return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, y);
 }
 
-Value* ScalarCodegen::generate(Op op, DType t, Value* scalars, Value* i) {
+bool ScalarCodegen::generates_inline(Op op) { return op == Op::Iota || op == Op::Linspace || op == Op::Eye; }
+
+Value* ScalarCodegen::generate(Op op, DType t, Value* scalars, llvm::ArrayRef<Value*> params, Value* i) {
+  if (generates_inline(op)) {
+    std::vector<Value*> args{b_.getInt32(static_cast<std::uint32_t>(op))};
+    args.insert(args.end(), params.begin(), params.end());
+    args.push_back(i);
+    return pure_call(std::string(kSemPrefix) + "generate_" + dtype_info(t).id, type(t), args);
+  }
   auto& c = m_.getContext();
   llvm::Type* ret = t == DType::bool_ ? llvm::Type::getInt32Ty(c) : type(t);
   std::string fn = std::string("aj_jit_generate_") + dtype_info(t).id;

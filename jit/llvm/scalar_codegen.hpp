@@ -49,8 +49,13 @@ class ScalarCodegen {
                   llvm::Value* c, bool reassoc);
   llvm::Value* convert(llvm::Value* x, DType from, DType to);
   llvm::Constant* identity(Op reduce_op, DType t) const;
-  // A generator value at flat index `i` (a runtime helper: runtime_symbols.cpp).
-  llvm::Value* generate(Op op, DType t, llvm::Value* scalars, llvm::Value* i);
+  // A generator value at flat index `i`. `params`: its four kernel scalars
+  // (f0, f1 as double, i0, extra as i64), loaded once at the kernel's entry.
+  // Iota, linspace and eye are semantics.hpp's generate_value inlined from
+  // the bitcode (index arithmetic the vectorizer widens); random numbers are
+  // a runtime helper (runtime_symbols.cpp) reading `scalars`.
+  llvm::Value* generate(Op op, DType t, llvm::Value* scalars, llvm::ArrayRef<llvm::Value*> params, llvm::Value* i);
+  static bool generates_inline(Op op);
   // The icmp of comparison `op` (Eq .. Ge) on integer dtype t: signed or
   // unsigned as t's kind (arrayjit/dtypes.def).
   static llvm::CmpInst::Predicate int_predicate(Op op, DType t);

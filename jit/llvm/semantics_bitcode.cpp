@@ -42,6 +42,9 @@ To convert_from(int from, unsigned long long payload) {
   extern "C" T aj_sem_combine_##e(int op, T acc, T x) {                                                   \
     return sem::reduce_combine(static_cast<Op>(op), acc, x);                                              \
   }                                                                                                       \
-  extern "C" T aj_sem_convert_##e(int from, unsigned long long payload) { return convert_from<T>(from, payload); }
+  extern "C" T aj_sem_convert_##e(int from, unsigned long long payload) { return convert_from<T>(from, payload); } \
+  extern "C" T aj_sem_generate_##e(int op, double f0, double f1, long long i0, long long extra, long long i) { \
+    return sem::generate_value<T>(static_cast<Op>(op), f0, f1, i0, extra, i);                            \
+  }
 AJ_DTYPES(AJ_SEM_FUNCTIONS)
 #undef AJ_SEM_FUNCTIONS
