@@ -106,7 +106,7 @@ inline aj::Array loss(const aj::Array& x, const aj::Array& labels, const std::ve
 // corrections of step t.
 inline std::vector<aj::Array> step(const aj::Array& x, const aj::Array& labels, std::vector<aj::Array> p,
                                    std::vector<aj::Array> m, std::vector<aj::Array> v, float c1, float c2,
-                                   std::int64_t c) {
+                                   std::int64_t c, float lr = kLr) {
   std::vector<int> which(p.size());
   for (std::size_t i = 0; i < p.size(); ++i) which[i] = static_cast<int>(i);
   auto [l, g] = aj::value_and_grad([&](const std::vector<aj::Array>& q) { return loss(x, labels, q, c); }, which)(p);
@@ -114,7 +114,7 @@ inline std::vector<aj::Array> step(const aj::Array& x, const aj::Array& labels, 
   for (std::size_t i = 0; i < p.size(); ++i) {
     aj::Array mi = kBeta1 * m[i] + (1 - kBeta1) * g[i];
     aj::Array vi = kBeta2 * v[i] + (1 - kBeta2) * g[i] * g[i];
-    out.push_back(p[i] - kLr * (mi / c1) / (aj::sqrt(vi / c2) + kEps));
+    out.push_back(p[i] - lr * (mi / c1) / (aj::sqrt(vi / c2) + kEps));
     out.push_back(mi);
     out.push_back(vi);
   }
@@ -144,5 +144,17 @@ inline auto compiled_step(std::int64_t c) {
     return step(x, labels, std::move(p), std::move(m), std::move(v), c1, c2, c);
   });
 }
+
+// The same with the learning rate an argument (a schedule: a new value
+// every step).
+inline auto compiled_step_lr(std::int64_t c) {
+  return aj::compile([c](const aj::Array& x, const aj::Array& labels, std::vector<aj::Array> p,
+                         std::vector<aj::Array> m, std::vector<aj::Array> v, float c1, float c2, float lr) {
+    return step(x, labels, std::move(p), std::move(m), std::move(v), c1, c2, c, lr);
+  });
+}
+
+// A schedule: lr / sqrt(1 + t / 100), another value every step.
+inline float scheduled_lr(int t) { return kLr / std::sqrt(1.0f + static_cast<float>(t) / 100.0f); }
 
 }  // namespace ajepochs
