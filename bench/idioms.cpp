@@ -1,0 +1,107 @@
+// Boundary idioms (issue 33): a 1-D heat step u + k * (left + right - 2u)
+// with fixed ends, written with each idiom a user reaches for, against the
+// same step as a hand-written loop (g++ -O3 -march=native, this binary) in
+// the same run; 65,536 f32, 1 thread (the JIT's pool off: both sides on one
+// core), thread CPU time per step, medians of 9 runs.
+//
+//   build/bench/idioms
+//
+// Each line also says how many kernels the step launched. Targets (issue
+// 33): 1 kernel and <= 1.5x the hand loop.
+#include <arrayjit/arrayjit.hpp>
+#include <arrayjit/jit.hpp>
+
+#include <cstdio>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.hpp"
+
+namespace {
+
+using aj::Array;
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown CPU";
+}
+
+constexpr float kK = 0.1f;
+
+}  // namespace
+
+int main() {
+  const std::int64_t n = 65536;
+  aj::jit::set_num_threads(1);
+  std::vector<float> host(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) host[static_cast<std::size_t>(i)] = static_cast<float>((i * 7919) % 1000) / 1000.0f;
+  const Array u = aj::from_vector(host, {n});
+  u.eval();
+  std::printf("arrayjit %s: a 1-D heat step on %lld f32, fixed ends, 1 thread; %s\n", aj::version(),
+              static_cast<long long>(n), cpu_model().c_str());
+  std::printf("  us per step (thread CPU time, median of 9); kernels launched per step\n");
+
+  // The hand loop: out-of-place, ends copied.
+  std::vector<float> out(host.size());
+  auto hand = [&] {
+    const float* a = host.data();
+    float* o = out.data();
+    o[0] = a[0];
+    for (std::int64_t i = 1; i < n - 1; ++i) o[i] = a[i] + kK * (a[i - 1] + a[i + 1] - 2.0f * a[i]);
+    o[n - 1] = a[n - 1];
+  };
+  struct Case {
+    const char* name;
+    std::function<Array()> step;
+  };
+  const std::vector<Case> cases = {
+      {"slice_update of the interior", [&] {
+         const Array in = aj::slice(u, 0, 1, n - 1);
+         const Array lap = aj::slice(u, 0, 0, n - 2) + aj::slice(u, 0, 2, n) - 2.0f * in;
+         return aj::slice_update(u, {aj::Slice(1, n - 1)}, in + kK * lap);
+       }},
+      {"pad (constant) of the interior", [&] {
+         const Array in = aj::slice(u, 0, 1, n - 1);
+         const Array lap = aj::slice(u, 0, 0, n - 2) + aj::slice(u, 0, 2, n) - 2.0f * in;
+         const Array mask = aj::pad(aj::ones({n - 2}, aj::DType::bool_), {{1, 1}}, aj::PadMode::constant, false);
+         return aj::where(mask, aj::pad(in + kK * lap, {{1, 1}}), u);
+       }},
+      {"pad (edge) and an arange mask", [&] {
+         const Array p = aj::pad(u, {{1, 1}}, aj::PadMode::edge);
+         const Array lap = aj::slice(p, 0, 0, n) + aj::slice(p, 0, 2, n + 2) - 2.0f * u;
+         const Array i = aj::arange(n);
+         return aj::where((i == 0) || (i == n - 1), u, u + kK * lap);
+       }},
+      {"roll and an arange mask", [&] {
+         const Array lap = aj::roll(u, 1) + aj::roll(u, -1) - 2.0f * u;
+         const Array i = aj::arange(n);
+         return aj::where((i == 0) || (i == n - 1), u, u + kK * lap);
+       }},
+  };
+  const double base = ajbench::median_us(hand, 200);
+  std::printf("  %-34s %9.1f us   1.00x\n", "hand-written loop", base);
+  for (const Case& c : cases) {
+    const Array want = c.step();
+    want.eval();
+    const std::vector<float> got = want.to_vector<float>();
+    hand();
+    double err = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(got[i] - out[i])));
+    const aj::Stats s0 = aj::stats();
+    const double us = ajbench::median_us([&] { c.step().eval(); }, 200);
+    const aj::Stats s1 = aj::stats();
+    const double calls = 200.0 * 9 + 21;
+    std::printf("  %-34s %9.1f us  %5.2fx   %.1f kernels; max |diff| from the loop %.2g\n", c.name, us, us / base,
+                static_cast<double>(s1.kernels_launched - s0.kernels_launched) / calls, err);
+  }
+  return 0;
+}
