@@ -768,7 +768,7 @@ TEST_CASE("pads seen through reversed, strided and transposed views: the JIT's s
   }
 }
 
-TEST_CASE("edge and reflect pads gather from their operand: cheap producers fuse, repeated reads are stored first") {
+TEST_CASE("edge and reflect pads read their operand in their consumer's kernel: cheap producers fuse, repeated reads are stored first") {
   Array x = aj::arange(12, DType::f64).reshape({3, 4}).eval();
   // Read from an evaluated array: one kernel with its consumer.
   Array p0 = aj::pad(x, {{2, 1}, {1, 3}}, aj::PadMode::reflect) + 1.0;

@@ -494,13 +494,46 @@ Array pad(const Array& a_in, std::vector<PadWidth> widths, PadMode mode, Scalar 
     Array fill = trace::constant(value, a.dtype(), "pad", loc);  // checks the value fits
     if (!any) return a;
     if (mode == PadMode::constant) return pad_node(a, trace::broadcast(fill, result, loc), ints, result, loc);
-    // edge / reflect: a gather per padded axis with indices computed from the
-    // position (in range by construction, so never checked).
+    // edge / reflect, one padded axis after another. Edge, and reflect by
+    // less than the axis: pads of slices (the edge element broadcast, the
+    // reflected run walked backwards), which lower to masked loads that the
+    // kernel splits into plain loops (jit/llvm/codegen.cpp, range_split).
+    // Reflect by more (it repeats with period 2(n - 1)): a gather with
+    // indices computed from the position (in range by construction, so
+    // never checked).
     Array r = a;
     for (int d = 0; d < nd; ++d) {
       const PadWidth& w = widths[static_cast<std::size_t>(d)];
       if (w.before == 0 && w.after == 0) continue;
       const std::int64_t n = a.shape()[d];
+      const Shape rshape = r.shape();  // a copy: making nodes may move the node table
+      const Shape wide = with_extent(rshape, d, result[d]);
+      std::vector<std::int64_t> at(2 * static_cast<std::size_t>(nd), 0);
+      for (int e = 0; e < nd; ++e) at[2 * static_cast<std::size_t>(e) + 1] = 1;
+      auto placed_at = [&](std::int64_t start) {
+        std::vector<std::int64_t> v = at;
+        v[2 * static_cast<std::size_t>(d)] = start;
+        return v;
+      };
+      if (mode == PadMode::edge || n == 1) {
+        // [0, before + n): the first element; the rest the last; r over both.
+        const Array first = trace::broadcast(slice(r, d, 0, 1, 1, loc), with_extent(rshape, d, w.before + n), loc);
+        const Array last = trace::broadcast(slice(r, d, n - 1, n, 1, loc), wide, loc);
+        r = pad_node(r, pad_node(first, last, placed_at(0), wide, loc), placed_at(w.before), wide, loc);
+        continue;
+      }
+      if (w.before < n && w.after < n) {
+        // before: r[before], ..., r[1]; after: r[n - 2], ..., r[n - 1 - after]
+        // (the zeros under them are never read).
+        Array fill = trace::broadcast(trace::constant(0, r.dtype(), "pad", loc), wide, loc);
+        if (w.before > 0) fill = pad_node(slice(r, d, w.before, 0, -1, loc), fill, placed_at(0), wide, loc);
+        if (w.after > 0) {  // (from the end: at other extents aj::compile takes the same run)
+          const std::optional<std::int64_t> stop = w.after == n - 1 ? std::nullopt : std::optional<std::int64_t>(-2 - w.after);
+          fill = pad_node(slice(r, d, -2, stop, -1, loc), fill, placed_at(w.before + n), wide, loc);
+        }
+        r = pad_node(r, fill, placed_at(w.before), wide, loc);
+        continue;
+      }
       Array q = arange(result[d], DType::i64, loc) - w.before;
       Array i;
       if (mode == PadMode::edge || n == 1) {

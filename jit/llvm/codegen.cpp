@@ -687,15 +687,22 @@ class KernelCodegen {
   }
 
   // The inner (segment) loop of an elementwise kernel with pad masks
-  // (InRange): points [i0, i1) of the segment lie inside every mask, so
-  // they run in a loop of their own with the masks constant true (plain
-  // loads, no selects: the inside of a pad at the speed of a plain kernel),
-  // and [0, i0), [i1, n) run the general body.
+  // (InRange). Each mask holds on one run [from, to) of the segment, so the
+  // runs' ends cut the segment into intervals on which every mask is
+  // constant: each interval runs as a loop of its own with the masks its
+  // values at the interval's first point, loop-invariant (a masked load
+  // becomes a plain load or none once LLVM unswitches it, and a select of
+  // an invariant a plain value). The inside of a pad, and the two halves of
+  // a roll (complementary masks), run at the speed of a plain kernel.
   void range_split(const Pos& base, Value* n) {
-    Value* i0 = b_.getInt64(0);
-    Value* i1 = n;
     const auto L = static_cast<std::size_t>(seg_axis_);
-    for (const KInstr& in : k_.instrs) {
+    struct Run {
+      std::size_t instr;
+      Value *from, *to;
+    };
+    std::vector<Run> runs;
+    for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
+      const KInstr& in = k_.instrs[j];
       if (in.kind != KOp::InRange || in.phase != 0) continue;
       const auto s = static_cast<std::size_t>(in.arg);
       Value* lo = scalar_i64(in.a);
@@ -720,19 +727,38 @@ class KernelCodegen {
         from = b_.CreateSelect(pos, up_from, dn_from);
         to = b_.CreateSelect(pos, up_to, dn_to);
       }
-      i0 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, i0, from);
-      i1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i1, to);
+      // Clamped to the segment, and empty where from >= to.
+      auto clamp = [&](Value* x) {
+        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, b_.getInt64(0)), n);
+      };
+      from = clamp(from);
+      to = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, clamp(to), from);
+      runs.push_back({j, from, to});
     }
-    i0 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, i0, b_.getInt64(0)), n);
-    i1 = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i1, n), i0);
-    auto run = [&](Value* first, Value* count, bool inside) {
-      inside_ = inside;
-      loop(count, true, [&](Value* j) { point(0, step(base, seg_axis_, b_.CreateAdd(j, first, "", true, true)), nullptr); });
-      inside_ = false;
-    };
-    run(b_.getInt64(0), i0, false);
-    run(i0, b_.CreateSub(i1, i0), true);
-    run(i1, b_.CreateSub(n, i1), false);
+    // for (p = 0; p < n; p = next): next is the first run end after p.
+    auto* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(c_, "interval", f_);
+    auto* body = llvm::BasicBlock::Create(c_, "interval.body", f_);
+    auto* exit = llvm::BasicBlock::Create(c_, "interval.exit", f_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* p = b_.CreatePHI(i64_, 2, "p");
+    p->addIncoming(b_.getInt64(0), pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(p, n), body, exit);
+    b_.SetInsertPoint(body);
+    Value* next = n;
+    mask_at_.assign(k_.instrs.size(), nullptr);
+    for (const Run& r : runs) {
+      for (Value* end : {r.from, r.to}) {
+        next = b_.CreateSelect(b_.CreateICmpSGT(end, p), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, next, end), next);
+      }
+      mask_at_[r.instr] = b_.CreateAnd(b_.CreateICmpSLE(r.from, p), b_.CreateICmpSLT(p, r.to));
+    }
+    loop(b_.CreateSub(next, p), true, [&](Value* j) { point(0, step(base, seg_axis_, b_.CreateAdd(j, p, "", true, true)), nullptr); });
+    mask_at_.clear();
+    p->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
   }
 
   bool has_ranges() const {
@@ -800,8 +826,8 @@ class KernelCodegen {
         }
         case KOp::Position: v[j] = pos[static_cast<std::size_t>(in.arg)]; break;
         case KOp::InRange: {
-          if (inside_) {  // the middle of a split loop (range_split)
-            v[j] = b_.getTrue();
+          if (!mask_at_.empty() && mask_at_[j]) {  // an interval of range_split: invariant
+            v[j] = mask_at_[j];
             break;
           }
           Value* at = pos[static_cast<std::size_t>(in.arg)];
@@ -849,7 +875,7 @@ class KernelCodegen {
   bool arg_ = false;  // the kernel has an arg reduction
   int seg_axis_ = -1;
   bool has_scan_ = false;
-  bool inside_ = false;  // range_split's middle loop: every InRange is true
+  std::vector<Value*> mask_at_;  // range_split's interval: each InRange's value there (loop-invariant)
   std::vector<llvm::MDNode*> scope_of_, others_of_;  // per stream that is its own scope (no_alias)
   llvm::Function* f_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
