@@ -540,6 +540,23 @@ class Lowerer {
     return yes;
   }
 
+  // A pad whose fill is a pad whose fill is a pad ... (a slice_update of a
+  // slice_update, a loop's steps): every level is a select more at each
+  // point a reader evaluates it, and a stencil reading it at three offsets
+  // would unroll the whole chain again at every step, a kernel of its own
+  // each. Past kMaxPadChain levels the pad counts as work: read at several
+  // index maps it is stored, and the steps after it read a buffer.
+  static constexpr int kMaxPadChain = 3;
+  bool deep_pad(NodeId id) const {
+    int depth = 0;
+    for (NodeId at = id; depth <= kMaxPadChain; ++depth) {
+      const Node& n = g_[at];
+      if (n.op != Op::Pad || n.evaluated()) break;
+      at = n.inputs[1];
+    }
+    return depth > kMaxPadChain;
+  }
+
   std::int64_t points_of(const Req& r) const {
     return r.points >= 0 ? r.points : r.phase ? reduced_.numel() : space_.numel();
   }
@@ -548,7 +565,7 @@ class Lowerer {
   // would make the plan evaluate it at more points than it has elements.
   bool within_work(const Req& r) {
     const Node& n = g_[r.id];
-    if (!counts_as_work(n.op) || index_arithmetic(r.id)) return true;
+    if (!(counts_as_work(n.op) || deep_pad(r.id)) || index_arithmetic(r.id)) return true;
     const std::int64_t points = points_of(r);
     Work& mine = work_[r.id];
     if (ctx_.evaluations_elsewhere && !is_root(r.id)) {

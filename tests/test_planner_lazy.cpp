@@ -82,6 +82,46 @@ TEST_CASE("lazy 3-point smoothing: the values of evaluating every step, a plan l
   }
 }
 
+TEST_CASE("lazy smoothing with slice_update and fixed ends: a bounded number of kernels for any number of steps") {
+  // u's interior replaced by its 3-point mean each step, the ends kept. Each
+  // step's pad takes the last step's as its fill; past a few levels the pad
+  // is stored (it counts as work), so the steps' kernels stop being new:
+  // one kernel a step, at most 5 kernel structures for any T, and a plan
+  // linear in T.
+  const std::int64_t n = 500;
+  auto step = [&](const Array& u) {
+    const Array in = aj::slice(u, 0, 1, n - 1);
+    const Array mean = (aj::slice(u, 0, 0, n - 2) + in + aj::slice(u, 0, 2, n)) / 3.0f;
+    return aj::slice_update(u, {aj::Slice(1, n - 1)}, mean);
+  };
+  std::size_t lines32 = 0;
+  for (int steps : {32, 128, 512}) {
+    Array u0 = aj::from_vector(random_floats(static_cast<std::size_t>(n), 3));
+    Array eager = u0;
+    for (int t = 0; t < steps; ++t) {
+      eager = step(eager);
+      eager.eval();
+    }
+    Array lazy = u0;
+    for (int t = 0; t < steps; ++t) lazy = step(lazy);
+    const std::string plan = aj::explain(lazy);
+    aj::reset_stats();
+    lazy.eval();
+    INFO("steps " << steps);
+    CHECK(same_bits(lazy.to_vector<float>(), eager.to_vector<float>()));
+    CHECK(aj::stats().kernels_launched == static_cast<std::uint64_t>(steps));
+    // The plan's kernels of distinct structure (hash) are few.
+    std::vector<std::string> hashes;
+    for (auto at = plan.find("hash "); at != std::string::npos; at = plan.find("hash ", at + 1)) {
+      const std::string h = plan.substr(at + 5, 16);
+      if (std::find(hashes.begin(), hashes.end(), h) == hashes.end()) hashes.push_back(h);
+    }
+    CHECK(hashes.size() <= 5);
+    if (steps == 32) lines32 = lines(plan);
+    if (steps == 512) CHECK(lines(plan) <= 16 * lines32 + 200);  // linear, not quadratic
+  }
+}
+
 TEST_CASE("lazy 2-D Jacobi: one kernel per step, the values of evaluating every step") {
   const std::int64_t n = 70;
   Array u0 = aj::from_vector(random_floats(static_cast<std::size_t>(n * n), 2), {n, n});
