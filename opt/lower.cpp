@@ -548,6 +548,14 @@ class Lowerer {
   // index maps it is stored, and the steps after it read a buffer.
   static constexpr int kMaxPadChain = 3;
   bool deep_pad(NodeId id) const {
+    const Node& p = g_[id];
+    if (p.op != Op::Pad || p.evaluated()) return false;
+    // A computed value placed into a pad that placed a computed value (a
+    // slice_update of a slice_update of computed values): from the second
+    // step. (An edge or reflect pad's fill places views: not this.)
+    auto computed = [&](NodeId id) { return counts_as_work(g_[id].op) && !g_[id].evaluated(); };
+    const Node& f = g_[p.inputs[1]];
+    if (computed(p.inputs[0]) && f.op == Op::Pad && !f.evaluated() && computed(f.inputs[0])) return true;
     int depth = 0;
     for (NodeId at = id; depth <= kMaxPadChain; ++depth) {
       const Node& n = g_[at];
