@@ -65,7 +65,7 @@ enum class Mode { compiled, uncompiled, borrowed };
 
 struct Run {
   double us = 0;                                  // median per batch, epochs after the first
-  std::uint64_t plans = 0, compiles = 0, allocs = 0, traces = 0, replays = 0, batches = 0;
+  std::uint64_t plans = 0, compiles = 0, allocs = 0, traces = 0, replays = 0, batches = 0, renumbered = 0, hits = 0;
   float loss = 0;
 };
 
@@ -111,6 +111,8 @@ Run run(ajepochs::Data& data, std::int64_t hidden, int epochs, Mode mode, bool s
     per_batch.push_back(us);
     const aj::Stats s1 = aj::stats();
     r.plans += s1.plans_built - s0.plans_built;
+    r.renumbered += s1.plans_renumbered - s0.plans_renumbered;
+    r.hits += s1.plan_cache_hits - s0.plan_cache_hits;
     r.compiles += s1.kernels_compiled - s0.kernels_compiled;
     r.allocs += s1.system_allocs - s0.system_allocs;
     const auto c1 = schedule ? cf_lr.counts() : cf.counts();
@@ -149,8 +151,10 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(c.batches), static_cast<unsigned long long>(c.replays),
                 static_cast<unsigned long long>(c.traces), static_cast<unsigned long long>(c.plans),
                 static_cast<unsigned long long>(c.compiles), static_cast<unsigned long long>(c.allocs));
-    std::printf("  uncompiled after epoch 1: %llu plans, %llu compiles, %llu system allocations; final losses %.4f %.4f %.4f\n",
-                static_cast<unsigned long long>(u.plans), static_cast<unsigned long long>(u.compiles),
+    std::printf("  uncompiled after epoch 1: %llu plans (%llu plan-cache hits, %llu of them renumbered), %llu compiles, "
+                "%llu system allocations; final losses %.4f %.4f %.4f\n",
+                static_cast<unsigned long long>(u.plans), static_cast<unsigned long long>(u.hits),
+                static_cast<unsigned long long>(u.renumbered), static_cast<unsigned long long>(u.compiles),
                 static_cast<unsigned long long>(u.allocs), c.loss, u.loss, b.loss);
     // A learning rate that changes every step, against the fixed rate above
     // (target: <= 1.1x).
