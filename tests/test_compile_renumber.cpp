@@ -133,8 +133,9 @@ TEST_CASE("compile renumber: scalar arguments that change with the extents take 
     CHECK(same_bits(vals(got), vals(want)));
   };
   // s changes at every call: a kernel scalar follows it. t stays 0.25 for
-  // the first calls: the template takes it as a constant of the function, so
-  // a call with another t is traced (and says why).
+  // the first calls: the template holds it fixed, so a call with another t
+  // is traced; that trace shows t reaching a kernel as it is, and from then
+  // on t is followed too (extents::widen).
   call(4, 0.5f, 0.25f);
   call(9, 0.6f, 0.25f);
   call(14, 0.7f, 0.25f);
@@ -144,7 +145,9 @@ TEST_CASE("compile renumber: scalar arguments that change with the extents take 
   call(31, 0.9f, 0.75f);  // t changed too: traced
   CHECK(cf.counts().unplanned == 2);
   CHECK(cf.counts().traces == 3);
-  CHECK(cf.extents_note().find("scalar argument 1 has another value") != std::string::npos);
+  CHECK(cf.extents_note().find("is followed") != std::string::npos);
+  call(40, 1.0f, 0.5f);  // new extents and a new t: made from the kept trace
+  CHECK(cf.counts().traces == 3);
   call(23, 1.1f, 0.25f);  // back at a kept point with a new s: replayed with it
   call(23, 1.2f, 0.75f);  // and a new t there
 }
@@ -510,6 +513,9 @@ TEST_CASE("compile renumber: a learning-rate schedule over minibatches of changi
     if (epoch == 1) CHECK(cf.counts().traces - before.traces == 1);
     if (epoch >= 2) CHECK(cf.counts().traces == before.traces);
   }
+  // What a user reads after the loop: no stale reason for a trace.
+  CHECK(cf.extents_note().find("another value than in both traces") == std::string::npos);
+  CHECK(cf.extents_note().find("is followed") != std::string::npos);
 }
 
 }  // TEST_SUITE

@@ -703,7 +703,12 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     std::lock_guard lock(mu_);
     Generic& gen = generic_[generic];
     if (widened) {
-      if (gen.trusted == trusted) gen.trusted = std::move(widened);
+      if (gen.trusted == trusted) {
+        gen.trusted = std::move(widened);
+        // (The note said why this call was traced: it no longer holds.)
+        extents_note_ = "a scalar argument the kept trace held fixed is followed since a call with another "
+                        "value traced the same graph";
+      }
     } else if (!mine || (first && !checked)) {
       // (A trace at the first's extents, first reset above, changes nothing.)
       gen.refused = true;
