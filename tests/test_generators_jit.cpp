@@ -4,6 +4,8 @@
 // Every dtype, integral and fractional steps, values that saturate or wrap
 // when converted, each alone and fused with arithmetic: bit for bit what the
 // reference interpreter and the kernel interpreter give, on 1 and 3 threads.
+// And the boundary idioms they serve (issue 33): heat steps written with
+// slice_update, pads of every mode, rolls and arange masks, one kernel each.
 #include <doctest/doctest.h>
 
 #include <arrayjit/arrayjit.hpp>
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/api/executor.hpp"
@@ -96,4 +99,71 @@ TEST_CASE("generators in kernels: iota, linspace and eye of every dtype, bit for
     return aj::where((i == 0) || (i == 4098), 0.0f, u * 0.5f);
   });
   check("arange(n) as f32 times u", [&] { return aj::arange(4099, DType::f32) * u; });
+}
+
+TEST_CASE("boundary idioms: a heat step with each idiom is one kernel, bit for bit the reference interpreter's") {
+  // The 1-D step u + k (left + right - 2u) written with slice_update, a
+  // constant pad and a mask, an edge pad and an arange mask, a roll and an
+  // arange mask, and a periodic roll; the 2-D step with slice_update and with
+  // an edge pad on both axes. Every one is one kernel (the masks split into
+  // intervals, edge pads as pads of broadcast edges) and gives what the
+  // reference interpreter gives.
+  const std::int64_t n = 4099, m = 67;
+  const Array u = aj::random::uniform({n});
+  const Array v = aj::random::uniform({m, m});
+  aj::eval({u, v});
+  const float k = 0.1f;
+  using aj::Slice;
+  const std::vector<std::pair<std::string, std::function<Array()>>> steps = {
+      {"slice_update", [&] {
+         const Array in = aj::slice(u, 0, 1, n - 1);
+         return aj::slice_update(u, {Slice(1, n - 1)}, in + k * (aj::slice(u, 0, 0, n - 2) + aj::slice(u, 0, 2, n) - 2.0f * in));
+       }},
+      {"constant pad and a mask", [&] {
+         const Array in = aj::slice(u, 0, 1, n - 1);
+         const Array lap = aj::slice(u, 0, 0, n - 2) + aj::slice(u, 0, 2, n) - 2.0f * in;
+         const Array mask = aj::pad(aj::ones({n - 2}, DType::bool_), {{1, 1}}, aj::PadMode::constant, false);
+         return aj::where(mask, aj::pad(in + k * lap, {{1, 1}}), u);
+       }},
+      {"edge pad and an arange mask", [&] {
+         const Array p = aj::pad(u, {{1, 1}}, aj::PadMode::edge);
+         const Array i = aj::arange(n);
+         return aj::where((i == 0) || (i == n - 1), u, u + k * (aj::slice(p, 0, 0, n) + aj::slice(p, 0, 2, n + 2) - 2.0f * u));
+       }},
+      {"reflect pad", [&] {
+         const Array p = aj::pad(u, {{2, 3}}, aj::PadMode::reflect);
+         return aj::slice(p, 0, 0, n) + aj::slice(p, 0, 5, n + 5) - 2.0f * u;
+       }},
+      {"roll and an arange mask", [&] {
+         const Array i = aj::arange(n);
+         return aj::where((i == 0) || (i == n - 1), u, u + k * (aj::roll(u, 1) + aj::roll(u, -1) - 2.0f * u));
+       }},
+      {"periodic roll", [&] { return u + k * (aj::roll(u, 1) + aj::roll(u, -1) - 2.0f * u); }},
+      {"2-D slice_update", [&] {
+         auto at = [&](std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+           return aj::slice(v, {Slice(r0, r1), Slice(c0, c1)});
+         };
+         const Array in = at(1, m - 1, 1, m - 1);
+         const Array lap = at(0, m - 2, 1, m - 1) + at(2, m, 1, m - 1) + at(1, m - 1, 0, m - 2) + at(1, m - 1, 2, m) - 4.0f * in;
+         return aj::slice_update(v, {Slice(1, m - 1), Slice(1, m - 1)}, in + k * lap);
+       }},
+      {"2-D edge pad", [&] {
+         const Array p = aj::pad(v, {{1, 1}, {1, 1}}, aj::PadMode::edge);
+         auto at = [&](std::int64_t r0, std::int64_t c0) { return aj::slice(p, {Slice(r0, r0 + m), Slice(c0, c0 + m)}); };
+         return v + k * (at(0, 1) + at(2, 1) + at(1, 0) + at(1, 2) - 4.0f * v);
+       }},
+  };
+  for (const auto& [name, step] : steps) {
+    INFO(name);
+    std::vector<double> want;
+    {
+      aj::detail::ExecutorScope ref(aj::detail::Executor::reference);
+      want = bits_of(step());
+    }
+    const Array got = step();
+    aj::reset_stats();
+    got.eval();
+    CHECK(aj::stats().kernels_launched == 1);
+    CHECK(same(bits_of(got), want));
+  }
 }
