@@ -37,6 +37,31 @@ std::string cpu_model() {
 
 constexpr float kK = 0.1f;
 
+struct Case {
+  const char* name;
+  std::function<Array()> step;
+};
+
+// Times `hand` (which writes `out`) as the table's 1.00x, then each case
+// against it: us per step, the ratio, kernels launched per step and the
+// largest difference from the loop's values.
+void table(const std::vector<Case>& cases, const std::function<void()>& hand, const std::vector<float>& out, int calls) {
+  const double base = ajbench::median_us(hand, calls);
+  std::printf("  %-34s %9.1f us   1.00x\n", "hand-written loop", base);
+  for (const Case& c : cases) {
+    const std::vector<float> got = c.step().to_vector<float>();
+    hand();
+    double err = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(got[i] - out[i])));
+    const aj::Stats s0 = aj::stats();
+    const double us = ajbench::median_us([&] { c.step().eval(); }, calls);
+    const aj::Stats s1 = aj::stats();
+    const double steps = 9.0 * calls + calls / 10 + 1;  // (median_us: a tenth to warm up, 9 runs)
+    std::printf("  %-34s %9.1f us  %5.2fx   %.1f kernels; max |diff| from the loop %.2g\n", c.name, us, us / base,
+                static_cast<double>(s1.kernels_launched - s0.kernels_launched) / steps, err);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -58,10 +83,6 @@ int main() {
     o[0] = a[0];
     for (std::int64_t i = 1; i < n - 1; ++i) o[i] = a[i] + kK * (a[i - 1] + a[i + 1] - 2.0f * a[i]);
     o[n - 1] = a[n - 1];
-  };
-  struct Case {
-    const char* name;
-    std::function<Array()> step;
   };
   const std::vector<Case> cases = {
       {"slice_update of the interior", [&] {
@@ -96,36 +117,10 @@ int main() {
     for (std::int64_t i = 1; i < n - 1; ++i) o[i] = a[i] + kK * (a[i - 1] + a[i + 1] - 2.0f * a[i]);
     o[n - 1] = a[n - 1] + kK * (a[n - 2] + a[0] - 2.0f * a[n - 1]);
   };
-  const double base = ajbench::median_us(hand, 200);
-  std::printf("  %-34s %9.1f us   1.00x\n", "hand-written loop", base);
-  for (const Case& c : cases) {
-    const Array want = c.step();
-    want.eval();
-    const std::vector<float> got = want.to_vector<float>();
-    hand();
-    double err = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(got[i] - out[i])));
-    const aj::Stats s0 = aj::stats();
-    const double us = ajbench::median_us([&] { c.step().eval(); }, 200);
-    const aj::Stats s1 = aj::stats();
-    const double calls = 200.0 * 9 + 21;
-    std::printf("  %-34s %9.1f us  %5.2fx   %.1f kernels; max |diff| from the loop %.2g\n", c.name, us, us / base,
-                static_cast<double>(s1.kernels_launched - s0.kernels_launched) / calls, err);
-  }
-  {
-    const double pbase = ajbench::median_us(hand_periodic, 200);
-    auto step = [&] { return u + kK * (aj::roll(u, 1) + aj::roll(u, -1) - 2.0f * u); };
-    const std::vector<float> got = step().to_vector<float>();
-    hand_periodic();
-    double err = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(got[i] - out_periodic[i])));
-    const aj::Stats s0 = aj::stats();
-    const double us = ajbench::median_us([&] { step().eval(); }, 200);
-    const aj::Stats s1 = aj::stats();
-    std::printf("  periodic ends:\n  %-34s %9.1f us   1.00x\n", "hand-written loop", pbase);
-    std::printf("  %-34s %9.1f us  %5.2fx   %.1f kernels; max |diff| from the loop %.2g\n", "roll (no mask)", us, us / pbase,
-                static_cast<double>(s1.kernels_launched - s0.kernels_launched) / (200.0 * 9 + 21), err);
-  }
+  table(cases, hand, out, 200);
+  std::printf("  periodic ends:\n");
+  table({{"roll (no mask)", [&] { return u + kK * (aj::roll(u, 1) + aj::roll(u, -1) - 2.0f * u); }}}, hand_periodic,
+        out_periodic, 200);
   // 2-D, 1024^2: u + k * (the 4 neighbours - 4u), fixed edges.
   {
     const std::int64_t m = 1024;
@@ -166,19 +161,8 @@ int main() {
            return aj::where(edge, v, v + kK * lap);
          }},
     };
-    const double base2 = ajbench::median_us(hand2, 20);
-    std::printf("  2-D, %lld^2:\n  %-34s %9.1f us   1.00x\n", static_cast<long long>(m), "hand-written loop", base2);
-    for (const Case& c : cases2) {
-      const std::vector<float> got = c.step().to_vector<float>();
-      hand2();
-      double err = 0;
-      for (std::size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(got[i] - o2[i])));
-      const aj::Stats s0 = aj::stats();
-      const double us = ajbench::median_us([&] { c.step().eval(); }, 20);
-      const aj::Stats s1 = aj::stats();
-      std::printf("  %-34s %9.1f us  %5.2fx   %.1f kernels; max |diff| from the loop %.2g\n", c.name, us, us / base2,
-                  static_cast<double>(s1.kernels_launched - s0.kernels_launched) / (20.0 * 9 + 3), err);
-    }
+    std::printf("  2-D, %lld^2:\n", static_cast<long long>(m));
+    table(cases2, hand2, o2, 20);
   }
   return 0;
 }

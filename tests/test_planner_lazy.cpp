@@ -49,29 +49,46 @@ Array jacobi(const Array& u) {
   return 0.25f * (s(0, -2, 1, -1) + s(2, std::nullopt, 1, -1) + s(1, -1, 0, -2) + s(1, -1, 2, std::nullopt));
 }
 
+// `steps` of `step` from x0, evaluated after every step and lazily, once:
+// both values, the lazy loop's plan (explain) and the stats of its evaluation.
+struct LazyEager {
+  std::vector<float> lazy, eager;
+  std::string plan;
+  aj::Stats stats;
+};
+template <class F>
+LazyEager lazy_and_eager(const Array& x0, int steps, F step) {
+  LazyEager r;
+  Array eager = x0;
+  for (int t = 0; t < steps; ++t) {
+    eager = step(eager);
+    eager.eval();
+  }
+  Array lazy = x0;
+  for (int t = 0; t < steps; ++t) lazy = step(lazy);
+  r.plan = aj::explain(lazy);
+  aj::reset_stats();
+  lazy.eval();
+  r.stats = aj::stats();
+  r.lazy = lazy.to_vector<float>();
+  r.eager = eager.to_vector<float>();
+  return r;
+}
+
 }  // namespace
 
 TEST_SUITE("planner") {
 TEST_CASE("lazy 3-point smoothing: the values of evaluating every step, a plan linear in the steps") {
   std::size_t lines16 = 0;
   for (int steps : {4, 16, 64, 256}) {
-    Array x0 = aj::from_vector(random_floats(static_cast<std::size_t>(300 + 2 * steps), 1));
-    Array eager = x0;
-    for (int t = 0; t < steps; ++t) {
-      eager = smooth(eager);
-      eager.eval();
-    }
-    Array lazy = x0;
-    for (int t = 0; t < steps; ++t) lazy = smooth(lazy);
-    const std::string plan = aj::explain(lazy);
-    aj::reset_stats();
-    lazy.eval();
+    const LazyEager r = lazy_and_eager(aj::from_vector(random_floats(static_cast<std::size_t>(300 + 2 * steps), 1)), steps, smooth);
+    const std::string& plan = r.plan;
     INFO("steps " << steps);
-    CHECK(same_bits(lazy.to_vector<float>(), eager.to_vector<float>()));
+    CHECK(same_bits(r.lazy, r.eager));
     // Each level is read at three offsets by the next: stored once, never
     // recomputed (one kernel per step, as evaluating every step).
-    CHECK(aj::stats().kernels_launched == static_cast<std::uint64_t>(steps));
-    CHECK(aj::stats().values_materialized == static_cast<std::uint64_t>(steps - 1));
+    CHECK(r.stats.kernels_launched == static_cast<std::uint64_t>(steps));
+    CHECK(r.stats.values_materialized == static_cast<std::uint64_t>(steps - 1));
     CHECK(count(plan, "materialized: ") == static_cast<std::size_t>(steps - 1));
     // Mostly by the work rule; where the size cap's estimate got there
     // first, the same level is stored for the cap (never one more value).
@@ -84,8 +101,8 @@ TEST_CASE("lazy 3-point smoothing: the values of evaluating every step, a plan l
 
 TEST_CASE("lazy smoothing with slice_update and fixed ends: a bounded number of kernels for any number of steps") {
   // u's interior replaced by its 3-point mean each step, the ends kept. Each
-  // step's pad takes the last step's as its fill; past a few levels the pad
-  // is stored (it counts as work), so the steps' kernels stop being new:
+  // step's pad takes the last step's as its fill; from the second level the
+  // pad is stored (it counts as work), so the steps' kernels stop being new:
   // one kernel a step, at most 3 kernel structures for any T, and a plan
   // linear in T.
   const std::int64_t n = 500;
@@ -96,20 +113,11 @@ TEST_CASE("lazy smoothing with slice_update and fixed ends: a bounded number of 
   };
   std::size_t lines32 = 0;
   for (int steps : {32, 128, 512}) {
-    Array u0 = aj::from_vector(random_floats(static_cast<std::size_t>(n), 3));
-    Array eager = u0;
-    for (int t = 0; t < steps; ++t) {
-      eager = step(eager);
-      eager.eval();
-    }
-    Array lazy = u0;
-    for (int t = 0; t < steps; ++t) lazy = step(lazy);
-    const std::string plan = aj::explain(lazy);
-    aj::reset_stats();
-    lazy.eval();
+    const LazyEager r = lazy_and_eager(aj::from_vector(random_floats(static_cast<std::size_t>(n), 3)), steps, step);
+    const std::string& plan = r.plan;
     INFO("steps " << steps);
-    CHECK(same_bits(lazy.to_vector<float>(), eager.to_vector<float>()));
-    CHECK(aj::stats().kernels_launched == static_cast<std::uint64_t>(steps));
+    CHECK(same_bits(r.lazy, r.eager));
+    CHECK(r.stats.kernels_launched == static_cast<std::uint64_t>(steps));
     // The plan's kernels of distinct structure (hash) are few.
     std::vector<std::string> hashes;
     for (auto at = plan.find("hash "); at != std::string::npos; at = plan.find("hash ", at + 1)) {
@@ -124,18 +132,9 @@ TEST_CASE("lazy smoothing with slice_update and fixed ends: a bounded number of 
 
 TEST_CASE("lazy 2-D Jacobi: one kernel per step, the values of evaluating every step") {
   const std::int64_t n = 70;
-  Array u0 = aj::from_vector(random_floats(static_cast<std::size_t>(n * n), 2), {n, n});
-  Array eager = u0;
-  for (int t = 0; t < 10; ++t) {
-    eager = jacobi(eager);
-    eager.eval();
-  }
-  Array lazy = u0;
-  for (int t = 0; t < 10; ++t) lazy = jacobi(lazy);
-  aj::reset_stats();
-  lazy.eval();
-  CHECK(aj::stats().kernels_launched == 10);
-  CHECK(same_bits(lazy.to_vector<float>(), eager.to_vector<float>()));
+  const LazyEager r = lazy_and_eager(aj::from_vector(random_floats(static_cast<std::size_t>(n * n), 2), {n, n}), 10, jacobi);
+  CHECK(r.stats.kernels_launched == 10);
+  CHECK(same_bits(r.lazy, r.eager));
 }
 
 TEST_CASE("the work rule: a producer read at two offsets, through a broadcast or by two kernels is stored once") {

@@ -8,8 +8,8 @@
 
 #include <vector>
 
-#include "arrayjit/error.hpp"
 #include "arrayjit/array.hpp"
+#include "arrayjit/error.hpp"
 #include "graph/graph.hpp"
 
 namespace aj::trace {

@@ -512,7 +512,7 @@ void CompiledCore::keep(const Key& exact, std::shared_ptr<const exec::Program> p
     last_trace_.clear();
     last_scalars_.clear();
   }
-  exact_.put(exact, std::make_shared<const Entry>(Entry{std::move(prog), {}}));
+  exact_.put(exact, std::make_shared<const Entry>(Entry{std::move(prog), {}, {}}));
 }
 
 // The bindings of the kernel scalars of `prog` that are scalar arguments,
@@ -733,7 +733,7 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     if (last != last_trace_.end() && exact != scalar_free) {
       std::vector<ScalarBinding> bindings;
       if (learn_bindings(*last->second, *prog, last_scalars_[scalar_free], args, &bindings) && !bindings.empty()) {
-        scalar_free_.put(scalar_free, std::make_shared<const Entry>(Entry{prog, std::move(bindings)}));
+        scalar_free_.put(scalar_free, std::make_shared<const Entry>(Entry{prog, std::move(bindings), {}}));
       } else if (scalars_note_.empty()) {
         // Said once: every call with new scalar values will be traced.
         scalars_note_ = "calls with new values of the scalar arguments are traced: a kernel constant changed "

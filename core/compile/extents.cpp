@@ -563,6 +563,10 @@ std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::ve
     index.emplace(id, static_cast<int>(t->nodes.size()));
     t->nodes.push_back(std::move(n));
   };
+  // Each Slice node's slices as given, one list per aj::slice call that made
+  // it (CSE may hand two calls one node).
+  std::unordered_map<NodeId, std::vector<const std::vector<Slice>*>> given_of;
+  for (const auto& [node, given] : slices) given_of[node].push_back(&given);
   std::vector<NodeId> roots;
   for (NodeId r : results) {
     if (!g[r].evaluated()) roots.push_back(r);
@@ -578,9 +582,9 @@ std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::ve
     n.loc = a.loc;
     n.from_extent = a.op == Op::Constant &&
                     std::find(extent_constants.begin(), extent_constants.end(), id) != extent_constants.end();
-    if (a.op == Op::Slice) {
-      for (const auto& [node, given] : slices) {
-        if (node != id) continue;
+    if (auto it = given_of.find(id); it != given_of.end() && a.op == Op::Slice) {
+      for (const std::vector<Slice>* given_p : it->second) {
+        const std::vector<Slice>& given = *given_p;
         for (std::size_t d = 0; d < given.size() && d < static_cast<std::size_t>(a.shape.ndim()); ++d) {
           const Slice& sl = given[d];
           // (Also a negative step, and an empty slice, whose node keeps no
@@ -996,6 +1000,20 @@ bool same_scalar(const Scalar& a, const Scalar& b) {
 }
 
 namespace {
+// The quotient symbols' values appended to the arguments' symbols' `vals`;
+// false, with the reason, where an extent is not a multiple of its divisor.
+bool with_quotients(const Template& t, std::vector<std::int64_t>* vals, std::string* why) {
+  for (const Template::Quotient& q : t.quotients) {
+    const auto e = eval(q.of, *vals);
+    if (!e || *e % q.by != 0) {
+      if (why) *why = "the extent " + show(q.of) + " is not a multiple of " + std::to_string(q.by) + " here";
+      return false;
+    }
+    vals->push_back(*e / q.by);
+  }
+  return true;
+}
+
 // Every symbol's value at the argument leaves `args`: the arguments'
 // extents, then the quotients'; false, with the reason, where an extent is
 // not a multiple of its divisor (the function's reshape fails there: the
@@ -1006,15 +1024,7 @@ bool symbol_values(const Template& t, const std::vector<NodeId>& args, std::vect
   for (std::size_t s = 0; s < t.syms.size(); ++s) {
     (*vals)[s] = g[args[static_cast<std::size_t>(t.syms[s].first)]].shape[t.syms[s].second];
   }
-  for (const Template::Quotient& q : t.quotients) {
-    const auto e = eval(q.of, *vals);
-    if (!e || *e % q.by != 0) {
-      if (why) *why = "the extent " + show(q.of) + " is not a multiple of " + std::to_string(q.by) + " here";
-      return false;
-    }
-    vals->push_back(*e / q.by);
-  }
-  return true;
+  return with_quotients(t, vals, why);
 }
 }  // namespace
 
@@ -1090,11 +1100,7 @@ bool widen(Template& t, const Template& w, std::string* why) {
   // The symbols' values in w, and the template's guards there: w is a call
   // the template covers but for its pinned scalars.
   std::vector<std::int64_t> vals = w.sym_values;
-  for (const Template::Quotient& q : t.quotients) {
-    const auto e = eval(q.of, vals);
-    if (!e || *e % q.by != 0) return fail("the new trace is at extents the template does not cover");
-    vals.push_back(*e / q.by);
-  }
+  if (!with_quotients(t, &vals, nullptr)) return fail("the new trace is at extents the template does not cover");
   for (const Guard& c : t.checks) {
     if (!holds(c, vals)) return fail("the new trace is at extents the template does not cover");
   }

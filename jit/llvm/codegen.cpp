@@ -200,23 +200,13 @@ class KernelCodegen {
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
       if (in.kind == KOp::Index) {  // a generator's four scalars (ScalarCodegen::generate)
-        Value* base = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), scalars_,
-                                                    static_cast<std::uint64_t>(in.a) * sizeof(KScalar));
-        auto field = [&](int k, bool f) {
-          Value* at = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base,
-                                                    static_cast<std::uint64_t>(k) * sizeof(KScalar) +
-                                                        (f ? offsetof(KScalar, f) : offsetof(KScalar, i)));
-          return b_.CreateLoad(f ? b_.getDoubleTy() : static_cast<llvm::Type*>(i64_), at);
-        };
-        gen_params_[j] = {field(0, true), field(1, true), field(2, false), field(3, false)};
+        gen_params_[j] = {scalar_f64(in.a), scalar_f64(in.a + 1), scalar_i64(in.a + 2), scalar_i64(in.a + 3)};
         continue;
       }
       if (in.kind != KOp::Const) continue;
       const KScalar& ks = k_.scalars[static_cast<std::size_t>(in.arg)];
-      Value* base = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), scalars_,
-                                                  static_cast<std::uint64_t>(in.arg) * sizeof(KScalar));
-      Value* f = b_.CreateLoad(b_.getDoubleTy(), b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, offsetof(KScalar, f)));
-      Value* i = b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, offsetof(KScalar, i)));
+      Value* f = scalar_f64(in.arg);
+      Value* i = scalar_i64(in.arg);
       Value* v;
       if (in.dtype == DType::bool_) v = is_float(ks.dtype) ? sc_.convert(f, DType::f64, DType::bool_) : b_.CreateICmpNE(i, b_.getInt64(0));
       else if (is_float(in.dtype)) v = sc_.convert(f, DType::f64, in.dtype);
@@ -228,6 +218,14 @@ class KernelCodegen {
   // --- loops ----------------------------------------------------------------------------
   // for (i = 0; i < n; ++i) body(i); `vectorize` tags the loop for the vectorizer.
   void loop(Value* n, bool vectorize, const std::function<void(Value*)>& body) {
+    loop_by(n, vectorize, [&](Value* i) {
+      body(i);
+      return b_.CreateAdd(i, b_.getInt64(1), "i.next", true, true);
+    });
+  }
+
+  // for (i = 0; i < n; i = body(i)): the body returns the next i.
+  void loop_by(Value* n, bool vectorize, const std::function<Value*(Value*)>& body) {
     auto* pre = b_.GetInsertBlock();
     auto* head = llvm::BasicBlock::Create(c_, "loop", f_);
     auto* bb = llvm::BasicBlock::Create(c_, "loop.body", f_);
@@ -238,8 +236,7 @@ class KernelCodegen {
     i->addIncoming(b_.getInt64(0), pre);
     b_.CreateCondBr(b_.CreateICmpSLT(i, n), bb, exit);
     b_.SetInsertPoint(bb);
-    body(i);
-    Value* next = b_.CreateAdd(i, b_.getInt64(1), "i.next", true, true);
+    Value* next = body(i);
     i->addIncoming(next, b_.GetInsertBlock());
     llvm::BranchInst* br = b_.CreateBr(head);
     if (vectorize) {
@@ -673,10 +670,12 @@ class KernelCodegen {
     return inst;
   }
 
-  // The i64 value of kernel scalar k.
-  Value* scalar_i64(std::int32_t k) {
+  // The i64 (f64) value of kernel scalar k.
+  Value* scalar_i64(std::int32_t k) { return scalar_field(k, i64_, offsetof(KScalar, i)); }
+  Value* scalar_f64(std::int32_t k) { return scalar_field(k, b_.getDoubleTy(), offsetof(KScalar, f)); }
+  Value* scalar_field(std::int32_t k, llvm::Type* t, std::size_t offset) {
     Value* base = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), scalars_, static_cast<std::uint64_t>(k) * sizeof(KScalar));
-    return b_.CreateLoad(i64_, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, offsetof(KScalar, i)));
+    return b_.CreateLoad(t, b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, offset));
   }
 
   // floor(x / k) for k > 0.
@@ -736,29 +735,19 @@ class KernelCodegen {
       runs.push_back({j, from, to});
     }
     // for (p = 0; p < n; p = next): next is the first run end after p.
-    auto* pre = b_.GetInsertBlock();
-    auto* head = llvm::BasicBlock::Create(c_, "interval", f_);
-    auto* body = llvm::BasicBlock::Create(c_, "interval.body", f_);
-    auto* exit = llvm::BasicBlock::Create(c_, "interval.exit", f_);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    llvm::PHINode* p = b_.CreatePHI(i64_, 2, "p");
-    p->addIncoming(b_.getInt64(0), pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(p, n), body, exit);
-    b_.SetInsertPoint(body);
-    Value* next = n;
-    mask_at_.assign(k_.instrs.size(), nullptr);
-    for (const Run& r : runs) {
-      for (Value* end : {r.from, r.to}) {
-        next = b_.CreateSelect(b_.CreateICmpSGT(end, p), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, next, end), next);
+    loop_by(n, false, [&](Value* p) {
+      Value* next = n;
+      mask_at_.assign(k_.instrs.size(), nullptr);
+      for (const Run& r : runs) {
+        for (Value* end : {r.from, r.to}) {
+          next = b_.CreateSelect(b_.CreateICmpSGT(end, p), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, next, end), next);
+        }
+        mask_at_[r.instr] = b_.CreateAnd(b_.CreateICmpSLE(r.from, p), b_.CreateICmpSLT(p, r.to));
       }
-      mask_at_[r.instr] = b_.CreateAnd(b_.CreateICmpSLE(r.from, p), b_.CreateICmpSLT(p, r.to));
-    }
-    loop(b_.CreateSub(next, p), true, [&](Value* j) { point(0, step(base, seg_axis_, b_.CreateAdd(j, p, "", true, true)), nullptr); });
-    mask_at_.clear();
-    p->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateBr(head);
-    b_.SetInsertPoint(exit);
+      loop(b_.CreateSub(next, p), true, [&](Value* j) { point(0, step(base, seg_axis_, b_.CreateAdd(j, p, "", true, true)), nullptr); });
+      mask_at_.clear();
+      return next;
+    });
   }
 
   bool has_ranges() const {
