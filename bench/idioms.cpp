@@ -62,6 +62,17 @@ void table(const std::vector<Case>& cases, const std::function<void()>& hand, co
   }
 }
 
+// Each op alone, against `x * 2` (one read, one write of the same size) in
+// the same run: us per call and the ratio.
+void ops(const char* title, const Array& x, const std::vector<Case>& cases, int calls) {
+  const double base = ajbench::median_us([&] { (x * 2.0f).eval(); }, calls);
+  std::printf("  %s\n  %-34s %9.1f us   1.00x\n", title, "x * 2", base);
+  for (const Case& c : cases) {
+    const double us = ajbench::median_us([&] { c.step().eval(); }, calls);
+    std::printf("  %-34s %9.1f us  %5.2fx\n", c.name, us, us / base);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -117,6 +128,18 @@ int main() {
     for (std::int64_t i = 1; i < n - 1; ++i) o[i] = a[i] + kK * (a[i - 1] + a[i + 1] - 2.0f * a[i]);
     o[n - 1] = a[n - 1] + kK * (a[n - 2] + a[0] - 2.0f * a[n - 1]);
   };
+  ops("each idiom alone:", u,
+      {{"arange(n) == 0", [&] { return aj::arange(n) == 0; }},
+       {"where(arange mask, u, u / 2)", [&] {
+          const Array i = aj::arange(n);
+          return aj::where((i == 0) || (i == n - 1), u, u * 0.5f);
+        }},
+       {"roll(u, 1)", [&] { return aj::roll(u, 1); }},
+       {"pad(u, 1) constant", [&] { return aj::pad(u, {{1, 1}}); }},
+       {"pad(u, 1) edge", [&] { return aj::pad(u, {{1, 1}}, aj::PadMode::edge); }},
+       {"pad(u, {2, 3}) reflect", [&] { return aj::pad(u, {{2, 3}}, aj::PadMode::reflect); }}},
+      200);
+  std::printf("  the heat step:\n");
   table(cases, hand, out, 200);
   std::printf("  periodic ends:\n");
   table({{"roll (no mask)", [&] { return u + kK * (aj::roll(u, 1) + aj::roll(u, -1) - 2.0f * u); }}}, hand_periodic,
@@ -162,6 +185,16 @@ int main() {
          }},
     };
     std::printf("  2-D, %lld^2:\n", static_cast<long long>(m));
+    ops("each idiom alone:", v,
+        {{"pad(v, 1) edge, both axes", [&] { return aj::pad(v, {{1, 1}, {1, 1}}, aj::PadMode::edge); }},
+         {"pad(v, 1) edge, rows", [&] { return aj::pad(v, {{1, 1}, {0, 0}}, aj::PadMode::edge); }},
+         {"pad(v, 1) edge, columns", [&] { return aj::pad(v, {{0, 0}, {1, 1}}, aj::PadMode::edge); }},
+         {"where(row/column masks, v, v / 2)", [&] {
+            const Array r = aj::reshape(aj::arange(m), {m, 1}), c = aj::arange(m);
+            return aj::where((r == 0) || (r == m - 1) || (c == 0) || (c == m - 1), v, v * 0.5f);
+          }}},
+        20);
+    std::printf("  the heat step:\n");
     table(cases2, hand2, o2, 20);
   }
   return 0;
