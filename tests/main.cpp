@@ -5,14 +5,29 @@
 // buffers overlap), and poisoning of freed host buffers, so an array that
 // still pointed at freed memory would show 0xFF garbage instead of silently
 // passing. AJ_VERIFY=0 / AJ_POISON=0 in the environment turn them off.
+//
+// AJ_CPU_LEVEL above this CPU's level (base/cpu_level.hpp) would make every
+// kernel an error: the run is skipped instead, with exit code 77 (ctest's
+// SKIP_RETURN_CODE for the cpu_level.* entries).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <cstdlib>
+
+#include "base/cpu_level.hpp"
 
 int main(int argc, char** argv) {
   setenv("AJ_VERIFY", "1", 0);  // read at first use, which is after this
   setenv("AJ_POISON", "1", 0);
+  if (const char* l = std::getenv("AJ_CPU_LEVEL"); l && *l) {
+    const auto want = aj::cpu::parse_level(l);
+    if (want && *want > aj::cpu::detected_level()) {
+      std::printf("skipped: AJ_CPU_LEVEL=%s, this CPU's level is %s\n", l,
+                  aj::cpu::level_name(aj::cpu::detected_level()));
+      return 77;
+    }
+  }
   doctest::Context context(argc, argv);
   return context.run();
 }

@@ -7,23 +7,9 @@
 #include <string>
 
 #include "arrayjit/error.hpp"
+#include "backends/cpu/blas.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "base/semantics.hpp"  // visit_dtype
-
-// The OpenBLAS entry points used, declared here rather than through a cblas.h:
-// Debian puts the reference, OpenBLAS and BLIS cblas.h behind alternatives, and
-// these declarations are OpenBLAS's ABI whichever one the system picked
-// (blasint is int: Debian's libopenblas0 is the LP64 build).
-extern "C" {
-void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
-                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
-void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha,
-                 const double* a, int lda, const double* b, int ldb, double beta, double* c, int ldc);
-void openblas_set_num_threads(int n);
-int openblas_get_num_threads(void);
-char* openblas_get_config(void);
-char* openblas_get_corename(void);
-}
 
 namespace aj::cpu {
 
@@ -274,16 +260,17 @@ void loop_matmul(Problem p, const U* A, const U* B, U* C, int threads, const Blo
 
 // OpenBLAS's thread count is one global: read it back each time rather than
 // remember it, since the application (or NumPy in the same process) may set it.
-void single_threaded_blas() {
-  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+void single_threaded_blas(const Blas& lib) {
+  if (lib.get_num_threads() != 1) lib.set_num_threads(1);
 }
 
-void gemm(int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
-  cblas_sgemm(kRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+void gemm(const Blas& lib, int ta, int tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+          float* c, int ldc) {
+  lib.sgemm(kRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
 }
-void gemm(int ta, int tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb, double* c,
-          int ldc) {
-  cblas_dgemm(kRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+void gemm(const Blas& lib, int ta, int tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
+          double* c, int ldc) {
+  lib.dgemm(kRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 bool fits_int(std::int64_t x) { return x <= INT_MAX; }
@@ -348,7 +335,9 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads, const Blo
     const auto by_work = static_cast<std::int64_t>(work / static_cast<double>(batches) / kMinBlockWork);
     parts = std::max<std::int64_t>(1, std::min({want, extent / kMinBlock, by_work}));
   }
+  const Blas& lib = blas();
   struct Ctx {
+    const Blas* lib;
     const Problem* p;
     BlasView va, vb;
     const T *A, *B;
@@ -356,7 +345,7 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads, const Blo
     std::int64_t parts;
     bool by_rows;
     const BlocksDone* done;
-  } ctx{&p, va, vb, A, B, C, parts, by_rows, &done};
+  } ctx{&lib, &p, va, vb, A, B, C, parts, by_rows, &done};
   auto run = [](const void* vctx, std::int64_t lo, std::int64_t hi) {
     const Ctx& c = *static_cast<const Ctx*>(vctx);
     const Problem& q = *c.p;
@@ -373,7 +362,7 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads, const Blo
         co += b0;
       }
       const std::int64_t m = c.by_rows ? b1 - b0 : q.M, n = c.by_rows ? q.N : b1 - b0;
-      gemm(c.va.trans, c.vb.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(q.K), c.A + ao, c.va.ld,
+      gemm(*c.lib, c.va.trans, c.vb.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(q.K), c.A + ao, c.va.ld,
            c.B + bo, c.vb.ld, c.C + co, static_cast<int>(q.N));
       if (c.by_rows) {
         (*c.done)(co, co + m * q.N);
@@ -382,7 +371,7 @@ void blas_matmul(Problem p, const T* A, const T* B, T* C, int threads, const Blo
       }
     }
   };
-  single_threaded_blas();
+  single_threaded_blas(lib);
   const std::int64_t units = batches * parts;
   if (parallel && units > 1) {
     parallel_chunks(run, &ctx, units, std::min<std::int64_t>(units, 8 * threads), threads);
@@ -465,8 +454,7 @@ void matmul(DType t, const std::vector<std::int64_t>& out_shape, std::int64_t K,
 }
 
 const char* matmul_library() {
-  static const std::string name = std::string(openblas_get_config()) + " (" + openblas_get_corename() + ")";
-  return name.c_str();
+  return blas().description.c_str();
 }
 
 }  // namespace aj::cpu

@@ -12,7 +12,9 @@
 // row-major and contiguous, every element (K == 0 gives zeros).
 //
 // f32/f64 go to the BLAS (OpenBLAS, see CMakeLists.txt and bench/README.md:
-// measured against BLIS and Eigen on this workload). An operand whose last two
+// measured against BLIS and Eigen on this workload; its kernels made for the
+// CPU's level, a private copy of it where the process's would run generic
+// ones: blas.hpp). An operand whose last two
 // axes are row- or column-major with unit stride in one of them is passed in
 // place, a column-major one as a transpose flag with its leading dimension;
 // any other operand is copied once into a packed buffer. Batch axes that B
@@ -66,7 +68,8 @@ void matmul(DType t, const std::vector<std::int64_t>& out_shape, std::int64_t K,
             const StridedOperand& a, const StridedOperand& b, void* c, int threads,
             const BlocksDone& done = {});
 
-// "OpenBLAS 0.3.21 ... (Zen)": the BLAS f32/f64 matmuls run on.
+// "OpenBLAS 0.3.21 ...: core Zen (the process's copy), level avx2": the BLAS
+// f32/f64 matmuls run on (blas.hpp).
 const char* matmul_library();
 
 }  // namespace aj::cpu

@@ -2,6 +2,8 @@
 #include "arrayjit/jit.hpp"
 
 #include "backends/cpu/host_launch.hpp"
+#include "backends/cpu/host_matmul.hpp"
+#include "base/cpu_level.hpp"
 #include "core/api/trace.hpp"
 #include "jit/host_kernel.hpp"
 #include "opt/pipeline.hpp"
@@ -17,6 +19,17 @@ std::string cache_dir() { return host_cache_dir(); }
 void set_cache_dir(const std::string& dir) { set_host_cache_dir(dir); }
 void clear_memory_cache() { clear_host_kernels(); }
 std::string target_description() { return host_target(); }
+std::string matmul_library() { return cpu::matmul_library(); }
+
+std::string host_info() {
+  const std::string model = cpu::cpu_model().empty() ? "(no brand string)" : cpu::cpu_model();
+  std::string level = cpu::level_name(cpu::level());
+  level += cpu::level_forced() ? std::string(" (set by AJ_CPU_LEVEL; the CPU's is ") +
+                                     cpu::level_name(cpu::detected_level()) + ")"
+                               : " (the CPU's)";
+  return "cpu: " + model + "\nlevel: " + level + "\njit: " + host_target() + "\nmatmul: " + matmul_library() +
+         "\n";
+}
 
 std::string kernel_ir(const Array& a, bool assembly, Loc loc) {
   trace::Scope scope;

@@ -29,8 +29,10 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
 
 #include "arrayjit/error.hpp"
+#include "base/cpu_level.hpp"
 #include "base/log.hpp"
 #include "base/stats.hpp"
 #include "jit/disk_cache.hpp"
@@ -285,6 +287,13 @@ class HostJit {
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
     if (!jtmb) runtime_error("host JIT: cannot describe this CPU: " + to_string(jtmb.takeError()));
     jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    // The features above the level (base/cpu_level.hpp) switched off: the
+    // same CPU's scheduling model, a lower level's instructions.
+    const cpu::IsaLevel level = cpu::level();
+    if (level < cpu::detected_level()) {
+      llvm::SubtargetFeatures capped(cpu::cap_llvm_features(jtmb->getFeatures().getString(), level));
+      jtmb->getFeatures() = capped;
+    }
     cpu_ = jtmb->getCPU();
     features_ = jtmb->getFeatures().getString();
     auto tm = jtmb->createTargetMachine();

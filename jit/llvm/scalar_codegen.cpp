@@ -11,6 +11,7 @@
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include "arrayjit/error.hpp"
+#include "base/cpu_level.hpp"
 #include "base/semantics.hpp"
 #include "jit/llvm/runtime_symbols.hpp"
 
@@ -26,9 +27,11 @@ using llvm::Value;
 namespace {
 
 // This CPU converts between f16 and f32 in one instruction (F16C); the
-// kernels are compiled for the CPU they run on (host_jit.cpp).
+// kernels are compiled for the CPU they run on (host_jit.cpp), at its level:
+// below avx2 F16C is off (cpu::cap_llvm_features).
 bool host_has_f16c() {
   static const bool f16c = [] {
+    if (cpu::level() < cpu::IsaLevel::avx2 && cpu::level() < cpu::detected_level()) return false;
     llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
     auto it = features.find("f16c");
     return it != features.end() && it->second;

@@ -33,6 +33,22 @@ void clear_memory_cache();
 // "LLVM 19.1.7, cpu znver4, +avx512f,..." : what compiled code is built for.
 std::string target_description();
 
+// The BLAS kernel f32/f64 matmuls run on: "OpenBLAS 0.3.21 ...: core
+// Cooperlake (the process's copy), level avx512". arrayjit picks kernels made
+// for the CPU's instruction-set level; where the process's OpenBLAS does not
+// know the CPU (and would run its generic SSE3 kernels), a private copy of it
+// runs the right ones, leaving the process's copy (NumPy's) as it was.
+std::string matmul_library();
+
+// What host code runs on, one "name: value" line each: the CPU's model, the
+// instruction-set level used (baseline, avx, avx2, avx512), the JIT's target,
+// the matmul's BLAS kernel. Record it with every benchmark figure.
+//
+// Environment: AJ_CPU_LEVEL=baseline|avx|avx2|avx512 runs a lower level's
+// code on a faster CPU (kernels compiled without the higher features, BLAS
+// kernels for that level); a level above the CPU's is an error.
+std::string host_info();
+
 // The optimized LLVM IR of every kernel in the plan that evaluating `a` would
 // run (nothing is computed). `assembly` gives the machine code instead.
 std::string kernel_ir(const Array& a, bool assembly = false, Loc loc = Loc::current());

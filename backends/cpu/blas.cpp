@@ -1,0 +1,217 @@
+#include "backends/cpu/blas.hpp"
+
+#include <dlfcn.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "arrayjit/error.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+// The OpenBLAS entry points used, declared here rather than through a cblas.h:
+// Debian puts the reference, OpenBLAS and BLIS cblas.h behind alternatives, and
+// these declarations are OpenBLAS's ABI whichever one the system picked
+// (blasint is int: Debian's libopenblas0 is the LP64 build).
+extern "C" {
+void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha, const float* a, int lda,
+                 const float* b, int ldb, float beta, float* c, int ldc);
+void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double alpha, const double* a, int lda,
+                 const double* b, int ldb, double beta, double* c, int ldc);
+void openblas_set_num_threads(int n);
+int openblas_get_num_threads(void);
+char* openblas_get_config(void);
+char* openblas_get_corename(void);
+}
+
+namespace aj::cpu {
+
+namespace {
+
+bool same_name(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
+bool has_avx512_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) return (a >> 5) & 1u;
+#endif
+  return false;
+}
+
+bool is_amd() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_is("amd");
+#else
+  return false;
+#endif
+}
+
+// Environment variables set while a private copy loads (OpenBLAS reads them
+// in its constructor), restored after.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+std::string describe_level() {
+  std::string s = std::string("level ") + level_name(level());
+  if (level_forced()) s += std::string(" (AJ_CPU_LEVEL; the CPU's is ") + level_name(detected_level()) + ")";
+  return s;
+}
+
+Blas choose() {
+  const IsaLevel want = level();
+  Blas own = process_openblas();
+  const std::optional<IsaLevel> own_level = openblas_core_level(own.core);
+  // A core not in the table is OpenBLAS's choice for a CPU newer than this
+  // table: trusted, unless the level was forced.
+  if (own_level ? *own_level == want : !level_forced()) {
+    own.description = own.config + ": core " + own.core + " (the process's copy), " + describe_level();
+    return own;
+  }
+  const char* core = openblas_core_for(want);
+  std::string why;
+  if (std::optional<Blas> mine = load_private_openblas(core, &why)) {
+    mine->description = mine->config + ": core " + mine->core + " (a private copy: the process's copy runs core " +
+                        own.core + "), " + describe_level();
+    return *mine;
+  }
+  own.description = own.config + ": core " + own.core + " (the process's copy; a private copy with core " + core +
+                    " could not be used: " + why + "), " + describe_level();
+  return own;
+}
+
+}  // namespace
+
+std::optional<IsaLevel> openblas_core_level(const std::string& core) {
+  struct Row {
+    const char* core;
+    IsaLevel level;
+  };
+  // OpenBLAS 0.3's x86-64 DYNAMIC_ARCH cores (driver/others/dynamic.c).
+  static constexpr Row rows[] = {
+      {"Katmai", IsaLevel::baseline},       {"Coppermine", IsaLevel::baseline}, {"Northwood", IsaLevel::baseline},
+      {"Prescott", IsaLevel::baseline},     {"Banias", IsaLevel::baseline},     {"Atom", IsaLevel::baseline},
+      {"Core2", IsaLevel::baseline},        {"Penryn", IsaLevel::baseline},     {"Dunnington", IsaLevel::baseline},
+      {"Nehalem", IsaLevel::baseline},      {"Athlon", IsaLevel::baseline},     {"Opteron", IsaLevel::baseline},
+      {"Opteron_SSE3", IsaLevel::baseline}, {"Barcelona", IsaLevel::baseline},  {"Nano", IsaLevel::baseline},
+      {"Bobcat", IsaLevel::baseline},       {"Sandybridge", IsaLevel::avx},     {"Bulldozer", IsaLevel::avx},
+      {"Piledriver", IsaLevel::avx},        {"Steamroller", IsaLevel::avx},     {"Excavator", IsaLevel::avx2},
+      {"Haswell", IsaLevel::avx2},          {"Zen", IsaLevel::avx2},            {"SkylakeX", IsaLevel::avx512},
+      {"Cooperlake", IsaLevel::avx512},     {"SapphireRapids", IsaLevel::avx512},
+  };
+  for (const Row& r : rows) {
+    if (same_name(core, r.core)) return r.level;
+  }
+  return std::nullopt;
+}
+
+const char* openblas_core_for(IsaLevel level) {
+  switch (level) {
+    case IsaLevel::avx512: return has_avx512_bf16() ? "Cooperlake" : "SkylakeX";
+    case IsaLevel::avx2: return is_amd() ? "Zen" : "Haswell";
+    case IsaLevel::avx: return "Sandybridge";
+    case IsaLevel::baseline: break;
+  }
+  return "Prescott";
+}
+
+Blas process_openblas() {
+  Blas b;
+  b.sgemm = &cblas_sgemm;
+  b.dgemm = &cblas_dgemm;
+  b.set_num_threads = &openblas_set_num_threads;
+  b.get_num_threads = &openblas_get_num_threads;
+  b.core = openblas_get_corename();
+  b.config = openblas_get_config();
+  return b;
+}
+
+std::optional<Blas> load_private_openblas(const char* core, std::string* why) {
+  // One copy per core for the process's life: a namespace holds a copy of
+  // the C library too, and glibc has room for few (static TLS, 16 at most).
+  static std::mutex mu;
+  static std::map<std::string, std::optional<Blas>> loaded;
+  static std::map<std::string, std::string> failed;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = loaded.find(core); it != loaded.end()) return it->second;
+  if (auto it = failed.find(core); it != failed.end()) {
+    *why = it->second;
+    return std::nullopt;
+  }
+  auto fail = [&](std::string msg) -> std::optional<Blas> {
+    failed[core] = msg;
+    *why = std::move(msg);
+    return std::nullopt;
+  };
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&cblas_sgemm), &info) || !info.dli_fname) {
+    return fail("cannot find the file of the process's OpenBLAS");
+  }
+  void* h = nullptr;
+  {
+    // Its constructor reads these: the core to use, and no threads of its
+    // own (the host pool calls it from each worker, one thread per call).
+    ScopedEnv coretype("OPENBLAS_CORETYPE", core);
+    ScopedEnv threads("OPENBLAS_NUM_THREADS", "1");
+    h = dlmopen(LM_ID_NEWLM, info.dli_fname, RTLD_NOW | RTLD_LOCAL);
+  }
+  if (!h) {
+    const char* e = dlerror();
+    return fail(std::string("dlmopen(") + info.dli_fname + "): " + (e ? e : "failed"));
+  }
+  Blas b;
+  b.sgemm = reinterpret_cast<decltype(b.sgemm)>(dlsym(h, "cblas_sgemm"));
+  b.dgemm = reinterpret_cast<decltype(b.dgemm)>(dlsym(h, "cblas_dgemm"));
+  b.set_num_threads = reinterpret_cast<decltype(b.set_num_threads)>(dlsym(h, "openblas_set_num_threads"));
+  b.get_num_threads = reinterpret_cast<decltype(b.get_num_threads)>(dlsym(h, "openblas_get_num_threads"));
+  auto corename = reinterpret_cast<char* (*)()>(dlsym(h, "openblas_get_corename"));
+  auto config = reinterpret_cast<char* (*)()>(dlsym(h, "openblas_get_config"));
+  if (!b.sgemm || !b.dgemm || !b.set_num_threads || !b.get_num_threads || !corename || !config) {
+    return fail(std::string(info.dli_fname) + " lacks an OpenBLAS entry point");
+  }
+  b.core = corename();
+  b.config = config();
+  b.private_copy = true;
+  // A build for one CPU ignores OPENBLAS_CORETYPE: its copy is no better.
+  if (!same_name(b.core, core)) {
+    return fail(std::string(info.dli_fname) + " ran core " + b.core + " when asked for " + core +
+                " (not a DYNAMIC_ARCH build?)");
+  }
+  b.set_num_threads(1);
+  return loaded[core] = b;
+}
+
+const Blas& blas() {
+  static const Blas b = choose();
+  return b;
+}
+
+}  // namespace aj::cpu
