@@ -36,7 +36,19 @@
 #include <dlfcn.h>
 #include <time.h>
 
+#include "backends/cpu/blas.hpp"
 #include "backends/cpu/host_matmul.hpp"
+#include "base/cpu_level.hpp"
+
+#ifdef AJ_BENCH_EIGEN_LEVELS
+// Eigen built for the lower levels (bench/peers/eigen_gemm.cpp).
+extern "C" {
+void eigen_gemm_avx2_f32(int n, const float* a, const float* b, float* c, int threads);
+void eigen_gemm_avx2_f64(int n, const double* a, const double* b, double* c, int threads);
+void eigen_gemm_baseline_f32(int n, const float* a, const float* b, float* c, int threads);
+void eigen_gemm_baseline_f64(int n, const double* a, const double* b, double* c, int threads);
+}
+#endif
 
 namespace {
 
@@ -52,6 +64,8 @@ struct Blas {
   Gemm<float> sgemm = nullptr;
   Gemm<double> dgemm = nullptr;
   void (*set_threads)(int) = nullptr;
+  aj::cpu::IsaLevel level = aj::cpu::IsaLevel::avx512;  // the level its kernels are made for
+  std::string kernel;                                    // its name for them ("Cooperlake", "skx")
   bool ok() const { return sgemm && dgemm && set_threads; }
 };
 
@@ -64,6 +78,28 @@ Blas open_blas(const char* name, const char* soname, int flags, const char* thre
   b.dgemm = reinterpret_cast<Gemm<double>>(dlsym(h, "cblas_dgemm"));
   b.set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, threads_fn));
   return b;
+}
+
+// BLIS's own name for the kernels it chose ("skx", "zen3", "haswell"; the
+// environment's BLIS_ARCH_TYPE overrides its choice) and their level.
+void blis_kernel(Blas& b) {
+  if (!b.ok()) return;
+  void* h = dlopen("libblis.so.4", RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL | RTLD_DEEPBIND);
+  auto query = h ? reinterpret_cast<int (*)()>(dlsym(h, "bli_arch_query_id")) : nullptr;
+  auto name = h ? reinterpret_cast<const char* (*)(int)>(dlsym(h, "bli_arch_string")) : nullptr;
+  if (!query || !name) return;
+  b.kernel = name(query());
+  using aj::cpu::IsaLevel;
+  const std::string k = b.kernel;
+  if (k == "skx" || k == "knl" || k == "zen4" || k == "sapphirerapids") {
+    b.level = IsaLevel::avx512;
+  } else if (k == "haswell" || k == "zen" || k == "zen2" || k == "zen3" || k == "excavator") {
+    b.level = IsaLevel::avx2;
+  } else if (k == "sandybridge" || k == "bulldozer" || k == "piledriver" || k == "steamroller") {
+    b.level = IsaLevel::avx;
+  } else {
+    b.level = IsaLevel::baseline;
+  }
 }
 
 template <class T> void call(const Blas& b, int n, const T* A, const T* B, T* C) {
@@ -81,6 +117,9 @@ double median(std::vector<double> v) {
 
 struct Contestant {
   std::string name;
+  // A peer's instruction-set level: a peer made for a higher level than
+  // arrayjit runs at (AJ_CPU_LEVEL) is shown but not compared with.
+  aj::cpu::IsaLevel level = aj::cpu::IsaLevel::baseline;
   std::function<void()> run;
   std::function<void()> prepare;  // thread setting, outside the timed calls
   std::vector<double> rounds;     // ms, the median of one round's calls (wall)
@@ -142,21 +181,37 @@ void run_case(int n, int threads, int rounds, int calls, const Blas& openblas, c
   Eigen::Map<const M> ea(A.data(), n, n), eb(B.data(), n, n);
   Eigen::Map<M> ec(C.data(), n, n);
 
+  using aj::cpu::IsaLevel;
   std::vector<Contestant> cs;
-  cs.push_back({"arrayjit", [&] {
+  cs.push_back({"arrayjit", aj::cpu::level(), [&] {
                   aj::cpu::matmul(t, {n, n}, n, {A.data(), 0, {n, 1}}, {B.data(), 0, {n, 1}}, C.data(), threads);
                 }, [] {}, {}, {}});
-  cs.push_back({"OpenBLAS", [&] { call(openblas, n, A.data(), B.data(), C.data()); },
+  cs.push_back({"OpenBLAS " + openblas.kernel, openblas.level, [&] { call(openblas, n, A.data(), B.data(), C.data()); },
                 [&] { openblas.set_threads(threads); }, {}, {}});
   if (blis.ok()) {
-    cs.push_back({"BLIS", [&] { call(blis, n, A.data(), B.data(), C.data()); }, [&] { blis.set_threads(threads); }, {}, {}});
+    cs.push_back({"BLIS " + blis.kernel, blis.level, [&] { call(blis, n, A.data(), B.data(), C.data()); },
+                  [&] { blis.set_threads(threads); }, {}, {}});
   }
-  cs.push_back({"Eigen", [&] { ec.noalias() = ea * eb; }, [&] { Eigen::setNbThreads(threads); }, {}, {}});
+  cs.push_back({std::string("Eigen ") + aj::cpu::level_name(aj::cpu::detected_level()), aj::cpu::detected_level(),
+                [&] { ec.noalias() = ea * eb; }, [&] { Eigen::setNbThreads(threads); }, {}, {}});
+#ifdef AJ_BENCH_EIGEN_LEVELS
+  // Eigen built for the level arrayjit is held to, where that is lower.
+  if (aj::cpu::level() < aj::cpu::detected_level() && aj::cpu::level() != IsaLevel::avx) {
+    const bool avx2 = aj::cpu::level() == IsaLevel::avx2;
+    cs.push_back({std::string("Eigen ") + aj::cpu::level_name(aj::cpu::level()), aj::cpu::level(), [&, avx2] {
+                    if constexpr (sizeof(T) == 4) {
+                      (avx2 ? eigen_gemm_avx2_f32 : eigen_gemm_baseline_f32)(n, A.data(), B.data(), C.data(), threads);
+                    } else {
+                      (avx2 ? eigen_gemm_avx2_f64 : eigen_gemm_baseline_f64)(n, A.data(), B.data(), C.data(), threads);
+                    }
+                  }, [] {}, {}, {}});
+  }
+#endif
   aj::Array xa, xb;
   if (old) {
     xa = aj::from_vector(A, aj::Shape{n, n});
     xb = aj::from_vector(B, aj::Shape{n, n});
-    cs.push_back({"aj::matmul (old)", [&] { aj::matmul(xa, xb).eval(); }, [&] { aj::jit::set_num_threads(threads); }, {}, {}});
+    cs.push_back({"aj::matmul (old)", IsaLevel::baseline, [&] { aj::matmul(xa, xb).eval(); }, [&] { aj::jit::set_num_threads(threads); }, {}, {}});
   }
 
   // Every contestant computes the same product (checked once, before timing).
@@ -179,12 +234,15 @@ void run_case(int n, int threads, int rounds, int calls, const Blas& openblas, c
   auto cost = [&](const Contestant& c) { return median(threads == 1 ? c.cpu_rounds : c.rounds); };
   double best_peer = 1e300;
   for (auto& c : cs) {
-    if (c.name != "arrayjit" && c.name.find("old") == std::string::npos) best_peer = std::min(best_peer, cost(c));
+    if (c.name != "arrayjit" && c.name.find("old") == std::string::npos && c.level <= aj::cpu::level()) {
+      best_peer = std::min(best_peer, cost(c));
+    }
   }
   std::printf("%s %4d^2, %d thread%s:", sizeof(T) == 4 ? "f32" : "f64", n, threads, threads > 1 ? "s" : " ");
   for (auto& c : cs) {
     const double med = median(c.rounds), best = *std::min_element(c.rounds.begin(), c.rounds.end());
-    std::printf("  %s %.3f ms (best %.3f", c.name.c_str(), med, best);
+    std::printf("  %s%s %.3f ms (best %.3f", c.name.c_str(), c.level > aj::cpu::level() ? " [above the level]" : "",
+                med, best);
     if (threads == 1) {
       std::printf(", cpu %.3f best %.3f", median(c.cpu_rounds), *std::min_element(c.cpu_rounds.begin(), c.cpu_rounds.end()));
     }
@@ -217,12 +275,12 @@ void epilogue_case(int m, int k, int n, int threads, int rounds, int calls, cons
   volatile float sink = 0;
   std::vector<Contestant> cs;
   auto ours_threads = [threads] { aj::jit::set_num_threads(threads); };
-  cs.push_back({"arrayjit", [&] {
+  cs.push_back({"arrayjit", aj::cpu::IsaLevel::baseline, [&] {
                   aj::Array y = aj::maximum(aj::matmul(x, w) + b, 0.0f);
                   y.eval();
                   sink = sink + 1;
                 }, ours_threads, {}, {}});
-  cs.push_back({"arrayjit, epilogue apart", [&] {
+  cs.push_back({"arrayjit, epilogue apart", aj::cpu::IsaLevel::baseline, [&] {
                   aj::Array y;
                   {
                     aj::Array p = aj::matmul(x, w);
@@ -232,7 +290,7 @@ void epilogue_case(int m, int k, int n, int threads, int rounds, int calls, cons
                   y.eval();
                   sink = sink + 1;
                 }, ours_threads, {}, {}});
-  cs.push_back({"OpenBLAS + loop", [&] {
+  cs.push_back({"OpenBLAS + loop", aj::cpu::IsaLevel::baseline, [&] {
                   openblas.sgemm(kRowMajor, kNoTrans, kNoTrans, m, n, k, 1.0f, X.data(), k, W.data(), n, 0.0f, C.data(), n);
                   float* c = C.data();
                   const float* bb = bias.data();
@@ -241,7 +299,7 @@ void epilogue_case(int m, int k, int n, int threads, int rounds, int calls, cons
                     for (int j = 0; j < n; ++j) c[i * n + j] = std::max(c[i * n + j] + bb[j], 0.0f);
                   }
                 }, [&] { openblas.set_threads(threads); }, {}, {}});
-  cs.push_back({"Eigen", [&] {
+  cs.push_back({"Eigen", aj::cpu::IsaLevel::baseline, [&] {
                   ec.noalias() = ex * ew;
                   ec = (ec.rowwise() + eb).cwiseMax(0.0f);
                 }, [&] { Eigen::setNbThreads(threads); }, {}, {}});
@@ -307,11 +365,19 @@ int main(int argc, char** argv) {
   // RTLD_NOLOAD: the copy libarrayjit already loaded, so "called directly"
   // means the very library arrayjit calls.
   const Blas openblas = open_blas("OpenBLAS", "libopenblas.so.0", RTLD_NOW | RTLD_NOLOAD, "openblas_set_num_threads");
-  const Blas blis = open_blas("BLIS", "libblis.so.4", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND, "bli_thread_set_num_threads");
+  Blas openblas_peer = openblas;
+  {
+    const aj::cpu::Blas own = aj::cpu::process_openblas();
+    openblas_peer.kernel = own.core;
+    openblas_peer.level = aj::cpu::openblas_core_level(own.core).value_or(aj::cpu::detected_level());
+  }
+  Blas blis = open_blas("BLIS", "libblis.so.4", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND, "bli_thread_set_num_threads");
+  blis_kernel(blis);
   if (!openblas.ok()) {
     std::fprintf(stderr, "bench_matmul: libopenblas.so.0 is not loaded by libarrayjit\n");
     return 1;
   }
+  std::printf("%s", aj::jit::host_info().c_str());
   std::printf("arrayjit matmul on %s; BLIS %s; Eigen %d.%d.%d\n", aj::cpu::matmul_library(),
               blis.ok() ? "libblis.so.4" : "not found (Debian: libblis4-pthread), skipped", EIGEN_WORLD_VERSION,
               EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION);
@@ -332,8 +398,8 @@ int main(int argc, char** argv) {
       // About a second of work per contestant and round at most.
       const int calls = n <= 256 ? (quick ? 20 : 100) : n <= 1024 ? (quick ? 3 : 7) : (quick ? 1 : 3);
       const int rounds = quick ? 3 : 7;
-      run_case<float>(n, threads, rounds, calls, openblas, blis, old && threads == 1);
-      run_case<double>(n, threads, rounds, calls, openblas, blis, old && threads == 1);
+      run_case<float>(n, threads, rounds, calls, openblas_peer, blis, old && threads == 1);
+      run_case<double>(n, threads, rounds, calls, openblas_peer, blis, old && threads == 1);
     }
   }
   if (old) {

@@ -27,8 +27,19 @@ std::string host_info() {
   level += cpu::level_forced() ? std::string(" (set by AJ_CPU_LEVEL; the CPU's is ") +
                                      cpu::level_name(cpu::detected_level()) + ")"
                                : " (the CPU's)";
-  return "cpu: " + model + "\nlevel: " + level + "\njit: " + host_target() + "\nmatmul: " + matmul_library() +
-         "\n";
+  // The JIT's target without its full feature list: the features that set
+  // the vector width and the math it may use.
+  const std::string target = host_target();
+  std::string jit = target.substr(0, target.find(", +") != std::string::npos ? target.find(", +") : target.size());
+  std::string on;
+  for (const char* f : {"avx512f", "avx512bw", "avx512vl", "avx512bf16", "avx512fp16", "avx2", "fma", "avx", "f16c"}) {
+    const std::string flag = std::string("+") + f;
+    const std::size_t at = target.find(flag);
+    const bool whole = at != std::string::npos && (at + flag.size() == target.size() || target[at + flag.size()] == ',');
+    if (whole) on += (on.empty() ? "" : " ") + std::string(f);
+  }
+  jit += ", features " + (on.empty() ? std::string("SSE only") : on);
+  return "cpu: " + model + "\nlevel: " + level + "\njit: " + jit + "\nmatmul: " + matmul_library() + "\n";
 }
 
 std::string kernel_ir(const Array& a, bool assembly, Loc loc) {
