@@ -266,13 +266,29 @@ class KernelCodegen {
   // which made softmax's exp-and-sum kernel 2x slower). An op that costs a
   // library function (op_calls_libm: exp, sigmoid, ...) is many instructions
   // once vectorized, or a SLEEF call across which every vector register is lost.
-  int inner_rows() const {
+  int inner_rows() const { return row_work() <= kInnerRowsWork ? kInnerRows : 1; }
+
+  // The per-element work of the points reduced (phase 0): an op 1, a
+  // library function 8.
+  int row_work() const {
     int work = 0;
     for (const KInstr& in : k_.instrs) {
       if (in.phase != 0) continue;
       if (in.kind == KOp::Unary || in.kind == KOp::Binary || in.kind == KOp::Where) work += op_calls_libm(in.op) ? 8 : 1;
     }
-    return work <= kInnerRowsWork ? kInnerRows : 1;
+    return work;
+  }
+
+  // Rows an outer-axis reduction takes per pass over its accumulator block:
+  // kOuterRows for light rows (sum(x, 0): the slot's load and store are
+  // most of the work), fewer as the per-row work grows, since the body is
+  // generated once per row of the pass and the accumulator's traffic is
+  // then a small part of each row. An Adam update fused with its bias
+  // gradient's sum (about 30 ops a point) took 9 copies of its body, 160-210
+  // ms of LLVM time; taken one row at a time it compiles in a fraction.
+  int outer_rows() const {
+    if (has_scan_) return 1;  // see outer_reduce
+    return std::clamp(kOuterRowsWork / std::max(1, row_work()), 1, kOuterRows);
   }
 
   // Outputs per block of an outer-axis reduction: as many as kOuterAccBytes
@@ -593,7 +609,11 @@ class KernelCodegen {
       // output streams, whose ranges over the whole loop nest overlap, so
       // the vectorizer's run-time alias check would always send the loop to
       // its scalar version (4x slower for cumsum(x, 0)). One row per pass.
-      const int unroll = has_scan_ ? 1 : kOuterRows;
+      const int unroll = outer_rows();
+      if (unroll == 1) {  // no remainder: one copy of the body
+        loop(ext, false, [&](Value* r) { rows(pos, r, 1); });
+        return;
+      }
       Value* groups = b_.CreateUDiv(ext, b_.getInt64(unroll));
       loop(groups, false, [&](Value* g) { rows(pos, b_.CreateMul(g, b_.getInt64(unroll), "", true, true), unroll); });
       Value* done = b_.CreateMul(groups, b_.getInt64(unroll), "", true, true);

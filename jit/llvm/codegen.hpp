@@ -10,9 +10,10 @@
 //    may reassociate there (vector accumulators + horizontal combine;
 //    docs/semantics.md);
 //  - reducing other axes: a block of outputs along the last axis with an
-//    accumulator array (kOuterAccBytes), rows read contiguously, kOuterRows
-//    of them per pass, vectorized across outputs, each output summed in
-//    row-major order (bit-exact);
+//    accumulator array (kOuterAccBytes), rows read contiguously, up to
+//    kOuterRows of them per pass (fewer as the work per row grows),
+//    vectorized across outputs, each output summed in row-major order
+//    (bit-exact);
 //  - argmax/argmin keep (best value, index) pairs: across outputs in the
 //    outer-axis blocks, in kArgLanes lanes along the row when the last axis
 //    is reduced (selects the vectorizer widens), folded to the lowest index
@@ -54,6 +55,10 @@ inline constexpr int kInnerRowsWork = 6;
 // 4096 x 8 chosen.
 inline constexpr std::int64_t kOuterAccBytes = 16384;
 inline constexpr int kOuterRows = 8;
+// ... while a row's work (counted as for kInnerRowsWork) is at most
+// kOuterRowsWork / kOuterRows; heavier rows fewer at a time, down to one:
+// each row of a pass is a copy of the kernel's body in the generated code.
+inline constexpr int kOuterRowsWork = 32;
 
 // Last-axis reductions in a kernel with an argmax/argmin: lanes of
 // accumulators (half as many for 8-byte values), folded at the end.
