@@ -10,7 +10,7 @@ namespace aj::detail {
 
 namespace {
 
-constexpr const char* kChannels[] = {"plan", "program", "compile", "passes", "graph", "buffers", "ir", "asm", "cuda", "all"};
+constexpr const char* kChannels[] = {"plan", "program", "compile", "jit", "passes", "graph", "buffers", "ir", "asm", "cuda", "all"};
 
 std::mutex& mu() {
   static std::mutex* m = new std::mutex;

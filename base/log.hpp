@@ -1,7 +1,7 @@
 // All logging goes through here: writes to stderr when AJ_LOG or AJ_DUMP
 // (comma-separated, e.g. AJ_LOG=plan, AJ_DUMP=graph,buffers) or aj::set_log()
-// lists `channel` (or "all"). Channels: plan, passes, graph, buffers, ir,
-// asm, cuda. An unknown channel name is reported once, with the valid ones.
+// lists `channel` (or "all"). Channels: plan, program, compile, jit, passes,
+// graph, buffers, ir, asm, cuda. An unknown channel name is reported once, with the valid ones.
 #pragma once
 
 #include <string>

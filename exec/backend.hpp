@@ -10,6 +10,8 @@
 // (the backend's allocator orders frees on the stream).
 #pragma once
 
+#include <cstdint>
+
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -57,6 +59,22 @@ class Backend {
     std::copy(scalars, scalars + k.scalars.size(), bound.scalars.begin());
     run_kernel(bound, inputs, outputs);
   }
+
+  // The kernels of a program's first run, given before it starts: a backend
+  // that compiles may compile them all at once now (the host: on its thread
+  // pool, so a cold first step takes the longest kernel's compile rather than
+  // the sum). Per kernel, an id per input stream and per output naming the
+  // buffer each will most likely be (equal ids: one buffer; an output
+  // expected to take a donor's buffer over carries the donor's id), so that
+  // the variant compiled is the one the launch asks for. A guess that proves
+  // wrong costs a compile at the launch, as without this; errors are left to
+  // the launches to report.
+  struct AheadKernel {
+    const PreparedKernel* prepared = nullptr;  // prepare_kernel's, or null
+    const Kernel* kernel = nullptr;
+    std::vector<std::int64_t> input_buffers, output_buffers;
+  };
+  virtual void compile_ahead(const std::vector<AheadKernel>& /*kernels*/) {}
 
   // Run a library step into `out` (contiguous, bytes for the whole result).
   virtual void run_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,

@@ -147,6 +147,7 @@ class Runner {
       Lists& l;
       ~Empty() { l.clear(); }
     } empty_after{lists};
+    compile_ahead();
     for (std::size_t k = 0; k < p_.steps.size(); ++k) {
       const ProgramStep& st = p_.steps[k];
       switch (st.kind) {
@@ -270,21 +271,55 @@ class Runner {
     }
   }
 
+  // A program kept for many runs is prepared on its first (a cached plan
+  // under the graph's lock, which every run of it holds here; aj::compile's
+  // before it is shared), and later runs launch it without looking it up.
+  // True when the cell was prepared now (the program's first run here).
+  bool prepare(const ProgramStep& st) {
+    PreparedCell* cell = st.prepared.get();
+    if (!cell || (cell->done && cell->device == device_)) return false;
+    cell->kernel = target_.prepare_kernel(st.kernel);
+    cell->device = device_;
+    cell->done = true;
+    return true;
+  }
+
+  // On a program's first run (its kernels prepared now; a program kept for
+  // one run only has no cells: every run), the backend is handed every
+  // kernel to compile at once (Backend::compile_ahead), with the buffers its
+  // streams will most likely be: the values read, and for an output its
+  // donor's value where the donation predicate will probably hold (a value
+  // a step makes: the plan arranged it; a bound one: whether nothing else
+  // holds it now), else a buffer of its own.
+  void compile_ahead() {
+    std::vector<Backend::AheadKernel> ks;
+    std::int64_t fresh = p_.values;  // ids of buffers no value names
+    for (const ProgramStep& st : p_.steps) {
+      if (st.kind != ProgramStep::Kind::kernel) continue;
+      if (st.prepared && !prepare(st)) continue;  // run before: compiled then
+      Backend::AheadKernel a;
+      a.prepared = st.prepared ? st.prepared->kernel.get() : nullptr;
+      a.kernel = &st.kernel;
+      for (int v : st.inputs) a.input_buffers.push_back(v >= 0 ? v : fresh++);
+      for (std::size_t j = 0; j < st.outputs.size(); ++j) {
+        const int d = st.donors[j];
+        const bool made_here = d >= p_.bound + static_cast<int>(p_.captured.size());
+        const bool likely = d >= 0 && st.into[j] < 0 && (made_here || (d < p_.bound && slots_.sole_owner(d)));
+        a.output_buffers.push_back(likely ? d : fresh++);
+      }
+      ks.push_back(std::move(a));
+    }
+    if (ks.size() >= 2) target_.compile_ahead(ks);
+  }
+
   void kernel_step(std::size_t k) {
     const ProgramStep& st = p_.steps[k];
     Lists& l = *lists_;
     inputs_of(st, l.ins);
     kernel_outputs(st);
     const KScalar* scalars = scalars_of(st, k);
-    // A program kept for many runs is prepared on its first (a cached plan
-    // under the graph's lock, which every run of it holds here; aj::compile's
-    // before it is shared), and later runs launch it without looking it up.
+    prepare(st);
     PreparedCell* cell = st.prepared.get();
-    if (cell && (!cell->done || cell->device != device_)) {
-      cell->kernel = target_.prepare_kernel(st.kernel);
-      cell->device = device_;
-      cell->done = true;
-    }
     // Held while the lock is let go (another run may prepare the cell again,
     // for another device).
     const std::shared_ptr<const PreparedKernel> prepared = cell ? cell->kernel : nullptr;

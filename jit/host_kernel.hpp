@@ -46,6 +46,9 @@ void exact_aliases_into(const Kernel& k, const std::vector<const void*>& inputs,
 // disk cache or a fresh compile. Throws aj::Error (runtime) on failure. The
 // caller holds a CodeInUse from before this call until the function returned.
 HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias);
+// "" when host_kernel(k, alias) would find it in memory, else its cache key
+// (equal keys: one compiled function). Nothing is read or compiled.
+std::string host_kernel_missing(const Kernel& k, const std::vector<int>& alias);
 
 // Changes whenever compiled functions leave the in-memory cache: a function
 // pointer kept from host_kernel (a prepared launch, host_launch.hpp) is

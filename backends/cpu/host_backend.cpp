@@ -48,6 +48,10 @@ class HostBackend final : public exec::Backend {
     return prepare_compiled(k);
   }
 
+  void compile_ahead(const std::vector<AheadKernel>& kernels) override {
+    if (jit_enabled()) cpu::compile_ahead(kernels);
+  }
+
   void run_prepared(const exec::PreparedKernel* p, const Kernel& k, const KScalar* scalars,
                     const std::vector<const Storage*>& inputs, const std::vector<const Storage*>& outputs) override {
     if (!p || !jit_enabled()) return Backend::run_prepared(nullptr, k, scalars, inputs, outputs);

@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <unordered_set>
 
 #include "arrayjit/error.hpp"
 #include "base/stats.hpp"
@@ -114,6 +116,18 @@ class Args {
   jit::HostArgs args_{};
 };
 
+// A launch's work: points times instructions (kParallelWork and up: split
+// over threads).
+long long launch_work(const Kernel& k) {
+  return static_cast<long long>(k.points()) * static_cast<long long>(std::max<std::size_t>(1, k.instrs.size()));
+}
+
+// Whether a launch on `threads` tries run_split: a large reduction with
+// fewer outer points than threads.
+bool may_split(const Kernel& k, int threads) {
+  return launch_work(k) >= kParallelWork && threads > 1 && k.is_reduction() && k.outer_points() < threads;
+}
+
 // Runs `k` split over its reduced range (graph/kernel_split.hpp: a partial
 // kernel per part of the range, run concurrently, then a finishing kernel);
 // false when it cannot be split (nothing was run). The part count depends
@@ -192,10 +206,10 @@ void launch(const Kernel& k, const KScalar* scalars, const std::vector<const voi
   const std::int64_t outer = k.outer_points();
   if (outer == 0) return;  // nothing to write (reductions of empty axes still have outer points)
 
-  const long long work = static_cast<long long>(k.points()) * static_cast<long long>(std::max<std::size_t>(1, k.instrs.size()));
+  const long long work = launch_work(k);
   int threads = num_threads();
   if (threads <= 0) threads = hardware_threads();
-  if (work >= kParallelWork && threads > 1 && k.is_reduction() && outer < threads) {
+  if (may_split(k, threads)) {
     // Split over the reduced range (the split kernels carry the scalars).
     if (scalars == k.scalars.data()) {
       if (run_split(k, inputs, outputs, threads)) return;
@@ -290,6 +304,69 @@ void run_prepared_compiled(const exec::PreparedKernel& prepared, const KScalar* 
   jit::CodeInUse in_use;  // read the generation inside: a function it vouches for stays loaded
   launch(p.k, scalars ? scalars : p.k.scalars.data(), inputs, outputs,
          [&](const std::vector<int>& alias) { return p.fn_for(alias); }, &p.layout);
+}
+
+void compile_ahead(const std::vector<exec::Backend::AheadKernel>& ks) {
+  int threads = num_threads();
+  if (threads <= 0) threads = hardware_threads();
+  if (threads <= 1) return;
+  // Each kernel as its launch will look it up: collapsed, with the aliasing
+  // its buffers would give (ids as stand-in addresses; exact_aliases only
+  // compares them). Those in memory already, and those a launch would split
+  // (other kernels), are left out.
+  struct Job {
+    const PreparedHostKernel* prepared = nullptr;
+    Kernel collapsed;
+    const Kernel* k = nullptr;
+    std::vector<int> alias;
+  };
+  std::vector<Job> jobs;
+  jobs.reserve(ks.size());
+  std::unordered_set<std::string> keys;
+  auto id_ptr = [](std::int64_t id) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(id + 1) * 64); };
+  for (const exec::Backend::AheadKernel& a : ks) {
+    Job j;
+    j.prepared = static_cast<const PreparedHostKernel*>(a.prepared);
+    if (j.prepared) {
+      j.k = &j.prepared->k;
+    } else {
+      j.k = collapse_axes(*a.kernel, &j.collapsed) ? nullptr : a.kernel;
+    }
+    const Kernel& k = j.k ? *j.k : j.collapsed;
+    if (k.outer_points() == 0 || may_split(k, threads)) continue;
+    std::vector<const void*> ins;
+    std::vector<void*> outs;
+    for (std::int64_t b : a.input_buffers) ins.push_back(id_ptr(b));
+    for (std::int64_t b : a.output_buffers) outs.push_back(id_ptr(b));
+    if (ins.size() != k.inputs.size() || outs.size() != k.outputs.size()) continue;
+    j.alias = jit::exact_aliases(k, ins, outs);
+    std::string key = jit::host_kernel_missing(k, j.alias);
+    if (key.empty() || !keys.insert(std::move(key)).second) continue;  // in memory, or a job already
+    jobs.push_back(std::move(j));
+  }
+  // (Pointers into jobs: no more push_back.)
+  for (Job& j : jobs) {
+    if (!j.k) j.k = &j.collapsed;
+  }
+  if (jobs.size() < 2) return;  // one kernel: compiled at its launch, as ever
+  parallel_chunks([](const void* ctx, std::int64_t lo, std::int64_t hi) {
+    const auto& all = *static_cast<const std::vector<Job>*>(ctx);
+    for (std::int64_t i = lo; i < hi; ++i) {
+      const Job& j = all[static_cast<std::size_t>(i)];
+      try {
+        jit::CodeInUse in_use;
+        if (j.prepared) {
+          j.prepared->fn_for(j.alias);
+        } else {
+          jit::host_kernel(*j.k, j.alias);
+        }
+        ++detail::stats_mut().kernels_compiled_ahead;
+      } catch (const std::exception&) {
+        // Left to the launch, which compiles it again and reports the error
+        // where the kernel runs.
+      }
+    }
+  }, &jobs, static_cast<std::int64_t>(jobs.size()), static_cast<std::int64_t>(jobs.size()), threads);
 }
 
 struct KernelRanges::Impl {

@@ -28,6 +28,12 @@ std::shared_ptr<const exec::PreparedKernel> prepare_compiled(const Kernel& k);
 void run_prepared_compiled(const exec::PreparedKernel& p, const KScalar* scalars,
                            const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
 
+// exec::Backend::compile_ahead on the host: the kernels not in memory yet
+// compiled at once, one per pool thread at a time (the caller's too), each
+// as its launch will look it up (collapsed, with the aliasing the buffers
+// given would have). Kernels a launch splits over threads are left to it.
+void compile_ahead(const std::vector<exec::Backend::AheadKernel>& kernels);
+
 // An elementwise kernel compiled once and run over ranges of its points
 // (row-major flat indices), each range on the calling thread: a matmul runs
 // its epilogue on each block of the result it has just computed, while the

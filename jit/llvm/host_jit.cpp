@@ -163,6 +163,13 @@ class HostJit {
     return *j;
   }
 
+  // The kernel's key, when it is not in memory already ("": it is).
+  std::string missing(const Kernel& k, const std::vector<int>& alias) {
+    std::string key = kernel_key(k, alias);
+    std::lock_guard lock(mu_);
+    return fns_.count(key) != 0 ? std::string() : key;
+  }
+
   // Threads: the map is looked up under mu_; compiling and linking happen
   // outside it (each thread compiles with a TargetMachine of its own; ORC's
   // session is thread-safe), so a thread that finds its kernel never waits
@@ -391,9 +398,24 @@ class HostJit {
     return *tm;
   }
 
+  // AJ_LOG=jit: each compile's stages timed, with the kernel's dump.
   std::string compile(const Kernel& k, const std::vector<int>& alias) {
+    const bool log = detail::log_enabled("jit");
+    using C = std::chrono::steady_clock;
+    const auto t0 = C::now();
     llvm::LLVMContext ctx;
-    auto m = build(k, alias, ctx, true);
+    auto m = build(k, alias, ctx, false);
+    const auto t1 = C::now();
+    std::size_t ir_before = 0;
+    if (log) {
+      for (const llvm::Function& f : *m) ir_before += f.getInstructionCount();
+    }
+    optimize(*m);
+    const auto t2 = C::now();
+    std::size_t ir_after = 0;
+    if (log) {
+      for (const llvm::Function& f : *m) ir_after += f.getInstructionCount();
+    }
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
     llvm::legacy::PassManager pm;
@@ -401,6 +423,16 @@ class HostJit {
       fail("this target cannot emit object files", k);
     }
     pm.run(*m);
+    const auto t3 = C::now();
+    if (log) {
+      auto ms = [](C::duration d) { return std::to_string(std::chrono::duration<double, std::milli>(d).count()); };
+      std::string aliases;
+      for (int a : alias) aliases += (aliases.empty() ? "" : " ") + std::to_string(a);
+      detail::log("jit", "compiled (outputs in place of inputs [" + aliases + "]) in " + ms(t3 - t0) + " ms: generate " + ms(t1 - t0) + " ms (" +
+                             std::to_string(ir_before) + " IR instructions), optimize " + ms(t2 - t1) + " ms (" +
+                             std::to_string(ir_after) + "), codegen " + ms(t3 - t2) + " ms (" +
+                             std::to_string(buf.size()) + " bytes)\n" + commented(dump(k)) + "\n");
+    }
     return std::string(buf.data(), buf.size());
   }
 
@@ -485,6 +517,10 @@ CodeInUse::~CodeInUse() {
 
 HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias) {
   return HostJit::get().kernel(k, alias);
+}
+
+std::string host_kernel_missing(const Kernel& k, const std::vector<int>& alias) {
+  return HostJit::get().missing(k, alias);
 }
 
 std::uint64_t host_kernels_generation() { return HostJit::get().generation_.load(std::memory_order_seq_cst); }

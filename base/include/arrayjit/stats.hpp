@@ -44,6 +44,10 @@ struct Stats {
   std::uint64_t kernel_disk_rejects = 0;
   std::uint64_t compile_ns = 0;          // time spent compiling (codegen + LLVM)
   std::uint64_t kernel_disk_load_ns = 0; // time spent loading disk-cached kernels
+  // Of kernels_compiled, those compiled together before a plan's first run
+  // (on the host thread pool; exec::Backend::compile_ahead) rather than one
+  // at a time at their launches.
+  std::uint64_t kernels_compiled_ahead = 0;
   // aj::compile (arrayjit/compile.hpp): calls that traced the function, and
   // calls that replayed a kept program (no tracing, no planning).
   std::uint64_t compiled_traces = 0;
