@@ -8,6 +8,7 @@
 
 #include "arrayjit/error.hpp"
 #include "backends/cpu/blas.hpp"
+#include "backends/cpu/isa.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "base/semantics.hpp"  // visit_dtype
 
@@ -147,27 +148,44 @@ std::unique_ptr<U[]> pack(const U* src, const std::vector<std::int64_t>& batch, 
 // ---- integers, bool, and floats too large for the BLAS's int dimensions -----
 
 // The inner loop of the kernel below, c[0, 256) (op)= x * b[0, 256), for a
-// whole block of columns: functions of their own so __restrict holds, of a
-// fixed length so GCC vectorizes them at -O2, and cloned for AVX2 (the
-// library is built for baseline x86-64; the clone is picked at load time).
+// whole block of columns: of a fixed length so it vectorizes, written once
+// and compiled for each instruction-set level (isa.hpp; the library is built
+// for baseline x86-64), the variant picked by the CPU's level.
 constexpr std::int64_t kColBlock = 256;
-// Under ThreadSanitizer the clones' resolver (an IFUNC, run while the library
-// is relocated, before the sanitizer's runtime is up) would crash: no clones.
-#if defined(__SANITIZE_THREAD__)
-#define AJ_AVX2_CLONES
-#else
-#define AJ_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-AJ_AVX2_CLONES void block_madd(std::uint32_t* __restrict c,
-                                                                  const std::uint32_t* __restrict b, std::uint32_t x) {
+template <class U>
+[[gnu::always_inline]] inline void block_madd_body(U* __restrict c, const U* __restrict b, U x) {
   for (std::int64_t n = 0; n < kColBlock; ++n) c[n] += x * b[n];
 }
-AJ_AVX2_CLONES void block_madd(std::uint64_t* __restrict c,
-                                                                  const std::uint64_t* __restrict b, std::uint64_t x) {
-  for (std::int64_t n = 0; n < kColBlock; ++n) c[n] += x * b[n];
-}
-AJ_AVX2_CLONES void block_or(std::uint8_t* __restrict c, const std::uint8_t* __restrict b) {
+[[gnu::always_inline]] inline void block_or_body(std::uint8_t* __restrict c, const std::uint8_t* __restrict b) {
   for (std::int64_t n = 0; n < kColBlock; ++n) c[n] |= b[n];  // x is true here
+}
+#define AJ_BLOCK_VARIANTS(suffix, attr)                                                                       \
+  attr void block_madd_##suffix(std::uint32_t* __restrict c, const std::uint32_t* __restrict b, std::uint32_t x) { \
+    block_madd_body(c, b, x);                                                                                 \
+  }                                                                                                           \
+  attr void block_madd_##suffix(std::uint64_t* __restrict c, const std::uint64_t* __restrict b, std::uint64_t x) { \
+    block_madd_body(c, b, x);                                                                                 \
+  }                                                                                                           \
+  attr void block_or_##suffix(std::uint8_t* __restrict c, const std::uint8_t* __restrict b) { block_or_body(c, b); }
+AJ_BLOCK_VARIANTS(baseline, )
+AJ_BLOCK_VARIANTS(avx2, AJ_TARGET_AVX2)
+AJ_BLOCK_VARIANTS(avx512, AJ_TARGET_AVX512)
+#undef AJ_BLOCK_VARIANTS
+
+template <class U>
+void block_madd(U* __restrict c, const U* __restrict b, U x) {
+  switch (isa_variant()) {
+    case 2: return block_madd_avx512(c, b, x);
+    case 1: return block_madd_avx2(c, b, x);
+    default: return block_madd_baseline(c, b, x);
+  }
+}
+inline void block_or(std::uint8_t* __restrict c, const std::uint8_t* __restrict b) {
+  switch (isa_variant()) {
+    case 2: return block_or_avx512(c, b);
+    case 1: return block_or_avx2(c, b);
+    default: return block_or_baseline(c, b);
+  }
 }
 
 // C rows [m0, m1) of one batch. B has unit stride along N. Blocked so a
@@ -202,7 +220,7 @@ void rows_kernel(const U* A, std::int64_t a_rs, std::int64_t a_cs, const U* B, s
               block_or(crow, brow);
               continue;
             }
-          } else if constexpr (requires { block_madd(crow, brow, x); }) {  // the widths it has
+          } else if constexpr (std::is_same_v<U, std::uint32_t> || std::is_same_v<U, std::uint64_t>) {  // block_madd's
             if (nn == NB) {
               block_madd(crow, brow, x);
               continue;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "backends/cpu/isa.hpp"
 #include "base/index_rules.hpp"
 #include "base/semantics.hpp"  // visit_dtype
 #include "graph/graph.hpp"
@@ -29,16 +30,55 @@ T add(T a, T b) {
   }
 }
 
-// One row of updates at one index: dst[e * so] (+)= u[e * su].
-// (The result never overlaps the updates: __restrict lets the compiler
-// vectorize the contiguous case.)
+// dst[0, n) (+)= u[0, n), contiguous: the loop every scatter_add row of a
+// contiguous array runs (an embedding gradient's), in a variant for the
+// CPU's level (isa.hpp). The result never overlaps the updates: __restrict
+// lets the compiler vectorize.
 template <class T>
-[[gnu::optimize("tree-loop-vectorize", "vect-cost-model=dynamic")]] void apply_row(T* __restrict dst, std::int64_t so, const T* __restrict u, std::int64_t su, std::int64_t n,
-               bool add_op) {
+[[gnu::always_inline]] inline void add_row_body(T* __restrict dst, const T* __restrict u, std::int64_t n) {
+#pragma GCC ivdep
+  for (std::int64_t e = 0; e < n; ++e) dst[e] = add(dst[e], u[e]);
+}
+template <class T>
+[[gnu::optimize("tree-loop-vectorize", "vect-cost-model=dynamic")]] void add_row_baseline(
+    T* __restrict dst, const T* __restrict u, std::int64_t n) {
+  add_row_body(dst, u, n);
+}
+template <class T>
+AJ_TARGET_AVX2 [[gnu::optimize("tree-loop-vectorize", "vect-cost-model=dynamic")]] void add_row_avx2(
+    T* __restrict dst, const T* __restrict u, std::int64_t n) {
+  add_row_body(dst, u, n);
+}
+template <class T>
+AJ_TARGET_AVX512 [[gnu::optimize("tree-loop-vectorize", "vect-cost-model=dynamic")]] void add_row_avx512(
+    T* __restrict dst, const T* __restrict u, std::int64_t n) {
+  add_row_body(dst, u, n);
+}
+
+template <class T>
+using AddRow = void (*)(T* __restrict, const T* __restrict, std::int64_t);
+
+// The variant for this CPU's level (halves: a conversion per element, no
+// vector form to gain).
+template <class T>
+AddRow<T> add_row_for_level() {
+  if constexpr (!sem::is_half_type<T>) {
+    switch (isa_variant()) {
+      case 2: return &add_row_avx512<T>;
+      case 1: return &add_row_avx2<T>;
+      default: break;
+    }
+  }
+  return &add_row_baseline<T>;
+}
+
+// One row of updates at one index: dst[e * so] (+)= u[e * su].
+template <class T>
+void apply_row(T* __restrict dst, std::int64_t so, const T* __restrict u, std::int64_t su, std::int64_t n,
+               bool add_op, AddRow<T> add_row) {
   if (so == 1 && su == 1) {
     if (add_op) {
-#pragma GCC ivdep
-      for (std::int64_t e = 0; e < n; ++e) dst[e] = add(dst[e], u[e]);
+      add_row(dst, u, n);
     } else {
       std::memcpy(dst, u, static_cast<std::size_t>(n) * sizeof(T));
     }
@@ -69,12 +109,30 @@ void scatter_typed(const LibraryCall& c, const std::vector<const void*>& in, T* 
   const Shape rs(rows_shape);
   const std::int64_t so = up.shape.empty() ? 0 : os[last], si = up.shape.empty() ? 0 : ix.strides[last],
                      su = up.shape.empty() ? 0 : up.strides[last];
+  const AddRow<T> add_row = add_row_for_level<T>();
+  // Rows along one axis only (an embedding gradient: [batch, dim] rows at
+  // ids[batch]): walked by its strides, without the general walk's
+  // per-row bookkeeping.
+  int row_axis = -1, row_axes = 0;
+  for (std::size_t d = 0; d < rows_shape.size(); ++d) {
+    if (rows_shape[d] != 1) row_axis = static_cast<int>(d), ++row_axes;
+  }
+  if (row_axes == 1 && si == 0 && last != axis) {
+    const auto d = static_cast<std::size_t>(row_axis);
+    const std::int64_t n = rows_shape[d], os_r = os[d], is_r = ix.strides[d], us_r = up.strides[d];
+    std::int64_t o = 0, i = ix.offset, v = up.offset;
+    for (std::int64_t r = 0; r < n; ++r, o += os_r, i += is_r, v += us_r) {
+      const std::int64_t at = idx::scatter(static_cast<std::int64_t>(idx[i]), extent);
+      if (at >= 0) apply_row(out + o + at * axis_stride, so, u + v, su, row, add, add_row);
+    }
+    return;
+  }
   StridedWalk w(rs, {&os, &ix.strides, &up.strides}, {0, ix.offset, up.offset});
   for (std::int64_t r = rs.numel(); r > 0; --r, w.next()) {
     std::int64_t o = w.offset(0), i = w.offset(1), v = w.offset(2);
     if (si == 0 && last != axis) {  // one index for the whole row (take-shaped updates)
       const std::int64_t at = idx::scatter(static_cast<std::int64_t>(idx[i]), extent);
-      if (at >= 0) apply_row(out + o + at * axis_stride, so, u + v, su, row, add);
+      if (at >= 0) apply_row(out + o + at * axis_stride, so, u + v, su, row, add, add_row);
       continue;
     }
     for (std::int64_t e = 0; e < row; ++e, o += so, i += si, v += su) {
