@@ -332,7 +332,20 @@ class HostJit {
       const bool binary = m.arity == 2;
       prefixes_.push_back("_ZGV_LLVM_N" + std::to_string(m.lanes) + (binary ? "vv" : "v"));
     }
-    target_ = std::string("LLVM ") + LLVM_VERSION_STRING + ", cpu " + cpu_ + ", " + features_;
+    // The vector width loops prefer: at AVX-512, 512 bits (LLVM's tuning for
+    // Intel's AVX-512 CPUs, Skylake-SP to Sapphire Rapids, says 256, and
+    // kernels then ran 8 lanes of f32 where Eigen ran 16: issue 34), unless
+    // AJ_VECTOR_WIDTH=256 asks for 256; below it, the CPU's own choice.
+    if (cpu::level() >= cpu::IsaLevel::avx512 && features_.find("+avx512f") != std::string::npos) {
+      vector_width_ = 512;
+      if (const char* w = std::getenv("AJ_VECTOR_WIDTH"); w && *w) {
+        const std::string v = w;
+        if (v != "256" && v != "512") runtime_error("AJ_VECTOR_WIDTH=" + v + ": use 256 or 512");
+        vector_width_ = std::stoi(v);
+      }
+    }
+    target_ = std::string("LLVM ") + LLVM_VERSION_STRING + ", cpu " + cpu_ +
+              (vector_width_ ? ", vector width " + std::to_string(vector_width_) : std::string()) + ", " + features_;
     // The disk key names this build of the library too: an entry written by a
     // library whose code generation may differ in any way is stale, never run.
     disk_prefix_ = "aj host kernel v" + std::to_string(kCodegenVersion) + "|" + target_ + "|lib " +
@@ -352,6 +365,7 @@ class HostJit {
       if (f.isDeclaration()) continue;
       f.addFnAttr("target-cpu", cpu_);
       f.addFnAttr("target-features", features_);
+      if (vector_width_) f.addFnAttr("prefer-vector-width", std::to_string(vector_width_));
     }
     std::string err;
     llvm::raw_string_ostream es(err);
@@ -498,6 +512,7 @@ class HostJit {
   std::unique_ptr<llvm::TargetMachine> tm_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::string cpu_, features_, target_, disk_prefix_, cache_dir_;
+  int vector_width_ = 0;  // prefer-vector-width; 0: LLVM's choice for the CPU
   std::vector<VectorMapping> mappings_;
   std::vector<std::string> prefixes_;
   std::unordered_map<std::string, Entry> fns_;

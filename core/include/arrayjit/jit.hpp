@@ -47,6 +47,9 @@ std::string matmul_library();
 // Environment: AJ_CPU_LEVEL=baseline|avx|avx2|avx512 runs a lower level's
 // code on a faster CPU (kernels compiled without the higher features, BLAS
 // kernels for that level); a level above the CPU's is an error.
+// AJ_VECTOR_WIDTH=256 makes AVX-512 kernels prefer 256-bit vectors (the
+// default there is 512; the transcendental chain of bench_host runs 2x
+// slower at 256 on a Zen 4).
 std::string host_info();
 
 // The optimized LLVM IR of every kernel in the plan that evaluating `a` would
