@@ -11,6 +11,7 @@
 #include <arrayjit/arrayjit.hpp>
 
 #include <Eigen/Dense>
+#include <unsupported/Eigen/SpecialFunctions>
 
 #include <algorithm>
 #include <chrono>
@@ -213,6 +214,36 @@ void bench_chain() {
   Eigen::ArrayXf ey(n);
   auto eigen = [&] { ey = (-ex * ex / 2.0f).exp() * (3.0f * ex).sin() + 0.5f * ex.cos(); };
   thread_rows("exp(-x*x/2)*sin(3x)+0.5cos(x) 16M f32", ours, "Eigen", median_ms(eigen));
+}
+
+// --- Black-Scholes call prices, 10M f64 ---------------------------------------------------
+// N(x) = erfc(-x / sqrt 2) / 2. Eigen's erfc is its SpecialFunctions module's.
+void bench_black_scholes() {
+  const std::int64_t n = 10'000'000;
+  std::vector<double> s0(static_cast<std::size_t>(n)), k0(s0.size()), t0(s0.size());
+  {
+    std::vector<float> a = random_floats(s0.size(), 21, 50, 150), b = random_floats(s0.size(), 22, 50, 150),
+                       c = random_floats(s0.size(), 23, 0.1f, 2.0f);
+    for (std::size_t i = 0; i < s0.size(); ++i) s0[i] = a[i], k0[i] = b[i], t0[i] = c[i];
+  }
+  const double r = 0.03, sigma = 0.25, rt2 = 1.0 / std::sqrt(2.0);
+  Array S = aj::from_vector(s0), K = aj::from_vector(k0), T = aj::from_vector(t0);
+  auto ours = [&] {
+    Array sq = sigma * aj::sqrt(T);
+    Array d1 = (aj::log(S / K) + (r + 0.5 * sigma * sigma) * T) / sq;
+    Array d2 = d1 - sq;
+    Array c = S * (0.5 * aj::erfc(-d1 * rt2)) - K * aj::exp(-r * T) * (0.5 * aj::erfc(-d2 * rt2));
+    c.eval();
+  };
+  Eigen::Map<Eigen::ArrayXd> es(s0.data(), n), ek(k0.data(), n), et(t0.data(), n);
+  Eigen::ArrayXd ec(n);
+  auto eigen = [&] {
+    const Eigen::ArrayXd sq = sigma * et.sqrt();
+    const Eigen::ArrayXd d1 = ((es / ek).log() + (r + 0.5 * sigma * sigma) * et) / sq;
+    const Eigen::ArrayXd d2 = d1 - sq;
+    ec = es * (0.5 * (-d1 * rt2).erfc()) - ek * (-r * et).exp() * (0.5 * (-d2 * rt2).erfc());
+  };
+  thread_rows("Black-Scholes calls, 10M f64", ours, "Eigen", median_ms(eigen));
 }
 
 // --- whole-array reduction: sqrt(sum(x*x)), 16M f32 --------------------------------------
@@ -683,6 +714,7 @@ int main(int argc, char** argv) {
   bench_seed(4000);
   bench_adam();
   bench_chain();
+  bench_black_scholes();
   bench_norm();
   bench_dispatch();
   bench_compile(argv[0]);
