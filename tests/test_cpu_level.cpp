@@ -211,6 +211,18 @@ TEST_CASE("cpu level: a private OpenBLAS copy leaves the process's copy and the 
   check_gemm<float>(*mine, rng);
   check_gemm<double>(*mine, rng);
   check_gemm<float>(own, rng);
+  // The fallback for processes where a new namespace cannot be made: the
+  // file copied into memory, its own symbols first.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  const std::optional<aj::cpu::Blas> mem = aj::cpu::load_private_openblas(core, &why, aj::cpu::PrivateLoad::in_memory);
+  REQUIRE_MESSAGE(mem.has_value(), why);
+  CHECK(mem->core == core);
+  CHECK(reinterpret_cast<void*>(mem->sgemm) != reinterpret_cast<void*>(own.sgemm));
+  CHECK(reinterpret_cast<void*>(mem->sgemm) != reinterpret_cast<void*>(mine->sgemm));
+  CHECK(aj::cpu::process_openblas().core == own.core);
+  check_gemm<float>(*mem, rng);
+  check_gemm<double>(*mem, rng);
+#endif
   // Loaded once per core: the second call is the same copy.
   const std::optional<aj::cpu::Blas> again = aj::cpu::load_private_openblas(core, &why);
   REQUIRE(again.has_value());

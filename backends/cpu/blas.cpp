@@ -1,6 +1,11 @@
 #include "backends/cpu/blas.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cctype>
 #include <cstdlib>
@@ -86,6 +91,56 @@ std::string describe_level() {
   return s;
 }
 
+// The file at `path` copied into an anonymous memory file and dlopen'ed from
+// there with RTLD_DEEPBIND; null with *why extended on failure. (Not under
+// the sanitizers: their runtimes refuse RTLD_DEEPBIND.)
+void* load_memory_copy(const char* path, std::string* why) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  (void)path;
+  *why += "; no in-memory copy under a sanitizer";
+  return nullptr;
+#else
+  const int in = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (in < 0) {
+    *why += std::string("; cannot read ") + path;
+    return nullptr;
+  }
+  const int fd = static_cast<int>(::syscall(SYS_memfd_create, "aj-openblas", 0u));
+  if (fd < 0) {
+    ::close(in);
+    *why += "; memfd_create failed";
+    return nullptr;
+  }
+  char buf[1 << 16];
+  bool ok = true;
+  for (ssize_t n; ok && (n = ::read(in, buf, sizeof buf)) != 0;) {
+    if (n < 0) {
+      ok = errno == EINTR;
+      continue;
+    }
+    for (ssize_t off = 0; ok && off < n;) {
+      const ssize_t w = ::write(fd, buf + off, static_cast<std::size_t>(n - off));
+      if (w < 0) ok = errno == EINTR;
+      else off += w;
+    }
+  }
+  ::close(in);
+  void* h = nullptr;
+  if (ok) {
+    const std::string self = "/proc/self/fd/" + std::to_string(fd);
+    h = dlopen(self.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (!h) {
+      const char* e = dlerror();
+      *why += std::string("; an in-memory copy: ") + (e ? e : "dlopen failed");
+    }
+  } else {
+    *why += "; copying it into memory failed";
+  }
+  ::close(fd);  // the mapping keeps the memory
+  return h;
+#endif
+}
+
 Blas choose() {
   const IsaLevel want = level();
   Blas own = process_openblas();
@@ -154,20 +209,22 @@ Blas process_openblas() {
   return b;
 }
 
-std::optional<Blas> load_private_openblas(const char* core, std::string* why) {
+std::optional<Blas> load_private_openblas(const char* core_name, std::string* why, PrivateLoad how) {
   // One copy per core for the process's life: a namespace holds a copy of
   // the C library too, and glibc has room for few (static TLS, 16 at most).
   static std::mutex mu;
   static std::map<std::string, std::optional<Blas>> loaded;
   static std::map<std::string, std::string> failed;
   std::lock_guard<std::mutex> lock(mu);
-  if (auto it = loaded.find(core); it != loaded.end()) return it->second;
-  if (auto it = failed.find(core); it != failed.end()) {
+  const std::string key = std::string(core_name) + (how == PrivateLoad::in_memory ? " in memory" : "");
+  const char* core = core_name;
+  if (auto it = loaded.find(key); it != loaded.end()) return it->second;
+  if (auto it = failed.find(key); it != failed.end()) {
     *why = it->second;
     return std::nullopt;
   }
   auto fail = [&](std::string msg) -> std::optional<Blas> {
-    failed[core] = msg;
+    failed[key] = msg;
     *why = std::move(msg);
     return std::nullopt;
   };
@@ -176,17 +233,26 @@ std::optional<Blas> load_private_openblas(const char* core, std::string* why) {
     return fail("cannot find the file of the process's OpenBLAS");
   }
   void* h = nullptr;
+  std::string dlmopen_error;
   {
     // Its constructor reads these: the core to use, and no threads of its
     // own (the host pool calls it from each worker, one thread per call).
     ScopedEnv coretype("OPENBLAS_CORETYPE", core);
     ScopedEnv threads("OPENBLAS_NUM_THREADS", "1");
-    h = dlmopen(LM_ID_NEWLM, info.dli_fname, RTLD_NOW | RTLD_LOCAL);
+    if (how == PrivateLoad::any) h = dlmopen(LM_ID_NEWLM, info.dli_fname, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = how == PrivateLoad::any ? dlerror() : "not tried";
+      dlmopen_error = std::string("dlmopen(") + info.dli_fname + "): " + (e ? e : "failed");
+      // A new namespace needs a copy of the C library and its static TLS,
+      // which a process with many libraries loaded (Python with NumPy) may
+      // have used up. Then: the same file copied into memory (another file
+      // to the loader, so another instance) in this namespace, its own
+      // symbols bound first (RTLD_DEEPBIND: its internal calls must not
+      // reach the process's copy).
+      h = load_memory_copy(info.dli_fname, &dlmopen_error);
+    }
   }
-  if (!h) {
-    const char* e = dlerror();
-    return fail(std::string("dlmopen(") + info.dli_fname + "): " + (e ? e : "failed"));
-  }
+  if (!h) return fail(dlmopen_error);
   Blas b;
   b.sgemm = reinterpret_cast<decltype(b.sgemm)>(dlsym(h, "cblas_sgemm"));
   b.dgemm = reinterpret_cast<decltype(b.dgemm)>(dlsym(h, "cblas_dgemm"));
@@ -206,7 +272,7 @@ std::optional<Blas> load_private_openblas(const char* core, std::string* why) {
                 " (not a DYNAMIC_ARCH build?)");
   }
   b.set_num_threads(1);
-  return loaded[core] = b;
+  return loaded[key] = b;
 }
 
 const Blas& blas() {

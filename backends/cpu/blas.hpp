@@ -7,7 +7,9 @@
 // slower than it can. The process's OpenBLAS (the one libarrayjit links,
 // which NumPy in the same process shares) is used when its core is made for
 // the level; otherwise arrayjit loads a private copy of the same library file
-// into a link namespace of its own (dlmopen) with OPENBLAS_CORETYPE naming a
+// into a link namespace of its own (dlmopen; where the process has no static
+// TLS left for the namespace's C library, as Python with NumPy, a copy of the
+// file in memory dlopen'ed with RTLD_DEEPBIND) with OPENBLAS_CORETYPE naming a
 // core made for the level (SkylakeX or Cooperlake for avx512, Haswell or Zen
 // for avx2, Sandybridge for avx, Prescott for baseline). The process's copy
 // is not touched: its core, its thread count and the environment are as the
@@ -52,7 +54,12 @@ const char* openblas_core_for(IsaLevel level);
 // A private copy of the process's OpenBLAS with `core` named (for tests and
 // for blas()); nullopt with *why set when it cannot be loaded. Each call loads
 // another copy into a namespace of its own (glibc has 16 in all).
-std::optional<Blas> load_private_openblas(const char* core, std::string* why);
+// How: in a link namespace of its own (dlmopen), falling back to a copy of
+// the file in memory loaded with RTLD_DEEPBIND when the namespace cannot be
+// made (a process whose static TLS is used up: Python with NumPy); tests ask
+// for the in-memory copy directly.
+enum class PrivateLoad { any, in_memory };
+std::optional<Blas> load_private_openblas(const char* core, std::string* why, PrivateLoad how = PrivateLoad::any);
 
 // The process's own OpenBLAS, as libarrayjit links it.
 Blas process_openblas();

@@ -139,6 +139,17 @@ extern "C" {
 uint32_t aj_api_version(void) { return AJ_API_VERSION; }
 const char* aj_version(void) { return aj::version(); }
 
+const char* aj_host_info(void) {
+  static const std::string info = [] {
+    try {
+      return aj::jit::host_info();
+    } catch (const std::exception& e) {
+      return std::string("error: ") + e.what();
+    }
+  }();
+  return info.c_str();
+}
+
 const char* aj_last_error(void) { return t_fallback ? t_fallback : t_last_error.c_str(); }
 
 const char* aj_dtype_name(aj_dtype dtype) {

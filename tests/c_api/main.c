@@ -94,6 +94,9 @@ int main(void) {
   CHECK(aj_api_version() >> 16 == AJ_API_VERSION_MAJOR);
   CHECK(aj_api_version() >= AJ_API_VERSION); /* same major, minor at least this header's */
   printf("arrayjit %s, C API %u.%u\n", aj_version(), aj_api_version() >> 16, aj_api_version() & 0xffff);
+  CHECK(aj_host_info() != NULL && strstr(aj_host_info(), "level: ") != NULL &&
+        strstr(aj_host_info(), "matmul: ") != NULL);
+  CHECK(aj_host_info() == aj_host_info()); /* static storage */
   training();
   error_paths();
   ownership();

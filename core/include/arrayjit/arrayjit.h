@@ -63,11 +63,17 @@ extern "C" {
  * library whose aj_api_version() has the same major and a minor >= its own
  * (new functions and appended struct fields raise the minor). */
 #define AJ_API_VERSION_MAJOR 1
-#define AJ_API_VERSION_MINOR 0
+#define AJ_API_VERSION_MINOR 1
 #define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
 
 AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
 AJ_C_API const char* aj_version(void);  /* the library's version, "0.1.0" (static storage) */
+/* What host code runs on, one "name: value" line each (aj::jit::host_info):
+ * the CPU's model, the instruction-set level used, the JIT's target and
+ * vector width, the matmul's BLAS kernel. Record it with any benchmark
+ * figure. Static storage, made at the first call; never NULL (a bad
+ * AJ_CPU_LEVEL gives "error: " and the message). Since C API 1.1. */
+AJ_C_API const char* aj_host_info(void);
 
 /* ---- status, errors ------------------------------------------------------------ */
 
