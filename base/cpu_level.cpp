@@ -81,6 +81,12 @@ IsaLevel detected_level() {
 IsaLevel level() { return chosen().level; }
 bool level_forced() { return chosen().forced; }
 
+std::string level_description() {
+  return std::string(level_name(level())) +
+         (level_forced() ? std::string(" (set by AJ_CPU_LEVEL; the CPU's is ") + level_name(detected_level()) + ")"
+                         : std::string(" (the CPU's)"));
+}
+
 const std::string& cpu_model() {
   static const std::string model = [] {
     std::string s;
@@ -143,6 +149,15 @@ std::string cap_llvm_features(const std::string& host_features, IsaLevel level) 
   }
   for (const std::string& o : off) out += (out.empty() ? "-" : ",-") + o;
   return out;
+}
+
+bool llvm_feature_on(const std::string& features, const std::string& name) {
+  bool on = false;
+  std::stringstream in(features);
+  for (std::string flag; std::getline(in, flag, ',');) {
+    if (flag.size() == name.size() + 1 && flag.compare(1, std::string::npos, name) == 0) on = flag[0] == '+';
+  }
+  return on;
 }
 
 }  // namespace aj::cpu

@@ -33,6 +33,9 @@ IsaLevel level();
 // Whether AJ_CPU_LEVEL set the level (rather than the CPU alone).
 bool level_forced();
 
+// "avx2 (set by AJ_CPU_LEVEL; the CPU's is avx512)", "avx512 (the CPU's)".
+std::string level_description();
+
 // "AMD EPYC 9R14 96-Core Processor" (CPUID's brand string; "" when absent).
 const std::string& cpu_model();
 
@@ -42,5 +45,9 @@ const std::string& cpu_model();
 // AVX-512), so naming the roots is enough; the roots named here are the
 // ones that introduce each level's registers or instructions.
 std::string cap_llvm_features(const std::string& host_features, IsaLevel level);
+
+// Whether an LLVM feature string turns `name` on ("+name" as a whole flag:
+// "+avx512f" is not "+avx512fp16"; the last flag naming it decides).
+bool llvm_feature_on(const std::string& features, const std::string& name);
 
 }  // namespace aj::cpu

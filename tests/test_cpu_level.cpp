@@ -111,6 +111,13 @@ TEST_CASE("cpu level: the LLVM features above a level are switched off, last") {
   CHECK(has(at0, "-avx,"));
   CHECK(has(at0, "-sse3"));
   CHECK(has(at0, "+aes"));  // what no level names stays
+  // A feature is on by its whole flag, the last one naming it.
+  CHECK(aj::cpu::llvm_feature_on(host, "avx512f"));
+  CHECK_FALSE(aj::cpu::llvm_feature_on("+avx512fp16,-avx512f", "avx512f"));
+  CHECK_FALSE(aj::cpu::llvm_feature_on(at2, "avx512f"));
+  CHECK(aj::cpu::llvm_feature_on(at2, "avx2"));
+  CHECK_FALSE(aj::cpu::llvm_feature_on(host, "avx512fp16"));
+  CHECK_FALSE(aj::cpu::llvm_feature_on(host, "avx51"));
 }
 
 TEST_CASE("cpu level: compiled kernels use no register wider than the level's") {

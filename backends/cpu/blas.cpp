@@ -5,12 +5,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cerrno>
-
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "arrayjit/error.hpp"
 
@@ -85,12 +86,6 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-std::string describe_level() {
-  std::string s = std::string("level ") + level_name(level());
-  if (level_forced()) s += std::string(" (AJ_CPU_LEVEL; the CPU's is ") + level_name(detected_level()) + ")";
-  return s;
-}
-
 // The file at `path` copied into an anonymous memory file and dlopen'ed from
 // there with RTLD_DEEPBIND; null with *why extended on failure. (Not under
 // the sanitizers: their runtimes refuse RTLD_DEEPBIND.)
@@ -148,18 +143,18 @@ Blas choose() {
   // A core not in the table is OpenBLAS's choice for a CPU newer than this
   // table: trusted, unless the level was forced.
   if (own_level ? *own_level == want : !level_forced()) {
-    own.description = own.config + ": core " + own.core + " (the process's copy), " + describe_level();
+    own.description = own.config + ": core " + own.core + " (the process's copy), " + "level " + level_description();
     return own;
   }
   const char* core = openblas_core_for(want);
   std::string why;
   if (std::optional<Blas> mine = load_private_openblas(core, &why)) {
     mine->description = mine->config + ": core " + mine->core + " (a private copy: the process's copy runs core " +
-                        own.core + "), " + describe_level();
+                        own.core + "), " + "level " + level_description();
     return *mine;
   }
   own.description = own.config + ": core " + own.core + " (the process's copy; a private copy with core " + core +
-                    " could not be used: " + why + "), " + describe_level();
+                    " could not be used: " + why + "), " + "level " + level_description();
   return own;
 }
 
@@ -209,15 +204,14 @@ Blas process_openblas() {
   return b;
 }
 
-std::optional<Blas> load_private_openblas(const char* core_name, std::string* why, PrivateLoad how) {
+std::optional<Blas> load_private_openblas(const char* core, std::string* why, PrivateLoad how) {
   // One copy per core for the process's life: a namespace holds a copy of
   // the C library too, and glibc has room for few (static TLS, 16 at most).
   static std::mutex mu;
   static std::map<std::string, std::optional<Blas>> loaded;
   static std::map<std::string, std::string> failed;
   std::lock_guard<std::mutex> lock(mu);
-  const std::string key = std::string(core_name) + (how == PrivateLoad::in_memory ? " in memory" : "");
-  const char* core = core_name;
+  const std::string key = std::string(core) + (how == PrivateLoad::in_memory ? " in memory" : "");
   if (auto it = loaded.find(key); it != loaded.end()) return it->second;
   if (auto it = failed.find(key); it != failed.end()) {
     *why = it->second;

@@ -52,12 +52,12 @@ std::optional<IsaLevel> openblas_core_level(const std::string& core);
 const char* openblas_core_for(IsaLevel level);
 
 // A private copy of the process's OpenBLAS with `core` named (for tests and
-// for blas()); nullopt with *why set when it cannot be loaded. Each call loads
-// another copy into a namespace of its own (glibc has 16 in all).
-// How: in a link namespace of its own (dlmopen), falling back to a copy of
-// the file in memory loaded with RTLD_DEEPBIND when the namespace cannot be
-// made (a process whose static TLS is used up: Python with NumPy); tests ask
-// for the in-memory copy directly.
+// for blas()); nullopt with *why set when it cannot be loaded. One copy per
+// core (and way) for the process's life: later calls return it. The way: in
+// a link namespace of its own (dlmopen), falling back to a copy of the file
+// in memory loaded with RTLD_DEEPBIND when the namespace cannot be made (a
+// process whose static TLS is used up: Python with NumPy); tests ask for the
+// in-memory copy directly.
 enum class PrivateLoad { any, in_memory };
 std::optional<Blas> load_private_openblas(const char* core, std::string* why, PrivateLoad how = PrivateLoad::any);
 

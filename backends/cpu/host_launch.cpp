@@ -315,10 +315,11 @@ void compile_ahead(const std::vector<exec::Backend::AheadKernel>& ks) {
   // compares them). Those in memory already, and those a launch would split
   // (other kernels), are left out.
   struct Job {
-    const PreparedHostKernel* prepared = nullptr;
-    Kernel collapsed;
-    const Kernel* k = nullptr;
+    const PreparedHostKernel* prepared = nullptr;  // else the kernel as given, or collapsed
+    const Kernel* given = nullptr;
+    std::optional<Kernel> collapsed;
     std::vector<int> alias;
+    const Kernel& k() const { return prepared ? prepared->k : collapsed ? *collapsed : *given; }
   };
   std::vector<Job> jobs;
   jobs.reserve(ks.size());
@@ -327,12 +328,12 @@ void compile_ahead(const std::vector<exec::Backend::AheadKernel>& ks) {
   for (const exec::Backend::AheadKernel& a : ks) {
     Job j;
     j.prepared = static_cast<const PreparedHostKernel*>(a.prepared);
-    if (j.prepared) {
-      j.k = &j.prepared->k;
-    } else {
-      j.k = collapse_axes(*a.kernel, &j.collapsed) ? nullptr : a.kernel;
+    if (!j.prepared) {
+      j.given = a.kernel;
+      Kernel c;
+      if (collapse_axes(*a.kernel, &c)) j.collapsed = std::move(c);
     }
-    const Kernel& k = j.k ? *j.k : j.collapsed;
+    const Kernel& k = j.k();
     if (k.outer_points() == 0 || may_split(k, threads)) continue;
     std::vector<const void*> ins;
     std::vector<void*> outs;
@@ -344,10 +345,6 @@ void compile_ahead(const std::vector<exec::Backend::AheadKernel>& ks) {
     if (key.empty() || !keys.insert(std::move(key)).second) continue;  // in memory, or a job already
     jobs.push_back(std::move(j));
   }
-  // (Pointers into jobs: no more push_back.)
-  for (Job& j : jobs) {
-    if (!j.k) j.k = &j.collapsed;
-  }
   if (jobs.size() < 2) return;  // one kernel: compiled at its launch, as ever
   parallel_chunks([](const void* ctx, std::int64_t lo, std::int64_t hi) {
     const auto& all = *static_cast<const std::vector<Job>*>(ctx);
@@ -358,7 +355,7 @@ void compile_ahead(const std::vector<exec::Backend::AheadKernel>& ks) {
         if (j.prepared) {
           j.prepared->fn_for(j.alias);
         } else {
-          jit::host_kernel(*j.k, j.alias);
+          jit::host_kernel(j.k(), j.alias);
         }
         ++detail::stats_mut().kernels_compiled_ahead;
       } catch (const std::exception&) {

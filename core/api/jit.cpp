@@ -1,6 +1,8 @@
 // The public API of arrayjit/jit.hpp: the host JIT's switches and dumps.
 #include "arrayjit/jit.hpp"
 
+#include <algorithm>
+
 #include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/host_matmul.hpp"
 #include "base/cpu_level.hpp"
@@ -23,23 +25,18 @@ std::string matmul_library() { return cpu::matmul_library(); }
 
 std::string host_info() {
   const std::string model = cpu::cpu_model().empty() ? "(no brand string)" : cpu::cpu_model();
-  std::string level = cpu::level_name(cpu::level());
-  level += cpu::level_forced() ? std::string(" (set by AJ_CPU_LEVEL; the CPU's is ") +
-                                     cpu::level_name(cpu::detected_level()) + ")"
-                               : " (the CPU's)";
   // The JIT's target without its full feature list: the features that set
   // the vector width and the math it may use.
   const std::string target = host_target();
-  std::string jit = target.substr(0, target.find(", +") != std::string::npos ? target.find(", +") : target.size());
+  const std::size_t cut = std::min(target.find(", +"), target.find(", -"));
+  std::string jit = target.substr(0, cut);
   std::string on;
   for (const char* f : {"avx512f", "avx512bw", "avx512vl", "avx512bf16", "avx512fp16", "avx2", "fma", "avx", "f16c"}) {
-    const std::string flag = std::string("+") + f;
-    const std::size_t at = target.find(flag);
-    const bool whole = at != std::string::npos && (at + flag.size() == target.size() || target[at + flag.size()] == ',');
-    if (whole) on += (on.empty() ? "" : " ") + std::string(f);
+    if (cpu::llvm_feature_on(target, f)) on += (on.empty() ? "" : " ") + std::string(f);
   }
   jit += ", features " + (on.empty() ? std::string("SSE only") : on);
-  return "cpu: " + model + "\nlevel: " + level + "\njit: " + jit + "\nmatmul: " + matmul_library() + "\n";
+  return "cpu: " + model + "\nlevel: " + cpu::level_description() + "\njit: " + jit + "\nmatmul: " + matmul_library() +
+         "\n";
 }
 
 std::string kernel_ir(const Array& a, bool assembly, Loc loc) {

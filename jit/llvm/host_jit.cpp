@@ -313,10 +313,10 @@ class HostJit {
     // Generated code calls SLEEF and our helpers by name (absolute symbols:
     // the same object links in any process), libm/libc through the process.
     llvm::orc::JITDylib& main = jit_->getMainJITDylib();
-    const bool avx2 = features_.find("+avx2") != std::string::npos;
-    const bool avx512 = features_.find("+avx512f") != std::string::npos;
+    const bool avx2 = cpu::llvm_feature_on(features_, "avx2");
+    const bool avx512 = cpu::llvm_feature_on(features_, "avx512f");
     llvm::orc::SymbolMap syms;
-    for (const RuntimeSymbol& s : runtime_symbols(avx2 && features_.find("+fma") != std::string::npos)) {
+    for (const RuntimeSymbol& s : runtime_symbols(avx2 && cpu::llvm_feature_on(features_, "fma"))) {
       syms[jit_->mangleAndIntern(s.name)] = {llvm::orc::ExecutorAddr::fromPtr(s.address),
                                              llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
     }
@@ -336,7 +336,7 @@ class HostJit {
     // Intel's AVX-512 CPUs, Skylake-SP to Sapphire Rapids, says 256, and
     // kernels then ran 8 lanes of f32 where Eigen ran 16: issue 34), unless
     // AJ_VECTOR_WIDTH=256 asks for 256; below it, the CPU's own choice.
-    if (cpu::level() >= cpu::IsaLevel::avx512 && features_.find("+avx512f") != std::string::npos) {
+    if (cpu::level() >= cpu::IsaLevel::avx512 && avx512) {
       vector_width_ = 512;
       if (const char* w = std::getenv("AJ_VECTOR_WIDTH"); w && *w) {
         const std::string v = w;
@@ -420,16 +420,17 @@ class HostJit {
     llvm::LLVMContext ctx;
     auto m = build(k, alias, ctx, false);
     const auto t1 = C::now();
-    std::size_t ir_before = 0;
-    if (log) {
-      for (const llvm::Function& f : *m) ir_before += f.getInstructionCount();
-    }
+    auto instructions = [&] {
+      std::size_t n = 0;
+      if (log) {
+        for (const llvm::Function& f : *m) n += f.getInstructionCount();
+      }
+      return n;
+    };
+    const std::size_t ir_before = instructions();
     optimize(*m);
     const auto t2 = C::now();
-    std::size_t ir_after = 0;
-    if (log) {
-      for (const llvm::Function& f : *m) ir_after += f.getInstructionCount();
-    }
+    const std::size_t ir_after = instructions();
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
     llvm::legacy::PassManager pm;
