@@ -9,6 +9,7 @@
 
 #include "arrayjit/scan_sort.hpp"
 #include "backends/cpu/host_memory.hpp"
+#include "core/api/foreign_storage.hpp"
 #include "core/api/trace.hpp"
 
 namespace aj {
@@ -153,46 +154,15 @@ Array from_vector(const std::vector<T>& data, Shape shape, Loc loc) try {
 template <class T>
 Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides, Loc loc) try {
   trace::Scope scope;
-  std::int64_t n = trace::checked_numel(shape.dims(), "borrow", loc);
-  if (!ptr && n > 0) user_error("borrow", "null pointer for " + shape.str(), loc);
   if (strides.empty()) strides = contiguous_strides(shape);
-  if (static_cast<int>(strides.size()) != shape.ndim()) {
-    user_error("borrow", std::to_string(strides.size()) + " strides given for shape " + shape.str(),
-               loc);
-  }
-  trace::check_array_size(shape, dtype_of<std::remove_const_t<T>>, "borrow", loc);
-  // The extent of memory the view touches, for the storage's byte count. A
-  // span that overflows, or reaches past the address space, cannot describe
-  // real memory: the strides are wrong.
-  std::int64_t lo = 0, hi = 0;
-  auto bad_strides = [&](const std::string& why) {
-    std::string list;
-    for (std::size_t i = 0; i < strides.size(); ++i) list += (i ? ", " : "") + std::to_string(strides[i]);
-    user_error("borrow", "strides (" + list + ") for shape " + shape.str() + " " + why, loc);
-  };
-  if (n > 0) {
-    for (int i = 0; i < shape.ndim(); ++i) {
-      std::int64_t span = 0;
-      if (__builtin_mul_overflow(strides[static_cast<std::size_t>(i)], shape[i] - 1, &span) ||
-          __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi)) {
-        bad_strides("reach further than any memory (the span overflows int64)");
-      }
-    }
-    std::int64_t elems = 0;
-    if (__builtin_sub_overflow(hi, lo, &elems) || elems >= static_cast<std::int64_t>(trace::kMaxArrayBytes / sizeof(T))) {
-      bad_strides("span more than 2^62 bytes");
-    }
-    const auto addr = reinterpret_cast<std::uintptr_t>(ptr);
-    if (addr < static_cast<std::uintptr_t>(-lo) * sizeof(T) ||
-        UINTPTR_MAX - addr < static_cast<std::uintptr_t>(hi) * sizeof(T)) {
-      bad_strides("reach outside the address space from " + std::to_string(addr));
-    }
-  }
+  const detail::ForeignSpan span =
+      detail::check_foreign_layout(ptr, dtype_of<std::remove_const_t<T>>, shape, strides, "borrow", loc);
   // Negative strides walk below ptr: the storage starts at the lowest address.
-  auto s = cpu::host_borrow(const_cast<std::remove_const_t<T>*>(ptr) + lo,
-                            static_cast<std::size_t>(n > 0 ? hi - lo + 1 : 0) * sizeof(T));
+  auto s = cpu::host_borrow(span.bytes ? const_cast<std::remove_const_t<T>*>(ptr) + span.lo
+                                       : const_cast<std::remove_const_t<T>*>(ptr),
+                            span.bytes);
   return leaf(std::move(s), dtype_of<std::remove_const_t<T>>, std::move(shape), std::move(strides),
-              loc, -lo);
+              loc, -span.lo);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("borrow", loc);
 }

@@ -22,23 +22,57 @@ struct ForeignStorage : Storage {
 
 }  // namespace
 
+ForeignSpan check_foreign_layout(const void* data, DType dtype, const Shape& shape,
+                                 const std::vector<std::int64_t>& strides, const char* fn, const Loc& loc) {
+  if (shape.ndim() > trace::kMaxRank) {
+    user_error(fn, "a shape of " + std::to_string(shape.ndim()) + " axes (arrays have at most " +
+                       std::to_string(trace::kMaxRank) + ")", loc);
+  }
+  if (static_cast<int>(strides.size()) != shape.ndim()) {
+    user_error(fn, std::to_string(strides.size()) + " strides given for shape " + shape.str(), loc);
+  }
+  trace::check_array_size(shape, dtype, fn, loc);  // the count within int64 and 2^62 bytes
+  const std::int64_t n = shape.numel();
+  if (!data && n > 0) user_error(fn, "null data pointer for shape " + shape.str(), loc);
+  ForeignSpan span;
+  if (n == 0) return span;
+  auto bad_strides = [&](const std::string& why) {
+    std::string list;
+    for (std::size_t i = 0; i < strides.size(); ++i) list += (i ? ", " : "") + std::to_string(strides[i]);
+    user_error(fn, "strides (" + list + ") for shape " + shape.str() + " " + why, loc);
+  };
+  // The extent of memory the view touches. A span that overflows, or reaches
+  // past the address space, cannot describe real memory: the strides are wrong.
+  std::int64_t lo = 0, hi = 0;
+  for (int i = 0; i < shape.ndim(); ++i) {
+    std::int64_t reach = 0;
+    if (__builtin_mul_overflow(strides[static_cast<std::size_t>(i)], shape[i] - 1, &reach) ||
+        __builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi)) {
+      bad_strides("reach further than any memory (the span overflows int64)");
+    }
+  }
+  const auto item = static_cast<std::uint64_t>(itemsize(dtype));
+  std::int64_t elems = 0;
+  if (__builtin_sub_overflow(hi, lo, &elems) || static_cast<std::uint64_t>(elems) >= trace::kMaxArrayBytes / item) {
+    bad_strides("span more than 2^62 bytes");
+  }
+  const auto addr = reinterpret_cast<std::uintptr_t>(data);
+  if (addr < static_cast<std::uintptr_t>(-lo) * item || UINTPTR_MAX - addr < static_cast<std::uintptr_t>(hi) * item) {
+    bad_strides("reach outside the address space from " + std::to_string(addr));
+  }
+  span.lo = lo;
+  span.bytes = static_cast<std::size_t>(elems + 1) * item;
+  return span;
+}
+
 Array import_borrowed(void* data, DType dtype, Shape shape, std::vector<std::int64_t> strides,
                       std::function<void()> give_back, const char* fn, const Loc& loc, Device device,
                       void* producer_stream) {
   trace::Scope scope;
-  if (static_cast<int>(strides.size()) != shape.ndim()) user_error(fn, "strides and shape differ in length", loc);
-  std::int64_t n = trace::checked_numel(shape.dims(), fn, loc);
-  if (!data && n > 0) user_error(fn, "null data pointer for shape " + shape.str(), loc);
-  std::int64_t lo = 0, hi = 0;  // the span the view touches, in elements
-  if (n > 0) {
-    for (int i = 0; i < shape.ndim(); ++i) {
-      std::int64_t span = strides[static_cast<std::size_t>(i)] * (shape[i] - 1);
-      (span < 0 ? lo : hi) += span;
-    }
-  }
-  const auto item = static_cast<std::int64_t>(itemsize(dtype));
-  void* first = static_cast<char*>(data) + lo * item;
-  const auto bytes = static_cast<std::size_t>(n > 0 ? (hi - lo + 1) * item : 0);
+  const ForeignSpan span = check_foreign_layout(data, dtype, shape, strides, fn, loc);
+  const std::int64_t lo = span.lo;
+  const std::size_t bytes = span.bytes;
+  void* first = span.bytes ? static_cast<char*>(data) + lo * static_cast<std::int64_t>(itemsize(dtype)) : data;
   std::shared_ptr<Storage> s;
   std::function<void()>* arm = nullptr;
   switch (device.kind) {

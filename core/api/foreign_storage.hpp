@@ -11,6 +11,23 @@
 
 namespace aj::detail {
 
+// Where a foreign layout's elements lie, relative to `data` (the element at
+// index [0, ...]): the lowest element offset `lo` (<= 0; negative strides
+// reach below data) and the bytes from that element to one past the highest.
+struct ForeignSpan {
+  std::int64_t lo = 0;
+  std::size_t bytes = 0;
+};
+
+// The one check every import of foreign memory goes through (aj::borrow,
+// aj::cuda::borrow, the C views, DLPack): rank at most trace::kMaxRank, one
+// stride per axis (in elements, any sign), an element count within int64 and
+// 2^62 bytes, null data only for zero elements, and an element span that
+// overflows nothing, stays within 2^62 bytes and does not leave the address
+// space from `data`. A user error naming `fn` and `loc` otherwise.
+ForeignSpan check_foreign_layout(const void* data, DType dtype, const Shape& shape,
+                                 const std::vector<std::int64_t>& strides, const char* fn, const Loc& loc);
+
 // An array over `data` (the element at index [0, ...]) with `strides` in
 // elements (any sign, zero allowed). `give_back` runs exactly once, when the
 // storage dies; if this throws, nothing was taken and it never runs.

@@ -96,6 +96,9 @@ std::int64_t checked_numel(const std::vector<std::int64_t>& dims, const char* op
 // item size): no system has that much memory, and every buffer size computed
 // downstream then fits in size_t with room to spare.
 inline constexpr std::uint64_t kMaxArrayBytes = std::uint64_t{1} << 62;
+// No array has more axes than this (NumPy's limit too): checked_numel refuses
+// more, as do the C API's shapes and every import of foreign memory.
+inline constexpr int kMaxRank = 64;
 // checked_numel, then the byte limit for dtype `t`.
 void check_array_size(const Shape& shape, DType t, const char* op, const Loc& loc);
 

@@ -1,7 +1,9 @@
 // The C API (arrayjit/arrayjit.h): version, errors, handles, creation,
 // queries, evaluation and reading values out. The ops are in c/ops.cpp,
 // traced functions in c/function.cpp, strided views in c/view.cpp.
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -18,20 +20,24 @@ thread_local std::string t_last_error;
 // Set when the message itself could not be stored (out of memory).
 thread_local const char* t_fallback = nullptr;
 
-// Drops every " (at FILE:LINE)" whose FILE is one of the C boundary's own
-// sources: the line an op names is the caller's, and for C that is here.
-std::string without_own_lines(std::string s) {
+// What a C caller reads: no " (at FILE:LINE)" naming one of the C boundary's
+// own sources (the line an op names is the caller's, and for C that is
+// here), and no "aj::<fn>: " repeating the C function's own name.
+std::string without_own_lines(const char* fn, std::string s) {
+  static constexpr const char* kOwn[] = {"api.cpp", "dlpack.cpp", "function.cpp", "handles.cpp", "ops.cpp", "view.cpp"};
   std::size_t from = 0;
   while ((from = s.find(" (at ", from)) != std::string::npos) {
     const std::size_t close = s.find(')', from);
     if (close == std::string::npos) break;
     const std::string file = s.substr(from + 5, s.find(':', from) - (from + 5));
-    if (file.rfind("c_", 0) == 0 || file == "dlpack.cpp") {
+    if (std::find(std::begin(kOwn), std::end(kOwn), file) != std::end(kOwn)) {
       s.erase(from, close + 1 - from);
     } else {
       from = close;
     }
   }
+  const std::string again = std::string("aj::") + fn + ": ";
+  if (s.rfind(again, 0) == 0) s.erase(0, again.size());
   return s;
 }
 
@@ -96,7 +102,7 @@ void give_text(const std::string& text, char* buf, std::size_t cap, std::size_t*
 
 void set_last_error(const char* fn, const char* what) {
   try {
-    t_last_error = std::string(fn) + ": " + without_own_lines(what);
+    t_last_error = std::string(fn) + ": " + without_own_lines(fn, what);
     t_fallback = nullptr;
   } catch (...) {  // out of memory for the message itself: a static one
     t_fallback = "out of memory (the error message could not be stored)";
@@ -126,6 +132,10 @@ aj_device_type device_code(Device::Kind k) {
 Shape shape_arg(const std::int64_t* shape, std::int32_t ndim, const char* what) {
   if (ndim < 0) c_error(std::string("negative ndim ") + std::to_string(ndim) + " for the " + what);
   if (ndim > 0 && !shape) c_error(std::string("null ") + what + " with ndim " + std::to_string(ndim));
+  if (ndim > trace::kMaxRank) {
+    c_error(std::string("ndim ") + std::to_string(ndim) + " for the " + what + " (arrays have at most " +
+            std::to_string(trace::kMaxRank) + " axes)");
+  }
   return Shape(std::vector<std::int64_t>(shape, shape + ndim));
 }
 

@@ -4,7 +4,9 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 
 #include "arrayjit/cuda.hpp"
 #include "backends/cpu/host_memory.hpp"
@@ -23,6 +25,18 @@ struct ViewOwner {
   Array array;
   std::vector<std::int64_t> shape, strides;
 };
+
+// The owners handed out and not yet given back: aj_view_release of a struct
+// copy whose original was released already finds nothing and does nothing
+// (a double free otherwise). Leaked on purpose: views may outlive statics.
+struct LiveViews {
+  std::mutex mu;
+  std::unordered_set<const void*> owners;
+};
+LiveViews& live_views() {
+  static auto* v = new LiveViews;
+  return *v;
+}
 }  // namespace
 
 static_assert(AJ_BF16 == static_cast<int>(DType::bf16) && AJ_BF16 + 1 == kNumDTypes,
@@ -171,13 +185,24 @@ aj_status aj_view_acquire(aj_array a, int flags, aj_view* view) {
     view->device_id = d.device.index;
     view->readonly = (flags & AJ_VIEW_WRITABLE) ? 0 : 1;
     owner->array = std::move(d.owner);
+    {
+      aj::c_api::LiveViews& live = aj::c_api::live_views();
+      std::lock_guard<std::mutex> lock(live.mu);
+      live.owners.insert(owner.get());  // may throw: nothing handed out yet
+    }
     view->owner = owner.release();
   });
 }
 
 void aj_view_release(aj_view* view) {
   if (!view || view->struct_size < aj::c_api::kViewSizeV1) return;  // never acquired
-  delete static_cast<aj::c_api::ViewOwner*>(view->owner);
+  bool ours = false;
+  if (view->owner) {
+    aj::c_api::LiveViews& live = aj::c_api::live_views();
+    std::lock_guard<std::mutex> lock(live.mu);
+    ours = live.owners.erase(view->owner) == 1;
+  }
+  if (ours) delete static_cast<aj::c_api::ViewOwner*>(view->owner);
   const std::size_t size = view->struct_size;
   *view = aj_view{};
   view->struct_size = size;

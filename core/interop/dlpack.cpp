@@ -126,6 +126,10 @@ Array import_tensor(Managed* m, void* producer_stream, const char* op, const Loc
   }
   const DType dtype = aj_dtype(t.dtype, op, loc);
   if (t.ndim < 0 || (t.ndim > 0 && !t.shape)) user_error(op, "bad ndim or null shape", loc);
+  if (t.ndim > trace::kMaxRank) {
+    user_error(op, "a shape of " + std::to_string(t.ndim) + " axes (arrays have at most " +
+                       std::to_string(trace::kMaxRank) + ")", loc);
+  }
   Shape shape(std::vector<std::int64_t>(t.shape, t.shape + t.ndim));
   std::vector<std::int64_t> strides =
       t.strides ? std::vector<std::int64_t>(t.strides, t.strides + t.ndim) : contiguous_strides(shape);
@@ -134,7 +138,18 @@ Array import_tensor(Managed* m, void* producer_stream, const char* op, const Loc
     user_error(op, "byte_offset " + std::to_string(t.byte_offset) + " is not a multiple of the item size " +
                        std::to_string(item), loc);
   }
-  void* data = static_cast<char*>(t.data) + t.byte_offset;
+  // The offset moves a real pointer, and must not wrap it; null data stays
+  // null (the layout check allows it for zero elements only), whatever the
+  // offset says.
+  void* data = t.data;
+  if (data) {
+    if (UINTPTR_MAX - reinterpret_cast<std::uintptr_t>(data) < t.byte_offset) {
+      user_error(op, "byte_offset " + std::to_string(t.byte_offset) + " from data " +
+                         std::to_string(reinterpret_cast<std::uintptr_t>(data)) + " wraps around the address space",
+                 loc);
+    }
+    data = reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(data) + t.byte_offset);
+  }
   return detail::import_borrowed(data, dtype, std::move(shape), std::move(strides),
                                 [m] { if (m->deleter) m->deleter(m); }, op, loc, device, producer_stream);
 }

@@ -22,5 +22,6 @@ void check_fails(int got, int status, const char* words, const char* call, const
 
 void error_paths(void); /* errors.c */
 void ownership(void);   /* errors.c */
+void header_contracts(void); /* errors.c */
 
 #endif

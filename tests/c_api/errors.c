@@ -10,7 +10,8 @@
 
 void check_fails(int got, int status, const char* words, const char* call, const char* file, int line) {
   ++checks_run;
-  if (got != status || strstr(aj_last_error(), words) == NULL) {
+  /* A C caller has no source line of arrayjit's to read: none is named. */
+  if (got != status || strstr(aj_last_error(), words) == NULL || strstr(aj_last_error(), ".cpp:") != NULL) {
     ++checks_failed;
     printf("  CHECK FAILED at %s:%d: %s gave status %d (expected %d), message \"%s\" (expected to contain \"%s\")\n",
            file, line, call, got, status, aj_last_error(), words);
@@ -92,7 +93,6 @@ void error_paths(void) {
   CHECK_FAILS(aj_zeros(NULL, 2, AJ_F32, &out), AJ_ERROR_USER, "null shape");
   CHECK_FAILS(aj_array_from_data(NULL, AJ_F32, s4, 1, &out), AJ_ERROR_USER, "null data");
   CHECK_FAILS(aj_array_shape(m, NULL, 2), AJ_ERROR_USER, "null shape");
-  CHECK_FAILS(aj_sum(m, NULL, 1, 0, &out), AJ_ERROR_USER, "null axes");
   CHECK_FAILS(aj_concatenate(NULL, 2, 0, &out), AJ_ERROR_USER, "null array list");
   {
     aj_function g = f;
@@ -195,4 +195,98 @@ void ownership(void) {
   desc.n_outputs = 0;
   CHECK_FAILS(aj_function_new(&desc, &f), AJ_ERROR_USER, "n_outputs");
   CHECK(calls == 2);
+}
+
+/* The header's contracts that an earlier release broke: NULL axis lists with
+ * a count (NULL means all axes, the count unread), releasing a struct copy of
+ * a view after the original (ignored, not a double free), at most 64 axes,
+ * and foreign layouts checked before anything is read. */
+void header_contracts(void) {
+  const float values[6] = {1.5f, -2.0f, 4.25f, 8.0f, -0.5f, 3.0f};
+  const int64_t s23[2] = {2, 3}, s1x6x1[3] = {1, 6, 1};
+  int64_t shape[3] = {0, 0, 0}, ones[65];
+  aj_array m = {0}, out = {0}, col = {0};
+  aj_view view, copy;
+  float got[6];
+  double total = 0;
+  int32_t ndim = 0;
+  int i, calls = 0;
+  size_t live = aj_live_handles();
+  CHECK(aj_array_from_data(values, AJ_F32, s23, 2, &m) == AJ_OK);
+
+  /* NULL axes with a nonzero (even negative) count: all axes */
+  CHECK(aj_sum(m, NULL, 1, 0, &out) == AJ_OK);
+  CHECK(aj_array_item_f64(out, &total) == AJ_OK);
+  CHECK(total == 1.5 - 2.0 + 4.25 + 8.0 - 0.5 + 3.0);
+  CHECK(aj_array_release(out) == AJ_OK);
+  CHECK(aj_max(m, NULL, -7, 1, &out) == AJ_OK);
+  CHECK(aj_array_ndim(out, &ndim) == AJ_OK && ndim == 2);
+  CHECK(aj_array_item_f64(out, &total) == AJ_OK && total == 8.0);
+  CHECK(aj_array_release(out) == AJ_OK);
+  /* NULL perm with a count: reversed axes */
+  CHECK(aj_transpose(m, NULL, 5, &out) == AJ_OK);
+  CHECK(aj_array_shape(out, shape, 3) == AJ_OK && shape[0] == 3 && shape[1] == 2);
+  CHECK(aj_array_read(out, AJ_F32, got, sizeof got, NULL) == AJ_OK);
+  CHECK(got[0] == values[0] && got[1] == values[3] && got[5] == values[5]);
+  CHECK(aj_array_release(out) == AJ_OK);
+  /* NULL squeeze axes with a count: every extent-1 axis */
+  CHECK(aj_reshape(m, s1x6x1, 3, &col) == AJ_OK);
+  CHECK(aj_squeeze(col, NULL, 4, &out) == AJ_OK);
+  CHECK(aj_array_shape(out, shape, 3) == AJ_OK && aj_array_ndim(out, &ndim) == AJ_OK && ndim == 1 && shape[0] == 6);
+  CHECK(aj_array_release(out) == AJ_OK);
+  CHECK(aj_array_release(col) == AJ_OK);
+  /* a non-NULL list with a negative count is still an error */
+  CHECK_FAILS(aj_sum(m, (const int32_t*)shape, -1, 0, &out), AJ_ERROR_USER, "negative number of axes");
+
+  /* at most 64 axes, as in C++ */
+  for (i = 0; i < 65; ++i) ones[i] = 1;
+  CHECK(aj_zeros(ones, 64, AJ_F32, &out) == AJ_OK);
+  CHECK(aj_array_release(out) == AJ_OK);
+  CHECK_FAILS(aj_zeros(ones, 65, AJ_F32, &out), AJ_ERROR_USER, "at most 64");
+  CHECK(AJ_IS_NULL(out));
+
+  /* a view's struct copy released after the original: ignored */
+  memset(&view, 0, sizeof view);
+  view.struct_size = sizeof view;
+  CHECK(aj_view_acquire(m, AJ_VIEW_ANY, &view) == AJ_OK);
+  copy = view;
+  aj_view_release(&view);
+  CHECK(view.owner == NULL);
+  aj_view_release(&copy); /* already given back: nothing happens */
+  aj_view_release(&copy);
+  CHECK(aj_array_read(m, AJ_F32, got, sizeof got, NULL) == AJ_OK && got[2] == values[2]);
+
+  /* hostile layouts: refused before a byte is read, the release never called */
+  {
+    const int64_t rows3[2] = {3, 1}, huge_strides[2] = {(int64_t)1 << 62, 4};
+    const int64_t down[1] = {2}, far_below[1] = {-((int64_t)1 << 61)};
+    const int64_t many[1] = {(int64_t)1 << 62};
+    aj_view v;
+    memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    v.data = (void*)values;
+    v.dtype = AJ_F32;
+    v.itemsize = 4;
+    v.device_type = AJ_DEVICE_CPU;
+    v.ndim = 2;
+    v.shape = rows3;
+    v.strides = huge_strides;
+    CHECK_FAILS(aj_array_from_view(&v, count_release, &calls, &out), AJ_ERROR_USER, "2^62 bytes");
+    CHECK_FAILS(aj_array_copy_view(&v, &out), AJ_ERROR_USER, "2^62 bytes");
+    v.ndim = 1;
+    v.shape = down;
+    v.strides = far_below;
+    CHECK_FAILS(aj_array_from_view(&v, count_release, &calls, &out), AJ_ERROR_USER, "address space");
+    v.shape = many;
+    v.strides = NULL;
+    CHECK_FAILS(aj_array_from_view(&v, count_release, &calls, &out), AJ_ERROR_USER, "2^62 bytes");
+    v.shape = down;
+    v.data = NULL;
+    CHECK_FAILS(aj_array_copy_view(&v, &out), AJ_ERROR_USER, "null data");
+    CHECK(AJ_IS_NULL(out));
+    CHECK(calls == 0);
+  }
+
+  CHECK(aj_array_release(m) == AJ_OK);
+  CHECK(aj_live_handles() == live);
 }

@@ -100,6 +100,7 @@ int main(void) {
   training();
   error_paths();
   ownership();
+  header_contracts();
   CHECK(aj_live_handles() == 0); /* every handle made above was released */
   if (checks_failed) {
     printf("FAILED: %d of %d checks\n", checks_failed, checks_run);

@@ -31,9 +31,13 @@
  *  - The handle table may be used from several threads at once; the arrays
  *    behind the handles follow the C++ API's threading rules.
  *
- * Shapes, axes. A shape is `(const int64_t* shape, int32_t ndim)`; an axis
- * list `(const int32_t* axes, int32_t naxes)`; negative axes count from the
- * end. Strides passed in or out of this header are in BYTES.
+ * Shapes, axes. A shape is `(const int64_t* shape, int32_t ndim)`, ndim at
+ * most 64 (as in C++ and NumPy); an axis list `(const int32_t* axes, int32_t
+ * naxes)`; negative axes count from the end. Strides passed in or out of this
+ * header are in BYTES. Foreign memory (views, DLPack) is checked before it
+ * is read: an element span that overflows int64, exceeds 2^62 bytes or
+ * leaves the address space, an offset that wraps the pointer, or NULL data
+ * for a nonempty shape is an error (AJ_ERROR_USER), and nothing is taken.
  *
  * Structs passed in start with `size_t struct_size`, set by the caller to
  * sizeof(the struct) as its header declares it, so fields can be appended
@@ -231,8 +235,8 @@ AJ_C_API aj_status aj_scalar_bool(int value, aj_array* out);
   X(where) /* where(cond, a, b): cond is bool */     \
   X(clip)  /* clip(x, lo, hi) */
 
-/* Reductions over `axes` (NULL: all axes; naxes 0 with a non-NULL pointer:
- * none), keeping the reduced axes as extent 1 when keepdims is nonzero:
+/* Reductions over `axes` (NULL: all axes, naxes not read; naxes 0 with a
+ * non-NULL pointer: none), keeping the reduced axes as extent 1 when keepdims is nonzero:
  * aj_status aj_<name>(aj_array x, const int32_t* axes, int32_t naxes, int keepdims, aj_array* out).
  * sum/prod of bool or i32 accumulate in i64; mean of integers is f64. */
 #define AJ_REDUCE_OPS(X) \
@@ -271,11 +275,11 @@ AJ_C_API aj_status aj_to_device(aj_array x, aj_device_type type, int32_t device_
 
 /* One extent may be -1 (inferred). */
 AJ_C_API aj_status aj_reshape(aj_array x, const int64_t* shape, int32_t ndim, aj_array* out);
-/* perm NULL: reverse the axes. */
+/* perm NULL: reverse the axes (nperm not read). */
 AJ_C_API aj_status aj_transpose(aj_array x, const int32_t* perm, int32_t nperm, aj_array* out);
 AJ_C_API aj_status aj_broadcast_to(aj_array x, const int64_t* shape, int32_t ndim, aj_array* out);
 AJ_C_API aj_status aj_expand_dims(aj_array x, int32_t axis, aj_array* out);
-/* axes NULL: every axis of extent 1. */
+/* axes NULL: every axis of extent 1 (naxes not read). */
 AJ_C_API aj_status aj_squeeze(aj_array x, const int32_t* axes, int32_t naxes, aj_array* out);
 
 /* "Not given" for a slice bound: from the start / to the end in the
@@ -434,7 +438,9 @@ typedef struct aj_view {
  * buffer another array shares). */
 AJ_C_API aj_status aj_view_acquire(aj_array a, int flags, aj_view* view);
 /* Give everything back; the view is zeroed but for struct_size. A zeroed view
- * is ignored. */
+ * is ignored, and so is a view whose owner was already given back: a struct
+ * copy of a released view, released again, does nothing (arrayjit keeps the
+ * set of views it handed out; nothing of the copy is read but owner). */
 AJ_C_API void aj_view_release(aj_view* view);
 
 /* An array that borrows the memory `view` describes (CPU or CUDA-host; strides
