@@ -108,6 +108,12 @@ NodeId Graph::grow() {
   const NodeId id = count_;
   const std::size_t seg = id >> kSegmentShift;
   if (seg == segments_.size()) {
+    // Room, first, for every id of the new segment on the free list and on
+    // maybe_free's stack: freeing then allocates nothing, so destroying an
+    // array cannot run out of memory (a throw here has changed nothing).
+    const std::size_t ids = (segments_.size() + 1) * kSegment;
+    free_.reserve(ids);
+    free_work_.reserve(ids + 1);
     if (seg == dir_size_) {
       const std::size_t size = dir_size_ ? dir_size_ * 2 : 8;
       auto dir = std::make_unique<Node*[]>(size);
@@ -268,14 +274,21 @@ void Graph::release_use(NodeId id) {
 // node that is not evaluated yet waits for its evaluation to end (unclaim
 // frees it then): the executor will still write it. An evaluated one is
 // freed at once, so a buffer goes back to the pool when its last reader ran.
+// Allocates nothing (it runs in ~Array, which must not throw): a node goes
+// on the stack only when its last reference went, so once per walk, and the
+// stack and the free list have room for every id issued (grow reserves it).
 void Graph::maybe_free(NodeId first) {
   auto unreferenced = [&](const Node& n) {
     return n.alive && (n.claim == 0 || n.storage) && n.uses == 0 &&
            std::atomic_ref<std::uint32_t>(const_cast<Node&>(n).ext).load(std::memory_order_acquire) == 0;
   };
   if (!unreferenced((*this)[first])) return;  // the common case: still referenced
-  std::vector<NodeId>& work = free_work_;  // reused: freeing allocates nothing (lock held)
-  const std::size_t bottom = work.size();   // maybe_free does not nest, but stay safe if it did
+  std::vector<NodeId>& work = free_work_;  // reused, with room reserved (lock held)
+  // A storage's release may free arrays in turn (a C release callback that
+  // releases handles): the nested walk keeps to the entries above `bottom`.
+  // Every entry on the stack is still a distinct unreferenced node, so the
+  // reserved room holds.
+  const std::size_t bottom = work.size();
   work.push_back(first);
   while (work.size() > bottom) {
     NodeId id = work.back();
@@ -284,8 +297,9 @@ void Graph::maybe_free(NodeId first) {
     if (!unreferenced(n)) continue;
     cse_erase(id);
     for (NodeId in : n.inputs) {
-      --(*this)[in].uses;
-      work.push_back(in);
+      Node& m = (*this)[in];
+      --m.uses;
+      if (unreferenced(m)) work.push_back(in);
     }
     // Drops the storage (back to the allocator now). The vectors keep their
     // memory for add and add_leaf; a dead node's contents are never read.

@@ -190,6 +190,7 @@ class CompiledCore {
   explicit CompiledCore(std::string where) : where_(std::move(where)) {}
 
   std::vector<Array> call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace);
+  const std::string& where() const { return where_; }  // aj::compile's file:line
   CompiledCounts counts() const {
     std::lock_guard lock(mu_);
     CompiledCounts c = counts_;
@@ -837,9 +838,21 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
 std::shared_ptr<CompiledCore> make_compiled_core(Loc where) { return std::make_shared<CompiledCore>(loc_str(where)); }
 std::shared_ptr<CompiledCore> make_compiled_core(std::string name) { return std::make_shared<CompiledCore>(std::move(name)); }
 
+void compiled_out_of_memory(const CompiledCore& core) {
+  // What the failed call made is unwound; the kept programs are as before.
+  // The line is aj::compile's: a call has no location of its own.
+  throw Error(Error::Kind::runtime,
+              "aj::compile: out of memory (the system refused an allocation) calling the function compiled at " +
+                  core.where() + "; arrays made before are unchanged (at " + core.where() + ")");
+}
+
 std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
                                  const std::function<std::vector<Array>()>& trace) {
-  return core.call(args, trace);
+  try {
+    return core.call(args, trace);
+  } catch (const std::bad_alloc&) {
+    compiled_out_of_memory(core);
+  }
 }
 
 CompiledCounts compiled_counts(const CompiledCore& core) { return core.counts(); }

@@ -38,6 +38,7 @@
 #include "jit/disk_cache.hpp"
 #include "jit/host_kernel.hpp"
 #include "jit/llvm/codegen.hpp"
+#include "jit/llvm/memory_guard.hpp"
 #include "jit/llvm/runtime_symbols.hpp"
 
 namespace aj::jit {
@@ -186,6 +187,10 @@ class HostJit {
       }
       dir = cache_dir_;
     }
+    // From here to the end, LLVM works: no allocation may fail inside it
+    // (jit/llvm/memory_guard.hpp); a reserve that cannot be taken is a
+    // bad_alloc now, reported as out of memory by the evaluation.
+    LlvmMemoryGuard guard;
     std::string object;
     bool from_disk = false;
     const auto t0 = std::chrono::steady_clock::now();
@@ -271,6 +276,7 @@ class HostJit {
     cache_dir_ = d;
   }
   void clear() {
+    LlvmMemoryGuard guard(std::nothrow);  // ORC drops the code
     std::vector<llvm::orc::JITDylib*> dropped;
     {
       std::lock_guard lock(mu_);

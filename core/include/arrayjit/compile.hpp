@@ -42,6 +42,7 @@
 #include <functional>
 #include <string>
 #include <memory>
+#include <new>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -79,6 +80,8 @@ struct CallArg {
 
 class CompiledCore;
 std::shared_ptr<CompiledCore> make_compiled_core(Loc where);
+// The runtime aj::Error of a call that ran out of memory (naming aj::compile's line).
+[[noreturn]] void compiled_out_of_memory(const CompiledCore& core);
 std::shared_ptr<CompiledCore> make_compiled_core(std::string name);  // named for messages (the C API)
 
 // One call: replays a program kept for arguments like these, or calls
@@ -190,7 +193,7 @@ class Compiled {
       : f_(std::move(f)), core_(detail::make_compiled_core(where)) {}
 
   template <class... Args>
-  auto operator()(Args&&... args) const {
+  auto operator()(Args&&... args) const try {
     using R = std::decay_t<decltype(std::invoke(f_, detail::pass(std::forward<Args>(args))...))>;
     std::vector<detail::CallArg> cargs;
     cargs.reserve(sizeof...(Args) + 16);  // vector arguments add their elements
@@ -200,6 +203,8 @@ class Compiled {
     // allocating (the lambda's captures would not fit in it).
     std::vector<Array> out = detail::compiled_call(*core_, cargs, std::ref(trace));
     return detail::rebuild<R>(std::move(out));
+  } catch (const std::bad_alloc&) {
+    detail::compiled_out_of_memory(*core_);
   }
 
   // Calls traced and replayed so far, and programs kept.
