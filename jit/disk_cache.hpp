@@ -9,8 +9,14 @@
 // anything at the entry's path that is not a regular file (a FIFO, a device,
 // a directory): it is refused without blocking and without being read. The
 // key is compared in full, so an entry copied under another key's file name
-// is refused too. Writes go to a temporary file renamed into place, so
-// readers never see half a file.
+// is refused too. The header is checked before the payload is read, and a
+// file larger than kMaxEntryBytes is refused without reading it. Writes go to
+// a temporary file renamed into place, so readers never see half a file.
+//
+// The directory must be this user's and writable by no one else (else it is
+// not used, said once on stderr): whoever can write it can make every process
+// that uses it run their code, checksums or not (docs/semantics.md, "The
+// kernel cache on disk"). A directory the cache makes is mode 0700.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +37,8 @@ enum class DiskRead { hit, missing, corrupt };
 
 class DiskCache {
  public:
+  // No kernel object comes near this (they are kilobytes).
+  static constexpr std::uint64_t kMaxEntryBytes = std::uint64_t{64} << 20;
   explicit DiskCache(std::string dir) : dir_(std::move(dir)) {}
   bool enabled() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }

@@ -12,13 +12,17 @@
 // allocation of an op, for every k, in a child process).
 #include <doctest/doctest.h>
 
+#include <arrayjit/arrayjit.h>
 #include <arrayjit/arrayjit.hpp>
+#include <arrayjit/c_handle.hpp>
 
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <new>
@@ -37,17 +41,29 @@
 #include "tests/random_data.hpp"
 
 // ---- allocation failure injection ---------------------------------------------------------------
-// The k-th allocation on this thread after fail_allocation(k) throws
-// std::bad_alloc, once. Off (the default) it is plain malloc, as libstdc++'s.
+// The k-th allocation on this thread after fail_allocation(k) fails, once:
+// as the system's failure would, it calls the new_handler when one is
+// installed (the JIT's, which gives its reserve back: the allocation is then
+// retried), else throws std::bad_alloc. Off (the default) it is plain malloc,
+// as libstdc++'s.
 namespace {
 thread_local long t_allocations_until_failure = -1;
 void fail_allocation(long k) { t_allocations_until_failure = k; }
+// Whether the allocation fail_allocation(k) armed has happened (and failed).
+bool failure_reached() { return t_allocations_until_failure < 0; }
 }  // namespace
 
 void* operator new(std::size_t n) {
-  if (t_allocations_until_failure >= 0 && t_allocations_until_failure-- == 0) throw std::bad_alloc();
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
+  bool fail = t_allocations_until_failure >= 0 && t_allocations_until_failure-- == 0;
+  for (;;) {
+    if (!fail) {
+      if (void* p = std::malloc(n ? n : 1)) return p;
+    }
+    fail = false;
+    std::new_handler h = std::get_new_handler();
+    if (!h) throw std::bad_alloc();
+    h();
+  }
 }
 // GCC takes these for a free() of what `new` returned; they are the
 // replacements of that `new`, which mallocs.
@@ -897,6 +913,228 @@ TEST_CASE("out of memory while evaluating is an aj::Error (runtime) naming eval;
   CHECK_MESSAGE(report.empty(), report);
 }
 
+TEST_CASE("out of memory while compiling a kernel is an aj::Error (runtime) naming eval; LLVM never sees a failed allocation") {
+  // LLVM cannot unwind a bad_alloc: inside it, the JIT's reserve is given
+  // back and the allocation retried (jit/llvm/memory_guard.hpp); a reserve
+  // that cannot be taken fails the evaluation before LLVM starts. Each k
+  // compiles afresh (memory cache cleared, no disk cache); every k in the
+  // long tier, the first 300 and every 61st after that otherwise.
+  const std::string report = in_child([] {
+    aj::jit::set_enabled(true);
+    aj::jit::set_cache_dir("");
+    aj::jit::set_num_threads(1);
+    const bool all = std::getenv("AJ_TEST_LONG") != nullptr;
+    const auto xv = ajtest::random_magnitudes<double>(100, 36, 0.5, 2.0);
+    const Array x = aj::from_vector(xv);
+    x.eval();
+    std::vector<double> want;
+    for (double v : xv) want.push_back(std::exp(v * 3.0 + 1.0) - v);
+    auto close = [&](const std::vector<double>& got) {
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        if (!(std::fabs(got[i] - want[i]) <= 1e-14 * std::fabs(want[i]))) return false;
+      }
+      return got.size() == want.size();
+    };
+    std::string r;
+    long failures = 0, survived = 0;
+    for (long k = 0; k < 1000000; k += (all || k < 300) ? 1 : 61) {
+      aj::jit::clear_memory_cache();
+      const aj::Stats before = aj::stats();
+      Array y;
+      const int at = __LINE__ + 3;
+      try {
+        fail_allocation(k);
+        y = aj::exp(x * 3.0 + 1.0) - x;
+        y.eval();
+      } catch (const aj::Error& e) {
+        fail_allocation(-1);
+        ++failures;
+        const std::string msg = e.what();
+        if (e.kind() != Kind::runtime || msg.find("out of memory") == std::string::npos ||
+            (msg.find(here(at)) == std::string::npos && msg.find(here(at + 1)) == std::string::npos)) {
+          r += "allocation " + std::to_string(k) + ": " + msg + "\n";
+        }
+        y = Array();
+        if (aj::stats().live_nodes != before.live_nodes) r += "allocation " + std::to_string(k) + ": nodes left\n";
+        continue;
+      } catch (const std::exception& e) {
+        fail_allocation(-1);
+        r += "allocation " + std::to_string(k) + ": not an aj::Error: " + e.what() + "\n";
+        continue;
+      }
+      const bool reached = failure_reached();
+      fail_allocation(-1);
+      if (!close(y.to_vector<double>())) r += "allocation " + std::to_string(k) + ": wrong values\n";
+      if (aj::stats().kernels_compiled == before.kernels_compiled) r += "allocation " + std::to_string(k) + ": nothing compiled\n";
+      if (!reached) break;  // the evaluation made fewer than k + 1 allocations: all were tried
+      ++survived;
+    }
+    if (survived == 0) r += "no failed allocation inside LLVM was survived\n";
+    if (failures == 0) r += "no allocation failed\n";
+    return r;
+  });
+  CHECK_MESSAGE(report.empty(), report);
+}
+
+namespace {
+
+aj_status c_scale_add(void*, const aj_array* in, aj_array* out) {
+  aj_array e{};
+  if (aj_status st = aj_exp(in[0], &e); st != AJ_OK) return st;
+  return aj_multiply(e, in[1], out);  // e is the callback's: released by the call
+}
+}  // namespace
+
+TEST_CASE("out of memory while destroying arrays, C handles, views and compiled functions never terminates") {
+  // Destruction must allocate nothing (or survive failing to): each k fails
+  // the k-th allocation of the teardown; a destructor that let bad_alloc out
+  // would end the child (std::terminate), which the report shows.
+  const std::string report = in_child([] {
+    aj::jit::set_num_threads(1);
+    const auto xv = ajtest::random_magnitudes<double>(64, 31, 0.5, 9.0);
+    const Array base = aj::from_vector(xv);
+    base.eval();
+    std::string r;
+    for (long k = 0; k < 100000; ++k) {
+      const aj::Stats start = aj::stats();
+      const std::size_t handles = aj_live_handles();
+      std::vector<Array> kept;
+      {
+        Array chain = base;  // unevaluated, over several of the graph's node segments
+        for (int i = 0; i < 3000; ++i) chain = chain * 1.0001 + 0.5;
+        kept = {chain, aj::sum(chain), (base * 2.0 - 1.0).eval(), aj::concatenate({base, chain}, 0)};
+      }
+      aj_array h = aj::to_c(base * 3.0);
+      aj_view view{};
+      view.struct_size = sizeof view;
+      if (aj_view_acquire(h, AJ_VIEW_ANY, &view) != AJ_OK) return r + "aj_view_acquire failed\n";
+      std::optional compiled = aj::compile([](const Array& a) { return a * 2.0 + 1.0; });
+      (void)(*compiled)(base);
+      (void)(*compiled)(base);  // a program kept, replayed
+      fail_allocation(k);
+      kept.clear();
+      aj_view_release(&view);
+      const aj_status released = aj_array_release(h);
+      compiled.reset();
+      const bool reached = failure_reached();
+      fail_allocation(-1);
+      const std::string at = "allocation " + std::to_string(k) + " of the teardown: ";
+      if (released != AJ_OK) r += at + "aj_array_release failed: " + aj_last_error() + "\n";
+      if (aj_live_handles() != handles) r += at + "handles left\n";
+      if (aj::stats().live_nodes != start.live_nodes) {
+        r += at + "live nodes " + std::to_string(start.live_nodes) + " -> " + std::to_string(aj::stats().live_nodes) + "\n";
+      }
+      if (!reached) return r;  // the teardown made fewer than k + 1 allocations
+    }
+    return r + "the teardown never stopped allocating\n";
+  });
+  CHECK_MESSAGE(report.empty(), report);
+}
+
+TEST_CASE("out of memory in a compiled replay is an aj::Error (runtime) naming aj::compile's line; the next call is right") {
+  const std::string report = in_child([] {
+    aj::jit::set_num_threads(1);
+    const auto xv = ajtest::random_magnitudes<double>(300, 32, 0.5, 2.0);
+    const auto yv = ajtest::random_magnitudes<double>(300, 33, 0.5, 2.0);
+    Array x = aj::from_vector(xv), y = aj::from_vector(yv);
+    std::vector<double> want;
+    for (std::size_t i = 0; i < xv.size(); ++i) want.push_back(std::exp(xv[i]) * yv[i] + 1.0);
+    const int at = __LINE__ + 1;
+    auto f = aj::compile([](const Array& a, const Array& b) { return aj::exp(a) * b + 1.0; });
+    auto close = [&](const std::vector<double>& got) {
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        if (!(std::fabs(got[i] - want[i]) <= 1e-14 * std::fabs(want[i]))) return false;
+      }
+      return got.size() == want.size();
+    };
+    std::string r;
+    for (int warm = 0; warm < 2; ++warm) {
+      if (!close(f(x, y).to_vector<double>())) r += "the warm-up call is wrong\n";
+    }
+    auto right = [&] { return x.to_vector<double>() == xv && y.to_vector<double>() == yv; };
+    r += sweep("aj::compile", at, true, [&](long k) { fail_allocation(k); return f(x, y); }, right);
+    if (!close(f(x, y).to_vector<double>())) r += "the call after the sweep is wrong\n";
+    if (f.counts().traces > 2) r += "the sweep's failures made new traces: " + std::to_string(f.counts().traces) + "\n";
+    return r;
+  });
+  CHECK_MESSAGE(report.empty(), report);
+}
+
+TEST_CASE("out of memory in the C API is AJ_ERROR_RUNTIME with a message; no handle is made or lost") {
+  const std::string report = in_child([] {
+    aj::jit::set_num_threads(1);
+    const auto xv = ajtest::random_magnitudes<float>(200, 34, 0.5, 2.0);
+    const auto yv = ajtest::random_magnitudes<float>(200, 35, 0.5, 2.0);
+    const std::int64_t n = 200;
+    aj_array x{}, y{};
+    if (aj_array_from_data(xv.data(), AJ_F32, &n, 1, &x) != AJ_OK) return std::string("aj_array_from_data failed\n");
+    if (aj_array_from_data(yv.data(), AJ_F32, &n, 1, &y) != AJ_OK) return std::string("aj_array_from_data failed\n");
+    aj_function_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.trace = c_scale_add;
+    desc.n_inputs = 2;
+    desc.n_outputs = 1;
+    desc.name = "scale_add";
+    aj_function f{};
+    if (aj_function_new(&desc, &f) != AJ_OK) return std::string("aj_function_new failed\n");
+    const aj_array in[2] = {x, y};
+    std::string r;
+    auto c_sweep = [&](const char* name, const std::function<aj_status(aj_array*)>& call) {
+      for (long k = 0; k < 100000; ++k) {
+        const std::size_t handles = aj_live_handles();
+        aj_array out{};
+        fail_allocation(k);
+        const aj_status st = call(&out);
+        fail_allocation(-1);
+        const std::string at = std::string("allocation ") + std::to_string(k) + " of " + name + ": ";
+        if (st == AJ_OK) {
+          std::vector<float> got(200);
+          if (aj_array_read(out, AJ_F32, got.data(), got.size() * sizeof(float), nullptr) != AJ_OK) {
+            r += at + "the result cannot be read\n";
+          }
+          for (std::size_t i = 0; i < got.size(); ++i) {
+            const float want = std::exp(xv[i]) * yv[i];
+            if (std::fabs(got[i] - want) > 1e-5f * std::fabs(want)) {
+              r += at + "a wrong value\n";
+              break;
+            }
+          }
+          aj_array_release(out);
+          return;
+        }
+        const std::string msg = aj_last_error();
+        if (st != AJ_ERROR_RUNTIME || msg.find("out of memory") == std::string::npos || msg.rfind("aj_", 0) != 0) {
+          r += at + "status " + std::to_string(st) + ": " + msg + "\n";
+        }
+        if (!AJ_IS_NULL(out)) r += at + "a failed call left a handle\n";
+        if (aj_live_handles() != handles) r += at + "handles " + std::to_string(handles) + " -> " + std::to_string(aj_live_handles()) + "\n";
+      }
+      r += std::string(name) + " never succeeded\n";
+    };
+    c_sweep("aj_function_call", [&](aj_array* out) { return aj_function_call(f, in, out); });  // traces
+    c_sweep("aj_function_call", [&](aj_array* out) { return aj_function_call(f, in, out); });  // replays
+    c_sweep("aj_eval", [&](aj_array* out) -> aj_status {
+      aj_array e{};
+      if (aj_status st = aj_exp(x, &e); st != AJ_OK) return st;
+      aj_array p{};
+      const aj_status st = aj_multiply(e, y, &p);
+      aj_array_release(e);
+      if (st != AJ_OK) return st;
+      if (aj_status ev = aj_eval(p); ev != AJ_OK) {
+        aj_array_release(p);
+        return ev;
+      }
+      *out = p;
+      return AJ_OK;
+    });
+    aj_function_release(f);
+    aj_array_release(x);
+    aj_array_release(y);
+    return r;
+  });
+  CHECK_MESSAGE(report.empty(), report);
+}
+
 // ---- the disk cache: what is found at an entry's path ----------------------------------------------
 
 namespace {
@@ -908,6 +1146,7 @@ struct TempCacheDir {
       : dir(std::filesystem::temp_directory_path() / (name + std::to_string(::getpid()))) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all);  // the cache refuses others' writes
     aj::jit::set_enabled(true);
     aj::jit::set_cache_dir(dir.string());
     aj::jit::clear_memory_cache();
@@ -991,6 +1230,105 @@ TEST_CASE("disk cache: a valid entry copied over another key's file is refused, 
   CHECK(aj::stats().kernel_disk_rejects == 1);
   CHECK(aj::stats().kernels_compiled == 1);
   CHECK(first() == want1);  // the first kernel's own entry still serves it
+}
+
+namespace {
+// This process's peak resident set since the last reset, in bytes; resets it
+// first when `reset` (Linux: /proc/self/clear_refs, "5"). -1 where neither works.
+long long peak_rss(bool reset) {
+  if (reset) {
+    std::ofstream c("/proc/self/clear_refs");
+    c << "5";
+    if (!c.flush()) return -1;
+  }
+  std::ifstream s("/proc/self/status");
+  std::string line;
+  while (std::getline(s, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("disk cache: a planted 1 GiB entry is refused from its size, without reading it") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("aj_big_unit_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  aj::jit::DiskCache c(dir.string());
+  REQUIRE(c.write("k", "payload"));
+  std::string got;
+  REQUIRE(c.read("k", &got) == aj::jit::DiskRead::hit);
+  // Measured against the same lookup of a small valid entry.
+  REQUIRE(peak_rss(true) > 0);
+  REQUIRE(c.read("k", &got) == aj::jit::DiskRead::hit);
+  const long long small_peak = peak_rss(false);
+  // 1 GiB with a valid header for this key (sparse: no disk used).
+  {
+    std::ofstream f(c.path_for("k"), std::ios::binary | std::ios::trunc);
+    f << "AJKC1\n";
+    const std::uint64_t klen = 1, plen = (std::uint64_t{1} << 30) - 6 - 8 - 1 - 16;
+    for (int i = 0; i < 8; ++i) f.put(static_cast<char>((klen >> (8 * i)) & 0xff));
+    f << "k";
+    for (int i = 0; i < 8; ++i) f.put(static_cast<char>((plen >> (8 * i)) & 0xff));
+  }
+  fs::resize_file(c.path_for("k"), std::uint64_t{1} << 30);
+  REQUIRE(peak_rss(true) > 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(c.read("k", &got) == aj::jit::DiskRead::corrupt);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const long long big_peak = peak_rss(false);
+  CAPTURE(small_peak);
+  CAPTURE(big_peak);
+  CHECK(big_peak - small_peak <= 50ll << 20);
+  CHECK(got.size() < 1024);
+  CHECK(seconds < 0.5);  // generous: reading the file alone took about 3 s
+  // A short header, a truncated key, lengths that do not add up: refused too.
+  fs::resize_file(c.path_for("k"), 10);
+  CHECK(c.read("k", &got) == aj::jit::DiskRead::corrupt);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("disk cache: a directory others may write, or another user's, is not used (one line on stderr)") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("aj_shared_unit_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  aj::jit::DiskCache c(dir.string());
+  REQUIRE(c.write("k", "payload"));  // made by the cache: 0700
+  CHECK((fs::status(dir).permissions() & (fs::perms::group_write | fs::perms::others_write)) == fs::perms::none);
+  std::string got;
+  CHECK(c.read("k", &got) == aj::jit::DiskRead::hit);
+  for (fs::perms writable : {fs::perms::others_write, fs::perms::group_write}) {
+    fs::permissions(dir, writable, fs::perm_options::add);
+    CHECK(c.read("k", &got) == aj::jit::DiskRead::missing);  // compiled instead, never read
+    CHECK(!c.write("k2", "payload"));
+    CHECK(!fs::exists(c.path_for("k2")));
+    fs::permissions(dir, writable, fs::perm_options::remove);
+  }
+  CHECK(c.read("k", &got) == aj::jit::DiskRead::hit);
+  // Another user's directory: /tmp itself (root's, and world-writable) when
+  // this test is not root; else a file where the directory should be.
+  const fs::path file = dir / "not_a_dir";
+  { std::ofstream(file) << "x"; }
+  aj::jit::DiskCache on_file(file.string());
+  CHECK(on_file.read("k", &got) == aj::jit::DiskRead::missing);
+  CHECK(!on_file.write("k", "payload"));
+  aj::jit::DiskCache tmp(fs::temp_directory_path().string());
+  if (::geteuid() != 0) {
+    CHECK(tmp.read("k", &got) == aj::jit::DiskRead::missing);
+    CHECK(!tmp.write("aj_never_written", "payload"));
+  }
+  fs::remove_all(dir);
+
+  // End to end: a world-writable cache directory is left alone; kernels still run.
+  TempCacheDir cache("aj_shared_jit_");
+  fs::permissions(cache.dir, fs::perms::others_write, fs::perm_options::add);
+  const auto v = ajtest::random_magnitudes<double>(100, 37, 0.5, 9.0);
+  aj::jit::clear_memory_cache();
+  aj::reset_stats();
+  const auto out = (aj::from_vector(v) * 2.5 + 1.0).to_vector<double>();
+  for (std::size_t i = 0; i < v.size(); ++i) CHECK(out[i] == v[i] * 2.5 + 1.0);
+  CHECK(aj::stats().kernels_compiled == 1);
+  CHECK(cache.entries().empty());
 }
 
 }  // TEST_SUITE

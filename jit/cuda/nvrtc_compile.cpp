@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -15,6 +14,7 @@
 
 #include "arrayjit/error.hpp"
 #include "jit/cuda/cuda_api.hpp"
+#include "jit/disk_cache.hpp"
 #include "base/log.hpp"
 
 namespace aj::cuda {
@@ -43,12 +43,12 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
-std::filesystem::path disk_dir() {
+// The host JIT's disk cache directory (AJ_CACHE_DIR, "off" included), with
+// a directory of its own for CUDA images; "" when disabled.
+std::string disk_dir() {
   if (const char* off = std::getenv("AJ_CUDA_DISK_CACHE"); off && std::string(off) == "0") return {};
-  if (const char* d = std::getenv("AJ_CACHE_DIR"); d && *d) return std::filesystem::path(d) / "cuda";
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "arrayjit/cuda";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache/arrayjit/cuda";
-  return {};
+  const std::string dir = jit::default_cache_dir();
+  return dir.empty() ? dir : dir + "/cuda";
 }
 
 // The architecture to compile for: `arch` itself when NVRTC knows it (cubin),
@@ -153,28 +153,6 @@ Image run_nvrtc(const KernelSource& src, int arch, bool ptx_only) {
   return img;
 }
 
-bool read_file(const std::filesystem::path& p, Image& img) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return false;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  img.bytes = ss.str();
-  return !img.bytes.empty();
-}
-
-void write_file(const std::filesystem::path& p, const std::string& bytes) {
-  std::error_code ec;
-  std::filesystem::create_directories(p.parent_path(), ec);
-  if (ec) return;  // a cache that cannot be written is only slower
-  const auto tmp = p.string() + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()))) return;
-  }
-  std::filesystem::rename(tmp, p, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-}
-
 }  // namespace
 
 std::function<std::shared_ptr<const Image>(const KernelSource&, int)>& compile_hook() {
@@ -203,23 +181,28 @@ std::shared_ptr<const Image> compile(const KernelSource& src, int arch, const Co
   }
   if (detail::log_enabled("cuda")) detail::log("cuda", "kernel " + hex(src.hash) + ":\n" + src.source);
   auto img = std::make_shared<Image>();
-  const std::filesystem::path dir = opt.disk_cache ? disk_dir() : std::filesystem::path();
-  const std::string base = hex(key);
+  // On disk through jit::DiskCache (checked header, size bound, a trusted
+  // directory), keyed by everything that makes the image: a different source
+  // under the same hash is another entry, never this one.
+  const jit::DiskCache disk(opt.disk_cache ? disk_dir() : std::string());
+  std::string disk_key;
+  if (disk.enabled()) {
+    disk_key = "cuda sm_" + std::to_string(arch) + " nvrtc " + std::to_string(nv.major) + "." +
+               std::to_string(nv.minor) + " driver " + std::to_string(opt.driver_version) +
+               (opt.ptx_only ? " ptx" : " any") + "\n" + src.source;
+  }
   bool from_disk = false;
-  if (!dir.empty()) {
-    // The file's suffix says what it holds; the arch is part of the key.
-    for (const char* ext : {".cubin", ".ptx"}) {
-      if (read_file(dir / (base + ext), *img)) {
-        img->cubin = std::string(ext) == ".cubin";
-        img->arch = arch;
-        from_disk = true;
-        break;
-      }
-    }
+  std::string payload;  // the kind ('c' cubin, 'p' PTX), then the image
+  if (disk.enabled() && disk.read(disk_key, &payload) == jit::DiskRead::hit && payload.size() > 1 &&
+      (payload[0] == 'c' || payload[0] == 'p')) {
+    img->cubin = payload[0] == 'c';
+    img->arch = arch;
+    img->bytes = payload.substr(1);
+    from_disk = true;
   }
   if (!from_disk) {
     *img = run_nvrtc(src, arch, opt.ptx_only);
-    if (!dir.empty()) write_file(dir / (base + (img->cubin ? ".cubin" : ".ptx")), img->bytes);
+    if (disk.enabled()) disk.write(disk_key, (img->cubin ? "c" : "p") + img->bytes);
   }
   std::lock_guard<std::mutex> lock(c.mu);
   ++(from_disk ? c.counters.disk_hits : c.counters.compiles);
