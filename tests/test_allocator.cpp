@@ -239,11 +239,32 @@ TEST_CASE("an evaluation that runs out of memory throws and leaves held arrays v
     aj::Array big = aj::arange(std::int64_t{1} << 57);
     aj::Array sum = big * 3;
     bool threw = false;
+    const int line = __LINE__ + 2;
     try {
       sum.eval();
     } catch (const aj::Error& e) {
       threw = true;
       CHECK(e.kind() == aj::Error::Kind::runtime);
+      // Named as the caller's evaluation, at the caller's line, with the allocator's reason.
+      const std::string what = e.what();
+      CAPTURE(what);
+      CHECK(what.rfind("aj::eval: out of host memory allocating", 0) == 0);
+      CHECK(what.find("test_allocator.cpp:" + std::to_string(line)) != std::string::npos);
+    }
+    CHECK(threw);
+    // The same through a compiled call: aj::compile's line.
+    const int compiled_at = __LINE__ + 1;
+    auto times3 = aj::compile([](const aj::Array& a) { return a * 3; });
+    threw = false;
+    try {
+      (void)times3(big);
+    } catch (const aj::Error& e) {
+      threw = true;
+      const std::string what = e.what();
+      CAPTURE(what);
+      CHECK(e.kind() == aj::Error::Kind::runtime);
+      CHECK(what.find("out of host memory") != std::string::npos);
+      CHECK(what.find("test_allocator.cpp:" + std::to_string(compiled_at)) != std::string::npos);
     }
     CHECK(threw);
   }

@@ -110,6 +110,8 @@ void eval(const std::vector<Array>& arrays, Loc loc) try {
   }
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("eval", loc);
+} catch (const detail::OutOfMemory& e) {
+  detail::rethrow_out_of_memory(e, "eval", loc);
 }
 
 namespace detail {

@@ -149,6 +149,8 @@ Array from_vector(const std::vector<T>& data, Shape shape, Loc loc) try {
   return leaf(std::move(s), t, std::move(shape), std::move(strides), loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("from_vector", loc);
+} catch (const detail::OutOfMemory& e) {
+  detail::rethrow_out_of_memory(e, "from_vector", loc);
 }
 
 template <class T>

@@ -187,7 +187,8 @@ std::shared_ptr<Storage> window_storage(const Node& n, std::size_t bytes) {
 
 class CompiledCore {
  public:
-  explicit CompiledCore(std::string where) : where_(std::move(where)) {}
+  explicit CompiledCore(std::string where, std::optional<Loc> loc = std::nullopt)
+      : where_(std::move(where)), loc_(loc) {}
 
   std::vector<Array> call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace);
   const std::string& where() const { return where_; }  // aj::compile's file:line
@@ -246,6 +247,7 @@ class CompiledCore {
   void keep(const Key& exact, std::shared_ptr<const exec::Program> prog);  // mu_ held
 
   std::string where_;
+  std::optional<Loc> loc_;  // aj::compile's, where there is one: errors evaluating arguments name it
   mutable std::mutex mu_;
   Programs exact_{kMaxPrograms};
   // Per signature without scalar values: the last program traced (to learn
@@ -769,7 +771,7 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
       if (!node_of(a).evaluated()) pending.push_back(*a.array);
     }
   }
-  if (!pending.empty()) aj::eval(pending);
+  if (!pending.empty()) loc_ ? aj::eval(pending, *loc_) : aj::eval(pending);
   // The keys are built in this thread's buffers (a replay allocates none).
   thread_local Key exact [[gnu::tls_model("initial-exec")]], scalar_free [[gnu::tls_model("initial-exec")]];
   bool has_scalars = false;
@@ -835,7 +837,9 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
   return trace_call(args, trace, traced_key, shifted ? Key{} : scalar_free_key, generic, std::move(first), std::move(trusted));
 }
 
-std::shared_ptr<CompiledCore> make_compiled_core(Loc where) { return std::make_shared<CompiledCore>(loc_str(where)); }
+std::shared_ptr<CompiledCore> make_compiled_core(Loc where) {
+  return std::make_shared<CompiledCore>(loc_str(where), where);
+}
 std::shared_ptr<CompiledCore> make_compiled_core(std::string name) { return std::make_shared<CompiledCore>(std::move(name)); }
 
 void compiled_out_of_memory(const CompiledCore& core) {
@@ -852,6 +856,11 @@ std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
     return core.call(args, trace);
   } catch (const std::bad_alloc&) {
     compiled_out_of_memory(core);
+  } catch (const OutOfMemory& e) {
+    std::string what = e.what();
+    if (what.rfind("aj: ", 0) == 0) what.erase(0, 4);
+    throw Error(Error::Kind::runtime, "aj::compile: " + what + " calling the function compiled at " + core.where() +
+                                          "; arrays made before are unchanged (at " + core.where() + ")");
   }
 }
 

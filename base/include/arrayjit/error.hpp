@@ -35,6 +35,16 @@ namespace detail {
 // What public ops do with std::bad_alloc from tracing, compiling or copying
 // out: a runtime error "aj::<op>: out of memory ... (at file.cpp:12)".
 [[noreturn]] void out_of_memory(const char* op, const Loc& loc);
+// An allocator's refusal ("aj: out of host memory allocating N bytes ..."),
+// a runtime Error: the evaluating entry points (aj::eval and what calls it,
+// compiled calls) rethrow it as theirs, with the caller's line.
+class OutOfMemory : public Error {
+ public:
+  explicit OutOfMemory(const std::string& what) : Error(Kind::runtime, what) {}
+};
+// `e` as op's error at `loc`: "aj::<op>: out of host memory ...; arrays made
+// before are unchanged (at file.cpp:12)".
+[[noreturn]] void rethrow_out_of_memory(const OutOfMemory& e, const char* op, const Loc& loc);
 }  // namespace detail
 
 }  // namespace aj
