@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/dlpack_producer.hpp"
 #include "tests/random_data.hpp"
 
 namespace {
@@ -114,36 +115,9 @@ aj_view view_of(float* data, const Layout& l, int device_type) {
 
 // A DLPack tensor over the layout, with a deleter that counts.
 template <class Managed>
-struct Produced {
-  Managed m{};
-  std::vector<i64> shape, strides;
-  int* deletes = nullptr;
-};
-template <class Managed>
 Managed* produce(float* data, const Layout& l, int* deletes, DLDeviceType dev) {
-  auto* p = new Produced<Managed>;
-  p->shape = l.shape;
-  p->strides = l.elem_strides;
-  p->deletes = deletes;
-  DLTensor& t = p->m.dl_tensor;
-  t.data = l.null_data ? nullptr : data;
-  t.byte_offset = l.byte_offset;
-  t.device = {dev, 0};
-  t.ndim = static_cast<int32_t>(p->shape.size());
-  t.dtype = {kDLFloat, 32, 1};
-  t.shape = p->shape.data();
-  t.strides = p->strides.empty() ? nullptr : p->strides.data();
-  p->m.manager_ctx = p;
-  p->m.deleter = [](Managed* self) {
-    auto* owner = static_cast<Produced<Managed>*>(self->manager_ctx);
-    ++*owner->deletes;
-    delete owner;
-  };
-  if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
-    p->m.version = {1, 0};
-    p->m.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
-  }
-  return &p->m;
+  return ajtest::produce<Managed>(l.null_data ? nullptr : data, {kDLFloat, 32, 1}, l.shape, l.elem_strides, deletes,
+                                  dev, l.byte_offset);
 }
 
 // A DLPack entry point: the import, and the producer's own deleter call when

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/dlpack_producer.hpp"
 #include "tests/random_data.hpp"
 
 namespace {
@@ -242,41 +243,7 @@ TEST_CASE("interop: aj_array_from_view borrows foreign memory; release runs once
 
 // ---- DLPack -------------------------------------------------------------------
 
-namespace {
-// A producer's tensor over a caller vector, with a counting deleter.
-template <class Managed>
-struct Produced {
-  Managed m{};
-  std::vector<std::int64_t> shape, strides;
-  int* deletes = nullptr;
-};
-
-template <class Managed>
-Managed* produce(void* data, DLDataType t, std::vector<std::int64_t> shape, std::vector<std::int64_t> strides,
-                 int* deletes, DLDeviceType dev = kDLCPU) {
-  auto* p = new Produced<Managed>;
-  p->shape = std::move(shape);
-  p->strides = std::move(strides);
-  p->deletes = deletes;
-  p->m.dl_tensor.data = data;
-  p->m.dl_tensor.device = {dev, 0};
-  p->m.dl_tensor.ndim = static_cast<int32_t>(p->shape.size());
-  p->m.dl_tensor.dtype = t;
-  p->m.dl_tensor.shape = p->shape.data();
-  p->m.dl_tensor.strides = p->strides.empty() ? nullptr : p->strides.data();
-  p->m.manager_ctx = p;
-  p->m.deleter = [](Managed* self) {
-    auto* owner = static_cast<Produced<Managed>*>(self->manager_ctx);
-    ++*owner->deletes;
-    delete owner;
-  };
-  if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
-    p->m.version = {1, 0};
-    p->m.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
-  }
-  return &p->m;
-}
-}  // namespace
+using ajtest::produce;
 
 TEST_CASE_TEMPLATE("interop: DLPack import borrows the producer's memory; the deleter runs once, last", Managed,
                    DLManagedTensorVersioned, DLManagedTensor) {
