@@ -15,6 +15,7 @@
 // (is, calls, none) is `is` where the op is a library function (the accuracy
 // one of SLEEF's: u10, u15, u35), `calls` where it is computed with one, `none`
 // where neither. Here, the fields of OpInfo; base/semantics.hpp, AJ_MATH_FUNCS.
+#define AJ_LIBM_u05(is, calls, none) is
 #define AJ_LIBM_u10(is, calls, none) is
 #define AJ_LIBM_u15(is, calls, none) is
 #define AJ_LIBM_u35(is, calls, none) is

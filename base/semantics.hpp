@@ -164,6 +164,7 @@ AJ_MATH_EXACT(fabs, fabsf, fabs)
 AJ_MATH_EXACT(floor, floorf, floor)
 AJ_MATH_EXACT(ceil, ceilf, ceil)
 AJ_MATH_EXACT(nearbyint, rintf, rint)  // the default rounding mode: half to even
+AJ_MATH_EXACT(trunc, truncf, trunc)
 AJ_MATH_EXACT(sqrt, sqrtf, sqrt)
 AJ_MATH_EXACT2(fmod, fmodf, fmod)
 AJ_MATH_EXACT2(copysign, copysignf, copysign)
@@ -293,6 +294,16 @@ template <class T> AJ_HD T int_mod(T a, T b) {
     return r;
   }
 }
+// Remainder with the sign of the dividend (C's fmod, NumPy's np.fmod on
+// integers): x fmod 0 = 0, as NumPy (which warns), and MIN fmod -1 = 0.
+template <class T> AJ_HD T int_fmod(T a, T b) {
+  if constexpr (is_unsigned_int<T>) {
+    return b == 0 ? T(0) : static_cast<T>(a % b);
+  } else {
+    if (b == 0 || b == -1) return 0;
+    return static_cast<T>(a % b);
+  }
+}
 // Float modulo with the sign of the divisor (NumPy): fmod, then shifted.
 template <class T> AJ_HD T float_mod(T a, T b) {
   T r = math::fmod(a, b);
@@ -349,7 +360,9 @@ template <class T> AJ_HD T unary(Op op, T x) {
       case Op::Neg: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round:
       case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos:
       case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
-      case Op::Erf: case Op::Erfc:
+      case Op::Erf: case Op::Erfc: case Op::Trunc:
+      case Op::Arcsin: case Op::Arccos: case Op::Arctan: case Op::Sinh: case Op::Cosh: case Op::Arcsinh:
+      case Op::Arccosh: case Op::Arctanh: case Op::Exp2: case Op::Log2: case Op::Log10: case Op::Cbrt:
       case Op::Cast: return x;  // tracing never asks
       AJ_CASES_OUTSIDE(Unary) break;
     }
@@ -364,8 +377,11 @@ template <class T> AJ_HD T unary(Op op, T x) {
         else return static_cast<T>((x > 0) - (x < 0));
       case Op::Floor:
       case Op::Ceil:
-      case Op::Round: return x;
+      case Op::Round:
+      case Op::Trunc: return x;
       case Op::Not:
+      case Op::Arcsin: case Op::Arccos: case Op::Arctan: case Op::Sinh: case Op::Cosh: case Op::Arcsinh:
+      case Op::Arccosh: case Op::Arctanh: case Op::Exp2: case Op::Log2: case Op::Log10: case Op::Cbrt:
       case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos:
       case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
       case Op::Erf: case Op::Erfc:
@@ -393,6 +409,19 @@ template <class T> AJ_HD T unary(Op op, T x) {
       case Op::Rsqrt: return T(1) / math::sqrt(x);
       case Op::Erf: return math::erf(x);
       case Op::Erfc: return math::erfc(x);
+      case Op::Trunc: return math::trunc(x);
+      case Op::Arcsin: return math::asin(x);
+      case Op::Arccos: return math::acos(x);
+      case Op::Arctan: return math::atan(x);
+      case Op::Sinh: return math::sinh(x);
+      case Op::Cosh: return math::cosh(x);
+      case Op::Arcsinh: return math::asinh(x);
+      case Op::Arccosh: return math::acosh(x);
+      case Op::Arctanh: return math::atanh(x);
+      case Op::Exp2: return math::exp2(x);
+      case Op::Log2: return math::log2(x);
+      case Op::Log10: return math::log10(x);
+      case Op::Cbrt: return math::cbrt(x);
       case Op::Not:
       case Op::Cast: return x;
       AJ_CASES_OUTSIDE(Unary) break;
@@ -411,6 +440,7 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
       case Op::Max: return a || b;
       case Op::Min: return a && b;
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Pow:
+      case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter: case Op::Fmod:
       case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
       return a;  // tracing rejects arithmetic on bool
       AJ_CASES_OUTSIDE(Binary) break;
@@ -425,6 +455,8 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
       case Op::Max: return a > b ? a : b;
       case Op::Min: return a < b ? a : b;
       case Op::Pow: return int_pow(a, b);
+      case Op::Fmod: return int_fmod(a, b);
+      case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter:  // tracing makes these float
       case Op::And: case Op::Or:
       case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
         return a;  // logical ops take bool; compare() does the comparisons
@@ -440,6 +472,11 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
       case Op::Max: return fmax_nan(a, b);
       case Op::Min: return fmin_nan(a, b);
       case Op::Pow: return math::pow(a, b);
+      case Op::Arctan2: return math::atan2(a, b);
+      case Op::Hypot: return math::hypot(a, b);
+      case Op::Copysign: return math::copysign(a, b);
+      case Op::Nextafter: return math::nextafter(a, b);
+      case Op::Fmod: return math::fmod(a, b);
       case Op::And: case Op::Or:
       case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
         return a;
@@ -462,6 +499,7 @@ template <class T> AJ_HD bool compare(Op op, T a, T b) {
       case Op::Ge: return a >= b;
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Max: case Op::Min:
       case Op::Pow: case Op::And: case Op::Or:
+      case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter: case Op::Fmod:
       AJ_CASES_OUTSIDE(Binary) break;
     }
   }

@@ -352,7 +352,10 @@ class NumpyProgram {
         {"log1p", aj::log1p},       {"expm1", aj::expm1}, {"sin", aj::sin},     {"cos", aj::cos},
         {"tan", aj::tan},           {"tanh", aj::tanh},   {"sigmoid", aj::sigmoid}, {"sqrt", aj::sqrt},
         {"rsqrt", aj::rsqrt},       {"logical_not", aj::logical_not}, {"erf", aj::erf},
-        {"erfc", aj::erfc}};
+        {"erfc", aj::erfc},         {"trunc", aj::trunc}, {"arcsin", aj::arcsin}, {"arccos", aj::arccos},
+        {"arctan", aj::arctan},     {"sinh", aj::sinh},   {"cosh", aj::cosh},   {"arcsinh", aj::arcsinh},
+        {"arccosh", aj::arccosh},   {"arctanh", aj::arctanh}, {"exp2", aj::exp2}, {"log2", aj::log2},
+        {"log10", aj::log10},       {"cbrt", aj::cbrt}};
     const auto& [name, f] = choose(ops);
     const bool logical = std::string(name) == "logical_not";
     const Val v = vals_[static_cast<std::size_t>(logical ? bool_value() : number_value())];
@@ -369,6 +372,8 @@ class NumpyProgram {
     static const std::vector<B> ops = {
         {"add", aj::add, 'a'},          {"subtract", aj::subtract, 'a'}, {"multiply", aj::multiply, 'a'},
         {"divide", aj::divide, 'a'},    {"mod", aj::mod, 'a'},           {"pow", aj::pow, 'a'},
+        {"arctan2", aj::arctan2, 'a'},  {"hypot", aj::hypot, 'a'},       {"copysign", aj::copysign, 'a'},
+        {"nextafter", aj::nextafter, 'a'}, {"fmod", aj::fmod, 'a'},
         {"true_divide", aj::true_divide, 'a'}, {"floor_divide", aj::floor_divide, 'a'},
         {"maximum", aj::maximum, 'm'},  {"minimum", aj::minimum, 'm'},
         {"equal", [](const aj::Operand& a, const aj::Operand& b) { return a == b; }, 'c'},

@@ -61,6 +61,19 @@ TEST_CASE("autodiff ops: unary elementwise ops against central differences") {
       {"cube via pow", [](const Array& x) { return aj::pow(x, 3); }, -2, 2},
       {"erf", [](const Array& x) { return aj::erf(x); }, -2, 2},
       {"erfc", [](const Array& x) { return aj::erfc(x); }, -2, 2},
+      {"arcsin", [](const Array& x) { return aj::arcsin(x); }, -0.8, 0.8},
+      {"arccos", [](const Array& x) { return aj::arccos(x); }, -0.8, 0.8},
+      {"arctan", [](const Array& x) { return aj::arctan(x); }, -3, 3},
+      {"sinh", [](const Array& x) { return aj::sinh(x); }, -2, 2},
+      {"cosh", [](const Array& x) { return aj::cosh(x); }, -2, 2},
+      {"arcsinh", [](const Array& x) { return aj::arcsinh(x); }, -3, 3},
+      {"arccosh", [](const Array& x) { return aj::arccosh(x); }, 1.2, 4},
+      {"arctanh", [](const Array& x) { return aj::arctanh(x); }, -0.8, 0.8},
+      {"exp2", [](const Array& x) { return aj::exp2(x); }, -2, 2},
+      {"log2", [](const Array& x) { return aj::log2(x); }, 0.2, 3},
+      {"log10", [](const Array& x) { return aj::log10(x); }, 0.2, 3},
+      {"cbrt", [](const Array& x) { return aj::cbrt(x); }, 0.2, 3},
+      {"cbrt of negatives", [](const Array& x) { return aj::cbrt(x); }, -3, -0.2},
   };
   std::mt19937_64 rng(11);
   for (const Case& c : cases) {
@@ -90,6 +103,12 @@ TEST_CASE("autodiff ops: binary elementwise ops with broadcasting") {
       {"maximum", [](const Array& a, const Array& b) { return aj::maximum(a, b); }, -2, 2, -2, 2},
       {"minimum", [](const Array& a, const Array& b) { return aj::minimum(a, b); }, -2, 2, -2, 2},
       {"pow", [](const Array& a, const Array& b) { return aj::pow(a, b); }, 0.3, 2, -1.5, 2},
+      {"arctan2", [](const Array& a, const Array& b) { return aj::arctan2(a, b); }, -2, 2, 0.3, 2},
+      {"arctan2 left half", [](const Array& a, const Array& b) { return aj::arctan2(a, b); }, 0.3, 2, -2, 2},
+      {"hypot", [](const Array& a, const Array& b) { return aj::hypot(a, b); }, -2, 2, 0.3, 2},
+      {"copysign", [](const Array& a, const Array& b) { return aj::copysign(a, b); }, 0.3, 2, -2, 2},
+      {"copysign of negatives", [](const Array& a, const Array& b) { return aj::copysign(a, b); }, -2, -0.3, -2, 2},
+      {"fmod", [](const Array& a, const Array& b) { return aj::fmod(a, b); }, -3, 3, 0.7, 1.3},
       {"where", [](const Array& a, const Array& b) { return aj::where(a > b, a * a, b * 3.0); }, -2, 2, -2, 2},
   };
   std::mt19937_64 rng(12);
@@ -101,7 +120,7 @@ TEST_CASE("autodiff ops: binary elementwise ops with broadcasting") {
       auto f = [&c](const std::vector<Array>& x) { return std::vector<Array>{c.f(x[0], x[1])}; };
       // "mod" must stay away from its jumps: keep a / b off the integers.
       Arg a = arg(da, rng, c.alo, c.ahi, strided), b = arg(db, rng, c.blo, c.bhi);
-      if (std::string(c.name) == "mod") {
+      if (std::string(c.name) == "mod" || std::string(c.name) == "fmod") {
         // b = +-1 and a's fractional part in [0.35, 0.65]
         for (auto& v : a.values) v = std::floor(v) + 0.5 + 0.3 * (v - std::floor(v) - 0.5);
         for (std::size_t k = 0; k < b.values.size(); ++k) b.values[k] = k % 2 ? 1.0 : -1.0;
@@ -305,8 +324,8 @@ TEST_CASE("autodiff ops: every op of the table has a rule or is declared non-dif
                     aj::op_category(op) == aj::OpCategory::Generator ||
                     aj::op_has(op, aj::opflag::Compare) || aj::op_has(op, aj::opflag::Logical) ||
                     name == "argmax" || name == "argmin" || name == "argsort" || name == "argtopk" ||
-                    name == "sign" || name == "floor" ||
-                    name == "ceil" || name == "round";
+                    name == "sign" || name == "floor" || name == "ceil" || name == "round" || name == "trunc" ||
+                    name == "nextafter";  // not differentiated (PyTorch and JAX do not either)
     CHECK_MESSAGE(ok, "op " << name << " has no derivative rule (core/autodiff/rules.cpp)");
   }
 }

@@ -117,15 +117,23 @@ TEST_CASE("cuda compile: every op x dtype x layout compiles with NVRTC") {
   const DType all[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64, DType::f16, DType::bf16};
   const DType floats[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
   using U = Array (*)(const aj::Operand&);
-  const U float_unary[] = {aj::exp, aj::log, aj::log1p, aj::expm1, aj::sin, aj::cos, aj::tan,
-                           aj::tanh, aj::sigmoid, aj::sqrt, aj::rsqrt, aj::erf, aj::erfc};
-  const U num_unary[] = {aj::negative, aj::abs, aj::sign, aj::floor, aj::ceil, aj::round};
+  const U float_unary[] = {aj::exp,    aj::log,    aj::log1p,   aj::expm1,   aj::sin,     aj::cos,
+                           aj::tan,    aj::tanh,   aj::sigmoid, aj::sqrt,    aj::rsqrt,   aj::erf,
+                           aj::erfc,   aj::arcsin, aj::arccos,  aj::arctan,  aj::sinh,    aj::cosh,
+                           aj::arcsinh, aj::arccosh, aj::arctanh, aj::exp2, aj::log2,   aj::log10, aj::cbrt};
+  const U num_unary[] = {aj::negative, aj::abs, aj::sign, aj::floor, aj::ceil, aj::round, aj::trunc};
   using B = Array (*)(const aj::Operand&, const aj::Operand&);
   const B num_binary[] = {aj::add, aj::subtract, aj::multiply, aj::divide, aj::mod,
-                          aj::maximum, aj::minimum, aj::pow};
+                          aj::maximum, aj::minimum, aj::pow, aj::fmod};
+  const B float_binary[] = {aj::arctan2, aj::hypot, aj::copysign, aj::nextafter};
   for (DType t : floats) {
     Array x = input(t, {64});
+    Array y = input(t, {64});
     for (U f : float_unary) s.add({f(x)});
+    for (B f : float_binary) {
+      if (f == aj::nextafter && aj::itemsize(t) < 4) continue;  // halves: an error (docs/semantics.md)
+      s.add({f(x, y)});
+    }
   }
   for (DType t : all) {
     Array x = input(t, {8, 16});

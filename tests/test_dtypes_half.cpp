@@ -382,8 +382,11 @@ TEST_CASE("every elementwise op on halves is the op in f32 rounded once, on ever
   using U = Array (*)(const aj::Operand&);
   using B = Array (*)(const aj::Operand&, const aj::Operand&);
   const U unary[] = {aj::negative, aj::abs, aj::sign, aj::floor, aj::ceil, aj::round, aj::exp, aj::log, aj::log1p,
-                     aj::expm1, aj::sin, aj::cos, aj::tan, aj::tanh, aj::sigmoid, aj::sqrt, aj::rsqrt};
-  const B binary[] = {aj::add, aj::subtract, aj::multiply, aj::divide, aj::mod, aj::maximum, aj::minimum, aj::pow};
+                     aj::expm1, aj::sin, aj::cos, aj::tan, aj::tanh, aj::sigmoid, aj::sqrt, aj::rsqrt,
+                     aj::trunc, aj::arcsin, aj::arccos, aj::arctan, aj::sinh, aj::cosh, aj::arcsinh, aj::arccosh,
+                     aj::arctanh, aj::exp2, aj::log2, aj::log10, aj::cbrt};
+  const B binary[] = {aj::add,     aj::subtract, aj::multiply, aj::divide,    aj::mod,      aj::maximum, aj::minimum,
+                      aj::pow,     aj::arctan2,  aj::hypot,    aj::copysign,  aj::fmod};
   for (DType t : {DType::f16, DType::bf16}) {
     CAPTURE(aj::dtype_name(t));
     for (Path p : kPaths) {
@@ -413,6 +416,20 @@ TEST_CASE("every elementwise op on halves is the op in f32 rounded once, on ever
       run([&](const Array& x, const Array& y) { return (x == y).astype(DType::f32) + (x >= y).astype(DType::f32); });
     }
   }
+}
+
+TEST_CASE("nextafter of halves is a located error (f32 arithmetic cannot step a half's ulp)") {
+  const int line = __LINE__ + 2;
+  try {
+    (void)aj::nextafter(aj::ones({3}, DType::f16), aj::zeros({3}, DType::f16));
+    FAIL("accepted");
+  } catch (const aj::Error& e) {
+    CHECK(e.kind() == aj::Error::Kind::user);
+    CHECK(std::string(e.what()).find("aj::nextafter:") != std::string::npos);
+    CHECK(std::string(e.what()).find("test_dtypes_half.cpp:" + std::to_string(line)) != std::string::npos);
+  }
+  CHECK_THROWS_AS(aj::nextafter(aj::ones({3}, DType::bf16), 2.0), aj::Error);
+  CHECK(aj::nextafter(aj::ones({1}, DType::f16).astype(DType::f32), 2.0).item<float>() == std::nextafter(1.0f, 2.0f));
 }
 
 TEST_CASE("reductions and matmul of halves accumulate in f32 and round once") {

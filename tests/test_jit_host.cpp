@@ -264,7 +264,7 @@ TEST_CASE("a math function gives the same bits for a value wherever it is: vecto
     for (DType t : {DType::f32, DType::f64}) {
       CAPTURE(std::string(aj::op_name(op)));
       CAPTURE(std::string(aj::dtype_name(t)));
-      const bool binary = aj::op_info(op).arity == 2, positive = op == Op::Pow || op == Op::Log;
+      const bool binary = aj::op_info(op).arity == 2, positive = op == Op::Pow || op == Op::Log || op == Op::Log2 || op == Op::Log10;  // NaN's bits vary
       auto kernel = [&](std::int64_t len) {
         return binary ? elementwise({t, t}, {KOp::Binary, op, t, 0, 0, 1, -1, -1}, len)
                       : elementwise({t}, {KOp::Unary, op, t, 0, 0, -1, -1, -1}, len);

@@ -66,6 +66,19 @@ const std::vector<Fn>& unary_fns() {
       {"rsqrt", [](const Array& x) { return aj::rsqrt(x); }},
       {"erf", [](const Array& x) { return aj::erf(x); }},
       {"erfc", [](const Array& x) { return aj::erfc(x); }},
+      {"trunc", [](const Array& x) { return aj::trunc(x); }},
+      {"arcsin", [](const Array& x) { return aj::arcsin(x); }},
+      {"arccos", [](const Array& x) { return aj::arccos(x); }},
+      {"arctan", [](const Array& x) { return aj::arctan(x); }},
+      {"sinh", [](const Array& x) { return aj::sinh(x); }},
+      {"cosh", [](const Array& x) { return aj::cosh(x); }},
+      {"arcsinh", [](const Array& x) { return aj::arcsinh(x); }},
+      {"arccosh", [](const Array& x) { return aj::arccosh(x); }},
+      {"arctanh", [](const Array& x) { return aj::arctanh(x); }},
+      {"exp2", [](const Array& x) { return aj::exp2(x); }},
+      {"log2", [](const Array& x) { return aj::log2(x); }},
+      {"log10", [](const Array& x) { return aj::log10(x); }},
+      {"cbrt", [](const Array& x) { return aj::cbrt(x); }},
   };
   return fns;
 }
@@ -124,8 +137,23 @@ std::vector<T> edges_of(const std::string& fn, bool dense) {
   const T log_min = std::log(L::min());                   // exp result subnormal below
   const T log_tiny = std::log(L::denorm_min()) - T(0.7);  // exp result 0 below
   const T pi = T(3.14159265358979323846);
-  const bool exps = fn == "exp" || fn == "expm1" || fn == "sigmoid";
-  const bool logs = fn == "log" || fn == "log1p" || fn == "sqrt" || fn == "rsqrt";
+  const bool exps = fn == "exp" || fn == "expm1" || fn == "sigmoid" || fn == "sinh" || fn == "cosh";
+  const bool logs = fn == "log" || fn == "log1p" || fn == "sqrt" || fn == "rsqrt" || fn == "log2" ||
+                    fn == "log10" || fn == "cbrt" || fn == "arcsinh" || fn == "arccosh";
+  // Where the inverse functions' domains end (+-1; 1 for arccosh), and exp2's
+  // overflow and underflow thresholds (the exponent range, in binades).
+  if (fn == "arcsin" || fn == "arccos" || fn == "arctanh" || fn == "arccosh") {
+    for (T p : {T(1), T(-1), T(0.5), T(-0.5), T(0.99), T(-0.99)}) around(v, p);
+  }
+  if (fn == "exp2") {
+    for (T p : {T(L::max_exponent), T(L::min_exponent - 1), T(L::min_exponent - L::digits - 1)}) {
+      around(v, p);
+      around(v, -p);
+    }
+  }
+  if (fn == "arctan") {
+    for (T p : {T(1e8), T(1e16), T(-1e8), T(-1e16)}) around(v, p);
+  }
   const bool trig = fn == "sin" || fn == "cos" || fn == "tan";
   if (exps) {
     for (T p : {log_max, log_min, log_tiny, -log_max, -log_min, -log_tiny}) around(v, p);
@@ -155,6 +183,18 @@ std::vector<T> edges_of(const std::string& fn, bool dense) {
   }
   if (fn == "log1p") sweep(v, T(-1), T(-0.99), 400);
   if (trig) sweep(v, T(-1e4), T(1e4), 2000);
+  if (fn == "arcsin" || fn == "arccos" || fn == "arctanh") {
+    sweep(v, T(-1), T(1), 4000);
+    sweep(v, T(0.999), T(1), 400);
+    sweep(v, T(-1), T(-0.999), 400);
+  }
+  if (fn == "arccosh") sweep(v, T(1), T(1.01), 400);
+  if (fn == "exp2") {
+    sweep(v, T(L::max_exponent - 2), T(L::max_exponent + 1), 400);
+    sweep(v, T(L::min_exponent - L::digits - 2), T(L::min_exponent), 800);
+  }
+  if (fn == "trunc") sweep(v, T(-10), T(10), 400);
+  if (fn == "arctan" || fn == "arcsinh" || fn == "cbrt") sweep(v, T(-50), T(50), 2000);
   if (fn == "tanh" || fn == "sigmoid") {
     sweep(v, T(-40), T(40), 2000);  // tanh saturates near 9 (f32) and 19 (f64)
     sweep(v, T(-1e-3), T(1e-3), 200);
@@ -278,12 +318,52 @@ void check_pow_edges() {
   MESSAGE(note);
 }
 
+// arctan2, hypot, copysign, nextafter, fmod: the grid of edge values against
+// each other (signed zeros and infinities meet in every quadrant), a dense
+// walk around the circle for arctan2, hypot's overflow and underflow scales,
+// and random bit patterns.
+template <class T>
+void check_binary_edges() {
+  using L = std::numeric_limits<T>;
+  const char* dt = sizeof(T) == 8 ? "f64" : "f32";
+  const struct {
+    const char* name;
+    Array (*f)(const aj::Operand&, const aj::Operand&);
+  } fns[] = {{"arctan2", aj::arctan2}, {"hypot", aj::hypot}, {"copysign", aj::copysign},
+             {"nextafter", aj::nextafter}, {"fmod", aj::fmod}};
+  for (const auto& fn : fns) {
+    std::vector<T> edges = common_edges<T>(), x, y;
+    for (T a : edges) {
+      for (T b : edges) x.push_back(a), y.push_back(b);
+    }
+    const std::size_t alone = x.size();
+    for (int i = 0; i <= 4000; ++i) {  // the circle, and large and tiny radii
+      const T t = T(i) / 4000 * T(6.283185307179586);
+      for (T r : {T(1), L::max() / 4, L::min() * 4, L::denorm_min() * 64}) {
+        x.push_back(r * std::sin(t));
+        y.push_back(r * std::cos(t));
+      }
+    }
+    std::vector<T> rx = random_bits<T>(20000, 31), ry = random_bits<T>(20000, 37);
+    x.insert(x.end(), rx.begin(), rx.end());
+    y.insert(y.end(), ry.begin(), ry.end());
+    double worst = check<T>(std::string(fn.name) + "<" + dt + ">", x, y,
+                            [&](const Array& a, const Array& b) { return fn.f(a, b); }, alone);
+    const std::string note = std::string(fn.name) + " " + dt + ": " + std::to_string(x.size()) + " inputs, worst " +
+                             std::to_string(worst) + " ulp";
+    MESSAGE(note);
+  }
+}
+
 }  // namespace
 
-TEST_CASE("jit math edges: exp log log1p expm1 sin cos tan tanh sigmoid sqrt rsqrt erf erfc, f32") {
+TEST_CASE("jit math edges: arctan2 hypot copysign nextafter fmod, f32") { check_binary_edges<float>(); }
+TEST_CASE("jit math edges: arctan2 hypot copysign nextafter fmod, f64") { check_binary_edges<double>(); }
+
+TEST_CASE("jit math edges: exp log log1p expm1 sin cos tan tanh sigmoid sqrt rsqrt erf erfc trunc arcsin arccos arctan sinh cosh arcsinh arccosh arctanh exp2 log2 log10 cbrt, f32") {
   check_unary_edges<float>();
 }
-TEST_CASE("jit math edges: exp log log1p expm1 sin cos tan tanh sigmoid sqrt rsqrt erf erfc, f64") {
+TEST_CASE("jit math edges: exp log log1p expm1 sin cos tan tanh sigmoid sqrt rsqrt erf erfc trunc arcsin arccos arctan sinh cosh arcsinh arccosh arctanh exp2 log2 log10 cbrt, f64") {
   check_unary_edges<double>();
 }
 TEST_CASE("jit math edges: pow, f32") { check_pow_edges<float>(); }

@@ -156,6 +156,13 @@ Array binary(Op op, const Operand& a, const Operand& b) try {
     user_error(name, "does not accept bool operands (" + describe_all(ops) +
                          "); use && / || for logic or astype() to a number type", loc);
   }
+  if (op_has(op, opflag::FloatOnly) && !is_float(t)) t = DType::f64;  // NumPy: ints give f64
+  if (op == Op::Nextafter && itemsize(t) < 4) {
+    // Halves compute in f32, whose next value rounds back to the operand.
+    user_error(name, "of " + std::string(dtype_name(t)) + " is not supported (" + describe_all(ops) +
+                         "): the step is the half's own ulp, which f32 arithmetic cannot give; use f32",
+               loc);
+  }
   DType out = is_compare(op) ? DType::bool_ : t;
   Shape broadcast;
   const Shape& shape = check_shapes(name, ops, widest(t, out), loc, broadcast);

@@ -149,6 +149,44 @@ Array d_erf_of(const At& at, const Array& x, double sign) {
 }
 AJ_PARTIALS(d_erf) { (void)need; d[0] = of(d_erf_of(at, n.in[0], 1.0)); }
 AJ_PARTIALS(d_erfc) { (void)need; d[0] = of(d_erf_of(at, n.in[0], -1.0)); }
+// The inverse trigonometric and hyperbolic functions: 1/sqrt(1 - x^2),
+// -1/sqrt(1 - x^2), 1/(1 + x^2); cosh, sinh; 1/sqrt(x^2 + 1), 1/sqrt(x^2 - 1),
+// 1/(1 - x^2) (infinite at the domain's edges, as the functions' slopes are).
+AJ_PARTIALS(d_arcsin) { (void)need; d[0] = recip(sqrt(at.o(at.rsub(1.0, at.mul(n.in[0], n.in[0]))))); }
+AJ_PARTIALS(d_arccos) { (void)need; d[0] = of(at.neg(rsqrt(at.o(at.rsub(1.0, at.mul(n.in[0], n.in[0])))))); }
+AJ_PARTIALS(d_arctan) { (void)need; d[0] = recip(at.add(at.mul(n.in[0], n.in[0]), 1.0)); }
+AJ_PARTIALS(d_sinh) { (void)need; d[0] = of(cosh(at.o(n.in[0]))); }
+AJ_PARTIALS(d_cosh) { (void)need; d[0] = of(sinh(at.o(n.in[0]))); }
+AJ_PARTIALS(d_arcsinh) { (void)need; d[0] = of(rsqrt(at.o(at.add(at.mul(n.in[0], n.in[0]), 1.0)))); }
+AJ_PARTIALS(d_arccosh) { (void)need; d[0] = of(rsqrt(at.o(at.add(at.mul(n.in[0], n.in[0]), -1.0)))); }
+AJ_PARTIALS(d_arctanh) { (void)need; d[0] = recip(at.rsub(1.0, at.mul(n.in[0], n.in[0]))); }
+// 2^x ln 2; 1/(x ln 2); 1/(x ln 10); cbrt: 1/(3 y^2).
+AJ_PARTIALS(d_exp2) { (void)need; d[0] = of(at.mul(n.out, 0.6931471805599453)); }
+AJ_PARTIALS(d_log2) { (void)need; d[0] = recip(at.mul(n.in[0], 0.6931471805599453)); }
+AJ_PARTIALS(d_log10) { (void)need; d[0] = recip(at.mul(n.in[0], 2.302585092994046)); }
+AJ_PARTIALS(d_cbrt) { (void)need; d[0] = recip(at.mul(at.mul(n.out, n.out), 3.0)); }
+// arctan2(y, x): x / (x^2 + y^2) and -y / (x^2 + y^2).
+AJ_PARTIALS(d_arctan2) {
+  const Array r2 = at.add(at.mul(n.in[0], n.in[0]), at.mul(n.in[1], n.in[1]));
+  if (need[0]) d[0] = of(at.div(n.in[1], r2));
+  if (need[1]) d[1] = of(at.neg(at.div(n.in[0], r2)));
+}
+// hypot(a, b): a / h and b / h.
+AJ_PARTIALS(d_hypot) {
+  if (need[0]) d[0] = of(at.div(n.in[0], n.out));
+  if (need[1]) d[1] = of(at.div(n.in[1], n.out));
+}
+// copysign(a, b) = |a| sign(b): sign(a) sign(b) for a (the signs as copysign
+// gives them, so +-1 at a = 0), 0 for b.
+AJ_PARTIALS(d_copysign) {
+  (void)need;
+  d[0] = of(at.mul(copysign(at.o(1.0), at.o(n.in[0])), copysign(at.o(1.0), at.o(n.in[1]))));
+}
+// fmod(a, b) = a - b trunc(a / b): 1 and -trunc(a / b), away from the jumps.
+AJ_PARTIALS(d_fmod) {
+  d[0] = constant(1.0);
+  if (need[1]) d[1] = of(at.neg(trunc(at.o(at.div(n.in[0], n.in[1])))));
+}
 #undef AJ_PARTIALS
 
 // ---- elementwise ops with their own rules -------------------------------------
@@ -401,7 +439,14 @@ const Rule* rule_for(Op op) {
                         add = elementwise<d_add>, sub = elementwise<d_sub>,
                         mul = elementwise<d_mul>, div = elementwise<d_div>,
                         mod = elementwise<d_mod>, pow = elementwise<d_pow>,
-                        erf = elementwise<d_erf>, erfc = elementwise<d_erfc>;
+                        erf = elementwise<d_erf>, erfc = elementwise<d_erfc>,
+                        arcsin = elementwise<d_arcsin>, arccos = elementwise<d_arccos>,
+                        arctan = elementwise<d_arctan>, sinh = elementwise<d_sinh>, cosh = elementwise<d_cosh>,
+                        arcsinh = elementwise<d_arcsinh>, arccosh = elementwise<d_arccosh>,
+                        arctanh = elementwise<d_arctanh>, exp2 = elementwise<d_exp2>,
+                        log2 = elementwise<d_log2>, log10 = elementwise<d_log10>, cbrt = elementwise<d_cbrt>,
+                        arctan2 = elementwise<d_arctan2>, hypot = elementwise<d_hypot>,
+                        copysign = elementwise<d_copysign>, fmod = elementwise<d_fmod>;
   static constexpr Rule max_min{&vjp_max_min, &jvp_max_min}, where{&vjp_where, &jvp_where},
       cast{&vjp_cast, &jvp_cast}, reduce{&vjp_reduce, &jvp_reduce},
       reshape{&vjp_reshape, &jvp_reshape}, transpose{&vjp_transpose, &jvp_transpose},
@@ -438,6 +483,8 @@ const Rule* rule_for(Op op) {
     case Op::Floor:
     case Op::Ceil:
     case Op::Round:
+    case Op::Trunc:
+    case Op::Nextafter:  // not differentiable (as in PyTorch and JAX): taken as 0
       return nullptr;
 
     case Op::Neg: return &neg;
@@ -462,6 +509,22 @@ const Rule* rule_for(Op op) {
     case Op::Max:
     case Op::Min: return &max_min;
     case Op::Pow: return &pow;
+    case Op::Arcsin: return &arcsin;
+    case Op::Arccos: return &arccos;
+    case Op::Arctan: return &arctan;
+    case Op::Sinh: return &sinh;
+    case Op::Cosh: return &cosh;
+    case Op::Arcsinh: return &arcsinh;
+    case Op::Arccosh: return &arccosh;
+    case Op::Arctanh: return &arctanh;
+    case Op::Exp2: return &exp2;
+    case Op::Log2: return &log2;
+    case Op::Log10: return &log10;
+    case Op::Cbrt: return &cbrt;
+    case Op::Arctan2: return &arctan2;
+    case Op::Hypot: return &hypot;
+    case Op::Copysign: return &copysign;
+    case Op::Fmod: return &fmod;
     case Op::Where: return &where;
     case Op::Sum:
     case Op::Prod:

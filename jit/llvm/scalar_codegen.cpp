@@ -131,6 +131,13 @@ Value* ScalarCodegen::sem_call(const char* kind, DType t, Op op, llvm::ArrayRef<
 //            = pow(|x|, y/2)^2, sign restored   (other y: 2.5 ulp; may round to +inf
 //                                                within 2 ulp of DBL_MAX)
 //   log1p(x) = log1p(x * 2^-64) + 64 ln 2       (x > 1e306 / 1e37: 1 + x == x there)
+// SLEEF's sinh and cosh overflow once |x| passes log(max) (their results are
+// finite up to log(2 max)), and asinh and acosh return inf from 2^64 / 2^512
+// on (where x^2 overflows):
+//   cosh(x)  = 2 cosh(x/2)^2                    (|x| > 88 / 709: the -1 of 2c^2 - 1 is below an ulp; 2.5 ulp)
+//   sinh(x)  = 2 sinh(x/2) |sinh(x/2)|          (there, sinh and cosh of x/2 agree to e^-x)
+//   asinh(x) = +-(log1p(|x| 2^-s) + (s+1) ln 2) (|x| > 2^60 / 2^500, s = 32 / 256: log(2|x|) there; 2 ulp)
+//   acosh(x) = log1p(x 2^-s) + (s+1) ln 2
 Value* ScalarCodegen::math(const std::string& name, Value* x, Value* y) {
   llvm::Type* t = x->getType();
   const bool f32 = t->isFloatTy();
@@ -149,6 +156,28 @@ Value* ScalarCodegen::math(const std::string& name, Value* x, Value* y) {
     Value* big = b_.CreateFCmpOGT(x, k(f32 ? 1e37 : 1e306));
     Value* r = call(b_.CreateSelect(big, b_.CreateFMul(x, k(0x1p-64)), x), nullptr);
     return b_.CreateSelect(big, b_.CreateFAdd(r, k(64 * 0.69314718055994530942)), r);
+  }
+  if (n == "sinh" || n == "cosh") {
+    Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+    Value* big = b_.CreateFCmpOGT(ax, k(f32 ? 88.0 : 709.0));
+    Value* r = call(b_.CreateSelect(big, b_.CreateFMul(x, k(0.5)), x), nullptr);
+    Value* other = n == "cosh" ? r : b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, r);
+    return b_.CreateSelect(big, b_.CreateFMul(b_.CreateFMul(r, k(2.0)), other), r);
+  }
+  if (n == "asinh" || n == "acosh") {
+    // Past 2^60 / 2^500, log(2|x|) is the function to the last bit; it is
+    // log1p(|x| 2^-s) + (s + 1) ln 2 (s = 32 / 256: 1 + y == y for the scaled
+    // y, which stays below where SLEEF's log1p overflows): 2 ulp.
+    Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+    Value* big = b_.CreateFCmpOGT(n == "asinh" ? ax : x, k(f32 ? 0x1p60 : 0x1p500));  // acosh(-big) is NaN
+    const double s = f32 ? 32 : 256;
+    Value* r = call(b_.CreateSelect(big, k(1.0), x), nullptr);  // 1: in every domain, never used
+    Value* y = b_.CreateFMul(ax, k(f32 ? 0x1p-32 : 0x1p-256));
+    Value* lg = pure_call("Sleef_log1p" + std::string(f32 ? "f" : "") + "_" + sleef_variant("log1p"), t,
+                          {b_.CreateSelect(big, y, k(1.0))});
+    Value* far = b_.CreateFAdd(lg, k((s + 1) * 0.69314718055994530942));
+    if (n == "asinh") far = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, far, x);
+    return b_.CreateSelect(big, far, r);
   }
   if (n == "pow" && !f32) {
     // big: |x| finite and non-zero, and y * log2|x| may pass 1000. log2|x| lies

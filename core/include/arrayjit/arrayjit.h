@@ -207,13 +207,16 @@ AJ_C_API aj_status aj_scalar_bool(int value, aj_array* out);
 /* Elementwise, one operand: aj_status aj_<name>(aj_array x, aj_array* out):
  * negative, logical_not (bool only), abs, sign, floor, ceil, round (half to
  * even), exp, log, log1p, expm1, sin, cos, tan, tanh, sigmoid, sqrt, rsqrt,
- * erf, erfc, ... (arrayjit/ops.def: the rows whose Api is `unary`). */
+ * erf, erfc, trunc, arcsin, arccos, arctan, sinh, cosh, arcsinh, arccosh,
+ * arctanh, exp2, log2, log10, cbrt, ... (arrayjit/ops.def: the rows whose Api
+ * is `unary`). */
 #define AJ_UNARY_OPS(X) AJ_OPS_V(AJ_C_PICK_UNARY_, X)
 
 /* Elementwise, two operands: aj_status aj_<name>(aj_array a, aj_array b, aj_array* out):
  * add, subtract, multiply, divide (true division on floats, floor division on
  * integers), mod (sign of the divisor, as NumPy), maximum (NaN propagates),
- * minimum, pow, equal, not_equal, less, less_equal, greater, greater_equal
+ * minimum, pow, arctan2 (y, x), hypot, copysign, nextafter, fmod (the sign of
+ * the dividend), equal, not_equal, less, less_equal, greater, greater_equal
  * (comparisons give bool), logical_and, logical_or (bool only) (ops.def: Api
  * `binary` or `c_binary`), and true_divide (always floating point),
  * floor_divide (floor(a / b) in the operands' dtype). */
