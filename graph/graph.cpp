@@ -59,8 +59,12 @@ struct Graph::CseTable {
       if (s.id != kGone && s.hash == h && f(s.id)) return s.id;
     }
   }
-  void insert(std::size_t h, NodeId id) {
+  // Room for one more entry (may throw; the table is unchanged then).
+  void make_room() {
     if ((filled + 1) * 4 > slots.size() * 3) rehash(live * 2 + 1 > slots.size() / 2 ? slots.size() * 2 : slots.size());
+  }
+  void insert(std::size_t h, NodeId id) {
+    make_room();
     std::size_t i = h & mask();
     while (slots[i].id != kEmpty && slots[i].id != kGone) i = (i + 1) & mask();
     if (slots[i].id == kEmpty) ++filled;
@@ -78,13 +82,21 @@ struct Graph::CseTable {
       }
     }
   }
+  // The live entries in a new table of `size` slots, made first: a failed
+  // allocation leaves the old one as it was.
   void rehash(std::size_t size) {
-    std::vector<Slot> old = std::move(slots);
-    slots.assign(size, Slot{});
-    live = filled = 0;
-    for (const Slot& s : old) {
-      if (s.id != kEmpty && s.id != kGone) insert(s.hash, s.id);
+    std::vector<Slot> fresh(size);
+    const std::size_t m = size - 1;
+    std::size_t n = 0;
+    for (const Slot& s : slots) {
+      if (s.id == kEmpty || s.id == kGone) continue;
+      std::size_t i = s.hash & m;
+      while (fresh[i].id != kEmpty) i = (i + 1) & m;
+      fresh[i] = s;
+      ++n;
     }
+    slots.swap(fresh);
+    live = filled = n;
   }
 };
 
@@ -209,10 +221,20 @@ NodeId Graph::add(Node&& n) {
     });
     if (same != kNoNode) return same;
   }
+  // What may fail to allocate comes first, so a failure changes nothing: room
+  // in the CSE table, the slot, the payload's copy (the slot goes back to the
+  // free list, which has room for every id).
+  if (cse) cse_->make_room();
   const NodeId id = take_slot();
-  for (NodeId in : n.inputs) ++(*this)[in].uses;
   Node& s = (*this)[id];  // reset by maybe_free, or never used
-  copy_payload(s, n);  // op, dtype, payload (ints copied into the slot's memory)
+  try {
+    copy_payload(s, n);  // op, dtype, payload (ints copied into the slot's memory)
+  } catch (...) {
+    s.reset();
+    free_.push_back(id);
+    throw;
+  }
+  for (NodeId in : n.inputs) ++(*this)[in].uses;
   s.alive = true;
   s.in_cse = cse;
   assign_list(s.inputs, n.inputs);
@@ -529,7 +551,9 @@ std::vector<std::int64_t> contiguous_strides(const Shape& s) {
   std::int64_t acc = 1;
   for (int i = s.ndim() - 1; i >= 0; --i) {
     st[static_cast<std::size_t>(i)] = acc;
-    acc *= s[i] > 0 ? s[i] : 1;
+    // A shape whose count overflows has no real strides: they saturate here
+    // (defined, never used: every caller's size check refuses the shape).
+    if (__builtin_mul_overflow(acc, s[i] > 0 ? s[i] : 1, &acc)) acc = INT64_MAX;
   }
   return st;
 }
