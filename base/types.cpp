@@ -123,9 +123,7 @@ void detail::out_of_memory(const char* op, const Loc& loc) {
 }
 
 void detail::rethrow_out_of_memory(const OutOfMemory& e, const char* op, const Loc& loc) {
-  std::string what = e.what();
-  if (what.rfind("aj: ", 0) == 0) what.erase(0, 4);
-  throw Error(Error::Kind::runtime, std::string("aj::") + op + ": " + what +
+  throw Error(Error::Kind::runtime, std::string("aj::") + op + ": " + e.reason() +
                                         "; arrays made before are unchanged (at " + loc_str(loc) + ")");
 }
 

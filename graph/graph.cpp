@@ -59,14 +59,20 @@ struct Graph::CseTable {
       if (s.id != kGone && s.hash == h && f(s.id)) return s.id;
     }
   }
+  // The first slot from h's on that holds no live entry.
+  static std::size_t open_slot(const std::vector<Slot>& in, std::size_t h) {
+    const std::size_t m = in.size() - 1;
+    std::size_t i = h & m;
+    while (in[i].id != kEmpty && in[i].id != kGone) i = (i + 1) & m;
+    return i;
+  }
   // Room for one more entry (may throw; the table is unchanged then).
   void make_room() {
     if ((filled + 1) * 4 > slots.size() * 3) rehash(live * 2 + 1 > slots.size() / 2 ? slots.size() * 2 : slots.size());
   }
   void insert(std::size_t h, NodeId id) {
     make_room();
-    std::size_t i = h & mask();
-    while (slots[i].id != kEmpty && slots[i].id != kGone) i = (i + 1) & mask();
+    const std::size_t i = open_slot(slots, h);
     if (slots[i].id == kEmpty) ++filled;
     slots[i] = {h, id};
     ++live;
@@ -86,13 +92,10 @@ struct Graph::CseTable {
   // allocation leaves the old one as it was.
   void rehash(std::size_t size) {
     std::vector<Slot> fresh(size);
-    const std::size_t m = size - 1;
     std::size_t n = 0;
     for (const Slot& s : slots) {
       if (s.id == kEmpty || s.id == kGone) continue;
-      std::size_t i = s.hash & m;
-      while (fresh[i].id != kEmpty) i = (i + 1) & m;
-      fresh[i] = s;
+      fresh[open_slot(fresh, s.hash)] = s;
       ++n;
     }
     slots.swap(fresh);

@@ -143,18 +143,18 @@ Blas choose() {
   // A core not in the table is OpenBLAS's choice for a CPU newer than this
   // table: trusted, unless the level was forced.
   if (own_level ? *own_level == want : !level_forced()) {
-    own.description = own.config + ": core " + own.core + " (the process's copy), " + "level " + level_description();
+    own.description = own.config + ": core " + own.core + " (the process's copy), level " + level_description();
     return own;
   }
   const char* core = openblas_core_for(want);
   std::string why;
   if (std::optional<Blas> mine = load_private_openblas(core, &why)) {
     mine->description = mine->config + ": core " + mine->core + " (a private copy: the process's copy runs core " +
-                        own.core + "), " + "level " + level_description();
+                        own.core + "), level " + level_description();
     return *mine;
   }
   own.description = own.config + ": core " + own.core + " (the process's copy; a private copy with core " + core +
-                    " could not be used: " + why + "), " + "level " + level_description();
+                    " could not be used: " + why + "), level " + level_description();
   return own;
 }
 

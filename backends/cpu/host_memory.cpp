@@ -276,7 +276,7 @@ void release_host(Storage& s) {
 }
 
 [[noreturn]] void out_of_memory(std::size_t bytes, const std::string& why) {
-  throw detail::OutOfMemory("aj: out of host memory allocating " + std::to_string(bytes) + " bytes (" + why + ")");
+  throw detail::OutOfMemory("out of host memory allocating " + std::to_string(bytes) + " bytes (" + why + ")");
 }
 
 }  // namespace

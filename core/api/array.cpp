@@ -404,13 +404,17 @@ Shape broadcast_shapes(const std::vector<const Shape*>& shapes, const std::vecto
   return Shape(std::move(out));
 }
 
+void check_rank(std::int64_t ndim, const char* op, const Loc& loc) {
+  if (ndim > kMaxRank) {
+    user_error(op, "a shape of " + std::to_string(ndim) + " axes (arrays have at most " + std::to_string(kMaxRank) + ")",
+               loc);
+  }
+}
+
 std::int64_t checked_numel(const std::vector<std::int64_t>& dims, const char* op, const Loc& loc) {
   // One pass (every traced node comes here): a zero extent makes the count 0
   // even where the other extents alone would overflow.
-  if (dims.size() > static_cast<std::size_t>(kMaxRank)) {
-    user_error(op, "a shape of " + std::to_string(dims.size()) + " axes (arrays have at most " +
-                       std::to_string(kMaxRank) + ")", loc);
-  }
+  check_rank(static_cast<std::int64_t>(dims.size()), op, loc);
   std::int64_t n = 1;
   bool zero = false, overflow = false;
   for (auto d : dims) {

@@ -24,14 +24,10 @@ struct ForeignStorage : Storage {
 
 ForeignSpan check_foreign_layout(const void* data, DType dtype, const Shape& shape,
                                  const std::vector<std::int64_t>& strides, const char* fn, const Loc& loc) {
-  if (shape.ndim() > trace::kMaxRank) {
-    user_error(fn, "a shape of " + std::to_string(shape.ndim()) + " axes (arrays have at most " +
-                       std::to_string(trace::kMaxRank) + ")", loc);
-  }
+  trace::check_array_size(shape, dtype, fn, loc);  // the rank, the count within int64 and 2^62 bytes
   if (static_cast<int>(strides.size()) != shape.ndim()) {
     user_error(fn, std::to_string(strides.size()) + " strides given for shape " + shape.str(), loc);
   }
-  trace::check_array_size(shape, dtype, fn, loc);  // the count within int64 and 2^62 bytes
   const std::int64_t n = shape.numel();
   if (!data && n > 0) user_error(fn, "null data pointer for shape " + shape.str(), loc);
   ForeignSpan span;

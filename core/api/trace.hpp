@@ -99,6 +99,9 @@ inline constexpr std::uint64_t kMaxArrayBytes = std::uint64_t{1} << 62;
 // No array has more axes than this (NumPy's limit too): checked_numel refuses
 // more, as do the C API's shapes and every import of foreign memory.
 inline constexpr int kMaxRank = 64;
+// A user error naming `op` when `ndim` passes kMaxRank (checked_numel calls
+// it; so do imports, before they read a foreign shape of that many extents).
+void check_rank(std::int64_t ndim, const char* op, const Loc& loc);
 // checked_numel, then the byte limit for dtype `t`.
 void check_array_size(const Shape& shape, DType t, const char* op, const Loc& loc);
 

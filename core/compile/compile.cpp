@@ -842,12 +842,17 @@ std::shared_ptr<CompiledCore> make_compiled_core(Loc where) {
 }
 std::shared_ptr<CompiledCore> make_compiled_core(std::string name) { return std::make_shared<CompiledCore>(std::move(name)); }
 
+namespace {
+// What the failed call made is unwound; the kept programs are as before.
+// The line is aj::compile's: a call has no location of its own.
+[[noreturn]] void compiled_out_of_memory(const CompiledCore& core, const std::string& reason) {
+  throw Error(Error::Kind::runtime, "aj::compile: " + reason + " calling the function compiled at " + core.where() +
+                                        "; arrays made before are unchanged (at " + core.where() + ")");
+}
+}  // namespace
+
 void compiled_out_of_memory(const CompiledCore& core) {
-  // What the failed call made is unwound; the kept programs are as before.
-  // The line is aj::compile's: a call has no location of its own.
-  throw Error(Error::Kind::runtime,
-              "aj::compile: out of memory (the system refused an allocation) calling the function compiled at " +
-                  core.where() + "; arrays made before are unchanged (at " + core.where() + ")");
+  compiled_out_of_memory(core, "out of memory (the system refused an allocation)");
 }
 
 std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
@@ -857,10 +862,7 @@ std::vector<Array> compiled_call(CompiledCore& core, std::vector<CallArg>& args,
   } catch (const std::bad_alloc&) {
     compiled_out_of_memory(core);
   } catch (const OutOfMemory& e) {
-    std::string what = e.what();
-    if (what.rfind("aj: ", 0) == 0) what.erase(0, 4);
-    throw Error(Error::Kind::runtime, "aj::compile: " + what + " calling the function compiled at " + core.where() +
-                                          "; arrays made before are unchanged (at " + core.where() + ")");
+    compiled_out_of_memory(core, e.reason());
   }
 }
 

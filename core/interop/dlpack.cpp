@@ -126,10 +126,7 @@ Array import_tensor(Managed* m, void* producer_stream, const char* op, const Loc
   }
   const DType dtype = aj_dtype(t.dtype, op, loc);
   if (t.ndim < 0 || (t.ndim > 0 && !t.shape)) user_error(op, "bad ndim or null shape", loc);
-  if (t.ndim > trace::kMaxRank) {
-    user_error(op, "a shape of " + std::to_string(t.ndim) + " axes (arrays have at most " +
-                       std::to_string(trace::kMaxRank) + ")", loc);
-  }
+  trace::check_rank(t.ndim, op, loc);  // before reading t.ndim extents
   Shape shape(std::vector<std::int64_t>(t.shape, t.shape + t.ndim));
   std::vector<std::int64_t> strides =
       t.strides ? std::vector<std::int64_t>(t.strides, t.strides + t.ndim) : contiguous_strides(shape);

@@ -35,12 +35,17 @@ namespace detail {
 // What public ops do with std::bad_alloc from tracing, compiling or copying
 // out: a runtime error "aj::<op>: out of memory ... (at file.cpp:12)".
 [[noreturn]] void out_of_memory(const char* op, const Loc& loc);
-// An allocator's refusal ("aj: out of host memory allocating N bytes ..."),
-// a runtime Error: the evaluating entry points (aj::eval and what calls it,
-// compiled calls) rethrow it as theirs, with the caller's line.
+// An allocator's refusal, a runtime Error "aj: <reason>" ("out of host
+// memory allocating N bytes (...)"): the evaluating entry points (aj::eval
+// and what calls it, compiled calls) rethrow it as theirs, with the caller's
+// line and the reason.
 class OutOfMemory : public Error {
  public:
-  explicit OutOfMemory(const std::string& what) : Error(Kind::runtime, what) {}
+  explicit OutOfMemory(std::string reason) : Error(Kind::runtime, "aj: " + reason), reason_(std::move(reason)) {}
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string reason_;
 };
 // `e` as op's error at `loc`: "aj::<op>: out of host memory ...; arrays made
 // before are unchanged (at file.cpp:12)".
