@@ -169,6 +169,14 @@ AJ_MATH_EXACT(sqrt, sqrtf, sqrt)
 AJ_MATH_EXACT2(fmod, fmodf, fmod)
 AJ_MATH_EXACT2(copysign, copysignf, copysign)
 AJ_MATH_EXACT2(nextafter, nextafterf, nextafter)
+// a * b + c with one rounding (f64 only: the special functions' error terms).
+#if defined(AJ_SEM_CUDA)
+AJ_HD double fma(double a, double b, double c) { return ::fma(a, b, c); }
+#elif defined(AJ_SEM_BITCODE)
+AJ_HD double fma(double a, double b, double c) { return __builtin_fma(a, b, c); }
+#else
+AJ_HD double fma(double a, double b, double c) { return std::fma(a, b, c); }
+#endif
 // Library functions (within 4 ulp of each other across backends).
 #define AJ_MATH_LIB(n, arity, acc) AJ_MATH_LIB_##arity(n)
 AJ_MATH_FUNCS(AJ_MATH_LIB)
@@ -178,6 +186,9 @@ AJ_MATH_FUNCS(AJ_MATH_LIB)
 #undef AJ_MATH_EXACT
 #undef AJ_MATH_EXACT2
 }  // namespace math
+
+// digamma, erfinv, i0 and the other functions written from math:: (not libraries).
+#include "base/special_math.hpp"
 
 #if !defined(AJ_SEM_CUDA)
 // Calls f(T{}) with the C++ type of dtype t (arrayjit/dtypes.def): the one
@@ -363,6 +374,8 @@ template <class T> AJ_HD T unary(Op op, T x) {
       case Op::Erf: case Op::Erfc: case Op::Trunc:
       case Op::Arcsin: case Op::Arccos: case Op::Arctan: case Op::Sinh: case Op::Cosh: case Op::Arcsinh:
       case Op::Arccosh: case Op::Arctanh: case Op::Exp2: case Op::Log2: case Op::Log10: case Op::Cbrt:
+      case Op::Lgamma: case Op::Digamma: case Op::Trigamma: case Op::Erfinv: case Op::Ndtri: case Op::LogNdtr:
+      case Op::I0: case Op::I1:
       case Op::Cast: return x;  // tracing never asks
       AJ_CASES_OUTSIDE(Unary) break;
     }
@@ -382,6 +395,8 @@ template <class T> AJ_HD T unary(Op op, T x) {
       case Op::Not:
       case Op::Arcsin: case Op::Arccos: case Op::Arctan: case Op::Sinh: case Op::Cosh: case Op::Arcsinh:
       case Op::Arccosh: case Op::Arctanh: case Op::Exp2: case Op::Log2: case Op::Log10: case Op::Cbrt:
+      case Op::Lgamma: case Op::Digamma: case Op::Trigamma: case Op::Erfinv: case Op::Ndtri: case Op::LogNdtr:
+      case Op::I0: case Op::I1:
       case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos:
       case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
       case Op::Erf: case Op::Erfc:
@@ -422,6 +437,15 @@ template <class T> AJ_HD T unary(Op op, T x) {
       case Op::Log2: return math::log2(x);
       case Op::Log10: return math::log10(x);
       case Op::Cbrt: return math::cbrt(x);
+      case Op::Lgamma: return math::lgamma(x);
+      // Computed in f64 (base/special_math.hpp), rounded once to T.
+      case Op::Digamma: return static_cast<T>(special::digamma(static_cast<double>(x)));
+      case Op::Trigamma: return static_cast<T>(special::trigamma(static_cast<double>(x)));
+      case Op::Erfinv: return static_cast<T>(special::erfinv(static_cast<double>(x)));
+      case Op::Ndtri: return static_cast<T>(special::ndtri(static_cast<double>(x)));
+      case Op::LogNdtr: return static_cast<T>(special::log_ndtr(static_cast<double>(x)));
+      case Op::I0: return static_cast<T>(special::bessel_i(0, static_cast<double>(x)));
+      case Op::I1: return static_cast<T>(special::bessel_i(1, static_cast<double>(x)));
       case Op::Not:
       case Op::Cast: return x;
       AJ_CASES_OUTSIDE(Unary) break;
@@ -441,6 +465,7 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
       case Op::Min: return a && b;
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Pow:
       case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter: case Op::Fmod:
+      case Op::Logaddexp: case Op::Logaddexp2:
       case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
       return a;  // tracing rejects arithmetic on bool
       AJ_CASES_OUTSIDE(Binary) break;
@@ -457,6 +482,7 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
       case Op::Pow: return int_pow(a, b);
       case Op::Fmod: return int_fmod(a, b);
       case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter:  // tracing makes these float
+      case Op::Logaddexp: case Op::Logaddexp2:
       case Op::And: case Op::Or:
       case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
         return a;  // logical ops take bool; compare() does the comparisons
@@ -477,6 +503,14 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
       case Op::Copysign: return math::copysign(a, b);
       case Op::Nextafter: return math::nextafter(a, b);
       case Op::Fmod: return math::fmod(a, b);
+      // f32 in f64: where the result cancels to near 0 (max(a, b) against the
+      // log1p term), f64's rounding is far below an f32 ulp.
+      case Op::Logaddexp:
+        if constexpr (same<T, float>) return static_cast<float>(special::logaddexp<double>(a, b, false));
+        else return special::logaddexp(a, b, false);
+      case Op::Logaddexp2:
+        if constexpr (same<T, float>) return static_cast<float>(special::logaddexp<double>(a, b, true));
+        else return special::logaddexp(a, b, true);
       case Op::And: case Op::Or:
       case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
         return a;
@@ -500,6 +534,7 @@ template <class T> AJ_HD bool compare(Op op, T a, T b) {
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Max: case Op::Min:
       case Op::Pow: case Op::And: case Op::Or:
       case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter: case Op::Fmod:
+      case Op::Logaddexp: case Op::Logaddexp2:
       AJ_CASES_OUTSIDE(Binary) break;
     }
   }

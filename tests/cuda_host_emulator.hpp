@@ -45,6 +45,7 @@ static unsigned long long aj_shfl_slot[32][32];
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __shared__ static
+#define __constant__
 inline void __syncthreads() { aj_block_bar->arrive_and_wait(); }
 template <class T> T __shfl_down_sync(unsigned, T v, int d) {
   const unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;

@@ -22,9 +22,11 @@ every id must be listed in the "Differences from NumPy" section there.
 REPORT gets: counts ("programs", "ops", "elements", "op NAME N", "deliberate
 ID N") and one "fail ..." line per disagreement (the first few in full).
 """
+import fractions
 import math
 import os
 import re
+import statistics
 import sys
 import warnings
 
@@ -39,10 +41,15 @@ NAMES = {np.dtype(v): k for k, v in DTYPES.items()}
 TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "erfc",
                   "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "exp2", "log2",
                   "log10", "cbrt"}
-FLOAT_ONLY = TRANSCENDENTAL | {"sqrt", "rsqrt"}
+# Special functions NumPy lacks (no SciPy here): computed below from Python's
+# math module in f64, within ULPS or an absolute SPECIAL_TOL * eps (their zeros).
+SPECIAL = {"lgamma", "digamma", "trigamma", "erfinv", "ndtri", "log_ndtr", "i0", "i1"}
+ACTIVATIONS = {"gelu", "gelu_tanh", "silu", "softplus"}
+FLOAT_ONLY = TRANSCENDENTAL | SPECIAL | ACTIVATIONS | {"sqrt", "rsqrt"}
 # Binary functions of floats (integers give f64): within ULPS, or exact.
 FLOAT_BINARY = {"arctan2": (np.arctan2, ULPS), "hypot": (np.hypot, ULPS), "copysign": (np.copysign, 0),
-                "nextafter": (np.nextafter, 0)}
+                "nextafter": (np.nextafter, 0), "logaddexp": (np.logaddexp, ULPS),
+                "logaddexp2": (np.logaddexp2, ULPS)}
 DELIBERATE = {}  # id -> elements where arrayjit's documented choice changed NumPy's answer
 
 
@@ -123,7 +130,7 @@ def count_changed(deliberate, key, numpy_value, value):
 COMPARE = {"equal": np.equal, "not_equal": np.not_equal, "less": np.less,
            "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal}
 ARITH = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "mod": np.remainder,
-         "logical_and": np.logical_and, "logical_or": np.logical_or}
+         "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor}
 
 
 def max_min(op, A, B, deliberate):
@@ -184,10 +191,142 @@ def binary(op, a, b, deliberate):
         fn, ulps = FLOAT_BINARY[op]
         if op == "copysign":  # the sign of a NaN an invalid operation made is the platform's
             return Expect(fn(A, B), order_free=np.isnan(B), free_id="nan-sign")
+        if op in ("logaddexp", "logaddexp2"):  # max + log1p(...) cancels where the result is small
+            return Expect(fn(A, B), ulps=ulps, tol=ulps * eps(A.dtype) * np.maximum(np.abs(A), np.abs(B)))
         return Expect(fn(A, B), ulps=ulps)
     if op == "fmod":  # the sign of the dividend; integers: x fmod 0 = 0
         return Expect(np.fmod(A, B))
     raise ValueError("unknown binary op " + op)
+
+
+# ---- the special functions, one f64 at a time -------------------------------------------
+
+B2K = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798, -174611 / 330]
+
+
+def py_lgamma(x):
+    try:
+        return math.lgamma(x)
+    except (ValueError, OverflowError):  # the poles; past 2.5e305
+        return math.inf
+
+
+def py_digamma(x):
+    if math.isnan(x) or x == math.inf:
+        return x
+    r = 0.0
+    if x <= 0:
+        if math.isinf(x) or x.is_integer():
+            return -math.inf if x == 0 else math.nan
+        r = -math.pi / math.tan(math.pi * (x - round(x)))
+        x = 1 - x
+    while x < 20:
+        r -= 1 / x
+        x += 1
+    z = 1 / x / x
+    return r + math.log(x) - 1 / (2 * x) - sum(B2K[k - 1] * z ** k / (2 * k) for k in range(1, 9))
+
+
+def py_trigamma(x):
+    if math.isnan(x):
+        return x
+    if x == math.inf:
+        return 0.0
+    refl, sign = 0.0, 1.0
+    if x <= 0:
+        if math.isinf(x) or x.is_integer():
+            return math.nan if x == -math.inf else math.inf
+        refl, sign, x = (math.pi / math.sin(math.pi * (x - round(x)))) ** 2, -1.0, 1 - x
+    if x * x == 0:
+        return math.inf
+    s = 0.0
+    while x < 20:
+        s += 1 / (x * x)
+        x += 1
+    z = 1 / x / x
+    t = 1 / x + z / 2 + sum(B2K[k - 1] * z ** k / x for k in range(1, 9))
+    return refl + sign * (s + t)
+
+
+def py_erfinv(y):
+    if math.isnan(y) or abs(y) > 1:
+        return math.nan
+    if abs(y) == 1:
+        return math.copysign(math.inf, y)
+    if y == 0:
+        return y
+    a = abs(y)
+    if a <= 0.5:  # Newton on erf from the series' first term
+        x = math.sqrt(math.pi) / 2 * a
+        for _ in range(6):
+            x -= (math.erf(x) - a) / (2 / math.sqrt(math.pi) * math.exp(-x * x))
+    else:  # on erfc, from the normal quantile of the exact 1 - a
+        q = 1 - a
+        x = -statistics.NormalDist().inv_cdf(q / 2) / math.sqrt(2)
+        for _ in range(3):
+            x += (math.erfc(x) - q) / (2 / math.sqrt(math.pi) * math.exp(-x * x))
+    return math.copysign(x, y)
+
+
+def py_ndtri(p):
+    if math.isnan(p) or p < 0 or p > 1:
+        return math.nan
+    if p in (0.0, 1.0):
+        return -math.inf if p == 0 else math.inf
+    return statistics.NormalDist().inv_cdf(p)
+
+
+def py_log_ndtr(z):
+    if math.isnan(z):
+        return z
+    if z > -1:
+        return math.log1p(-0.5 * math.erfc(z / math.sqrt(2)))
+    u = -z / math.sqrt(2)
+    if u < 25:
+        return math.log(0.5 * math.erfc(u))
+    w = 1 / (2 * u * u)  # erfc's asymptotic series where it underflows
+    s = 1 - w * (1 - w * (3 - w * (15 - w * (105 - w * 945))))
+    return -u * u - math.log(u * math.sqrt(math.pi)) + math.log(s) - math.log(2)
+
+
+def py_i1(x):
+    if math.isnan(x) or math.isinf(x):
+        return x
+    a = abs(x)
+    if a > 700:
+        return math.copysign(py_i_big(1, a), x)
+    # The power series in exact rationals, rounded once.
+    h, q = fractions.Fraction(a) / 2, fractions.Fraction(a) ** 2 / 4
+    t = s = h
+    k = 1
+    while t > s / 2 ** 80:
+        t = t * q / (k * (k + 1))
+        s += t
+        k += 1
+    return math.copysign(float(s), x)
+
+
+def py_i_big(nu, a):
+    """i_nu(a) for a > 700 (np.i0 overflows from 709): the asymptotic series, e^a as e^(a/2) twice."""
+    t, s = 1.0, 1.0
+    for k in range(1, 30):
+        t *= ((2 * k - 1) ** 2 - 4 * nu * nu) / (8 * a * k)
+        s += t
+    if a > 1400:
+        return math.inf
+    e = math.exp(a / 2)
+    return e * (e * s / math.sqrt(2 * math.pi * a))
+
+
+def py_i0(x):
+    if math.isnan(x) or math.isinf(x):
+        return abs(x)
+    return py_i_big(0, abs(x)) if abs(x) > 700 else float(np.i0(x))
+
+
+SPECIAL_FN = {"lgamma": py_lgamma, "digamma": py_digamma, "trigamma": py_trigamma, "erfinv": py_erfinv,
+              "ndtri": py_ndtri, "log_ndtr": py_log_ndtr, "i0": py_i0,
+              "i1": py_i1}
 
 
 def unary(op, a, deliberate):
@@ -218,6 +357,39 @@ def unary(op, a, deliberate):
         return Expect(t(1) / np.sqrt(A))
     if op == "sigmoid":
         return Expect(t(1) / (t(1) + np.exp(-A)), ulps=ULPS)
+    if op in SPECIAL:  # in f64, rounded to the dtype; near their zeros an absolute error
+        fn = np.vectorize(SPECIAL_FN[op], otypes=[np.float64])
+        # Python's lgamma (Lanczos) is itself off by up to 1e-15: twice the ulps.
+        return Expect(fn(A.astype(np.float64)).astype(A.dtype), ulps=2 * ULPS, tol=2 * ULPS * eps(A.dtype))
+    if op in ("isnan", "isinf", "isfinite", "signbit"):
+        fn = {"isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite, "signbit": np.signbit}[op]
+        if op == "signbit" and is_float(A.dtype):  # reads the platform's sign of a made NaN, as copysign
+            return Expect(fn(A), order_free=np.isnan(A), free_id="nan-sign")
+        return Expect(fn(A))
+    if op == "square":
+        return Expect(np.square(A))
+    if op == "nan_to_num":
+        return Expect(np.nan_to_num(A))
+    if op == "reciprocal":
+        if is_float(A.dtype):
+            return Expect(t(1) / A)
+        want = np.where(np.abs(A) == 1, A, 0).astype(A.dtype)  # 1 / x truncated; x = 0 gives 0
+        count_changed(deliberate, "int-reciprocal-of-zero", np.where(A == 0, np.iinfo(A.dtype).min, want), want)
+        return Expect(want)
+    if op == "relu":
+        return Expect(np.where(A <= 0, A.dtype.type(0), A))
+    if op == "silu":
+        return Expect(A / (t(1) + np.exp(-A)), ulps=ULPS)
+    if op == "softplus":
+        return Expect(np.logaddexp(t(0), A), ulps=ULPS, tol=ULPS * eps(A.dtype))
+    if op in ("gelu", "gelu_tanh"):
+        if op == "gelu":
+            erfc = np.vectorize(math.erfc, otypes=[np.float64])
+            want = A.astype(np.float64) / 2 * erfc(-A.astype(np.float64) / math.sqrt(2))
+        else:
+            x = A.astype(np.float64)
+            want = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+        return Expect(want.astype(A.dtype), ulps=ULPS, tol=ULPS * eps(A.dtype))
     if op in ("erf", "erfc"):  # no scipy: math.erf(c) in f64, rounded to the dtype
         fn = np.vectorize(math.erf if op == "erf" else math.erfc, otypes=[np.float64])
         return Expect(fn(A.astype(np.float64)).astype(A.dtype), ulps=ULPS)
@@ -451,7 +623,9 @@ def expect(op, args, attrs, env, deliberate):
         return Expect(np.linspace(start, stop, int(attrs["num"]), dtype=dt()))
     if op == "eye":
         return Expect(np.eye(int(attrs["n"]), int(attrs["m"]), int(attrs["k"]), dtype=dt()))
-    if op in FLOAT_ONLY or op in ("negative", "abs", "sign", "floor", "ceil", "round", "trunc", "logical_not"):
+    if op in FLOAT_ONLY or op in ("negative", "abs", "sign", "floor", "ceil", "round", "trunc", "logical_not",
+                                  "isnan", "isinf", "isfinite", "signbit", "square", "nan_to_num", "reciprocal",
+                                  "relu"):
         return unary(op, ops[0], deliberate)
     raise ValueError("unknown op " + op)
 

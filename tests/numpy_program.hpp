@@ -355,7 +355,14 @@ class NumpyProgram {
         {"erfc", aj::erfc},         {"trunc", aj::trunc}, {"arcsin", aj::arcsin}, {"arccos", aj::arccos},
         {"arctan", aj::arctan},     {"sinh", aj::sinh},   {"cosh", aj::cosh},   {"arcsinh", aj::arcsinh},
         {"arccosh", aj::arccosh},   {"arctanh", aj::arctanh}, {"exp2", aj::exp2}, {"log2", aj::log2},
-        {"log10", aj::log10},       {"cbrt", aj::cbrt}};
+        {"log10", aj::log10},       {"cbrt", aj::cbrt},   {"lgamma", aj::lgamma}, {"digamma", aj::digamma},
+        {"trigamma", aj::trigamma}, {"erfinv", aj::erfinv}, {"ndtri", aj::ndtri}, {"log_ndtr", aj::log_ndtr},
+        {"i0", aj::i0},             {"i1", aj::i1},       {"isnan", aj::isnan}, {"isinf", aj::isinf},
+        {"isfinite", aj::isfinite}, {"signbit", aj::signbit}, {"square", aj::square},
+        {"reciprocal", aj::reciprocal}, {"relu", aj::relu}, {"silu", aj::silu}, {"softplus", aj::softplus},
+        {"gelu", [](const aj::Operand& x) { return aj::gelu(x); }},
+        {"gelu_tanh", [](const aj::Operand& x) { return aj::gelu(x, true); }},
+        {"nan_to_num", [](const aj::Operand& x) { return aj::nan_to_num(x); }}};
     const auto& [name, f] = choose(ops);
     const bool logical = std::string(name) == "logical_not";
     const Val v = vals_[static_cast<std::size_t>(logical ? bool_value() : number_value())];
@@ -374,6 +381,8 @@ class NumpyProgram {
         {"divide", aj::divide, 'a'},    {"mod", aj::mod, 'a'},           {"pow", aj::pow, 'a'},
         {"arctan2", aj::arctan2, 'a'},  {"hypot", aj::hypot, 'a'},       {"copysign", aj::copysign, 'a'},
         {"nextafter", aj::nextafter, 'a'}, {"fmod", aj::fmod, 'a'},
+        {"logaddexp", aj::logaddexp, 'a'}, {"logaddexp2", aj::logaddexp2, 'a'},
+        {"logical_xor", aj::logical_xor, 'l'},
         {"true_divide", aj::true_divide, 'a'}, {"floor_divide", aj::floor_divide, 'a'},
         {"maximum", aj::maximum, 'm'},  {"minimum", aj::minimum, 'm'},
         {"equal", [](const aj::Operand& a, const aj::Operand& b) { return a == b; }, 'c'},

@@ -74,6 +74,14 @@ TEST_CASE("autodiff ops: unary elementwise ops against central differences") {
       {"log10", [](const Array& x) { return aj::log10(x); }, 0.2, 3},
       {"cbrt", [](const Array& x) { return aj::cbrt(x); }, 0.2, 3},
       {"cbrt of negatives", [](const Array& x) { return aj::cbrt(x); }, -3, -0.2},
+      {"lgamma", [](const Array& x) { return aj::lgamma(x); }, 0.3, 4},
+      {"lgamma of negatives", [](const Array& x) { return aj::lgamma(x); }, -2.9, -2.1},
+      {"digamma", [](const Array& x) { return aj::digamma(x); }, 0.3, 12},
+      {"erfinv", [](const Array& x) { return aj::erfinv(x); }, -0.9, 0.9},
+      {"ndtri", [](const Array& x) { return aj::ndtri(x); }, 0.05, 0.95},
+      {"log_ndtr", [](const Array& x) { return aj::log_ndtr(x); }, -4, 3},
+      {"i0", [](const Array& x) { return aj::i0(x); }, -3, 3},
+      {"i1", [](const Array& x) { return aj::i1(x); }, -3, 3},
   };
   std::mt19937_64 rng(11);
   for (const Case& c : cases) {
@@ -109,6 +117,8 @@ TEST_CASE("autodiff ops: binary elementwise ops with broadcasting") {
       {"copysign", [](const Array& a, const Array& b) { return aj::copysign(a, b); }, 0.3, 2, -2, 2},
       {"copysign of negatives", [](const Array& a, const Array& b) { return aj::copysign(a, b); }, -2, -0.3, -2, 2},
       {"fmod", [](const Array& a, const Array& b) { return aj::fmod(a, b); }, -3, 3, 0.7, 1.3},
+      {"logaddexp", [](const Array& a, const Array& b) { return aj::logaddexp(a, b); }, -2, 2, -2, 2},
+      {"logaddexp2", [](const Array& a, const Array& b) { return aj::logaddexp2(a, b); }, -2, 2, -2, 2},
       {"where", [](const Array& a, const Array& b) { return aj::where(a > b, a * a, b * 3.0); }, -2, 2, -2, 2},
   };
   std::mt19937_64 rng(12);
@@ -327,5 +337,28 @@ TEST_CASE("autodiff ops: every op of the table has a rule or is declared non-dif
                     name == "sign" || name == "floor" || name == "ceil" || name == "round" || name == "trunc" ||
                     name == "nextafter";  // not differentiated (PyTorch and JAX do not either)
     CHECK_MESSAGE(ok, "op " << name << " has no derivative rule (core/autodiff/rules.cpp)");
+  }
+}
+
+TEST_CASE("autodiff ops: lgamma differentiates twice (digamma, trigamma); a third time is a located error") {
+  auto f = [](const Array& x) { return aj::sum(aj::lgamma(x)); };
+  const Array x = aj::from_vector<double>({0.5, 1.0, 3.5});
+  const auto g1 = aj::grad(f)(x).to_vector<double>();
+  const auto d = aj::digamma(x).to_vector<double>();
+  for (std::size_t i = 0; i < d.size(); ++i) CHECK(g1[i] == doctest::Approx(d[i]).epsilon(1e-14));
+  auto df = [&](const Array& y) { return aj::sum(aj::grad(f)(y)); };
+  const auto g2 = aj::grad(df)(x).to_vector<double>();
+  const auto t = aj::trigamma(x).to_vector<double>();
+  for (std::size_t i = 0; i < t.size(); ++i) CHECK(g2[i] == doctest::Approx(t[i]).epsilon(1e-14));
+  CHECK(t[1] == doctest::Approx(1.6449340668482264).epsilon(1e-15));  // trigamma(1) = pi^2 / 6
+  auto ddf = [&](const Array& y) { return aj::sum(aj::grad(df)(y)); };
+  try {
+    (void)aj::grad(ddf)(x);  // the line below names this file
+    FAIL("the derivative of trigamma was taken");
+  } catch (const aj::Error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("trigamma") != std::string::npos);
+    CHECK(what.find("not implemented") != std::string::npos);
+    CHECK(what.find("test_autodiff_ops.cpp") != std::string::npos);
   }
 }

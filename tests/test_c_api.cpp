@@ -5,6 +5,8 @@
 // traced functions (donation, nesting, no replanning for new scalars).
 #include <doctest/doctest.h>
 
+#include <cfloat>
+
 #include <arrayjit/arrayjit.h>
 #include <arrayjit/arrayjit.hpp>
 #include <arrayjit/c_handle.hpp>
@@ -90,6 +92,7 @@ inline Array greater(const Operand& a, const Operand& b) { return a > b; }
 inline Array greater_equal(const Operand& a, const Operand& b) { return a >= b; }
 inline Array logical_and(const Operand& a, const Operand& b) { return a && b; }
 inline Array logical_or(const Operand& a, const Operand& b) { return a || b; }
+inline Array gelu_tanh(const Operand& x) { return gelu(x, true); }
 }  // namespace ref
 
 namespace {
@@ -159,6 +162,14 @@ TEST_CASE("c api: every generated op computes what its C++ op does") {
     check_same(name, aj::from_c(out), want);
     aj_array_release(out);
   };
+  {
+    const Handle w(aj::from_vector(std::vector<double>{1.0, NAN, INFINITY, -INFINITY, -2.5}));
+    const double big = 7.0;
+    one("nan_to_num", aj_nan_to_num(w.h, -1.0, &big, nullptr, &out), aj::nan_to_num(w.array(), -1.0, 7.0));
+    REQUIRE(aj_nan_to_num(w.h, 3.0, nullptr, nullptr, &out) == AJ_OK);
+    CHECK(aj::from_c(out).to_vector<double>() == std::vector<double>{1.0, 3.0, DBL_MAX, -DBL_MAX, -2.5});
+    aj_array_release(out);
+  }
   one("argmax", aj_argmax(z.h, &axis, 1, &out), aj::argmax(Z, 0, true));
   one("argmin", aj_argmin(z.h, nullptr, 0, &out), aj::argmin(Z));
   one("matmul", aj_matmul(z.h, y.h, &out), aj::matmul(Z, y.array()));

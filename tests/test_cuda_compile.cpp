@@ -120,12 +120,14 @@ TEST_CASE("cuda compile: every op x dtype x layout compiles with NVRTC") {
   const U float_unary[] = {aj::exp,    aj::log,    aj::log1p,   aj::expm1,   aj::sin,     aj::cos,
                            aj::tan,    aj::tanh,   aj::sigmoid, aj::sqrt,    aj::rsqrt,   aj::erf,
                            aj::erfc,   aj::arcsin, aj::arccos,  aj::arctan,  aj::sinh,    aj::cosh,
-                           aj::arcsinh, aj::arccosh, aj::arctanh, aj::exp2, aj::log2,   aj::log10, aj::cbrt};
+                           aj::arcsinh, aj::arccosh, aj::arctanh, aj::exp2, aj::log2,   aj::log10, aj::cbrt,
+                           aj::lgamma, aj::digamma, aj::trigamma, aj::erfinv, aj::ndtri, aj::log_ndtr,
+                           aj::i0,     aj::i1};
   const U num_unary[] = {aj::negative, aj::abs, aj::sign, aj::floor, aj::ceil, aj::round, aj::trunc};
   using B = Array (*)(const aj::Operand&, const aj::Operand&);
   const B num_binary[] = {aj::add, aj::subtract, aj::multiply, aj::divide, aj::mod,
                           aj::maximum, aj::minimum, aj::pow, aj::fmod};
-  const B float_binary[] = {aj::arctan2, aj::hypot, aj::copysign, aj::nextafter};
+  const B float_binary[] = {aj::arctan2, aj::hypot, aj::copysign, aj::nextafter, aj::logaddexp, aj::logaddexp2};
   for (DType t : floats) {
     Array x = input(t, {64});
     Array y = input(t, {64});

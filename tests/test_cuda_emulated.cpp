@@ -180,7 +180,7 @@ void check_programs(std::vector<Program>& programs) {
   try {
     lib = std::make_unique<ajtest::HostCudaLibrary>(sources);
   } catch (const std::exception& e) {
-    FAIL(e.what());
+    FAIL(std::string(e.what()));
   }
   Checker c{*lib};
   for (auto& p : programs) {
@@ -461,7 +461,7 @@ void check_library_programs(std::vector<std::pair<Program, int>>& programs) {
   try {
     lib = std::make_unique<ajtest::HostCudaLibrary>(sources);
   } catch (const std::exception& e) {
-    FAIL(e.what());
+    FAIL(std::string(e.what()));
   }
   LibraryChecker c{*lib};
   for (auto& [p, sms] : programs) {

@@ -384,9 +384,11 @@ TEST_CASE("every elementwise op on halves is the op in f32 rounded once, on ever
   const U unary[] = {aj::negative, aj::abs, aj::sign, aj::floor, aj::ceil, aj::round, aj::exp, aj::log, aj::log1p,
                      aj::expm1, aj::sin, aj::cos, aj::tan, aj::tanh, aj::sigmoid, aj::sqrt, aj::rsqrt,
                      aj::trunc, aj::arcsin, aj::arccos, aj::arctan, aj::sinh, aj::cosh, aj::arcsinh, aj::arccosh,
-                     aj::arctanh, aj::exp2, aj::log2, aj::log10, aj::cbrt};
+                     aj::arctanh, aj::exp2, aj::log2, aj::log10, aj::cbrt, aj::lgamma, aj::digamma,
+                     aj::trigamma, aj::erfinv, aj::ndtri, aj::log_ndtr, aj::i0, aj::i1};
   const B binary[] = {aj::add,     aj::subtract, aj::multiply, aj::divide,    aj::mod,      aj::maximum, aj::minimum,
-                      aj::pow,     aj::arctan2,  aj::hypot,    aj::copysign,  aj::fmod};
+                      aj::pow,     aj::arctan2,  aj::hypot,    aj::copysign,  aj::fmod,     aj::logaddexp,
+                      aj::logaddexp2};
   for (DType t : {DType::f16, DType::bf16}) {
     CAPTURE(aj::dtype_name(t));
     for (Path p : kPaths) {

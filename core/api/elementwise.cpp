@@ -1,5 +1,6 @@
 // Elementwise ops: dtype resolution (NumPy promotion, weak scalars),
 // broadcasting, and the checks that make bad calls fail at trace time.
+#include <cmath>
 #include <initializer_list>
 #include <new>
 #include <span>
@@ -274,6 +275,106 @@ Array where(const Operand& cond, const Operand& a, const Operand& b) try {
 Array clip(const Operand& x, const Operand& lo, const Operand& hi) {
   Array m = maximum(x, lo);
   return minimum(Operand(m, x.loc), hi);
+}
+
+// ---- functions composed of the ops above ---------------------------------------------------
+
+namespace {
+
+// The operand as an array: a scalar becomes a rank-0 one of its default
+// dtype (f64, i64 or bool, as exp(0.5) is f64).
+Array array_of(const char* op, const Operand& x) {
+  if (x.is_scalar) return full(Shape{}, x.scalar, default_dtype(x.scalar), x.loc);
+  const Operand* ops[] = {&x};
+  check_any_array(op, ops);
+  return *x.array;
+}
+
+// The largest finite value of a float dtype.
+double largest_finite(DType t) {
+  switch (t) {
+    case DType::f16: return 65504.0;
+    case DType::bf16: return 3.3895313892515355e38;
+    case DType::f32: return 3.4028234663852886e38;
+    default: return 1.7976931348623157e308;
+  }
+}
+
+}  // namespace
+
+Array isnan(const Operand& x) {
+  const Array a = array_of("isnan", x);
+  if (!is_float(a.dtype())) return full_like(a, false, DType::bool_, x.loc);
+  return binary(Op::Ne, Operand(a, x.loc), Operand(a, x.loc));
+}
+
+Array isinf(const Operand& x) {
+  const Array a = array_of("isinf", x);
+  if (!is_float(a.dtype())) return full_like(a, false, DType::bool_, x.loc);
+  return binary(Op::Eq, Operand(unary(Op::Abs, Operand(a, x.loc)), x.loc), Operand(INFINITY, x.loc));
+}
+
+Array isfinite(const Operand& x) {
+  const Array a = array_of("isfinite", x);
+  if (!is_float(a.dtype())) return full_like(a, true, DType::bool_, x.loc);
+  return binary(Op::Lt, Operand(unary(Op::Abs, Operand(a, x.loc)), x.loc), Operand(INFINITY, x.loc));
+}
+
+Array signbit(const Operand& x) {
+  const Array a = array_of("signbit", x);
+  if (a.dtype() == DType::bool_) return full_like(a, false, DType::bool_, x.loc);
+  if (!is_float(a.dtype())) return binary(Op::Lt, Operand(a, x.loc), Operand(0, x.loc));
+  // copysign reads the sign bit itself: -0.0 and negative NaNs count.
+  Array s = binary(Op::Copysign, Operand(1.0, x.loc), Operand(a, x.loc));
+  return binary(Op::Lt, Operand(s, x.loc), Operand(0.0, x.loc));
+}
+
+Array nan_to_num(const Operand& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
+  const Array a = array_of("nan_to_num", x);
+  const DType t = a.dtype();
+  if (!is_float(t)) return a;
+  const Loc& loc = x.loc;
+  const double big = largest_finite(t);
+  Array r = where(Operand(binary(Op::Eq, Operand(a, loc), Operand(-INFINITY, loc)), loc),
+                  Operand(neginf.value_or(-big), loc), Operand(a, loc));
+  r = where(Operand(binary(Op::Eq, Operand(a, loc), Operand(INFINITY, loc)), loc), Operand(posinf.value_or(big), loc),
+            Operand(r, loc));
+  return where(Operand(isnan(Operand(a, loc)), loc), Operand(nan, loc), Operand(r, loc));
+}
+
+Array square(const Operand& x) {
+  const Array a = array_of("square", x);
+  if (a.dtype() == DType::bool_) return a;  // NumPy: x and x
+  return binary(Op::Mul, Operand(a, x.loc), Operand(a, x.loc));
+}
+
+Array reciprocal(const Operand& x) {
+  const Array a = array_of("reciprocal", x);
+  const Loc& loc = x.loc;
+  if (a.dtype() == DType::bool_) {
+    user_error("reciprocal", "does not accept bool (" + describe(a) + "); use astype() to a number type first", loc);
+  }
+  if (is_float(a.dtype())) return binary(Op::Div, Operand(1.0, loc), Operand(a, loc));
+  // C's truncating 1 / x: +-1 at +-1, 0 elsewhere (NumPy's 0 at x = 0 is undefined).
+  Array one = binary(Op::Eq, Operand(unary(Op::Abs, Operand(a, loc)), loc), Operand(1, loc));
+  return where(Operand(one, loc), Operand(a, loc), Operand(0, loc));
+}
+
+Array logical_xor(const Operand& a, const Operand& b) try {
+  const Operand* ops[] = {&a, &b};
+  check_any_array("logical_xor", ops);
+  const Loc& loc = a.is_scalar ? b.loc : a.loc;
+  for (auto* o : ops) {
+    const bool ok = o->is_scalar ? o->scalar.kind == Scalar::Kind::boolean : o->array->dtype() == DType::bool_;
+    if (!ok) {
+      user_error("logical_xor", "needs bool operands, got " + describe_all(ops) +
+                                    " (compare first, e.g. x != 0, or use astype(DType::bool_))",
+                 loc);
+    }
+  }
+  return binary(Op::Ne, a, b);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("logical_xor", a.is_scalar ? b.loc : a.loc);
 }
 
 }  // namespace aj

@@ -107,4 +107,60 @@ Array logsumexp(const Array& x, Axes axes_in, bool keepdims, Loc loc) try {
   detail::out_of_memory("logsumexp", loc);
 }
 
+// ---- activations -------------------------------------------------------------------------
+
+namespace {
+// The operand as an array, bool refused under the activation's name.
+Array activation_input(const char* name, const Operand& x) {
+  // A scalar: rank 0 in its default dtype (f64, i64), as exp(0.5) is f64.
+  const DType t = x.scalar.kind == Scalar::Kind::boolean   ? DType::bool_
+                  : x.scalar.kind == Scalar::Kind::integer ? DType::i64
+                                                           : DType::f64;
+  Array a = x.is_scalar ? full(Shape{}, x.scalar, t, x.loc) : *x.array;
+  if (!a.valid()) user_error(name, "got an empty array handle", x.loc);
+  if (a.dtype(x.loc) == DType::bool_) {
+    user_error(name, "does not accept bool (" + describe(a) + "); use astype() to a number type first", x.loc);
+  }
+  return a;
+}
+// The same, in f64 when it is an integer (x^3 of an i32 must not wrap).
+Array float_activation_input(const char* name, const Operand& x) {
+  Array a = activation_input(name, x);
+  return is_float(a.dtype()) ? a : a.astype(DType::f64, x.loc);
+}
+}  // namespace
+
+Array relu(const Operand& x) {
+  const Array a = activation_input("relu", x);
+  return where(Operand(Operand(a, x.loc) <= Operand(0, x.loc), x.loc), Operand(0, x.loc),
+               Operand(a, x.loc));
+}
+
+Array gelu(const Operand& x, bool approximate) {
+  const Loc& loc = x.loc;
+  const Array a = float_activation_input("gelu", x);
+  auto o = [&](const Array& v) { return Operand(v, loc); };
+  auto k = [&](double v) { return Operand(v, loc); };
+  if (!approximate) {
+    constexpr double kMinusInvSqrt2 = -0.70710678118654752440;
+    return multiply(o(multiply(o(a), k(0.5))), o(erfc(o(multiply(o(a), k(kMinusInvSqrt2))))));
+  }
+  constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  Array inner = multiply(o(add(o(a), o(multiply(o(multiply(o(multiply(o(a), o(a))), o(a))), k(0.044715))))),
+                         k(kSqrt2OverPi));
+  return multiply(o(multiply(o(a), k(0.5))), o(add(o(tanh(o(inner))), k(1.0))));
+}
+
+Array silu(const Operand& x) {
+  const Array a = float_activation_input("silu", x);
+  return multiply(Operand(a, x.loc), Operand(sigmoid(Operand(a, x.loc)), x.loc));
+}
+
+Array softplus(const Operand& x) {
+  const Loc& loc = x.loc;
+  const Array a = float_activation_input("softplus", x);
+  Array tail = log1p(Operand(exp(Operand(negative(Operand(abs(Operand(a, loc)), loc)), loc)), loc));
+  return add(Operand(maximum(Operand(a, loc), Operand(0.0, loc)), loc), Operand(tail, loc));
+}
+
 }  // namespace aj

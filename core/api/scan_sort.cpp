@@ -77,6 +77,19 @@ Array cumprod(const Array& a, std::optional<int> axis, std::optional<DType> dtyp
   return scan(Op::CumProd, a, axis, dtype, loc);
 }
 
+Array cumulative_sum(const Array& a, std::optional<int> axis, std::optional<DType> dtype, bool include_initial,
+                     Loc loc) {
+  if (!axis && a.ndim(loc) > 1) {
+    user_error("cumulative_sum", "needs an axis for " + trace::describe(a) + " (it sums along one axis)", loc);
+  }
+  Array r = cumsum(a, axis, dtype, loc);
+  if (!include_initial) return r;
+  const int ax = axis ? trace::normalize_axis(*axis, r.ndim(), "cumulative_sum", r.shape(), r.dtype(), loc) : 0;
+  std::vector<std::int64_t> dims = r.shape().dims();
+  dims[static_cast<std::size_t>(ax)] = 1;
+  return concatenate({zeros(Shape(std::move(dims)), r.dtype(), loc), r}, ax, loc);
+}
+
 Array sort(const Array& a_in, int axis, Loc loc) try {
   trace::Scope scope;
   const Array& a = trace::local(a_in, "sort", loc);

@@ -96,6 +96,27 @@ Array transpose(const Array& a_in, std::vector<int> perm, Loc loc) try {
   detail::out_of_memory("transpose", loc);
 }
 
+Array permute_dims(const Array& a, std::vector<int> axes, Loc loc) {
+  if (static_cast<int>(axes.size()) != a.ndim(loc)) {
+    user_error("permute_dims", "needs one axis per axis of " + describe(a) +
+                                   ", got " + std::to_string(axes.size()),
+               loc);
+  }
+  return transpose(a, std::move(axes), loc);
+}
+
+Array matrix_transpose(const Array& a, Loc loc) {
+  const int nd = a.ndim(loc);
+  if (nd < 2) {
+    user_error("matrix_transpose", "needs at least 2 axes, got " + describe(a),
+               loc);
+  }
+  std::vector<int> perm(static_cast<std::size_t>(nd));
+  for (int i = 0; i < nd; ++i) perm[static_cast<std::size_t>(i)] = i;
+  std::swap(perm[static_cast<std::size_t>(nd - 2)], perm[static_cast<std::size_t>(nd - 1)]);
+  return transpose(a, std::move(perm), loc);
+}
+
 Array broadcast_to(const Array& a_in, Shape shape, Loc loc) try {
   trace::Scope scope;
   const Array& a = trace::local(a_in, "broadcast_to", loc);

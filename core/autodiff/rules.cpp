@@ -187,7 +187,50 @@ AJ_PARTIALS(d_fmod) {
   d[0] = constant(1.0);
   if (need[1]) d[1] = of(at.neg(trunc(at.o(at.div(n.in[0], n.in[1])))));
 }
+// The gamma family: lgamma' = digamma, digamma' = trigamma (trigamma's own
+// derivative is refused: trigamma_rule below).
+AJ_PARTIALS(d_lgamma) { (void)need; d[0] = of(digamma(at.o(n.in[0]))); }
+AJ_PARTIALS(d_digamma) { (void)need; d[0] = of(trigamma(at.o(n.in[0]))); }
+// erfinv: sqrt(pi)/2 e^(y^2); ndtri: sqrt(2 pi) e^(y^2/2) (inverse functions'
+// slopes); log_ndtr: phi(x) / Phi(x) = e^(-x^2/2 - y) / sqrt(2 pi), one exp
+// that neither overflows nor underflows where Phi does (x = -40).
+constexpr double kSqrt2Pi = 2.50662827463100050242;  // sqrt(2 pi)
+AJ_PARTIALS(d_erfinv) { (void)need; d[0] = of(at.mul(exp(at.o(at.mul(n.out, n.out))), 0.88622692545275801365)); }
+AJ_PARTIALS(d_ndtri) { (void)need; d[0] = of(at.mul(exp(at.o(at.mul(at.mul(n.out, n.out), 0.5))), kSqrt2Pi)); }
+AJ_PARTIALS(d_log_ndtr) {
+  (void)need;
+  Array e = at.sub(at.mul(at.mul(n.in[0], n.in[0]), -0.5), n.out);
+  d[0] = of(at.mul(exp(at.o(e)), 1.0 / kSqrt2Pi));
+}
+// i0' = i1; i1' = i0 - i1/x, 1/2 at x = 0.
+AJ_PARTIALS(d_i0) { (void)need; d[0] = of(i1(at.o(n.in[0]))); }
+AJ_PARTIALS(d_i1) {
+  (void)need;
+  const Array& x = n.in[0];
+  d[0] = of(at.select(at.eq(x, 0.0), 0.5, at.sub(i0(at.o(x)), at.div(n.out, x))));
+}
+// logaddexp(a, b) = y: e^(a - y) and e^(b - y) (2^ for base 2); equal
+// operands get 1/2 each (also at +-inf, where a - y is NaN).
+void d_logaddexp_of(const At& at, const NodeInfo& n, const std::vector<bool>& need, Partial* d, bool base2) {
+  const Array same = at.eq(n.in[0], n.in[1]);
+  for (int i = 0; i < 2; ++i) {
+    if (!need[static_cast<std::size_t>(i)]) continue;
+    Array diff = at.sub(n.in[static_cast<std::size_t>(i)], n.out);
+    Array w = base2 ? exp2(at.o(diff)) : exp(at.o(diff));
+    d[i] = of(at.select(same, 0.5, w));
+  }
+}
+AJ_PARTIALS(d_logaddexp) { d_logaddexp_of(at, n, need, d, false); }
+AJ_PARTIALS(d_logaddexp2) { d_logaddexp_of(at, n, need, d, true); }
 #undef AJ_PARTIALS
+
+// trigamma: its derivative (tetragamma) is not implemented; asking for it is
+// an error at the op's line rather than a silent zero.
+[[noreturn]] void no_tetragamma(const NodeInfo& n) {
+  user_error("grad", "the derivative of trigamma (the third derivative of lgamma) is not implemented", n.loc);
+}
+void vjp_trigamma(const NodeInfo& n, const Array&, const std::vector<bool>&, std::vector<Array>&) { no_tetragamma(n); }
+Array jvp_trigamma(const NodeInfo& n, const std::vector<Array>&) { no_tetragamma(n); }
 
 // ---- elementwise ops with their own rules -------------------------------------
 
@@ -446,12 +489,17 @@ const Rule* rule_for(Op op) {
                         arctanh = elementwise<d_arctanh>, exp2 = elementwise<d_exp2>,
                         log2 = elementwise<d_log2>, log10 = elementwise<d_log10>, cbrt = elementwise<d_cbrt>,
                         arctan2 = elementwise<d_arctan2>, hypot = elementwise<d_hypot>,
-                        copysign = elementwise<d_copysign>, fmod = elementwise<d_fmod>;
+                        copysign = elementwise<d_copysign>, fmod = elementwise<d_fmod>,
+                        lgamma = elementwise<d_lgamma>, digamma = elementwise<d_digamma>,
+                        erfinv = elementwise<d_erfinv>, ndtri = elementwise<d_ndtri>,
+                        log_ndtr = elementwise<d_log_ndtr>, i0 = elementwise<d_i0>, i1 = elementwise<d_i1>,
+                        logaddexp = elementwise<d_logaddexp>, logaddexp2 = elementwise<d_logaddexp2>;
   static constexpr Rule max_min{&vjp_max_min, &jvp_max_min}, where{&vjp_where, &jvp_where},
       cast{&vjp_cast, &jvp_cast}, reduce{&vjp_reduce, &jvp_reduce},
       reshape{&vjp_reshape, &jvp_reshape}, transpose{&vjp_transpose, &jvp_transpose},
       broadcast{&vjp_broadcast, &jvp_broadcast}, slice{&vjp_slice, &jvp_slice},
-      concat{&vjp_concat, &jvp_concat}, matmul{&vjp_matmul, &jvp_matmul};
+      concat{&vjp_concat, &jvp_concat}, matmul{&vjp_matmul, &jvp_matmul},
+      trigamma{&vjp_trigamma, &jvp_trigamma};
   switch (op) {
     // Non-differentiable: no inputs, ...
     case Op::Input:
@@ -525,6 +573,16 @@ const Rule* rule_for(Op op) {
     case Op::Hypot: return &hypot;
     case Op::Copysign: return &copysign;
     case Op::Fmod: return &fmod;
+    case Op::Lgamma: return &lgamma;
+    case Op::Digamma: return &digamma;
+    case Op::Trigamma: return &trigamma;
+    case Op::Erfinv: return &erfinv;
+    case Op::Ndtri: return &ndtri;
+    case Op::LogNdtr: return &log_ndtr;
+    case Op::I0: return &i0;
+    case Op::I1: return &i1;
+    case Op::Logaddexp: return &logaddexp;
+    case Op::Logaddexp2: return &logaddexp2;
     case Op::Where: return &where;
     case Op::Sum:
     case Op::Prod:

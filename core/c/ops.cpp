@@ -24,6 +24,7 @@ inline Array greater(const Operand& a, const Operand& b) { return a > b; }
 inline Array greater_equal(const Operand& a, const Operand& b) { return a >= b; }
 inline Array logical_and(const Operand& a, const Operand& b) { return a && b; }
 inline Array logical_or(const Operand& a, const Operand& b) { return a || b; }
+inline Array gelu_tanh(const Operand& x) { return gelu(x, true); }
 }  // namespace fn
 
 namespace {
@@ -100,6 +101,13 @@ AJ_REDUCE_OPS(AJ_DEFINE_REDUCE_)
 #undef AJ_DEFINE_REDUCE_
 
 // ---- one by one ----
+
+aj_status aj_nan_to_num(aj_array x, double nan, const double* posinf, const double* neginf, aj_array* out) {
+  return c_make("aj_nan_to_num", out, [&] {
+    return aj::nan_to_num(get_array(x, "x").operand(), nan, posinf ? std::optional<double>(*posinf) : std::nullopt,
+                          neginf ? std::optional<double>(*neginf) : std::nullopt);
+  });
+}
 
 aj_status aj_argmax(aj_array x, const int32_t* axis, int keepdims, aj_array* out) {
   return c_make("aj_argmax", out, [&] {

@@ -324,6 +324,34 @@ Array floor_divide(const Operand& a, const Operand& b); // floor(a / b), same dt
 Array where(const Operand& cond, const Operand& a, const Operand& b);
 Array clip(const Operand& x, const Operand& lo, const Operand& hi);
 
+// Elementwise functions composed of the ops above (they fuse like any op;
+// docs/semantics.md, "Elementwise functions"). The predicates give bool: an
+// integer or bool operand is never NaN or inf, and its sign bit is x < 0.
+Array isnan(const Operand& x);
+Array isinf(const Operand& x);
+Array isfinite(const Operand& x);
+Array signbit(const Operand& x);  // also true for -0.0
+// NaN -> nan, +inf -> posinf, -inf -> neginf (by default the dtype's largest
+// and lowest finite values); integers and bool unchanged.
+Array nan_to_num(const Operand& x, double nan = 0.0, std::optional<double> posinf = std::nullopt,
+                 std::optional<double> neginf = std::nullopt);
+Array square(const Operand& x);      // x * x (bool: x, as NumPy)
+Array reciprocal(const Operand& x);  // 1 / x; integers: 1 / x truncated (+-1 at +-1, else 0; 0 at 0)
+Array logical_xor(const Operand& a, const Operand& b);  // bool only, as logical_and
+
+// Array-API (and NumPy 2) names of the functions above.
+inline Array asin(const Operand& x) { return arcsin(x); }
+inline Array acos(const Operand& x) { return arccos(x); }
+inline Array atan(const Operand& x) { return arctan(x); }
+inline Array asinh(const Operand& x) { return arcsinh(x); }
+inline Array acosh(const Operand& x) { return arccosh(x); }
+inline Array atanh(const Operand& x) { return arctanh(x); }
+inline Array atan2(const Operand& y, const Operand& x) { return arctan2(y, x); }
+inline Array power(const Operand& a, const Operand& b) { return pow(a, b); }
+inline Array remainder(const Operand& a, const Operand& b) { return mod(a, b); }
+inline Array absolute(const Operand& x) { return abs(x); }
+inline Array gammaln(const Operand& x) { return lgamma(x); }  // SciPy's name
+
 // ---- reductions ----------------------------------------------------------------
 
 Array sum(const Array& a, Axes axes = Axes::all(), bool keepdims = false, Loc loc = Loc::current());
@@ -345,6 +373,10 @@ Array argmin(const Array& a, std::optional<int> axis = std::nullopt, bool keepdi
 Array reshape(const Array& a, Shape shape, Loc loc = Loc::current());
 // Empty perm reverses the axes.
 Array transpose(const Array& a, std::vector<int> perm = {}, Loc loc = Loc::current());
+// The array API's names: transpose with every axis given, and the last two
+// axes swapped (a view; an error below rank 2).
+Array permute_dims(const Array& a, std::vector<int> axes, Loc loc = Loc::current());
+Array matrix_transpose(const Array& a, Loc loc = Loc::current());
 Array broadcast_to(const Array& a, Shape shape, Loc loc = Loc::current());
 Array expand_dims(const Array& a, int axis, Loc loc = Loc::current());
 // Drop the given size-1 axes (all size-1 axes by default).
@@ -355,6 +387,9 @@ Array slice(const Array& a, std::vector<Slice> slices, Loc loc = Loc::current())
 Array slice(const Array& a, int axis, std::optional<std::int64_t> start,
             std::optional<std::int64_t> stop, std::int64_t step = 1, Loc loc = Loc::current());
 Array concatenate(const std::vector<Array>& arrays, int axis = 0, Loc loc = Loc::current());
+inline Array concat(const std::vector<Array>& arrays, int axis = 0, Loc loc = Loc::current()) {
+  return concatenate(arrays, axis, loc);  // the array API's name
+}
 Array stack(const std::vector<Array>& arrays, int axis = 0, Loc loc = Loc::current());
 
 // ---- linear algebra ---------------------------------------------------------------

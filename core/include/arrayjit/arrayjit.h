@@ -208,19 +208,25 @@ AJ_C_API aj_status aj_scalar_bool(int value, aj_array* out);
  * negative, logical_not (bool only), abs, sign, floor, ceil, round (half to
  * even), exp, log, log1p, expm1, sin, cos, tan, tanh, sigmoid, sqrt, rsqrt,
  * erf, erfc, trunc, arcsin, arccos, arctan, sinh, cosh, arcsinh, arccosh,
- * arctanh, exp2, log2, log10, cbrt, ... (arrayjit/ops.def: the rows whose Api
- * is `unary`). */
-#define AJ_UNARY_OPS(X) AJ_OPS_V(AJ_C_PICK_UNARY_, X)
+ * arctanh, exp2, log2, log10, cbrt, lgamma, digamma, trigamma, erfinv, ndtri,
+ * log_ndtr, i0, i1, ... (arrayjit/ops.def: the rows whose Api is `unary`);
+ * and the compositions isnan, isinf, isfinite, signbit (bool results),
+ * square, reciprocal, and the activations relu, gelu (exact), gelu_tanh
+ * (tanh approximation), silu, softplus (arrayjit/nn.hpp). */
+#define AJ_UNARY_OPS(X)                                                                                    \
+  AJ_OPS_V(AJ_C_PICK_UNARY_, X) X(isnan) X(isinf) X(isfinite) X(signbit) X(square) X(reciprocal) X(relu) \
+  X(gelu) X(gelu_tanh) X(silu) X(softplus)
 
 /* Elementwise, two operands: aj_status aj_<name>(aj_array a, aj_array b, aj_array* out):
  * add, subtract, multiply, divide (true division on floats, floor division on
  * integers), mod (sign of the divisor, as NumPy), maximum (NaN propagates),
  * minimum, pow, arctan2 (y, x), hypot, copysign, nextafter, fmod (the sign of
- * the dividend), equal, not_equal, less, less_equal, greater, greater_equal
- * (comparisons give bool), logical_and, logical_or (bool only) (ops.def: Api
- * `binary` or `c_binary`), and true_divide (always floating point),
- * floor_divide (floor(a / b) in the operands' dtype). */
-#define AJ_BINARY_OPS(X) AJ_OPS_V(AJ_C_PICK_BINARY_, X) X(true_divide) X(floor_divide)
+ * the dividend), logaddexp, logaddexp2, equal, not_equal, less, less_equal,
+ * greater, greater_equal (comparisons give bool), logical_and, logical_or
+ * (bool only) (ops.def: Api `binary` or `c_binary`), and true_divide (always
+ * floating point), floor_divide (floor(a / b) in the operands' dtype),
+ * logical_xor (bool only). */
+#define AJ_BINARY_OPS(X) AJ_OPS_V(AJ_C_PICK_BINARY_, X) X(true_divide) X(floor_divide) X(logical_xor)
 
 #define AJ_C_PICK_UNARY_(X, e, name, arity, cat, flags, api, fn, libm, acc) AJ_C_PICK_UNARY_##api(X, fn)
 #define AJ_C_PICK_BINARY_(X, e, name, arity, cat, flags, api, fn, libm, acc) AJ_C_PICK_BINARY_##api(X, fn)
@@ -260,6 +266,10 @@ AJ_UNARY_OPS(AJ_DECLARE_UNARY_)
 AJ_BINARY_OPS(AJ_DECLARE_BINARY_)
 AJ_TERNARY_OPS(AJ_DECLARE_TERNARY_)
 AJ_REDUCE_OPS(AJ_DECLARE_REDUCE_)
+
+/* NaN -> nan, +inf -> *posinf, -inf -> *neginf (NULL: the dtype's largest /
+ * lowest finite value); integers and bool unchanged. */
+AJ_C_API aj_status aj_nan_to_num(aj_array x, double nan, const double* posinf, const double* neginf, aj_array* out);
 
 /* Index of the largest/smallest element along *axis (NULL: of the flattened
  * array), as i64. */

@@ -20,4 +20,17 @@ Array log_softmax(const Array& x, Axes axes = -1, Loc loc = Loc::current());
 // NaN gives NaN.
 Array logsumexp(const Array& x, Axes axes = Axes::all(), bool keepdims = false, Loc loc = Loc::current());
 
+// Activations, elementwise (bool is an error; relu keeps integers, the
+// others compute integers in f64):
+// relu: max(x, 0) written as where(x <= 0, 0, x): NaN stays NaN, and the
+// derivative at 0 is 0 (PyTorch's and JAX's choice).
+Array relu(const Operand& x);
+// gelu: x Phi(x) = x erfc(-x / sqrt 2) / 2 (erfc: no cancellation for large
+// negative x); approximate = true: x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2.
+Array gelu(const Operand& x, bool approximate = false);
+// silu (swish): x sigmoid(x).
+Array silu(const Operand& x);
+// softplus: log(1 + e^x), as max(x, 0) + log1p(e^-|x|) (no overflow; sigmoid's slope).
+Array softplus(const Operand& x);
+
 }  // namespace aj

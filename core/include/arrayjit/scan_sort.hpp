@@ -25,6 +25,11 @@ Array cumsum(const Array& a, std::optional<int> axis = std::nullopt, std::option
              Loc loc = Loc::current());
 Array cumprod(const Array& a, std::optional<int> axis = std::nullopt, std::optional<DType> dtype = std::nullopt,
               Loc loc = Loc::current());
+// The array API's cumsum: an axis is needed above rank 1, and include_initial
+// puts the empty sum (0) first, so the axis grows by one.
+Array cumulative_sum(const Array& a, std::optional<int> axis = std::nullopt,
+                     std::optional<DType> dtype = std::nullopt, bool include_initial = false,
+                     Loc loc = Loc::current());
 
 // Each line along `axis` sorted ascending (stable; see above). Same shape and dtype.
 Array sort(const Array& a, int axis = -1, Loc loc = Loc::current());
