@@ -470,3 +470,19 @@ TEST_CASE("c api: a traced function at new lengths traces twice, then runs witho
   CHECK(step.traces == 2);
   CHECK(aj_function_release(f) == AJ_OK);
 }
+
+TEST_CASE("c api: an op's error names the C function once, with no C++ name repeating it and no source line") {
+  const Handle b(aj::from_vector<bool>({true, false}));
+  const Handle f(aj::from_vector<float>({1.0f, 2.0f}));
+  aj_array out{0};
+  CHECK(aj_exp(b.h, &out) == AJ_ERROR_USER);
+  std::string e = last_error();
+  CHECK(e.rfind("aj_exp: ", 0) == 0);
+  CHECK(e.find("aj::exp") == std::string::npos);
+  CHECK(e.find("does not accept bool") != std::string::npos);
+  CHECK(e.find("(at ") == std::string::npos);
+  CHECK(aj_logical_xor(f.h, f.h, &out) == AJ_ERROR_USER);
+  e = last_error();
+  CHECK(e.rfind("aj_logical_xor: needs bool operands", 0) == 0);
+  CHECK(out._id == 0);
+}

@@ -36,7 +36,9 @@ std::string without_own_lines(const char* fn, std::string s) {
       from = close;
     }
   }
-  const std::string again = std::string("aj::") + fn + ": ";
+  // fn is the C name (aj_exp): the C++ op names itself aj::exp.
+  const std::string name = std::string(fn).rfind("aj_", 0) == 0 ? std::string(fn).substr(3) : std::string(fn);
+  const std::string again = "aj::" + name + ": ";
   if (s.rfind(again, 0) == 0) s.erase(0, again.size());
   return s;
 }
