@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/jit_switch.hpp"
+
 namespace {
 
 using aj::Array;
@@ -83,14 +85,7 @@ const std::vector<Fn>& unary_fns() {
   return fns;
 }
 
-template <class T>
-std::vector<T> eval_with(bool jit, const std::function<Array()>& make) {
-  const bool saved = aj::jit::enabled();
-  aj::jit::set_enabled(jit);
-  std::vector<T> r = make().template to_vector<T>();
-  aj::jit::set_enabled(saved);
-  return r;
-}
+using ajtest::eval_with;
 
 // `count` points evenly across [lo, hi], and the 8 representable values on
 // each side of every `pivot`.

@@ -27,6 +27,8 @@
 #if defined(AJ_HAVE_QUADMATH)
 #include <quadmath.h>
 
+#include "tests/jit_switch.hpp"
+
 namespace {
 
 using aj::Array;
@@ -150,14 +152,7 @@ double error_ulps(T got, Q ref, double floor) {
   return static_cast<double>(fabsq(Q(got) - ref) / Q(ulp));
 }
 
-template <class T>
-std::vector<T> eval_with(bool jit, const std::function<Array()>& make) {
-  const bool saved = aj::jit::enabled();
-  aj::jit::set_enabled(jit);
-  std::vector<T> r = make().template to_vector<T>();
-  aj::jit::set_enabled(saved);
-  return r;
-}
+using ajtest::eval_with;
 
 struct Worst {
   double ulps = 0;

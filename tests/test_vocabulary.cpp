@@ -18,21 +18,14 @@
 #include <vector>
 
 #include "tests/autodiff_check.hpp"
+#include "tests/jit_switch.hpp"
 
 namespace {
 
 using aj::Array;
 using aj::DType;
 
-void on_both(const std::function<void()>& body) {
-  const bool saved = aj::jit::enabled();
-  for (bool jit : {true, false}) {
-    CAPTURE(jit);
-    aj::jit::set_enabled(jit);
-    body();
-  }
-  aj::jit::set_enabled(saved);
-}
+using ajtest::on_both;
 
 std::vector<double> random_values(std::size_t n, unsigned seed, double lo, double hi) {
   std::mt19937_64 rng(seed);
