@@ -478,6 +478,29 @@ def matmul(a, b):
     return Expect(np.matmul(A, B), tol=np.where(free, np.inf, tol), order_free=free)
 
 
+PRODUCTS = {"outer": lambda a, b: np.multiply.outer(a.ravel(), b.ravel()), "kron": np.kron,
+            "tensordot": lambda a, b: np.tensordot(a, b, 1), "dot": np.dot, "inner": np.inner,
+            "vdot": lambda a, b: np.dot(a.ravel(), b.ravel()), "cross": np.cross}
+
+
+def product(op, a, b):
+    """The products of shape_functions.hpp in the operands' promoted dtype:
+    sums of products within k * eps of the sum of absolute products, as matmul."""
+    t = result_dtype([a, b])
+    A, B = a.astype(t), b.astype(t)
+    fn = PRODUCTS[op]
+    want = fn(A, B)
+    if not is_float(t):
+        return Expect(want)
+    if op == "cross":  # a difference of two products
+        mag = np.abs(np.multiply.outer(A.astype(np.float64), B.astype(np.float64))).max(initial=0)
+        return Expect(want, ulps=ULPS, tol=2 * eps(t) * mag)
+    bound = fn(np.abs(A.astype(np.float64)), np.abs(B.astype(np.float64)))
+    tol = max(A.size, 1) * eps(t) * bound
+    free = bound > float(np.finfo(t).max)
+    return Expect(want, tol=np.where(free, np.inf, tol), order_free=free)
+
+
 # ---- indexing ---------------------------------------------------------------------
 
 def parse_slices(text):
@@ -623,6 +646,34 @@ def expect(op, args, attrs, env, deliberate):
         return Expect(np.linspace(start, stop, int(attrs["num"]), dtype=dt()))
     if op == "eye":
         return Expect(np.eye(int(attrs["n"]), int(attrs["m"]), int(attrs["k"]), dtype=dt()))
+    if op == "flip":
+        return Expect(np.flip(ops[0]) if attrs["axes"] == "all" else np.flip(ops[0], int(attrs["axes"])))
+    if op == "swapaxes":
+        return Expect(np.swapaxes(ops[0], int(attrs["a"]), int(attrs["b"])))
+    if op == "moveaxis":
+        return Expect(np.moveaxis(ops[0], int(attrs["src"]), int(attrs["dst"])))
+    if op == "tile":
+        return Expect(np.tile(ops[0], ints(attrs["reps"])))
+    if op == "repeat":
+        axis = None if attrs["axis"] == "none" else int(attrs["axis"])
+        return Expect(np.repeat(ops[0], int(attrs["n"]), axis=axis))
+    if op in ("tril", "triu"):
+        return Expect((np.tril if op == "tril" else np.triu)(ops[0], int(attrs["k"])))
+    if op in ("diagonal", "trace"):
+        d = np.diagonal(ops[0], int(attrs["off"]), int(attrs["a"]), int(attrs["b"]))
+        if op == "diagonal":
+            return Expect(d)
+        t = np.int64 if d.dtype in (np.bool_, np.int32) else d.dtype  # sum's accumulator
+        tol = d.shape[-1] * eps(t) * np.sum(np.abs(d.astype(np.float64)), axis=-1)
+        return Expect(np.sum(d.astype(t), axis=-1, dtype=t), tol=tol)
+    if op == "diag":
+        return Expect(np.diag(ops[0], int(attrs["k"])))
+    if op in ("atleast_1d", "atleast_2d", "atleast_3d"):
+        return Expect(getattr(np, op)(ops[0]))
+    if op in ("outer", "kron", "tensordot", "dot", "inner", "vdot", "cross"):
+        return product(op, ops[0], ops[1])
+    if op == "array_split":
+        return Expect(np.array_split(ops[0], int(attrs["sections"]), int(attrs["axis"]))[int(attrs["i"])])
     if op in FLOAT_ONLY or op in ("negative", "abs", "sign", "floor", "ceil", "round", "trunc", "logical_not",
                                   "isnan", "isinf", "isfinite", "signbit", "square", "nan_to_num", "reciprocal",
                                   "relu"):

@@ -264,7 +264,8 @@ class NumpyProgram {
   // ---- steps ---------------------------------------------------------------------
 
   void step() {
-    const int u = uni(0, 109);
+    const int u = uni(0, 117);
+    if (u >= 110) return shape_fn();
     if (u >= 100) return indexing();
     if (u < 6) create();
     else if (u < 26) unary();
@@ -755,6 +756,134 @@ class NumpyProgram {
     }
     Array out = stack ? aj::stack(parts, axis) : aj::concatenate(parts, axis);
     add(out, text + " axis=" + std::to_string(axis));
+  }
+
+  // NumPy's shape functions (arrayjit/shape_functions.hpp): one result each
+  // (array_split gives one of its pieces).
+  void shape_fn() {
+    const Val v = vals_[static_cast<std::size_t>(any_value())];
+    const Dims d = dims_of(v.a);
+    const int r = static_cast<int>(d.size());
+    auto axis = [&] { return uni(-r, r - 1); };
+    const bool number = v.a.dtype() != DType::bool_;
+    switch (uni(0, 12)) {
+      case 0:
+        if (r == 0 || coin(0.4)) add(aj::flip(v.a), "flip " + v.name + " axes=all");
+        else {
+          const int ax = axis();
+          add(aj::flip(v.a, ax), "flip " + v.name + " axes=" + std::to_string(ax));
+        }
+        return;
+      case 1: {
+        if (r == 0) return;
+        const int i = axis(), j = axis();
+        add(aj::swapaxes(v.a, i, j), "swapaxes " + v.name + " a=" + std::to_string(i) + " b=" + std::to_string(j));
+        return;
+      }
+      case 2: {
+        if (r == 0) return;
+        const int i = axis(), j = axis();
+        add(aj::moveaxis(v.a, i, j), "moveaxis " + v.name + " src=" + std::to_string(i) + " dst=" + std::to_string(j));
+        return;
+      }
+      case 3: {
+        Dims reps;
+        for (int k = uni(1, 3); k > 0; --k) reps.push_back(uni(0, 2));
+        std::int64_t n = numel(d);
+        for (auto x : reps) n *= x;
+        if (n > kMaxNumel || r + 3 > 4) return;
+        add(aj::tile(v.a, reps), "tile " + v.name + " reps=" + list(reps));
+        return;
+      }
+      case 4: {
+        const std::int64_t k = uni(0, 3);
+        if (numel(d) * k > kMaxNumel) return;
+        if (r == 0 || coin(0.3)) add(aj::repeat(v.a, k), "repeat " + v.name + " n=" + std::to_string(k) + " axis=none");
+        else {
+          const int ax = axis();
+          add(aj::repeat(v.a, k, ax), "repeat " + v.name + " n=" + std::to_string(k) + " axis=" + std::to_string(ax));
+        }
+        return;
+      }
+      case 5: {
+        if (r < 2) return;
+        const std::int64_t k = uni(-3, 3);
+        const bool lower = coin(0.5);
+        add(lower ? aj::tril(v.a, k) : aj::triu(v.a, k), std::string(lower ? "tril " : "triu ") + v.name + " k=" + std::to_string(k));
+        return;
+      }
+      case 6: {
+        if (r < 2) return;
+        const std::int64_t off = uni(-3, 3);
+        int i = axis(), j = axis();
+        if ((i + r) % r == (j + r) % r) return;
+        const bool tr = coin(0.4);
+        add(tr ? aj::linalg::trace(v.a, off, i, j) : aj::diagonal(v.a, off, i, j),
+            std::string(tr ? "trace " : "diagonal ") + v.name + " off=" + std::to_string(off) + " a=" + std::to_string(i) +
+                " b=" + std::to_string(j));
+        return;
+      }
+      case 7: {
+        if (r != 1 && r != 2) return;
+        const std::int64_t k = uni(-2, 2);
+        if (r == 1 && (d[0] + (k < 0 ? -k : k)) * (d[0] + (k < 0 ? -k : k)) > kMaxNumel) return;
+        add(aj::diag(v.a, k), "diag " + v.name + " k=" + std::to_string(k));
+        return;
+      }
+      case 8: {
+        const int n = uni(1, 3);
+        add(n == 1 ? aj::atleast_1d(v.a) : n == 2 ? aj::atleast_2d(v.a) : aj::atleast_3d(v.a),
+            "atleast_" + std::to_string(n) + "d " + v.name);
+        return;
+      }
+      case 9: {
+        if (!number || numel(d) > 8) return;
+        const Dims bd = r == 0 ? Dims{} : Dims{uni(1, 3)};
+        const Val b = (input(bd, number_dtype()), vals_.back());
+        if (coin(0.5)) add(aj::outer(v.a, b.a), "outer " + v.name + " " + b.name);
+        else if (r <= 2) add(aj::kron(v.a, b.a), "kron " + v.name + " " + b.name);
+        return;
+      }
+      case 10: {
+        if (!number || r == 0) return;
+        const int kind = uni(0, 3);  // tensordot, dot, inner, vdot
+        Dims bd;
+        if (kind == 0 || kind == 1) {
+          bd = {d.back(), uni(0, 3)};
+        } else if (kind == 2) {
+          bd = {uni(0, 3), d.back()};
+        } else {
+          bd = {numel(d)};
+        }
+        if (numel(bd) > kMaxNumel) return;
+        const Val b = (input(bd, number_dtype()), vals_.back());
+        const char* names[] = {"tensordot", "dot", "inner", "vdot"};
+        Array out = kind == 0 ? aj::tensordot(v.a, b.a, 1)
+                    : kind == 1 ? aj::dot(v.a, b.a)
+                    : kind == 2 ? aj::inner(v.a, b.a)
+                                : aj::vdot(v.a, b.a);
+        if (out.size() > kMaxNumel) return;
+        add(out, std::string(names[kind]) + " " + v.name + " " + b.name);
+        return;
+      }
+      case 11: {
+        const Dims cd = {uni(0, 3), 3};
+        const DType t = number_dtype();
+        const Val a = (input(cd, t), vals_.back());
+        const Val b = (input(coin(0.5) ? cd : Dims{3}, number_dtype()), vals_.back());
+        add(aj::cross(a.a, b.a), "cross " + a.name + " " + b.name);
+        return;
+      }
+      default: {
+        if (r == 0) return;
+        const int ax = axis();
+        const std::int64_t sections = uni(1, 4);
+        const auto pieces = aj::array_split(v.a, sections, ax);
+        const int i = uni(0, static_cast<int>(sections) - 1);
+        add(pieces[static_cast<std::size_t>(i)], "array_split " + v.name + " sections=" + std::to_string(sections) +
+                                                     " axis=" + std::to_string(ax) + " i=" + std::to_string(i));
+      }
+    }
   }
 
   void matmul() {

@@ -262,7 +262,7 @@ Array diagonal(const Array& a, std::int64_t offset, int axis1, int axis2, Loc lo
   return slice(flat, flat.ndim() - 1, start, start + (len == 0 ? 0 : (len - 1) * (cols + 1) + 1), cols + 1, loc);
 }
 
-Array trace(const Array& a, std::int64_t offset, int axis1, int axis2, Loc loc) {
+Array linalg::trace(const Array& a, std::int64_t offset, int axis1, int axis2, Loc loc) {
   Array d = diagonal(a, offset, axis1, axis2, loc);
   return sum(d, -1, false, loc);
 }
@@ -406,9 +406,16 @@ Array cross(const Array& a_in, const Array& b_in, int axis, Loc loc) {
                             describe(a_in) + " and " + describe(b_in),
                loc);
   }
-  auto c = [&](const Array& x, std::int64_t i) { return Operand(squeeze(slice(x, ax, i, i + 1, 1, loc), ax, loc), loc); };
-  auto det = [&](std::int64_t i, std::int64_t j) {
-    return subtract(Operand(multiply(c(a, i), c(b, j)), loc), Operand(multiply(c(a, j), c(b, i)), loc));
+  // The components (views), kept alive here: an Operand only points at its array.
+  std::vector<Array> ca, cb;
+  for (std::int64_t i = 0; i < n; ++i) {
+    ca.push_back(squeeze(slice(a, ax, i, i + 1, 1, loc), ax, loc));
+    cb.push_back(squeeze(slice(b, ax, i, i + 1, 1, loc), ax, loc));
+  }
+  auto det = [&](std::size_t i, std::size_t j) {
+    const Array p = multiply(Operand(ca[i], loc), Operand(cb[j], loc));
+    const Array q = multiply(Operand(ca[j], loc), Operand(cb[i], loc));
+    return subtract(Operand(p, loc), Operand(q, loc));
   };
   if (n == 2) return det(0, 1);  // the z component, as NumPy 1.x
   return stack({det(1, 2), det(2, 0), det(0, 1)}, ax, loc);

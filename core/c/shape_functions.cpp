@@ -24,11 +24,10 @@ std::vector<int> axes_list(const std::int32_t* v, std::int32_t n, const char* wh
   const std::vector<std::int32_t> a = list_arg(v, n, what);
   return std::vector<int>(a.begin(), a.end());
 }
-std::vector<Array> arrays_arg(const aj_array* xs, std::int32_t n) {
-  if (n < 0) c_error("negative number of arrays " + std::to_string(n));
+std::vector<Array> arrays_arg(const aj_array* xs, std::size_t n) {
   if (!xs && n > 0) c_error("null array list with n " + std::to_string(n));
   std::vector<Array> out;
-  for (std::int32_t i = 0; i < n; ++i) out.push_back(get_array(xs[i], "an array of the list").array);
+  for (std::size_t i = 0; i < n; ++i) out.push_back(get_array(xs[i], "an array of the list").array);
   return out;
 }
 
@@ -95,11 +94,13 @@ aj_status aj_array_split(aj_array x, int64_t sections, int32_t axis, aj_array* o
 aj_status aj_unstack(aj_array x, int32_t axis, aj_array* outs, int64_t nouts) {
   return c_make_many("aj_unstack", outs, nouts < 0 ? 0 : nouts, [&] { return aj::unstack(arg(x, "x"), axis); });
 }
-aj_status aj_broadcast_arrays(const aj_array* xs, int32_t n, aj_array* outs) {
-  return c_make_many("aj_broadcast_arrays", outs, n < 0 ? 0 : n, [&] { return aj::broadcast_arrays(arrays_arg(xs, n)); });
+aj_status aj_broadcast_arrays(const aj_array* xs, size_t n, aj_array* outs) {
+  return c_make_many("aj_broadcast_arrays", outs, static_cast<std::int64_t>(n),
+                     [&] { return aj::broadcast_arrays(arrays_arg(xs, n)); });
 }
-aj_status aj_meshgrid(const aj_array* xs, int32_t n, int ij, aj_array* outs) {
-  return c_make_many("aj_meshgrid", outs, n < 0 ? 0 : n, [&] { return aj::meshgrid(arrays_arg(xs, n), ij != 0); });
+aj_status aj_meshgrid(const aj_array* xs, size_t n, int ij, aj_array* outs) {
+  return c_make_many("aj_meshgrid", outs, static_cast<std::int64_t>(n),
+                     [&] { return aj::meshgrid(arrays_arg(xs, n), ij != 0); });
 }
 aj_status aj_tril(aj_array x, int64_t k, aj_array* out) {
   return c_make("aj_tril", out, [&] { return aj::tril(arg(x, "x"), k); });
@@ -114,7 +115,7 @@ aj_status aj_diagonal(aj_array x, int64_t offset, int32_t axis1, int32_t axis2, 
   return c_make("aj_diagonal", out, [&] { return aj::diagonal(arg(x, "x"), offset, axis1, axis2); });
 }
 aj_status aj_trace(aj_array x, int64_t offset, int32_t axis1, int32_t axis2, aj_array* out) {
-  return c_make("aj_trace", out, [&] { return aj::trace(arg(x, "x"), offset, axis1, axis2); });
+  return c_make("aj_trace", out, [&] { return aj::linalg::trace(arg(x, "x"), offset, axis1, axis2); });
 }
 aj_status aj_atleast_1d(aj_array x, aj_array* out) {
   return c_make("aj_atleast_1d", out, [&] { return aj::atleast_1d(arg(x, "x")); });

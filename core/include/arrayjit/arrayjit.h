@@ -311,6 +311,47 @@ AJ_C_API aj_status aj_slice_axis(aj_array x, int32_t axis, int64_t start, int64_
 AJ_C_API aj_status aj_concatenate(const aj_array* xs, size_t n, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_stack(const aj_array* xs, size_t n, int32_t axis, aj_array* out);
 
+/* ---- NumPy's shape functions (arrayjit/shape_functions.hpp) ----------------------------
+ * Views where NumPy returns one (flip, swapaxes, moveaxis, diagonal, the
+ * pieces of split, unstack, broadcast_arrays, meshgrid, atleast_*d). Those
+ * with several results write them to `outs`, which holds as many handles as
+ * each says: all are written, or (on an error) none. */
+/* axes NULL: every axis (naxes not read). */
+AJ_C_API aj_status aj_flip(aj_array x, const int32_t* axes, int32_t naxes, aj_array* out);
+AJ_C_API aj_status aj_swapaxes(aj_array x, int32_t axis1, int32_t axis2, aj_array* out);
+AJ_C_API aj_status aj_moveaxis(aj_array x, const int32_t* source, const int32_t* destination, int32_t n,
+                               aj_array* out);
+AJ_C_API aj_status aj_tile(aj_array x, const int64_t* reps, int32_t nreps, aj_array* out);
+/* One count for every element (nrepeats 1) or one per element along the
+ * axis; axis NULL: of the flattened array. */
+AJ_C_API aj_status aj_repeat(aj_array x, const int64_t* repeats, int64_t nrepeats, const int32_t* axis,
+                             aj_array* out);
+/* nindices + 1 pieces, cut before each index (clamped, as NumPy). */
+AJ_C_API aj_status aj_split(aj_array x, const int64_t* indices, int32_t nindices, int32_t axis, aj_array* outs);
+/* `sections` pieces, the first (extent % sections) one longer. */
+AJ_C_API aj_status aj_array_split(aj_array x, int64_t sections, int32_t axis, aj_array* outs);
+/* One piece per index of the axis: nouts must be the axis's extent. */
+AJ_C_API aj_status aj_unstack(aj_array x, int32_t axis, aj_array* outs, int64_t nouts);
+AJ_C_API aj_status aj_broadcast_arrays(const aj_array* xs, size_t n, aj_array* outs);
+/* n coordinate arrays; ij nonzero: matrix indexing, else Cartesian ("xy"). */
+AJ_C_API aj_status aj_meshgrid(const aj_array* xs, size_t n, int ij, aj_array* outs);
+AJ_C_API aj_status aj_tril(aj_array x, int64_t k, aj_array* out);
+AJ_C_API aj_status aj_triu(aj_array x, int64_t k, aj_array* out);
+AJ_C_API aj_status aj_diag(aj_array x, int64_t k, aj_array* out);
+AJ_C_API aj_status aj_diagonal(aj_array x, int64_t offset, int32_t axis1, int32_t axis2, aj_array* out);
+AJ_C_API aj_status aj_trace(aj_array x, int64_t offset, int32_t axis1, int32_t axis2, aj_array* out);
+AJ_C_API aj_status aj_atleast_1d(aj_array x, aj_array* out);
+AJ_C_API aj_status aj_atleast_2d(aj_array x, aj_array* out);
+AJ_C_API aj_status aj_atleast_3d(aj_array x, aj_array* out);
+AJ_C_API aj_status aj_logspace(double start, double stop, int64_t num, double base, aj_dtype dtype, aj_array* out);
+/* Products: aj_status aj_<name>(aj_array a, aj_array b, aj_array* out). */
+#define AJ_PRODUCT_OPS(X) X(outer) X(inner) X(dot) X(vdot) X(kron)
+#define AJ_DECLARE_PRODUCT_(name) AJ_C_API aj_status aj_##name(aj_array a, aj_array b, aj_array* out);
+AJ_PRODUCT_OPS(AJ_DECLARE_PRODUCT_)
+AJ_C_API aj_status aj_tensordot(aj_array a, aj_array b, const int32_t* a_axes, const int32_t* b_axes, int32_t n,
+                                aj_array* out);
+AJ_C_API aj_status aj_cross(aj_array a, aj_array b, int32_t axis, aj_array* out);
+
 /* ---- evaluation, reading out ---------------------------------------------------------------- */
 
 /* Evaluate now (and everything it needs). */

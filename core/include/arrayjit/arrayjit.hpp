@@ -15,6 +15,7 @@
 #include "arrayjit/nn.hpp"
 #include "arrayjit/print.hpp"
 #include "arrayjit/scan_sort.hpp"
+#include "arrayjit/shape_functions.hpp"
 #include "arrayjit/stats.hpp"
 
 namespace aj {

@@ -58,8 +58,6 @@ Array diag(const Array& a, std::int64_t k = 0, Loc loc = Loc::current());
 // The diagonal `offset` of the matrices in axes (axis1, axis2), as the last
 // axis (a view).
 Array diagonal(const Array& a, std::int64_t offset = 0, int axis1 = 0, int axis2 = 1, Loc loc = Loc::current());
-// The sum of that diagonal (in sum's dtype: bool and i32 in i64).
-Array trace(const Array& a, std::int64_t offset = 0, int axis1 = 0, int axis2 = 1, Loc loc = Loc::current());
 // At least 1, 2, 3 axes: NumPy's rules for where the new extent-1 axes go.
 Array atleast_1d(const Array& a, Loc loc = Loc::current());
 Array atleast_2d(const Array& a, Loc loc = Loc::current());
@@ -83,5 +81,13 @@ Array tensordot(const Array& a, const Array& b, std::vector<int> a_axes, std::ve
                 Loc loc = Loc::current());
 Array kron(const Array& a, const Array& b, Loc loc = Loc::current());
 Array cross(const Array& a, const Array& b, int axis = -1, Loc loc = Loc::current());
+
+namespace linalg {
+// The sum of the diagonal `offset` of the matrices in axes (axis1, axis2),
+// in sum's dtype (bool and i32 in i64). In linalg (the array API's place for
+// it), with its default axes, the last two: NumPy's np.trace takes axes 0, 1
+// by default (aj::trace would be arrayjit's tracing namespace).
+Array trace(const Array& a, std::int64_t offset = 0, int axis1 = -2, int axis2 = -1, Loc loc = Loc::current());
+}  // namespace linalg
 
 }  // namespace aj
