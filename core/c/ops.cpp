@@ -102,6 +102,46 @@ AJ_REDUCE_OPS(AJ_DEFINE_REDUCE_)
 
 // ---- one by one ----
 
+aj_status aj_var(aj_array x, const int32_t* axes, int32_t naxes, double ddof, int keepdims, aj_array* out) {
+  return c_make("aj_var", out, [&] { return aj::var(arg(x, "x"), axes_arg(axes, naxes), ddof, keepdims != 0); });
+}
+aj_status aj_std(aj_array x, const int32_t* axes, int32_t naxes, double ddof, int keepdims, aj_array* out) {
+  return c_make("aj_std", out, [&] { return aj::std(arg(x, "x"), axes_arg(axes, naxes), ddof, keepdims != 0); });
+}
+aj_status aj_diff(aj_array x, int32_t n, int32_t axis, aj_array* out) {
+  return c_make("aj_diff", out, [&] { return aj::diff(arg(x, "x"), n, axis); });
+}
+aj_status aj_isclose(aj_array a, aj_array b, double rtol, double atol, int equal_nan, aj_array* out) {
+  return c_make("aj_isclose", out, [&] {
+    const ArrayRef ra = get_array(a, "a"), rb = get_array(b, "b");
+    return aj::isclose(ra.operand(), rb.operand(), rtol, atol, equal_nan != 0);
+  });
+}
+aj_status aj_allclose(aj_array a, aj_array b, double rtol, double atol, int equal_nan, aj_array* out) {
+  return c_make("aj_allclose", out, [&] {
+    const ArrayRef ra = get_array(a, "a"), rb = get_array(b, "b");
+    return aj::allclose(ra.operand(), rb.operand(), rtol, atol, equal_nan != 0);
+  });
+}
+aj_status aj_array_equal(aj_array a, aj_array b, int equal_nan, aj_array* out) {
+  return c_make("aj_array_equal", out, [&] { return aj::array_equal(arg(a, "a"), arg(b, "b"), equal_nan != 0); });
+}
+aj_status aj_quantile(aj_array x, double q, const int32_t* axis, int keepdims, aj_array* out) {
+  return c_make("aj_quantile", out, [&] {
+    return aj::quantile(arg(x, "x"), q, axis ? std::optional<int>(*axis) : std::nullopt, keepdims != 0);
+  });
+}
+aj_status aj_percentile(aj_array x, double p, const int32_t* axis, int keepdims, aj_array* out) {
+  return c_make("aj_percentile", out, [&] {
+    return aj::percentile(arg(x, "x"), p, axis ? std::optional<int>(*axis) : std::nullopt, keepdims != 0);
+  });
+}
+aj_status aj_median(aj_array x, const int32_t* axis, int keepdims, aj_array* out) {
+  return c_make("aj_median", out, [&] {
+    return aj::median(arg(x, "x"), axis ? std::optional<int>(*axis) : std::nullopt, keepdims != 0);
+  });
+}
+
 aj_status aj_nan_to_num(aj_array x, double nan, const double* posinf, const double* neginf, aj_array* out) {
   return c_make("aj_nan_to_num", out, [&] {
     return aj::nan_to_num(get_array(x, "x").operand(), nan, posinf ? std::optional<double>(*posinf) : std::nullopt,

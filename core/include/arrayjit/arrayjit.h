@@ -247,7 +247,8 @@ AJ_C_API aj_status aj_scalar_bool(int value, aj_array* out);
 /* Reductions over `axes` (NULL: all axes, naxes not read; naxes 0 with a
  * non-NULL pointer: none), keeping the reduced axes as extent 1 when keepdims is nonzero:
  * aj_status aj_<name>(aj_array x, const int32_t* axes, int32_t naxes, int keepdims, aj_array* out).
- * sum/prod of bool or i32 accumulate in i64; mean of integers is f64. */
+ * sum/prod of bool or i32 accumulate in i64; mean of integers is f64. The
+ * nan* ones skip NaN (arrayjit/statistics.hpp); count_nonzero is i64. */
 #define AJ_REDUCE_OPS(X) \
   X(sum)                 \
   X(prod)                \
@@ -255,7 +256,12 @@ AJ_C_API aj_status aj_scalar_bool(int value, aj_array* out);
   X(max)                 \
   X(min)                 \
   X(all)                 \
-  X(any)
+  X(any)                 \
+  X(nansum)              \
+  X(nanmean)             \
+  X(nanmax)              \
+  X(nanmin)              \
+  X(count_nonzero)
 
 #define AJ_DECLARE_UNARY_(name) AJ_C_API aj_status aj_##name(aj_array x, aj_array* out);
 #define AJ_DECLARE_BINARY_(name) AJ_C_API aj_status aj_##name(aj_array a, aj_array b, aj_array* out);
@@ -270,6 +276,21 @@ AJ_REDUCE_OPS(AJ_DECLARE_REDUCE_)
 /* NaN -> nan, +inf -> *posinf, -inf -> *neginf (NULL: the dtype's largest /
  * lowest finite value); integers and bool unchanged. */
 AJ_C_API aj_status aj_nan_to_num(aj_array x, double nan, const double* posinf, const double* neginf, aj_array* out);
+
+/* Statistics (arrayjit/statistics.hpp): the variance and standard deviation
+ * over `axes` (as the reductions) divided by n - ddof; the n-th difference
+ * along an axis; isclose elementwise, allclose and array_equal as rank-0
+ * bools; the q-th quantile (0..1), p-th percentile (0..100) and median
+ * along *axis (NULL: of the flattened array), NumPy's linear method. */
+AJ_C_API aj_status aj_var(aj_array x, const int32_t* axes, int32_t naxes, double ddof, int keepdims, aj_array* out);
+AJ_C_API aj_status aj_std(aj_array x, const int32_t* axes, int32_t naxes, double ddof, int keepdims, aj_array* out);
+AJ_C_API aj_status aj_diff(aj_array x, int32_t n, int32_t axis, aj_array* out);
+AJ_C_API aj_status aj_isclose(aj_array a, aj_array b, double rtol, double atol, int equal_nan, aj_array* out);
+AJ_C_API aj_status aj_allclose(aj_array a, aj_array b, double rtol, double atol, int equal_nan, aj_array* out);
+AJ_C_API aj_status aj_array_equal(aj_array a, aj_array b, int equal_nan, aj_array* out);
+AJ_C_API aj_status aj_quantile(aj_array x, double q, const int32_t* axis, int keepdims, aj_array* out);
+AJ_C_API aj_status aj_percentile(aj_array x, double p, const int32_t* axis, int keepdims, aj_array* out);
+AJ_C_API aj_status aj_median(aj_array x, const int32_t* axis, int keepdims, aj_array* out);
 
 /* Index of the largest/smallest element along *axis (NULL: of the flattened
  * array), as i64. */

@@ -16,6 +16,7 @@
 #include "arrayjit/print.hpp"
 #include "arrayjit/scan_sort.hpp"
 #include "arrayjit/shape_functions.hpp"
+#include "arrayjit/statistics.hpp"
 #include "arrayjit/stats.hpp"
 
 namespace aj {
