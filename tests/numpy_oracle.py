@@ -478,6 +478,65 @@ def matmul(a, b):
     return Expect(np.matmul(A, B), tol=np.where(free, np.inf, tol), order_free=free)
 
 
+def statistic(op, a, attrs):
+    """arrayjit/statistics.hpp: NumPy's functions, floats within the error
+    of their sums (n * eps of the sum of magnitudes), as the reductions."""
+    keep = attrs.get("keep") == "1"
+    if op in ("median", "quantile"):
+        axis = None if attrs["axis"] == "none" else int(attrs["axis"])
+        A = a if is_float(a.dtype) else a.astype(np.float64)
+        if op == "median":
+            want = np.median(A, axis=axis, keepdims=keep)
+        else:
+            want = np.quantile(A, float.fromhex(attrs["q"][2:]), axis=axis, keepdims=keep)
+        want = np.asarray(want, dtype=A.dtype)
+        # -0.0 and +0.0 tie: NumPy partitions, arrayjit sorts stably, so a zero result's sign may differ.
+        # f32: arrayjit interpolates in f64 and rounds once; NumPy 1.24 in f32 unless the result is 0-d.
+        # (NumPy's b - (b - a)(1 - t) in f32 errs by ulps of the line's values, not of the result.)
+        exact = A.dtype == np.float64 or op == "median"
+        tol = None if exact else 4 * eps(A.dtype) * float(np.max(np.abs(A[np.isfinite(A)]), initial=0))
+        return Expect(want, tol=tol, order_free=(want == 0), free_id="quantile-signed-zero")
+    if op == "diff":
+        return Expect(np.diff(a, int(attrs["n"]), int(attrs["axis"])))
+    axes = attrs["axes"]
+    axis = None if axes == "all" else tuple(sorted(i % a.ndim for i in ints(axes)))
+    n = reduced_count(a.shape, axis)
+    if op == "count_nonzero":
+        want = np.count_nonzero(a, axis=axis, keepdims=keep) if axis is not None else np.count_nonzero(a)
+        want = np.asarray(want, dtype=np.int64)
+        if keep and axis is None:
+            want = want.reshape((1,) * a.ndim)
+        return Expect(want)
+    if op in ("var", "std"):
+        A = a if is_float(a.dtype) else a.astype(np.float64)
+        ddof = int(attrs["ddof"])
+        want = (np.var if op == "var" else np.std)(A, axis=axis, ddof=ddof, keepdims=keep)
+        mag = np.mean(np.square(A.astype(np.float64)), axis=axis, keepdims=keep) if n else 0.0
+        tol = 8 * (n + 2) * eps(A.dtype) * np.abs(mag) * max(1.0, n / max(n - ddof, 1))
+        if op == "std":
+            tol = np.sqrt(tol)
+        return Expect(np.asarray(want, dtype=A.dtype), ulps=ULPS, tol=tol)
+    if not is_float(a.dtype):  # no NaN: the plain reductions
+        fn = {"nansum": np.sum, "nanmean": np.mean, "nanmax": np.max, "nanmin": np.min}[op]
+        t = None
+        if op == "nansum":
+            t = np.int64 if a.dtype in (np.bool_, np.int32) else a.dtype
+        elif op == "nanmean":
+            t = np.float64
+        want = fn(a, axis=axis, keepdims=keep, dtype=t) if t is not None else fn(a, axis=axis, keepdims=keep)
+        if op == "nanmean":
+            return Expect(want, tol=(n + 1) * eps(np.float64) * np.mean(np.abs(a.astype(np.float64)), axis=axis, keepdims=keep))
+        return Expect(want)
+    fn = {"nansum": np.nansum, "nanmean": np.nanmean, "nanmax": np.nanmax, "nanmin": np.nanmin}[op]
+    want = np.asarray(fn(a, axis=axis, keepdims=keep), dtype=a.dtype)
+    if op in ("nanmax", "nanmin"):
+        return Expect(want)
+    mag = np.nansum(np.abs(a.astype(np.float64)), axis=axis, keepdims=keep)
+    if op == "nanmean":
+        mag = mag / np.maximum(np.sum(~np.isnan(a), axis=axis, keepdims=keep), 1)
+    return Expect(want, tol=(n + 1) * eps(a.dtype) * mag)
+
+
 PRODUCTS = {"outer": lambda a, b: np.multiply.outer(a.ravel(), b.ravel()), "kron": np.kron,
             "tensordot": lambda a, b: np.tensordot(a, b, 1), "dot": np.dot, "inner": np.inner,
             "vdot": lambda a, b: np.dot(a.ravel(), b.ravel()), "cross": np.cross}
@@ -646,6 +705,8 @@ def expect(op, args, attrs, env, deliberate):
         return Expect(np.linspace(start, stop, int(attrs["num"]), dtype=dt()))
     if op == "eye":
         return Expect(np.eye(int(attrs["n"]), int(attrs["m"]), int(attrs["k"]), dtype=dt()))
+    if op in ("var", "std", "nansum", "nanmean", "nanmax", "nanmin", "count_nonzero", "diff", "median", "quantile"):
+        return statistic(op, ops[0], attrs)
     if op == "flip":
         return Expect(np.flip(ops[0]) if attrs["axes"] == "all" else np.flip(ops[0], int(attrs["axes"])))
     if op == "swapaxes":

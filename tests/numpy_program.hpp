@@ -264,7 +264,8 @@ class NumpyProgram {
   // ---- steps ---------------------------------------------------------------------
 
   void step() {
-    const int u = uni(0, 117);
+    const int u = uni(0, 123);
+    if (u >= 118) return stats_fn();
     if (u >= 110) return shape_fn();
     if (u >= 100) return indexing();
     if (u < 6) create();
@@ -882,6 +883,75 @@ class NumpyProgram {
         const int i = uni(0, static_cast<int>(sections) - 1);
         add(pieces[static_cast<std::size_t>(i)], "array_split " + v.name + " sections=" + std::to_string(sections) +
                                                      " axis=" + std::to_string(ax) + " i=" + std::to_string(i));
+      }
+    }
+  }
+
+  // NumPy's statistics (arrayjit/statistics.hpp).
+  void stats_fn() {
+    const Val& v = vals_[static_cast<std::size_t>(any_value())];
+    const Dims d = dims_of(v.a);
+    const int r = static_cast<int>(d.size());
+    const bool keep = coin(0.3);
+    const std::string keep_text = std::string(" keep=") + (keep ? "1" : "0");
+    std::vector<int> list;
+    std::string axes_text = "all";
+    if (r > 0 && coin(0.7)) {
+      std::string s;
+      for (int i = 0; i < r; ++i) {
+        if (coin(0.5)) {
+          const int ax = coin(0.3) ? i - r : i;
+          list.push_back(ax);
+          s += (s.empty() ? "" : ",") + std::to_string(ax);
+        }
+      }
+      if (!list.empty()) axes_text = s;
+    }
+    const aj::Axes axes = list.empty() ? aj::Axes::all() : aj::Axes(list);
+    bool empty_line = numel(d) == 0;
+    for (int ax : list) empty_line = empty_line || d[static_cast<std::size_t>((ax + r) % r)] == 0;
+    switch (uni(0, 6)) {
+      case 0: {
+        const int ddof = uni(0, 1);
+        const bool sd = coin(0.5);
+        add(sd ? aj::std(v.a, axes, ddof, keep) : aj::var(v.a, axes, ddof, keep),
+            std::string(sd ? "std " : "var ") + v.name + " axes=" + axes_text + " ddof=" + std::to_string(ddof) + keep_text);
+        return;
+      }
+      case 1: {
+        const bool mean = coin(0.5);
+        add(mean ? aj::nanmean(v.a, axes, keep) : aj::nansum(v.a, axes, keep),
+            std::string(mean ? "nanmean " : "nansum ") + v.name + " axes=" + axes_text + keep_text);
+        return;
+      }
+      case 2: {
+        if (empty_line) return;
+        const bool mx = coin(0.5);
+        add(mx ? aj::nanmax(v.a, axes, keep) : aj::nanmin(v.a, axes, keep),
+            std::string(mx ? "nanmax " : "nanmin ") + v.name + " axes=" + axes_text + keep_text);
+        return;
+      }
+      case 3:
+        add(aj::count_nonzero(v.a, axes, keep), "count_nonzero " + v.name + " axes=" + axes_text + keep_text);
+        return;
+      case 4: {
+        if (r == 0) return;
+        const int n = uni(0, 3), ax = uni(-r, r - 1);
+        add(aj::diff(v.a, n, ax), "diff " + v.name + " n=" + std::to_string(n) + " axis=" + std::to_string(ax));
+        return;
+      }
+      default: {
+        if (v.a.dtype() == DType::bool_ || numel(d) == 0) return;
+        std::optional<int> axis;
+        if (r > 0 && coin(0.7)) axis = uni(-r, r - 1);
+        if (axis && d[static_cast<std::size_t>((*axis + r) % r)] == 0) return;
+        const std::string at = std::string(" axis=") + (axis ? std::to_string(*axis) : "none") + keep_text;
+        if (coin(0.4)) {
+          add(aj::median(v.a, axis, keep), "median " + v.name + at);
+        } else {
+          const double q = choose<double>({0.0, 0.1, 0.25, 0.5, 0.7, 0.9, 1.0});
+          add(aj::quantile(v.a, q, axis, keep), "quantile " + v.name + " q=f:" + hex(q) + at);
+        }
       }
     }
   }

@@ -51,7 +51,9 @@ Array var(const Array& a, Axes axes, double ddof, bool keepdims, Loc loc) {
   // at other extents divides by its own count.
   const Array n = sum(full_like(x, 1.0, std::nullopt, loc), axes, keepdims, loc);
   const Array s = sum(d2, axes, keepdims, loc);
-  return divide(o(s, loc), o(subtract(o(n, loc), Operand(ddof, loc)), loc));
+  // max(n - ddof, 0), as NumPy: an empty or too short line divides by 0.
+  const Array dof = maximum(o(subtract(o(n, loc), Operand(ddof, loc)), loc), Operand(0.0, loc));
+  return divide(o(s, loc), o(dof, loc));
 }
 
 Array std(const Array& a, Axes axes, double ddof, bool keepdims, Loc loc) {
@@ -191,12 +193,14 @@ Array quantile(const Array& a, double q, std::optional<int> axis, bool keepdims,
   const auto lo = static_cast<std::int64_t>(std::floor(pos));
   const std::int64_t hi = std::min(lo + 1, s.n - 1);
   const double t = pos - static_cast<double>(lo);
-  const Array va = at_position(s, lo, loc), vb = at_position(s, hi, loc);
-  // NumPy's lerp: a + (b - a) t below t = 1/2, b - (b - a) (1 - t) from it.
+  // NumPy's lerp: a + (b - a) t below t = 1/2, b - (b - a) (1 - t) from it,
+  // in f64 (its t is an f64 array), rounded once to the dtype.
+  const DType t_out = s.s.dtype();
+  const Array va = at_position(s, lo, loc).astype(DType::f64, loc), vb = at_position(s, hi, loc).astype(DType::f64, loc);
   const Array d = subtract(o(vb, loc), o(va, loc));
   const Array v = t < 0.5 ? add(o(va, loc), o(multiply(o(d, loc), Operand(t, loc)), loc))
                           : subtract(o(vb, loc), o(multiply(o(d, loc), Operand(1.0 - t, loc)), loc));
-  return finish(s, v, a, axis, keepdims, loc);
+  return finish(s, v.astype(t_out, loc), a, axis, keepdims, loc);
 }
 
 Array percentile(const Array& a, double p, std::optional<int> axis, bool keepdims, Loc loc) {
