@@ -529,8 +529,8 @@ def statistic(op, a, attrs):
         return Expect(want)
     fn = {"nansum": np.nansum, "nanmean": np.nanmean, "nanmax": np.nanmax, "nanmin": np.nanmin}[op]
     want = np.asarray(fn(a, axis=axis, keepdims=keep), dtype=a.dtype)
-    if op in ("nanmax", "nanmin"):
-        return Expect(want)
+    if op in ("nanmax", "nanmin"):  # -0.0 < +0.0 (IEEE 754-2019), as max/min
+        return Expect(want, order_free=(want == 0), free_id="maximum-signed-zero")
     mag = np.nansum(np.abs(a.astype(np.float64)), axis=axis, keepdims=keep)
     if op == "nanmean":
         mag = mag / np.maximum(np.sum(~np.isnan(a), axis=axis, keepdims=keep), 1)
