@@ -433,6 +433,22 @@ class NumpyProgram {
     add(v.a.astype(t), std::string("astype ") + v.name + " to=" + aj::dtype_name(t));
   }
 
+  // Axes to reduce over for a rank-r value: none listed (all) 30% of the
+  // time, else each axis with probability 1/2, some counted from the end.
+  // The text is the program's: "all" or the list.
+  std::string random_axes(int r, std::vector<int>& list) {
+    if (!(r > 0 && coin(0.7))) return "all";
+    std::string s;
+    for (int i = 0; i < r; ++i) {
+      if (coin(0.5)) {
+        const int ax = coin(0.3) ? i - r : i;
+        list.push_back(ax);
+        s += (s.empty() ? "" : ",") + std::to_string(ax);
+      }
+    }
+    return list.empty() ? "all" : s;
+  }
+
   void reduce() {
     const Val& v = vals_[static_cast<std::size_t>(any_value())];
     const Dims d = dims_of(v.a);
@@ -449,24 +465,13 @@ class NumpyProgram {
       return;
     }
     aj::Axes axes;
-    std::string axes_text = "all";
-    if (r > 0 && coin(0.7)) {
-      std::vector<int> list;
-      std::string s;
-      for (int i = 0; i < r; ++i) {
-        if (coin(0.5)) {
-          const int ax = coin(0.3) ? i - r : i;
-          list.push_back(ax);
-          s += (s.empty() ? "" : ",") + std::to_string(ax);
-        }
-      }
-      if (!list.empty()) {
-        axes = aj::Axes(list);
-        axes_text = s;
-        if (needs_elements) {
-          for (int ax : list) {
-            if (d[static_cast<std::size_t>((ax + r) % r)] == 0) return;
-          }
+    std::vector<int> list;
+    const std::string axes_text = random_axes(r, list);
+    if (!list.empty()) {
+      axes = aj::Axes(list);
+      if (needs_elements) {
+        for (int ax : list) {
+          if (d[static_cast<std::size_t>((ax + r) % r)] == 0) return;
         }
       }
     }
@@ -895,18 +900,7 @@ class NumpyProgram {
     const bool keep = coin(0.3);
     const std::string keep_text = std::string(" keep=") + (keep ? "1" : "0");
     std::vector<int> list;
-    std::string axes_text = "all";
-    if (r > 0 && coin(0.7)) {
-      std::string s;
-      for (int i = 0; i < r; ++i) {
-        if (coin(0.5)) {
-          const int ax = coin(0.3) ? i - r : i;
-          list.push_back(ax);
-          s += (s.empty() ? "" : ",") + std::to_string(ax);
-        }
-      }
-      if (!list.empty()) axes_text = s;
-    }
+    const std::string axes_text = random_axes(r, list);
     const aj::Axes axes = list.empty() ? aj::Axes::all() : aj::Axes(list);
     bool empty_line = numel(d) == 0;
     for (int ax : list) empty_line = empty_line || d[static_cast<std::size_t>((ax + r) % r)] == 0;
