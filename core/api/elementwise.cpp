@@ -279,16 +279,14 @@ Array clip(const Operand& x, const Operand& lo, const Operand& hi) {
 
 // ---- functions composed of the ops above ---------------------------------------------------
 
-namespace {
-
-// The operand as an array: a scalar becomes a rank-0 one of its default
-// dtype (f64, i64 or bool, as exp(0.5) is f64).
-Array array_of(const char* op, const Operand& x) {
+Array trace::operand_array(const Operand& x, const char* op) {
   if (x.is_scalar) return full(Shape{}, x.scalar, default_dtype(x.scalar), x.loc);
   const Operand* ops[] = {&x};
   check_any_array(op, ops);
   return *x.array;
 }
+
+namespace {
 
 // The largest finite value of a float dtype.
 double largest_finite(DType t) {
@@ -303,25 +301,25 @@ double largest_finite(DType t) {
 }  // namespace
 
 Array isnan(const Operand& x) {
-  const Array a = array_of("isnan", x);
+  const Array a = trace::operand_array(x, "isnan");
   if (!is_float(a.dtype())) return full_like(a, false, DType::bool_, x.loc);
   return binary(Op::Ne, Operand(a, x.loc), Operand(a, x.loc));
 }
 
 Array isinf(const Operand& x) {
-  const Array a = array_of("isinf", x);
+  const Array a = trace::operand_array(x, "isinf");
   if (!is_float(a.dtype())) return full_like(a, false, DType::bool_, x.loc);
   return binary(Op::Eq, Operand(unary(Op::Abs, Operand(a, x.loc)), x.loc), Operand(INFINITY, x.loc));
 }
 
 Array isfinite(const Operand& x) {
-  const Array a = array_of("isfinite", x);
+  const Array a = trace::operand_array(x, "isfinite");
   if (!is_float(a.dtype())) return full_like(a, true, DType::bool_, x.loc);
   return binary(Op::Lt, Operand(unary(Op::Abs, Operand(a, x.loc)), x.loc), Operand(INFINITY, x.loc));
 }
 
 Array signbit(const Operand& x) {
-  const Array a = array_of("signbit", x);
+  const Array a = trace::operand_array(x, "signbit");
   if (a.dtype() == DType::bool_) return full_like(a, false, DType::bool_, x.loc);
   if (!is_float(a.dtype())) return binary(Op::Lt, Operand(a, x.loc), Operand(0, x.loc));
   // copysign reads the sign bit itself: -0.0 and negative NaNs count.
@@ -330,7 +328,7 @@ Array signbit(const Operand& x) {
 }
 
 Array nan_to_num(const Operand& x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
-  const Array a = array_of("nan_to_num", x);
+  const Array a = trace::operand_array(x, "nan_to_num");
   const DType t = a.dtype();
   if (!is_float(t)) return a;
   const Loc& loc = x.loc;
@@ -343,13 +341,13 @@ Array nan_to_num(const Operand& x, double nan, std::optional<double> posinf, std
 }
 
 Array square(const Operand& x) {
-  const Array a = array_of("square", x);
+  const Array a = trace::operand_array(x, "square");
   if (a.dtype() == DType::bool_) return a;  // NumPy: x and x
   return binary(Op::Mul, Operand(a, x.loc), Operand(a, x.loc));
 }
 
 Array reciprocal(const Operand& x) {
-  const Array a = array_of("reciprocal", x);
+  const Array a = trace::operand_array(x, "reciprocal");
   const Loc& loc = x.loc;
   if (a.dtype() == DType::bool_) {
     user_error("reciprocal", "does not accept bool (" + describe(a) + "); use astype() to a number type first", loc);

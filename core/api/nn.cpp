@@ -112,21 +112,15 @@ Array logsumexp(const Array& x, Axes axes_in, bool keepdims, Loc loc) try {
 namespace {
 // The operand as an array, bool refused under the activation's name.
 Array activation_input(const char* name, const Operand& x) {
-  // A scalar: rank 0 in its default dtype (f64, i64), as exp(0.5) is f64.
-  const DType t = x.scalar.kind == Scalar::Kind::boolean   ? DType::bool_
-                  : x.scalar.kind == Scalar::Kind::integer ? DType::i64
-                                                           : DType::f64;
-  Array a = x.is_scalar ? full(Shape{}, x.scalar, t, x.loc) : *x.array;
-  if (!a.valid()) user_error(name, "got an empty array handle", x.loc);
-  if (a.dtype(x.loc) == DType::bool_) {
+  Array a = trace::operand_array(x, name);
+  if (a.dtype() == DType::bool_) {
     user_error(name, "does not accept bool (" + describe(a) + "); use astype() to a number type first", x.loc);
   }
   return a;
 }
-// The same, in f64 when it is an integer (x^3 of an i32 must not wrap).
+// The same in as_float's dtype: f64 for integers (x^3 of an i32 must not wrap).
 Array float_activation_input(const char* name, const Operand& x) {
-  Array a = activation_input(name, x);
-  return is_float(a.dtype()) ? a : a.astype(DType::f64, x.loc);
+  return as_float(trace::operand_array(x, name), name, x.loc);
 }
 }  // namespace
 

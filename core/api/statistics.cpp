@@ -118,11 +118,8 @@ Array diff(const Array& a, int n, int axis, Loc loc) {
 Array isclose(const Operand& a_op, const Operand& b_op, double rtol, double atol, bool equal_nan) {
   const Loc& loc = a_op.is_scalar ? b_op.loc : a_op.loc;
   // In a float dtype (integers in f64): their difference must not wrap.
-  auto as_f = [&](const Operand& x) {
-    if (x.is_scalar) return full(Shape{}, x.scalar, DType::f64, x.loc);
-    return as_float(*x.array, x.loc);
-  };
-  const Array a = as_f(a_op), b = as_f(b_op);
+  const Array a = as_float(trace::operand_array(a_op, "isclose"), a_op.loc);
+  const Array b = as_float(trace::operand_array(b_op, "isclose"), b_op.loc);
   const Array same = Operand(a, loc) == Operand(b, loc);  // equal infinities too
   const Array gap = abs(o(subtract(o(a, loc), o(b, loc)), loc));
   const Array limit = add(Operand(atol, loc), o(multiply(Operand(rtol, loc), o(abs(o(b, loc)), loc)), loc));

@@ -50,6 +50,10 @@ const Node& node(const Array& a);
 // The node of a user's handle in its own graph, without a lock: for its dtype
 // and shape only (they never change). An empty handle is a user error.
 const Node& own_node(const Array& a, const char* op, const Loc& loc);
+// An elementwise operand as an array: the user's array (checked as op's), or
+// a scalar as a rank-0 array of its default dtype (f64, i64, bool: as
+// exp(0.5) is f64). For functions composed of ops (core/api/elementwise.cpp).
+Array operand_array(const Operand& x, const char* op);
 // The user's handle as an array of the current graph: `a` itself, or (for an
 // array of another thread's graph) a leaf imported into this one and held by
 // the innermost trace::Scope. Ops use the result, never `a`, from then on.
