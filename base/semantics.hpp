@@ -599,21 +599,35 @@ template <class T> AJ_HD bool arg_take(Op op, T x, long long xi, T best, long lo
   return arg_better(op, x, best) || (!arg_better(op, best, x) && xi < bi);
 }
 
-// Scans (cumsum, cumprod): the running value starts from this and combines
-// each element in order along the axis with reduce_combine (Sum, Prod). A
-// float running sum starts from -0.0, the identity that keeps every first
-// element's bits (-0.0 + x == x, also for x == -0.0): as NumPy, which copies
-// the first element.
+// Scans: the running value starts from scan_identity and combines each
+// element in order along the axis with scan_combine: reduce_combine for
+// cumsum, cumprod, cummax, cummin (Sum, Prod, ReduceMax, ReduceMin: max/min
+// propagate NaN, as NumPy's maximum.accumulate), the binary logaddexp for
+// logcumsumexp (from -inf). A float running sum starts from -0.0, the
+// identity that keeps every first element's bits (-0.0 + x == x, also for
+// x == -0.0): as NumPy, which copies the first element.
+AJ_HD constexpr Op scan_combiner(Op scan) {
+  switch (scan) {
+    case Op::CumProd: return Op::Prod;
+    case Op::CumMax: return Op::ReduceMax;
+    case Op::CumMin: return Op::ReduceMin;
+    case Op::LogCumSumExp: return Op::Logaddexp;
+    default: return Op::Sum;
+  }
+}
 template <class T> AJ_HD T scan_identity(Op combiner) {
   if constexpr (is_fp<T>) {
     if (combiner == Op::Sum) return T(-0.0);
   } else if constexpr (is_half_type<T>) {
     if (combiner == Op::Sum) return T::from_bits(0x8000);
   }
+  if (combiner == Op::Logaddexp) return reduce_identity<T>(Op::ReduceMax);  // -inf (floats only)
   return reduce_identity<T>(combiner);
 }
-// The combiner a scan op runs (Kernel IR's KOp::Scan carries it).
-AJ_HD constexpr Op scan_combiner(Op scan) { return scan == Op::CumProd ? Op::Prod : Op::Sum; }
+template <class T> AJ_HD T scan_combine(Op combiner, T acc, T x) {
+  if (combiner == Op::Logaddexp) return binary(Op::Logaddexp, acc, x);
+  return reduce_combine(combiner, acc, x);
+}
 
 // ---- generators -------------------------------------------------------------------------------
 // Counter-based random numbers: a value depends only on (key, index).

@@ -152,7 +152,9 @@ class NodeCheck {
     const Node& x = in(0);
     need(n_.ints.size() == 1 && n_.ints[0] >= 0 && n_.ints[0] < x.shape.ndim(), "a scan has one axis in range");
     need(n_.shape == x.shape, "a scan keeps its input's shape");
-    need(x.dtype == n_.dtype && n_.dtype != DType::bool_, "a scan runs in its input's dtype (tracing casts first)");
+    need(x.dtype == n_.dtype, "a scan runs in its input's dtype (tracing casts first)");
+    need(n_.dtype != DType::bool_ || n_.op == Op::CumMax || n_.op == Op::CumMin, "only cummax / cummin run in bool");
+    need(n_.op != Op::LogCumSumExp || (is_float(n_.dtype) && !is_half(n_.dtype)), "logcumsumexp runs in f32 or f64");
   }
 
   void sorting() {

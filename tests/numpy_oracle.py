@@ -463,6 +463,37 @@ def reduce(op, a, axis, keep, deliberate):
     return Expect(want)
 
 
+def running(op, a, axis, deliberate):
+    """cummax / cummin (maximum.accumulate: NaN propagates; among zeros max
+    prefers +0, min -0, as max/min) and logcumsumexp (logaddexp.accumulate,
+    worked in f64: each step of ours rounds once, so the error grows with
+    the position along the axis)."""
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    if a.shape[axis] == 0:
+        t = a.dtype if op != "logcumsumexp" or is_float(a.dtype) else np.dtype(np.float64)
+        return Expect(a.astype(t))
+    if op == "logcumsumexp":
+        t = a.dtype if is_float(a.dtype) else np.dtype(np.float64)
+        want = np.logaddexp.accumulate(a.astype(np.float64), axis=axis)
+        shape = [1] * a.ndim
+        shape[axis] = a.shape[axis]
+        steps = np.arange(1, a.shape[axis] + 1).reshape(shape)
+        mag = np.logaddexp.accumulate(np.abs(a.astype(np.float64)), axis=axis)
+        with np.errstate(invalid="ignore"):
+            tol = 2 * ULPS * eps(t) * steps * np.where(np.isfinite(mag), np.maximum(mag, 1.0), 1.0)
+        return Expect(want.astype(t), ulps=ULPS, tol=tol)
+    raw = (np.maximum if op == "cummax" else np.minimum).accumulate(a, axis=axis)
+    if not is_float(a.dtype):
+        return Expect(raw)
+    pos0 = np.logical_or.accumulate((a == 0) & ~np.signbit(a), axis=axis)
+    neg0 = np.logical_or.accumulate((a == 0) & np.signbit(a), axis=axis)
+    zero = (np.where(pos0, 0.0, -0.0) if op == "cummax" else np.where(neg0, -0.0, 0.0)).astype(a.dtype)
+    want = np.where(raw == 0, zero, raw)
+    count_changed(deliberate, "maximum-signed-zero", raw, want)
+    return Expect(want)
+
+
 def matmul(a, b):
     t = result_dtype([a, b])
     A, B = a.astype(t), b.astype(t)
@@ -656,6 +687,8 @@ def expect(op, args, attrs, env, deliberate):
         a = ops[0]
         t = np.int64 if a.dtype in (np.bool_, np.int32) else a.dtype
         return Expect((np.cumsum if op == "cumsum" else np.cumprod)(a, axis=axis, dtype=t))
+    if op in ("cummax", "cummin", "logcumsumexp"):
+        return running(op, ops[0], None if attrs["axis"] == "none" else int(attrs["axis"]), deliberate)
     if op == "sort":
         return Expect(np.sort(ops[0], axis=int(attrs["axis"]), kind="stable"))
     if op == "argsort":

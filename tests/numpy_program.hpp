@@ -485,16 +485,22 @@ class NumpyProgram {
     }
   }
 
-  // cumsum / cumprod (an axis or the flattened array), sort / argsort (stable).
+  // cumsum / cumprod / cummax / cummin / logcumsumexp (an axis or the
+  // flattened array), sort / argsort (stable).
   void scan_sort() {
     const Val& v = vals_[static_cast<std::size_t>(any_value())];
     const Dims d = dims_of(v.a);
     const int r = static_cast<int>(d.size());
-    const std::string op = choose<std::string>({"cumsum", "cumprod", "sort", "argsort"});
-    if (op == "cumsum" || op == "cumprod") {
+    const std::string op =
+        choose<std::string>({"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort"});
+    if (op != "sort" && op != "argsort") {
       std::optional<int> axis;
       if (r > 0 && coin(0.8)) axis = uni(-r, r - 1);
-      Array a = op == "cumsum" ? aj::cumsum(v.a, axis) : aj::cumprod(v.a, axis);
+      Array a = op == "cumsum"    ? aj::cumsum(v.a, axis)
+                : op == "cumprod" ? aj::cumprod(v.a, axis)
+                : op == "cummax"  ? aj::cummax(v.a, axis)
+                : op == "cummin"  ? aj::cummin(v.a, axis)
+                                  : aj::logcumsumexp(v.a, axis);
       add(a, op + " " + v.name + " axis=" + (axis ? std::to_string(*axis) : "none"));
       return;
     }

@@ -103,6 +103,58 @@ TEST_CASE("autodiff index: cumprod at zeros, by hand") {
               {1 + 4, 0, 0, 0});
 }
 
+TEST_CASE("autodiff index: cummax, cummin and logcumsumexp along every axis, to the second order") {
+  std::mt19937_64 rng(33);
+  for (int s = 0; s < 12; ++s) {
+    const Dims d = random_dims(rng, 1, 3);
+    const int r = static_cast<int>(d.size());
+    const int axis = static_cast<int>(rng() % static_cast<std::uint64_t>(r)) - (s % 2 ? r : 0);
+    const bool flat = s % 5 == 4;
+    const std::optional<int> ax = flat ? std::nullopt : std::optional<int>(axis);
+    const std::string where = str(d) + (flat ? " flattened" : " axis " + std::to_string(axis));
+    // Continuous random values: no ties within the differences' step.
+    check_gradient("cummax " + where, [ax](const std::vector<Array>& x) {
+      return one(aj::cummax(x[0] * 3.0, ax));
+    }, {arg(d, rng, -2, 2, s % 3 == 1)}, rng());
+    check_gradient("cummin " + where, [ax](const std::vector<Array>& x) {
+      return one(aj::cummin(aj::sin(x[0]), ax));
+    }, {arg(d, rng, -2, 2)}, rng());
+    check_gradient("logcumsumexp " + where, [ax](const std::vector<Array>& x) {
+      return one(aj::logcumsumexp(x[0] * 2.0, ax));
+    }, {arg(d, rng, -3, 3, s % 3 == 2)}, rng());
+    check_gradient("grad of logcumsumexp " + where, [ax](const std::vector<Array>& x) {
+      return one(aj::grad([ax](const Array& a) {
+        return aj::sum(aj::logcumsumexp(a, ax) * aj::cos(ax ? a : aj::reshape(a, Shape{-1})));
+      })(x[0]));
+    }, {arg(d, rng, -3, 3)}, rng());
+  }
+}
+
+TEST_CASE("autodiff index: cummax ties go to the later position, NaN keeps its place; logcumsumexp where exp overflows") {
+  auto gsum = [](Array (*f)(const Array&, std::optional<int>, aj::Loc), std::vector<double> v) {
+    return vals(aj::grad([f](const Array& x) { return aj::sum(f(x, std::nullopt, aj::Loc::current())); })(
+        aj::from_vector(v)));
+  };
+  // y = [1, 3, 3, 3] taken from positions [0, 1, 2, 2] (PyTorch's cummax indices).
+  check_close(gsum(aj::cummax, {1, 3, 3, 2}), {1, 1, 2, 0});
+  check_close(gsum(aj::cummin, {4, 2, 5, 2, 1}), {1, 2, 0, 1, 1});
+  // NaN propagates: every later y is that NaN, taken from it.
+  check_close(gsum(aj::cummax, {1, NAN, 5}), {1, 2, 0});
+  // y = [1000, 1000 + log 2]: dy1/dx = [1/2, 1/2]; no overflow on the way.
+  check_close(gsum(aj::logcumsumexp, {1000, 1000}), {1.5, 0.5});
+  check_close(gsum(aj::logcumsumexp, {-1000, 0}), {1 + std::exp(-1000.0), 1});
+  // Negative and positive cotangents: d/dx sum(c * y) = [c0 + c1 s, c1 (1 - s)], s = e^x0 / (e^x0 + e^x1).
+  const Array c = aj::from_vector(std::vector<double>{-2.0, 3.0});
+  const std::vector<double> g = vals(aj::grad([&c](const Array& x) { return aj::sum(c * aj::logcumsumexp(x)); })(
+      aj::from_vector(std::vector<double>{0.25, -0.5})));
+  const double sw = std::exp(0.25) / (std::exp(0.25) + std::exp(-0.5));
+  check_close(g, {-2.0 + 3.0 * sw, 3.0 * (1 - sw)});
+  // A line still at -inf passes nothing back (not NaN).
+  const std::vector<double> z = gsum(aj::logcumsumexp, {-INFINITY, 0.0});
+  CHECK(z[0] == 0.0);
+  CHECK(z[1] == 1.0);
+}
+
 TEST_CASE("autodiff index: sort and topk along every axis") {
   std::mt19937_64 rng(32);
   for (int s = 0; s < 12; ++s) {

@@ -601,6 +601,12 @@ TEST_CASE("the bad-input table: every row is a located aj::Error that changes no
       BAD("aj::cumprod", aj::cumprod(b, std::nullopt, DType::bool_)),
       BAD("aj::cumprod", aj::cumprod(moved, 0)),  // NOLINT(bugprone-use-after-move)
       BAD("aj::cumprod", aj::cumprod(i, 5)),
+      BAD("aj::cummax", aj::cummax(f, 2)),
+      BAD("aj::cummax", aj::cummax(s0, 0)),
+      BAD("aj::cummin", aj::cummin(none)),
+      BAD("aj::cummin", aj::cummin(moved, 0)),  // NOLINT(bugprone-use-after-move)
+      BAD("aj::logcumsumexp", aj::logcumsumexp(f, -3)),
+      BAD("aj::logcumsumexp", aj::logcumsumexp(none)),
       BAD("aj::sort", aj::sort(s0)),
       BAD("aj::sort", aj::sort(f, 2)),
       BAD("aj::sort", aj::sort(none)),

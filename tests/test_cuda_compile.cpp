@@ -150,6 +150,7 @@ TEST_CASE("cuda compile: every op x dtype x layout compiles with NVRTC") {
       s.add({aj::sum(x, 1) * 2, x - aj::max(x, 1, true)});  // epilogue; reduction broadcast back
       // Scans: along the last axis, an outer axis, with a same-axis sum after.
       s.add({aj::cumsum(x * 2, 1) + 1, aj::cumprod(x, 0), aj::sum(aj::cumsum(y, 1), 1)});
+      s.add({aj::cummax(x, 1), aj::cummin(x * y, 0), aj::logcumsumexp(x, 1)});
     }
     s.add({x == y, x != row, x < y, x <= y, x > y, x >= y});
     s.add({aj::where(x == y, x, y), aj::all(x != y, 1), aj::any(x == y)});

@@ -626,7 +626,7 @@ TEST_CASE("cuda emulated: scatter and scatter_add library kernels match the inte
 
 // ---- scan kernels, the sort library kernel, random bits -----------------------
 
-TEST_CASE("cuda emulated: scan kernels (cumsum, cumprod with producers and consumers) and random integers match the interpreter") {
+TEST_CASE("cuda emulated: scan kernels (cumsum, cumprod, cummax, cummin, logcumsumexp with producers and consumers) and random integers match the interpreter") {
   if (!have_cxx()) {
     MESSAGE("no host C++ compiler: skipped");
     return;
@@ -639,7 +639,9 @@ TEST_CASE("cuda emulated: scan kernels (cumsum, cumprod with producers and consu
     ps.push_back(plan({aj::cumsum(m * 2 + n, 1) - 1, aj::cumsum(m, 0), aj::cumprod(aj::sign(n), 1)}));
     ps.push_back(plan({aj::cumsum(data(t, {6, 50, 7}, 13), 1), aj::cumsum(data(t, {5000}, 14))}));
     ps.push_back(plan({aj::sum(aj::cumsum(m, 1), 1), aj::cumsum(m.T(), 0)}));
+    ps.push_back(plan({aj::cummax(m - n, 1), aj::cummin(m, 0) * 2, aj::logcumsumexp(m.T(), 1)}));
   }
+  ps.push_back(plan({aj::cummax(data(DType::bool_, {64, 64}, 16), 1)}));
   ps.push_back(plan({aj::cumsum(data(DType::bool_, {64, 64}, 15), 0)}));
   ps.push_back(plan({aj::random::randint({513}, -100, 100), aj::random::randint({7, 9}, 0, 3, DType::i32),
                      aj::random::bernoulli({300}, 0.25)}));

@@ -1,4 +1,4 @@
-// cumsum, cumprod, sort, argsort, topk: every dtype, ranks 0-4 with size-0
+// cumsum, cumprod, cummax, cummin, logcumsumexp, sort, argsort, topk: every dtype, ranks 0-4 with size-0
 // and size-1 axes, negative axes, strided, transposed, broadcast and
 // computed (lazy) inputs; each result under the host JIT, the kernel
 // interpreter and the reference interpreter, against loops written here
@@ -6,7 +6,9 @@
 // threads, and the documented edge cases.
 #include <doctest/doctest.h>
 
+#include <arrayjit/arrayjit.h>
 #include <arrayjit/arrayjit.hpp>
+#include <arrayjit/c_handle.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -178,6 +180,49 @@ std::vector<A> hand_scan(const std::vector<A>& x, const Dims& dims, int axis, bo
   return out;
 }
 
+// maximum.accumulate / minimum.accumulate: NaN propagates; among equal
+// zeros max takes +0.0, min -0.0 (IEEE 754-2019, as aj::maximum); bool:
+// or / and.
+template <class A>
+std::vector<A> hand_extreme(const std::vector<A>& x, const Dims& dims, int axis, bool is_max) {
+  std::vector<A> out = x;
+  const std::int64_t stride = stride_of(dims, axis), extent = dims[static_cast<std::size_t>(axis)];
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    if ((static_cast<std::int64_t>(k) / stride) % extent == 0) continue;
+    const A a = out[k - static_cast<std::size_t>(stride)], b = x[k];
+    if constexpr (std::is_floating_point_v<A>) {
+      if (std::isnan(a) || std::isnan(b)) {
+        out[k] = std::isnan(a) ? a : b;
+        continue;
+      }
+      if (a == b) {
+        out[k] = (std::signbit(a) == is_max) ? b : a;
+        continue;
+      }
+    }
+    out[k] = is_max ? (a > b ? a : b) : (a < b ? a : b);
+  }
+  return out;
+}
+
+// log(sum(exp)) running along the axis, in long double: the value the
+// rounded steps are compared with.
+std::vector<double> hand_logcumsumexp(const std::vector<double>& x, const Dims& dims, int axis) {
+  std::vector<double> out = x;
+  std::vector<long double> run(x.begin(), x.end());
+  const std::int64_t stride = stride_of(dims, axis), extent = dims[static_cast<std::size_t>(axis)];
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    if ((static_cast<std::int64_t>(k) / stride) % extent == 0) continue;
+    const long double a = run[k - static_cast<std::size_t>(stride)], b = x[k];
+    const long double m = std::max(a, b);
+    run[k] = std::isnan(a) || std::isnan(b) ? NAN
+             : std::isinf(m) && (a == b || m > 0) ? m
+                                                  : m + std::log1p(std::exp(-std::fabs(a - b)));
+    out[k] = static_cast<double>(run[k]);
+  }
+  return out;
+}
+
 // Ascending with every NaN after every number, -0.0 equal to +0.0.
 template <class T>
 bool numpy_less(T a, T b) {
@@ -319,6 +364,141 @@ TEST_CASE("cumsum and cumprod equal NumPy's loops on every dtype, shape, axis an
     }
   }
   CHECK(cases == 300);
+}
+
+TEST_CASE("cummax, cummin and logcumsumexp equal loops on every dtype, shape, axis and layout, on every path") {
+  std::mt19937_64 rng(1402);
+  int cases = 0;
+  for (int round = 0; round < 60; ++round) {
+    const Dims dims = random_dims(rng);
+    const int rank = static_cast<int>(dims.size());
+    for (DType t : kDTypes) {
+      const int layout = static_cast<int>(rng() % 5);
+      const int which = static_cast<int>(rng() % 3);  // cummax, cummin, logcumsumexp
+      std::optional<int> axis;
+      if (rank > 0 && rng() % 6 != 0) {
+        axis = static_cast<int>(rng() % static_cast<std::uint64_t>(rank));
+        if (rng() % 2) *axis -= rank;
+      }
+      const std::uint64_t seed = rng();
+      const bool specials = rng() % 3 == 0;
+      auto make = [&] {
+        const Array x = laid_out(t, dims, layout, seed, specials);
+        return which == 0 ? aj::cummax(x, axis) : which == 1 ? aj::cummin(x, axis) : aj::logcumsumexp(x, axis);
+      };
+      Values in;
+      {
+        PathScope ref(Path::reference);
+        in = read(laid_out(t, dims, layout, seed, specials));
+      }
+      const Dims sdims = axis ? dims : Dims{numel(dims)};
+      const int sax = axis ? (*axis < 0 ? *axis + rank : *axis) : 0;
+      Values want;
+      if (which == 2) {
+        const DType rt = aj::is_float(t) ? t : DType::f64;
+        std::vector<double> x = aj::is_float(t) ? in.f : std::vector<double>(in.i.begin(), in.i.end());
+        want = values_of(rt, sdims, hand_logcumsumexp(x, sdims, sax));
+      } else if (t == DType::f32) {
+        std::vector<float> x(in.f.begin(), in.f.end());
+        want = values_of(t, sdims, hand_extreme(x, sdims, sax, which == 0));
+      } else if (aj::is_float(t)) {
+        want = values_of(t, sdims, hand_extreme(in.f, sdims, sax, which == 0));
+      } else {
+        want = values_of(t, sdims, hand_extreme(in.i, sdims, sax, which == 0));
+      }
+      for (Path p : kPaths) {
+        PathScope scope(p);
+        const std::string what = std::string(which == 0 ? "cummax " : which == 1 ? "cummin " : "logcumsumexp ") +
+                                 aj::dtype_name(t) + aj::Shape(dims).str() + " axis " +
+                                 (axis ? std::to_string(*axis) : "none") + " layout " + std::to_string(layout) +
+                                 " on " + path_name(p);
+        if (which < 2) {
+          check_same(want, read(make()), what);
+          continue;
+        }
+        // logcumsumexp: each step rounds once (an f64 logaddexp; the JIT's
+        // exp and log1p within 1 ulp): within a few ulps per step taken.
+        CAPTURE(what);
+        const Values got = read(make());
+        REQUIRE(got.dtype == want.dtype);
+        REQUIRE(got.dims == want.dims);
+        REQUIRE(got.f.size() == want.f.size());
+        const double eps = want.dtype == DType::f32 ? 0x1p-23 : 0x1p-52;
+        const std::int64_t steps = sdims.empty() ? 1 : sdims[static_cast<std::size_t>(sax)];
+        for (std::size_t k = 0; k < want.f.size(); ++k) {
+          const double w = want.f[k], g = got.f[k];
+          if (std::isnan(w) || std::isinf(w)) {
+            CHECK(same_double(w, g));
+            continue;
+          }
+          CHECK(std::fabs(g - w) <= 4.0 * static_cast<double>(steps) * eps * std::max(1.0, std::fabs(w)));
+        }
+      }
+      ++cases;
+    }
+  }
+  CHECK(cases == 300);
+}
+
+TEST_CASE("cummax, cummin and logcumsumexp by hand: NaN stays, bool, integers, large magnitudes, halves") {
+  for (Path p : kPaths) {
+    PathScope scope(p);
+    CAPTURE(path_name(p));
+    const Array f = aj::from_vector<double>({3, 1, NAN, 5, -2}, aj::Shape{5});
+    const std::vector<double> mx = aj::cummax(f).to_vector<double>(), mn = aj::cummin(f).to_vector<double>();
+    CHECK(mx[0] == 3);
+    CHECK(mx[1] == 3);
+    CHECK(std::isnan(mx[2]));
+    CHECK(std::isnan(mx[4]));
+    CHECK(mn[1] == 1);
+    CHECK(std::isnan(mn[3]));
+    const Array i = aj::from_vector<std::int64_t>({4, -7, 9, 2, 9, -10}, aj::Shape{2, 3});
+    CHECK(aj::cummax(i, 1).to_vector<std::int64_t>() == std::vector<std::int64_t>{4, 4, 9, 2, 9, 9});
+    CHECK(aj::cummin(i, 0).to_vector<std::int64_t>() == std::vector<std::int64_t>{4, -7, 9, 2, -7, -10});
+    CHECK(aj::cummax(i).dtype() == DType::i64);
+    CHECK(aj::cummax(i).shape() == aj::Shape{6});
+    const Array b = aj::from_vector<bool>({false, true, false}, aj::Shape{3});
+    CHECK(aj::cummax(b).dtype() == DType::bool_);
+    CHECK(aj::cummax(b).to_vector<bool>() == std::vector<bool>{false, true, true});
+    CHECK(aj::cummin(aj::logical_not(b)).to_vector<bool>() == std::vector<bool>{true, false, false});
+    // log(e^1000 + e^1000) = 1000 + log 2, where exp overflows; -inf adds nothing.
+    const Array big = aj::from_vector<double>({1000, 1000, -INFINITY, -1000}, aj::Shape{4});
+    const std::vector<double> l = aj::logcumsumexp(big).to_vector<double>();
+    CHECK(l[0] == 1000);
+    CHECK(l[1] == doctest::Approx(1000 + std::log(2.0)).epsilon(1e-15));
+    CHECK(l[2] == l[1]);
+    CHECK(l[3] == l[1]);
+    const std::vector<double> lo =
+        aj::logcumsumexp(aj::from_vector<double>({-INFINITY, -INFINITY, 0}, aj::Shape{3})).to_vector<double>();
+    CHECK(lo[0] == -INFINITY);
+    CHECK(lo[1] == -INFINITY);
+    CHECK(lo[2] == 0);
+    CHECK(aj::logcumsumexp(i).dtype() == DType::f64);
+    const Array h = aj::from_vector<float>({0.5f, 1.5f, -3.0f}, aj::Shape{3}).astype(DType::f16);
+    CHECK(aj::logcumsumexp(h).dtype() == DType::f16);
+    const std::vector<double> hl = aj::logcumsumexp(h).to_vector<double>();
+    CHECK(hl[1] == doctest::Approx(std::log(std::exp(0.5) + std::exp(1.5))).epsilon(1e-3));
+    CHECK(aj::cummax(h).to_vector<double>() == std::vector<double>{0.5, 1.5, 1.5});
+  }
+}
+
+TEST_CASE("the scans' C functions compute what the C++ ones do; a bad axis is an error that names the function") {
+  const Array x = data(DType::f64, {3, 4}, 21, true);
+  aj_array h = aj::to_c(x), out{0};
+  auto same = [&](aj_status s, const Array& want) {
+    REQUIRE(s == AJ_OK);
+    check_same(read(want), read(aj::from_c(out)), "C scan");
+    aj_array_release(out);
+  };
+  const int32_t ax = 1, bad = 2;
+  same(aj_cumsum(h, &ax, &out), aj::cumsum(x, 1));
+  same(aj_cumprod(h, nullptr, &out), aj::cumprod(x));
+  same(aj_cummax(h, &ax, &out), aj::cummax(x, 1));
+  same(aj_cummin(h, nullptr, &out), aj::cummin(x));
+  same(aj_logcumsumexp(h, &ax, &out), aj::logcumsumexp(x, 1));
+  CHECK(aj_cummax(h, &bad, &out) != AJ_OK);
+  CHECK(std::string(aj_last_error()).find("aj_cummax") != std::string::npos);
+  aj_array_release(h);
 }
 
 TEST_CASE("cumsum with a dtype casts first, as NumPy; i32 wraps in i32 when asked, i64 by default") {
@@ -521,11 +701,13 @@ TEST_CASE("scans and sorts split over threads give the same bits as one thread")
     aj::jit::set_num_threads(threads);
     got.push_back(read(aj::cumsum(a, 1)));
     got.push_back(read(aj::cumprod(a, 0)));
+    got.push_back(read(aj::cummax(a, 0)));
+    got.push_back(read(aj::logcumsumexp(a, 1)));
     got.push_back(read(aj::argsort(a, 1)));
     got.push_back(read(aj::topk(a, 7, 0).values));
   }
   aj::jit::set_num_threads(saved);
-  for (std::size_t k = 0; k < 4; ++k) check_same(got[k], got[k + 4], "threads " + std::to_string(k));
+  for (std::size_t k = 0; k < 6; ++k) check_same(got[k], got[k + 6], "threads " + std::to_string(k));
 }
 
 }  // TEST_SUITE

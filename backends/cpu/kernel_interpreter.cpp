@@ -234,7 +234,7 @@ class Interpreter {
             T& acc = *reinterpret_cast<T*>(&acc_[j]);
             const T* x = col<T>(in.a);
             T* dst = col<T>(v);
-            for (std::int64_t i = 0; i < n; ++i) dst[i] = acc = reduce_combine(in.op, acc, x[i]);
+            for (std::int64_t i = 0; i < n; ++i) dst[i] = acc = scan_combine(in.op, acc, x[i]);
           });
           break;
         case KOp::Reduce:

@@ -200,7 +200,7 @@ void run_scan(NodeId id) {
       const std::int64_t o = w.offset(1);
       const A before = w.index()[axis] == 0 ? scan_identity<A>(combiner)
                                             : running[static_cast<std::size_t>(o - out_strides[axis])];
-      const A now = reduce_combine(combiner, before, convert<A>(v.ptr<T>()[w.offset(0)]));
+      const A now = scan_combine(combiner, before, convert<A>(v.ptr<T>()[w.offset(0)]));
       running[static_cast<std::size_t>(o)] = now;
       out[o] = convert<T>(now);
     }

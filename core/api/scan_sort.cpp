@@ -31,7 +31,12 @@ Array scan(Op op, const Array& a_in, std::optional<int> axis, std::optional<DTyp
   }
   const int ax = trace::normalize_axis(*axis, a.ndim(), name, a.shape(), a.dtype(), loc);
   DType t = dtype.value_or(a.dtype());
-  if (!dtype) t = trace::sum_dtype(t);  // as sum
+  if (!dtype && (op == Op::CumSum || op == Op::CumProd)) t = trace::sum_dtype(t);  // as sum
+  // logcumsumexp: of floats (integers and bool in f64, as NumPy's float
+  // functions); halves run in f32, each result rounded once.
+  const bool half = is_half(t);
+  if (op == Op::LogCumSumExp && !is_float(t)) t = DType::f64;
+  if (op == Op::LogCumSumExp && half) t = DType::f32;
   trace::check_array_size(a.shape(), t, name, loc);  // the converted copy it reads
   const Array x = trace::cast(a, t, loc);
   Node n;
@@ -40,7 +45,8 @@ Array scan(Op op, const Array& a_in, std::optional<int> axis, std::optional<DTyp
   n.shape = a.shape();
   n.ints = {ax};
   n.inputs = {x.node_id()};
-  return trace::make(std::move(n), loc);
+  const Array r = trace::make(std::move(n), loc);
+  return half ? trace::cast(r, a.dtype(), loc) : r;
 } catch (const std::bad_alloc&) {
   detail::out_of_memory(op_name(op), loc);
 }
@@ -75,6 +81,12 @@ Array cumsum(const Array& a, std::optional<int> axis, std::optional<DType> dtype
 }
 Array cumprod(const Array& a, std::optional<int> axis, std::optional<DType> dtype, Loc loc) {
   return scan(Op::CumProd, a, axis, dtype, loc);
+}
+
+Array cummax(const Array& a, std::optional<int> axis, Loc loc) { return scan(Op::CumMax, a, axis, std::nullopt, loc); }
+Array cummin(const Array& a, std::optional<int> axis, Loc loc) { return scan(Op::CumMin, a, axis, std::nullopt, loc); }
+Array logcumsumexp(const Array& a, std::optional<int> axis, Loc loc) {
+  return scan(Op::LogCumSumExp, a, axis, std::nullopt, loc);
 }
 
 Array cumulative_sum(const Array& a, std::optional<int> axis, std::optional<DType> dtype, bool include_initial,

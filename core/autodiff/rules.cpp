@@ -598,6 +598,9 @@ const Rule* rule_for(Op op) {
     case Op::Erfc: return &erfc;
     case Op::CumSum: return &index_rules::cumsum;
     case Op::CumProd: return &index_rules::cumprod;
+    case Op::CumMax:
+    case Op::CumMin: return &index_rules::cumextreme;
+    case Op::LogCumSumExp: return &index_rules::logcumsumexp;
     case Op::Sort:
     case Op::TopK: return &index_rules::sort;
     case Op::Gather: return &index_rules::gather;

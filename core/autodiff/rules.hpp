@@ -66,7 +66,7 @@ const Rule* rule_for(Op op);
 
 // The rules of the scans, sorting and indexing ops (core/autodiff/rules_index.cpp).
 namespace index_rules {
-extern const Rule cumsum, cumprod, sort, gather, pad, scatter_add, scatter;
+extern const Rule cumsum, cumprod, cumextreme, logcumsumexp, sort, gather, pad, scatter_add, scatter;
 }  // namespace index_rules
 
 }  // namespace aj::autodiff

@@ -10,6 +10,7 @@
 // AJ_DEBUG check would evaluate indices that depend on the arguments being
 // differentiated (refused while f is traced).
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -154,6 +155,66 @@ Array jvp_cumprod(const NodeInfo& n, const std::vector<Array>& t) {
   const int ax = static_cast<int>(n.ints[0]);
   const Array before = shift(n.out, ax, 1, 1.0, loc);
   return linear_scan(n.in[0], o(t[0], loc) * o(before, loc), ax, loc);
+}
+
+// cummax, cummin: y_i = x_{s(i)}, s(i) the position its running extreme was
+// taken from: the last k <= i where x_k == y_k (a new extreme, or a tie with
+// it, or NaN, which stays). Ties go to the later position (PyTorch's
+// cummax indices); the cotangent of y_i goes to x_{s(i)}.
+Array extreme_source(const NodeInfo& n, const Loc& loc) {
+  const int ax = static_cast<int>(n.ints[0]);
+  const Array& x = n.in[0];
+  std::vector<std::int64_t> dims(static_cast<std::size_t>(x.ndim()), 1);
+  dims[static_cast<std::size_t>(ax)] = x.shape()[ax];
+  const Array pos = broadcast_to(reshape(arange(x.shape()[ax], DType::i64, loc), Shape(dims), loc), x.shape(), loc);
+  const Array taken = o(o(x, loc) == o(n.out, loc), loc) || o(isnan(o(x, loc)), loc);
+  return cummax(where(o(taken, loc), o(pos, loc), Operand(std::int64_t{0}, loc)), ax, loc);
+}
+void vjp_cumextreme(const NodeInfo& n, const Array& g, const std::vector<bool>& need, std::vector<Array>& cts) {
+  if (!need[0] || g.size() == 0) return;
+  cts[0] = scatter_node(Op::ScatterAdd, zeros_of(n.in[0], n.loc), extreme_source(n, n.loc), g, n.ints[0], n.loc);
+}
+Array jvp_cumextreme(const NodeInfo& n, const std::vector<Array>& t) {
+  if (n.out.size() == 0) return Array();
+  return gather_node(t[0], extreme_source(n, n.loc), n.ints[0], n.loc);
+}
+
+// logcumsumexp: dy_i/dx_j = exp(x_j - y_i) for j <= i. Sums of such terms
+// weighted by g are themselves log-sum-exps when g's signs are split (as
+// PyTorch does): with L(z) = log(max(z, 0)),
+//   vjp:  ct_j = exp(x_j + R(L(g) - y)_j) - exp(x_j + R(L(-g) - y)_j),
+//         R the logcumsumexp from the end of the line;
+//   jvp:  T_i = exp(C(x + L(t))_i - y_i) - exp(C(x + L(-t))_i - y_i),
+//         C the logcumsumexp itself.
+// No exponential is taken of anything that can overflow. A line whose
+// running value is still -inf (every x so far -inf) passes nothing back.
+Array log_positive(const Array& z, const Loc& loc) {
+  return log(where(o(o(z, loc) > Operand(0.0, loc), loc), o(z, loc), Operand(0.0, loc)));
+}
+void vjp_logcumsumexp(const NodeInfo& n, const Array& g, const std::vector<bool>& need, std::vector<Array>& cts) {
+  if (!need[0] || g.size() == 0) return;
+  const Loc& loc = n.loc;
+  const int ax = static_cast<int>(n.ints[0]);
+  const Array& x = n.in[0];
+  const Array& y = n.out;
+  const Array stuck = o(y, loc) == Operand(-std::numeric_limits<double>::infinity(), loc);
+  auto part = [&](const Array& lg) {
+    const Array z = where(o(stuck, loc), Operand(-std::numeric_limits<double>::infinity(), loc), o(lg, loc) - o(y, loc));
+    const Array r = flip(logcumsumexp(flip(z, ax, loc), ax, loc), ax, loc);
+    return exp(o(x, loc) + o(r, loc));
+  };
+  cts[0] = o(part(log_positive(g, loc)), loc) - o(part(log_positive(-o(g, loc), loc)), loc);
+}
+Array jvp_logcumsumexp(const NodeInfo& n, const std::vector<Array>& t) {
+  if (n.out.size() == 0) return Array();
+  const Loc& loc = n.loc;
+  const int ax = static_cast<int>(n.ints[0]);
+  auto part = [&](const Array& lt) {
+    return exp(o(logcumsumexp(o(n.in[0], loc) + o(lt, loc), ax, loc), loc) - o(n.out, loc));
+  };
+  const Array r = o(part(log_positive(t[0], loc)), loc) - o(part(log_positive(-o(t[0], loc), loc)), loc);
+  // Where y is -inf so is every term: 0, not NaN.
+  return where(o(o(n.out, loc) == Operand(-std::numeric_limits<double>::infinity(), loc), loc), Operand(0.0, loc), o(r, loc));
 }
 
 // ---- sorting ------------------------------------------------------------------------
@@ -309,6 +370,8 @@ Array jvp_scatter(const NodeInfo& n, const std::vector<Array>& t) {
 namespace index_rules {
 const Rule cumsum{&vjp_cumsum, &jvp_cumsum};
 const Rule cumprod{&vjp_cumprod, &jvp_cumprod};
+const Rule cumextreme{&vjp_cumextreme, &jvp_cumextreme};  // cummax and cummin
+const Rule logcumsumexp{&vjp_logcumsumexp, &jvp_logcumsumexp};
 const Rule sort{&vjp_sort, &jvp_sort};  // sort and topk
 const Rule gather{&vjp_gather, &jvp_gather};
 const Rule pad{&vjp_pad, &jvp_pad};

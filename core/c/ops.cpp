@@ -142,6 +142,18 @@ aj_status aj_median(aj_array x, const int32_t* axis, int keepdims, aj_array* out
   });
 }
 
+#define AJ_C_SCAN_(name)                                                                          \
+  aj_status aj_##name(aj_array x, const int32_t* axis, aj_array* out) {                             \
+    return c_make("aj_" #name, out,                                                                \
+                  [&] { return aj::name(arg(x, "x"), axis ? std::optional<int>(*axis) : std::nullopt); }); \
+  }
+AJ_C_SCAN_(cumsum)
+AJ_C_SCAN_(cumprod)
+AJ_C_SCAN_(cummax)
+AJ_C_SCAN_(cummin)
+AJ_C_SCAN_(logcumsumexp)
+#undef AJ_C_SCAN_
+
 aj_status aj_nan_to_num(aj_array x, double nan, const double* posinf, const double* neginf, aj_array* out) {
   return c_make("aj_nan_to_num", out, [&] {
     return aj::nan_to_num(get_array(x, "x").operand(), nan, posinf ? std::optional<double>(*posinf) : std::nullopt,

@@ -49,7 +49,7 @@ std::string op_expr(Op op, DType t, DType to, const std::string& x, const std::s
     case OpCategory::Ternary:
     case OpCategory::Reduce:
     case OpCategory::View:
-    case OpCategory::Scan:   // KOp::Scan: combine_expr with Sum/Prod
+    case OpCategory::Scan:   // KOp::Scan: scan_combine_expr with its combiner
     case OpCategory::Remap:  // index arithmetic of lowering
     case OpCategory::Other: break;
   }
@@ -61,8 +61,16 @@ std::string combine_expr(Op op, DType t, const std::string& acc, const std::stri
   return "aj::sem::reduce_combine<" + value_type(t) + ">(" + op_constant(op) + ", " + acc + ", " + x + ")";
 }
 
+// A scan's combiner: a reduction's, or logaddexp (sem::scan_combiner).
+bool is_scan_combiner(Op op) { return is_reduction(op) || op == Op::Logaddexp; }
+
+std::string scan_combine_expr(Op op, DType t, const std::string& acc, const std::string& x) {
+  if (!is_scan_combiner(op)) internal_error(std::string("cuda codegen: not a scan combiner: ") + op_name(op));
+  return "aj::sem::scan_combine<" + value_type(t) + ">(" + op_constant(op) + ", " + acc + ", " + x + ")";
+}
+
 std::string scan_identity_expr(Op op, DType t) {
-  if (!is_reduction(op)) internal_error(std::string("cuda codegen: not a scan combiner: ") + op_name(op));
+  if (!is_scan_combiner(op)) internal_error(std::string("cuda codegen: not a scan combiner: ") + op_name(op));
   return "aj::sem::scan_identity<" + value_type(t) + ">(" + op_constant(op) + ")";
 }
 

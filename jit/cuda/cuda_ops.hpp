@@ -25,6 +25,8 @@ std::string combine_expr(Op op, DType t, const std::string& acc, const std::stri
 std::string identity_expr(Op op, DType t);
 // sem::convert<to>(x).
 std::string convert_expr(DType to, const std::string& x);
+// sem::scan_combine: a scan's running value advanced by x.
+std::string scan_combine_expr(Op op, DType t, const std::string& acc, const std::string& x);
 // sem::scan_identity: where a scan's running value starts.
 std::string scan_identity_expr(Op op, DType t);
 

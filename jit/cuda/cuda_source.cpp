@@ -211,7 +211,7 @@ class Renderer {
         case KOp::Reduce: e = "acc" + std::to_string(j); break;
         case KOp::Scan: {  // the running value, advanced here (serial walks only)
           const std::string acc = "acc" + std::to_string(j);
-          os_ << ind << acc << " = " << combine_expr(in.op, in.dtype, acc, a) << ";\n";
+          os_ << ind << acc << " = " << scan_combine_expr(in.op, in.dtype, acc, a) << ";\n";
           e = acc;
           break;
         }

@@ -638,8 +638,7 @@ class KernelCodegen {
 
   // What a Reduce or Scan accumulator starts from (sem::scan_identity for scans).
   llvm::Constant* start_value(const KInstr& in) const {
-    if (in.kind == KOp::Scan && in.op == Op::Sum && is_float(in.dtype)) return llvm::ConstantFP::get(sc_.type(in.dtype), -0.0);
-    return sc_.identity(in.op, in.dtype);
+    return sc_.identity(in.op, in.dtype, in.kind == KOp::Scan);
   }
 
   // Each stream's buffer is its own alias scope, and its accesses alias no

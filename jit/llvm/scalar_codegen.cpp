@@ -301,12 +301,13 @@ Value* ScalarCodegen::convert(Value* x, DType from, DType to) {
   return pure_call(std::string(kSemPrefix) + "convert_" + dtype_info(to).id, type(to), args);
 }
 
-// sem::reduce_identity, evaluated here and emitted as a constant.
-llvm::Constant* ScalarCodegen::identity(Op op, DType t) const {
+// sem::reduce_identity (sem::scan_identity for a scan), evaluated here and
+// emitted as a constant.
+llvm::Constant* ScalarCodegen::identity(Op op, DType t, bool scan) const {
   llvm::Type* ty = type(t);
   return sem::visit_dtype(t, [&](auto tag) -> llvm::Constant* {
     using T = decltype(tag);
-    const T v = sem::reduce_identity<T>(op);
+    const T v = scan ? sem::scan_identity<T>(op) : sem::reduce_identity<T>(op);
     if constexpr (sem::is_half_type<T>) return llvm::ConstantInt::get(ty, v.bits);
     else if constexpr (sem::is_fp<T>) return llvm::ConstantFP::get(ty, static_cast<double>(v));
     else if constexpr (sem::is_unsigned_int<T>) return llvm::ConstantInt::get(ty, static_cast<std::uint64_t>(v), false);
@@ -451,7 +452,7 @@ Value* ScalarCodegen::op(const KInstr& in, DType t, Value* a, Value* b, Value* c
     case OpCategory::Leaf:
     case OpCategory::Generator:
     case OpCategory::View:
-    case OpCategory::Scan:    // KOp::Scan runs its combiner (Sum, Prod) through combine()
+    case OpCategory::Scan:    // KOp::Scan runs its combiner (a Reduce op through combine(), or logaddexp)
     case OpCategory::Remap:   // index arithmetic of lowering (KOp::Load, Position, InRange)
     case OpCategory::Other: break;
   }

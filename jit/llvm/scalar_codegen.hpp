@@ -48,7 +48,7 @@ class ScalarCodegen {
   llvm::Value* op(const KInstr& in, DType operand, llvm::Value* a, llvm::Value* b,
                   llvm::Value* c, bool reassoc);
   llvm::Value* convert(llvm::Value* x, DType from, DType to);
-  llvm::Constant* identity(Op reduce_op, DType t) const;
+  llvm::Constant* identity(Op reduce_op, DType t, bool scan = false) const;  // scan: sem::scan_identity
   // A generator value at flat index `i`. `params`: its four kernel scalars
   // (f0, f1 as double, i0, extra as i64), loaded once at the kernel's entry.
   // Iota, linspace and eye are semantics.hpp's generate_value inlined from

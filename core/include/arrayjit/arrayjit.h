@@ -292,6 +292,16 @@ AJ_C_API aj_status aj_quantile(aj_array x, double q, const int32_t* axis, int ke
 AJ_C_API aj_status aj_percentile(aj_array x, double p, const int32_t* axis, int keepdims, aj_array* out);
 AJ_C_API aj_status aj_median(aj_array x, const int32_t* axis, int keepdims, aj_array* out);
 
+/* Scans along *axis (NULL: of the flattened array, a 1-d result): the
+ * running sum and product (bool and i32 accumulate in i64), maximum and
+ * minimum (NaN propagates; same dtype), and log(sum(exp)) (floats; integers
+ * give f64). */
+AJ_C_API aj_status aj_cumsum(aj_array x, const int32_t* axis, aj_array* out);
+AJ_C_API aj_status aj_cumprod(aj_array x, const int32_t* axis, aj_array* out);
+AJ_C_API aj_status aj_cummax(aj_array x, const int32_t* axis, aj_array* out);
+AJ_C_API aj_status aj_cummin(aj_array x, const int32_t* axis, aj_array* out);
+AJ_C_API aj_status aj_logcumsumexp(aj_array x, const int32_t* axis, aj_array* out);
+
 /* Index of the largest/smallest element along *axis (NULL: of the flattened
  * array), as i64. */
 AJ_C_API aj_status aj_argmax(aj_array x, const int32_t* axis, int keepdims, aj_array* out);

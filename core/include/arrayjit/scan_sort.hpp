@@ -3,6 +3,8 @@
 //
 //   cumsum, cumprod   a running sum / product in a fused kernel (producers
 //                     run inside it, elementwise consumers after it)
+//   cummax, cummin,   a running maximum / minimum / log(sum(exp)), the same
+//   logcumsumexp      kind of kernel
 //   sort, argsort     stable, ascending; NaN after every number; -0.0 and
 //                     +0.0 are equal (keep their order)
 //   topk              the k largest, largest first; NaN counts as largest;
@@ -25,6 +27,15 @@ Array cumsum(const Array& a, std::optional<int> axis = std::nullopt, std::option
              Loc loc = Loc::current());
 Array cumprod(const Array& a, std::optional<int> axis = std::nullopt, std::optional<DType> dtype = std::nullopt,
               Loc loc = Loc::current());
+// The running maximum (minimum) along `axis` (flattened with none, as
+// cumsum; NumPy's maximum.accumulate defaults to axis 0): NaN propagates,
+// as np.maximum; same dtype (bool included).
+Array cummax(const Array& a, std::optional<int> axis = std::nullopt, Loc loc = Loc::current());
+Array cummin(const Array& a, std::optional<int> axis = std::nullopt, Loc loc = Loc::current());
+// log(cumsum(exp(a))) without overflow: a running logaddexp from -inf, one
+// rounding per element (as np.logaddexp.accumulate). Floats; integers and
+// bool give f64; halves run in f32.
+Array logcumsumexp(const Array& a, std::optional<int> axis = std::nullopt, Loc loc = Loc::current());
 // The array API's cumsum: an axis is needed above rank 1, and include_initial
 // puts the empty sum (0) first, so the axis grows by one.
 Array cumulative_sum(const Array& a, std::optional<int> axis = std::nullopt,
