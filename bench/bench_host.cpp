@@ -22,6 +22,7 @@
 #include <ctime>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -382,6 +383,32 @@ void bench_axis_sums() {
   }
 }
 
+// var over rows, columns and all of f32 [4096, 4096] (issue 35: one pass,
+// >= 60% of the triad): its least traffic is one read of the input. Against
+// NumPy's two-pass var of the same values (the first 4096 rows of NumPy's x).
+void bench_var() {
+  const std::int64_t n = 4096;
+  std::vector<float> x0 = random_floats(static_cast<std::size_t>(n * n), 13, -1, 1);
+  for (float& v : x0) v += 3.0f;  // a mean well away from 0
+  Array x = aj::borrow(x0.data(), {n, n});
+  const double bytes = 4.0 * static_cast<double>(n * n);
+  struct Case {
+    const char* name;
+    std::optional<int> axis;
+    const char* numpy;
+  };
+  for (const Case& c : {Case{"var(x, 1) 4096^2 f32", 1, "x[:4096].var(1)"}, Case{"var(x, 0) 4096^2 f32", 0, "x[:4096].var(0)"},
+                        Case{"var(x) 4096^2 f32", std::nullopt, "x[:4096].var()"}}) {
+    auto ours = [&] {
+      Array v = c.axis ? aj::var(x, *c.axis) : aj::var(x);
+      v.eval();
+      g_sink = g_sink + 1;
+    };
+    const auto [t1, t2] = one_two(ours);
+    bw_rows(c.name, bytes, t1, t2, "NumPy (1 thread)", numpy_ms(c.numpy));
+  }
+}
+
 // Softmax and layernorm over the rows of f32 [4096, 4096], against a
 // hand-written loop that keeps each row in cache (max, exp and sum, scale;
 // mean, variance, normalize). Held to the least traffic of two passes over
@@ -692,8 +719,8 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[first], "--cpu-time") == 0) g_cpu_time = true;
   }
   // Further arguments pick groups: "bandwidth" (triad, axis sums, argmax,
-  // softmax, layernorm), "library" (concatenate), "other" (the rest); none
-  // runs all.
+  // softmax, layernorm, var), "var" (the triad and var only), "library"
+  // (concatenate), "other" (the rest); none runs all.
   auto want = [&](const char* group) {
     if (first >= argc) return true;
     for (int i = first; i < argc; ++i) if (std::strcmp(argv[i], group) == 0) return true;
@@ -707,6 +734,10 @@ int main(int argc, char** argv) {
     bench_axis_sums();
     bench_argmax();
     bench_two_pass();
+    bench_var();
+  } else if (want("var")) {
+    bench_triad();
+    bench_var();
   }
   if (want("library")) bench_concat();
   if (!want("other")) return 0;

@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "tests/autodiff_check.hpp"
 #include "tests/jit_switch.hpp"
 
 namespace {
@@ -90,8 +91,46 @@ TEST_CASE("statistics: var and std with ddof along each axis and all, against tw
     CHECK(aj::var(k).dtype() == DType::f64);
     CHECK(close(aj::var(k).item<double>(), 14.0 / 9.0));
     CHECK(aj::var(k, 0, 3.0).item<double>() == INFINITY);
+    // Size-0 axes: an empty line's variance is NaN (0 / 0), as NumPy; no lines, no values.
+    const Array e = aj::zeros({0, 3});
+    CHECK(aj::var(e, 0).shape() == aj::Shape{3});
+    CHECK(std::isnan(aj::var(e, 0).to_vector<double>()[2]));
+    CHECK(aj::var(e, 1).shape() == aj::Shape{0});
+    CHECK(std::isnan(aj::var(e).item<double>()));
+    // A mean far from 0 with small deviations (the shift keeps their digits):
+    // 1e8 + {0, 1, 2, 3} in f64, and an outlier first.
+    CHECK(aj::var(aj::from_vector<double>({1e8, 1e8 + 1, 1e8 + 2, 1e8 + 3})).item<double>() == 1.25);
+    CHECK(close(aj::var(aj::from_vector<double>({1e6, 0, 0, 0, 0, 0, 0, 0})).item<double>(), 7e12 / 64));
+    // inf or NaN in a line: NaN (NumPy's deviations from an inf mean); finite
+    // f64 values whose squared deviations overflow: inf, as NumPy.
+    const auto lines = aj::var(aj::from_vector<double>({INFINITY, 1, 2, 1.5e308, 0, 1, NAN, 3, 4, -INFINITY, INFINITY, 0},
+                                                       aj::Shape{4, 3}), 1).to_vector<double>();
+    CHECK(std::isnan(lines[0]));
+    CHECK(lines[1] == INFINITY);
+    CHECK(std::isnan(lines[2]));
+    CHECK(std::isnan(lines[3]));
   });
   CHECK_THROWS_WITH_AS(aj::var(aj::ones({3}), 0, -1.0), doctest::Contains("ddof"), aj::Error);
+}
+
+TEST_CASE("statistics: var and std differentiate as the mean of squared deviations (the shift is a constant)") {
+  std::mt19937_64 rng(35);
+  // Lines of 2 or more (a variance of one element is 0 / 0 with ddof 1, and
+  // std's derivative at a zero variance is inf * 0, as JAX's).
+  const std::vector<std::pair<ajtest::Dims, int>> cases = {{{5}, 0}, {{3, 4}, 1}, {{3, 4}, 0}, {{2, 3, 4}, 1}, {{4, 1, 3}, 2}, {{4, 1, 3}, -3}};
+  for (int s = 0; s < static_cast<int>(cases.size()); ++s) {
+    const auto& [d, axis] = cases[static_cast<std::size_t>(s)];
+    const double ddof = s % 2;
+    ajtest::check_gradient("var " + ajtest::str(d) + " axis " + std::to_string(axis), [axis = axis, ddof](const std::vector<Array>& x) {
+      return std::vector<Array>{aj::var(x[0] * 2.0 + 5.0, axis, ddof), aj::std(x[0], aj::Axes::all(), 0.0, true)};
+    }, {ajtest::arg(d, rng, -2, 2, s % 3 == 1)}, rng());
+  }
+  // d var / dx = 2 (x - mean) / (n - ddof), by hand.
+  const std::vector<double> g =
+      aj::grad([](const Array& x) { return aj::var(x, 0, 1.0); })(aj::from_vector<double>({1, 2, 6})).to_vector<double>();
+  CHECK(close(g[0], 2 * (1 - 3.0) / 2));
+  CHECK(close(g[1], 2 * (2 - 3.0) / 2));
+  CHECK(close(g[2], 2 * (6 - 3.0) / 2));
 }
 
 TEST_CASE("statistics: a compiled var at other extents divides by its own count") {

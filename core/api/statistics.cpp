@@ -3,10 +3,13 @@
 // names the function the user called.
 #include "arrayjit/statistics.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "arrayjit/autodiff.hpp"
 #include "arrayjit/scan_sort.hpp"
 #include "core/api/trace.hpp"
 
@@ -43,17 +46,41 @@ Array var(const Array& a, Axes axes, double ddof, bool keepdims, Loc loc) {
     user_error("var", "ddof must be finite and not negative, got " + std::to_string(ddof), loc);
   }
   const Array x = as_float(a, loc);
-  const Array m = mean(x, axes, true, loc);
-  const Array d = subtract(o(x, loc), o(m, loc));
-  const Array d2 = multiply(o(d, loc), o(d, loc));
-  if (ddof == 0) return mean(d2, axes, keepdims, loc);
-  // n - ddof, n counted by the graph (a sum of ones), so a compiled call
-  // at other extents divides by its own count.
-  const Array n = sum(full_like(x, 1.0, std::nullopt, loc), axes, keepdims, loc);
-  const Array s = sum(d2, axes, keepdims, loc);
+  // One pass over the data: the sums of d = x - k and of d^2 in one kernel,
+  // k each line's first element (a shift that takes the mean's size out of
+  // the sums: the cancellation in s2 - s1^2 / n is then of the order of
+  // the deviations, not of the mean), all in f64. k is read through a
+  // broadcast, so a computed x is evaluated for it alone (one element a
+  // line), not stored. The shift is a constant to the derivative (the
+  // variance does not depend on it).
+  Array k = stop_gradient(x, loc);
+  for (int ax = 0; ax < x.ndim(); ++ax) {
+    if (axes.is_all() || std::find(axes.list().begin(), axes.list().end(), ax) != axes.list().end() ||
+        std::find(axes.list().begin(), axes.list().end(), ax - x.ndim()) != axes.list().end()) {
+      k = slice(k, ax, 0, std::min<std::int64_t>(1, x.shape()[ax]), 1, loc);  // empty stays empty
+    }
+  }
+  const Array x64 = x.astype(DType::f64, loc);
+  const Array d = subtract(o(x64, loc), o(k.astype(DType::f64, loc), loc));
+  // s1 is NaN exactly where a line holds inf or NaN (x * 0 is NaN there, 0
+  // elsewhere): NumPy's deviations from a mean that is not finite are NaN.
+  // Finite f64 values whose deviations or squares overflow give inf, as
+  // NumPy's do.
+  const Array s1 = sum(o(d, loc) + o(o(x64, loc) * Operand(0.0, loc), loc), axes, keepdims, loc);
+  const Array s2 = sum(multiply(o(d, loc), o(d, loc)), axes, keepdims, loc);
+  // n counted by the graph (a sum of ones), so a compiled call at other
+  // extents divides by its own count.
+  const Array n = sum(full_like(x, 1.0, DType::f64, loc), axes, keepdims, loc);
+  // The sum of squared deviations from the mean, s2 - s1 (s1 / n) (never
+  // above s2: no overflow of its own); rounding may take it just below 0
+  // where it is 0 (NaN stays NaN: an empty line's 0 / 0).
+  const Array centered = maximum(o(o(s2, loc) - o(o(s1, loc) * o(o(s1, loc) / o(n, loc), loc), loc), loc), Operand(0.0, loc));
+  const Array overflowed = o(o(s2, loc) == Operand(std::numeric_limits<double>::infinity(), loc), loc) &&
+                           o(logical_not(o(isnan(o(s1, loc)), loc)), loc);
+  const Array m2 = where(o(overflowed, loc), Operand(std::numeric_limits<double>::infinity(), loc), o(centered, loc));
   // max(n - ddof, 0), as NumPy: an empty or too short line divides by 0.
   const Array dof = maximum(o(subtract(o(n, loc), Operand(ddof, loc)), loc), Operand(0.0, loc));
-  return divide(o(s, loc), o(dof, loc));
+  return divide(o(m2, loc), o(dof, loc)).astype(x.dtype(), loc);
 }
 
 Array std(const Array& a, Axes axes, double ddof, bool keepdims, Loc loc) {

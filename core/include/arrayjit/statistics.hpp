@@ -11,8 +11,9 @@
 namespace aj {
 
 // The variance, the mean of squared deviations from the mean, divided by
-// (n - ddof) instead of n; std is its square root. Two passes over the data
-// (the mean, then the deviations), as NumPy.
+// (n - ddof) instead of n; std is its square root. One pass over the data:
+// the sums of the deviations from each line's first element and of their
+// squares, in f64 (docs/semantics.md, "Statistics").
 Array var(const Array& a, Axes axes = Axes::all(), double ddof = 0.0, bool keepdims = false,
           Loc loc = Loc::current());
 Array std(const Array& a, Axes axes = Axes::all(), double ddof = 0.0, bool keepdims = false,
