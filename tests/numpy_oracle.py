@@ -463,6 +463,20 @@ def reduce(op, a, axis, keep, deliberate):
     return Expect(want)
 
 
+def partition(op, a, kth, deliberate):
+    """arrayjit's partition sorts the line (argpartition: argsort, stable): a
+    valid partition, NumPy's at the kth place, in another order elsewhere
+    (`partition-sorted`)."""
+    want = np.sort(a, axis=-1, kind="stable")
+    theirs = np.partition(a, kth, axis=-1)
+    # NumPy's kth element is the sorted one (NaN last), whatever the rest.
+    assert np.all(same(np.take(theirs, [kth], axis=-1), np.take(want, [kth], axis=-1))), "np.partition's kth"
+    count_changed(deliberate, "partition-sorted", theirs, want)
+    if op == "partition":
+        return Expect(want)
+    return Expect(np.argsort(a, axis=-1, kind="stable").astype(np.int64))
+
+
 def running(op, a, axis, deliberate):
     """cummax / cummin (maximum.accumulate: NaN propagates; among zeros max
     prefers +0, min -0, as max/min) and logcumsumexp (logaddexp.accumulate,
@@ -689,6 +703,8 @@ def expect(op, args, attrs, env, deliberate):
         return Expect((np.cumsum if op == "cumsum" else np.cumprod)(a, axis=axis, dtype=t))
     if op in ("cummax", "cummin", "logcumsumexp"):
         return running(op, ops[0], None if attrs["axis"] == "none" else int(attrs["axis"]), deliberate)
+    if op in ("partition", "argpartition"):
+        return partition(op, ops[0], int(attrs["kth"]), deliberate)
     if op == "sort":
         return Expect(np.sort(ops[0], axis=int(attrs["axis"]), kind="stable"))
     if op == "argsort":

@@ -492,7 +492,16 @@ class NumpyProgram {
     const Dims d = dims_of(v.a);
     const int r = static_cast<int>(d.size());
     const std::string op =
-        choose<std::string>({"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort"});
+        choose<std::string>({"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort", "partition",
+                             "argpartition"});
+    if (op == "partition" || op == "argpartition") {
+      if (r == 0 || d[static_cast<std::size_t>(r - 1)] == 0) return;
+      const std::int64_t n = d[static_cast<std::size_t>(r - 1)];
+      const std::int64_t kth = uni(static_cast<int>(-n), static_cast<int>(n - 1));
+      add(op == "partition" ? aj::partition(v.a, kth) : aj::argpartition(v.a, kth),
+          op + " " + v.name + " kth=" + std::to_string(kth));
+      return;
+    }
     if (op != "sort" && op != "argsort") {
       std::optional<int> axis;
       if (r > 0 && coin(0.8)) axis = uni(-r, r - 1);

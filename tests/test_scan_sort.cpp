@@ -498,7 +498,56 @@ TEST_CASE("the scans' C functions compute what the C++ ones do; a bad axis is an
   same(aj_logcumsumexp(h, &ax, &out), aj::logcumsumexp(x, 1));
   CHECK(aj_cummax(h, &bad, &out) != AJ_OK);
   CHECK(std::string(aj_last_error()).find("aj_cummax") != std::string::npos);
+  const std::int64_t kth[] = {1, -1};
+  same(aj_sort(h, 0, &out), aj::sort(x, 0));
+  same(aj_argsort(h, -1, &out), aj::argsort(x));
+  same(aj_partition(h, kth, 2, 1, &out), aj::partition(x, {1, -1}, 1));
+  same(aj_argpartition(h, kth, 1, 0, &out), aj::argpartition(x, 1, 0));
+  const std::int64_t far[] = {4};
+  CHECK(aj_partition(h, far, 1, 0, &out) != AJ_OK);
+  CHECK(std::string(aj_last_error()).find("kth = 4") != std::string::npos);
   aj_array_release(h);
+}
+
+TEST_CASE("partition and argpartition: a valid partition at every kth (NaN last), as sort; kth checked") {
+  std::mt19937_64 rng(1403);
+  for (int round = 0; round < 40; ++round) {
+    Dims dims = random_dims(rng);
+    if (dims.empty()) dims = {3};
+    const int rank = static_cast<int>(dims.size());
+    const int axis = static_cast<int>(rng() % static_cast<std::uint64_t>(rank)) - (round % 2 ? rank : 0);
+    const int ax = axis < 0 ? axis + rank : axis;
+    const std::int64_t n = dims[static_cast<std::size_t>(ax)];
+    if (n == 0) continue;
+    const std::int64_t kth = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(2 * n)) - n;
+    const Array x = data(DType::f64, dims, rng(), round % 3 == 0);
+    for (Path p : kPaths) {
+      PathScope scope(p);
+      CAPTURE(path_name(p));
+      const Values part = read(aj::partition(x, kth, axis));
+      check_same(read(aj::sort(x, axis)), part, "partition is sort");
+      check_same(read(aj::argsort(x, axis)), read(aj::argpartition(x, kth, axis)), "argpartition is argsort");
+      // The partition property itself, line by line: nothing after kth is
+      // smaller, nothing before it larger (NumPy's order, NaN largest).
+      const std::int64_t stride = stride_of(dims, ax), k = kth < 0 ? kth + n : kth;
+      for (std::size_t e = 0; e < part.f.size(); ++e) {
+        const auto i = static_cast<std::int64_t>(e);
+        const std::int64_t pos = (i / stride) % n;
+        const double at_k = part.f[static_cast<std::size_t>(i + (k - pos) * stride)];
+        if (pos < k) CHECK_FALSE(numpy_less(at_k, part.f[e]));
+        if (pos > k) CHECK_FALSE(numpy_less(part.f[e], at_k));
+      }
+    }
+  }
+  const Array x = aj::from_vector<double>({3, 1, 2}, aj::Shape{3});
+  CHECK_THROWS_WITH_AS(aj::partition(x, 3), doctest::Contains("kth = 3 is outside [-3, 3)"), aj::Error);
+  CHECK_THROWS_WITH_AS(aj::argpartition(x, {0, -4}), doctest::Contains("argpartition"), aj::Error);
+  CHECK_THROWS_WITH_AS(aj::partition(aj::full({}, 1.0), 0), doctest::Contains("partition"), aj::Error);
+  // Differentiable as sort: each element gets the cotangent of its place.
+  const std::vector<double> g =
+      aj::grad([](const Array& a) { return aj::sum(aj::partition(a, 1) * aj::arange(3, DType::f64)); })(x)
+          .to_vector<double>();
+  CHECK(g == std::vector<double>{2, 0, 1});
 }
 
 TEST_CASE("cumsum with a dtype casts first, as NumPy; i32 wraps in i32 when asked, i64 by default") {

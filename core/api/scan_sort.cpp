@@ -3,6 +3,7 @@
 #include "arrayjit/scan_sort.hpp"
 
 #include <new>
+#include <vector>
 #include <string>
 
 #include "core/api/trace.hpp"
@@ -118,6 +119,41 @@ Array argsort(const Array& a_in, int axis, Loc loc) try {
   return sort_node(Op::ArgSort, a, ax, -1, loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("argsort", loc);
+}
+
+namespace {
+// partition / argpartition: each kth in [-n, n) of the axis's extent n
+// (n == 0 has none, as NumPy), checked; then the line sorted.
+Array partition_node(Op op, const Array& a_in, const std::vector<std::int64_t>& kth, int axis, const char* name,
+                     const Loc& loc) try {
+  trace::Scope scope;
+  const Array& a = trace::local(a_in, name, loc);
+  const int ax = sort_axis(a, axis, name, loc);
+  const std::int64_t extent = a.shape()[ax];
+  for (std::int64_t k : kth) {
+    if (k < -extent || k >= extent) {
+      user_error(name, "kth = " + std::to_string(k) + " is outside [" + std::to_string(-extent) + ", " +
+                           std::to_string(extent) + "), the positions of axis " + std::to_string(axis) + " of " +
+                           describe(a), loc);
+    }
+  }
+  return sort_node(op, a, ax, -1, loc);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory(name, loc);
+}
+}  // namespace
+
+Array partition(const Array& a, std::int64_t kth, int axis, Loc loc) {
+  return partition_node(Op::Sort, a, {kth}, axis, "partition", loc);
+}
+Array partition(const Array& a, const std::vector<std::int64_t>& kth, int axis, Loc loc) {
+  return partition_node(Op::Sort, a, kth, axis, "partition", loc);
+}
+Array argpartition(const Array& a, std::int64_t kth, int axis, Loc loc) {
+  return partition_node(Op::ArgSort, a, {kth}, axis, "argpartition", loc);
+}
+Array argpartition(const Array& a, const std::vector<std::int64_t>& kth, int axis, Loc loc) {
+  return partition_node(Op::ArgSort, a, kth, axis, "argpartition", loc);
 }
 
 TopK topk(const Array& a_in, std::int64_t k, int axis, Loc loc) try {

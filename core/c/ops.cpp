@@ -154,6 +154,25 @@ AJ_C_SCAN_(cummin)
 AJ_C_SCAN_(logcumsumexp)
 #undef AJ_C_SCAN_
 
+aj_status aj_sort(aj_array x, int32_t axis, aj_array* out) {
+  return c_make("aj_sort", out, [&] { return aj::sort(arg(x, "x"), axis); });
+}
+aj_status aj_argsort(aj_array x, int32_t axis, aj_array* out) {
+  return c_make("aj_argsort", out, [&] { return aj::argsort(arg(x, "x"), axis); });
+}
+namespace {
+std::vector<std::int64_t> kth_arg(const int64_t* kth, int32_t nkth) {
+  if (nkth < 0 || (nkth > 0 && !kth)) c_error("kth: " + std::to_string(nkth) + " positions at a null pointer");
+  return std::vector<std::int64_t>(kth, kth + (nkth > 0 ? nkth : 0));
+}
+}  // namespace
+aj_status aj_partition(aj_array x, const int64_t* kth, int32_t nkth, int32_t axis, aj_array* out) {
+  return c_make("aj_partition", out, [&] { return aj::partition(arg(x, "x"), kth_arg(kth, nkth), axis); });
+}
+aj_status aj_argpartition(aj_array x, const int64_t* kth, int32_t nkth, int32_t axis, aj_array* out) {
+  return c_make("aj_argpartition", out, [&] { return aj::argpartition(arg(x, "x"), kth_arg(kth, nkth), axis); });
+}
+
 aj_status aj_nan_to_num(aj_array x, double nan, const double* posinf, const double* neginf, aj_array* out) {
   return c_make("aj_nan_to_num", out, [&] {
     return aj::nan_to_num(get_array(x, "x").operand(), nan, posinf ? std::optional<double>(*posinf) : std::nullopt,

@@ -302,6 +302,14 @@ AJ_C_API aj_status aj_cummax(aj_array x, const int32_t* axis, aj_array* out);
 AJ_C_API aj_status aj_cummin(aj_array x, const int32_t* axis, aj_array* out);
 AJ_C_API aj_status aj_logcumsumexp(aj_array x, const int32_t* axis, aj_array* out);
 
+/* Each line along `axis` sorted ascending (stable; NaN last), or the i64
+ * positions that sort it; partition / argpartition as NumPy's with the
+ * nkth positions kth (each in [-n, n)), computed as a sort. */
+AJ_C_API aj_status aj_sort(aj_array x, int32_t axis, aj_array* out);
+AJ_C_API aj_status aj_argsort(aj_array x, int32_t axis, aj_array* out);
+AJ_C_API aj_status aj_partition(aj_array x, const int64_t* kth, int32_t nkth, int32_t axis, aj_array* out);
+AJ_C_API aj_status aj_argpartition(aj_array x, const int64_t* kth, int32_t nkth, int32_t axis, aj_array* out);
+
 /* Index of the largest/smallest element along *axis (NULL: of the flattened
  * array), as i64. */
 AJ_C_API aj_status aj_argmax(aj_array x, const int32_t* axis, int keepdims, aj_array* out);

@@ -7,12 +7,15 @@
 //   logcumsumexp      kind of kernel
 //   sort, argsort     stable, ascending; NaN after every number; -0.0 and
 //                     +0.0 are equal (keep their order)
+//   partition,        NumPy's (kth checked), as a sort: a valid partition
+//   argpartition
 //   topk              the k largest, largest first; NaN counts as largest;
 //                     ties: the lower index first
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "arrayjit/array.hpp"
 
@@ -47,6 +50,17 @@ Array sort(const Array& a, int axis = -1, Loc loc = Loc::current());
 // The i64 positions along `axis` that sort each line: sort(a) equals a's
 // values taken at these positions.
 Array argsort(const Array& a, int axis = -1, Loc loc = Loc::current());
+
+// NumPy's partition: each line rearranged so that the element at each `kth`
+// (in [-n, n), negative from the end) is the one a sort would put there,
+// smaller ones before it and larger ones after (NaN counts as largest).
+// NumPy leaves the order within each side open; arrayjit's is the sorted
+// order (the line is sorted: a valid partition, O(n log n)). argpartition:
+// the i64 positions that do this (argsort's, stable).
+Array partition(const Array& a, std::int64_t kth, int axis = -1, Loc loc = Loc::current());
+Array partition(const Array& a, const std::vector<std::int64_t>& kth, int axis = -1, Loc loc = Loc::current());
+Array argpartition(const Array& a, std::int64_t kth, int axis = -1, Loc loc = Loc::current());
+Array argpartition(const Array& a, const std::vector<std::int64_t>& kth, int axis = -1, Loc loc = Loc::current());
 
 // The k largest values of each line along `axis`, largest first, and their
 // i64 positions. The results have extent k along the axis; 0 <= k <= extent.
