@@ -165,6 +165,10 @@ def binary(op, a, b, deliberate):
     A, B = as_t(a, t), as_t(b, t)
     if op in COMPARE:
         return Expect(COMPARE[op](A, B))
+    if op == "isclose":  # in the promoted dtype; integers compared in f64 (no wrapping difference)
+        if not is_float(t):
+            A, B = A.astype(np.float64), B.astype(np.float64)
+        return Expect(np.isclose(A, B))
     if op in ARITH:
         return Expect(ARITH[op](A, B))
     if op in ("maximum", "minimum"):
@@ -677,7 +681,7 @@ def scalar_of(tok):
 def expect(op, args, attrs, env, deliberate):
     ops = [env[t] if t.startswith("v") else scalar_of(t) for t in args]
     dt = lambda: DTYPES[attrs["dtype"]]  # noqa: E731
-    if op in COMPARE or op in ARITH or op in FLOAT_BINARY or op in ("maximum", "minimum", "divide", "true_divide",
+    if op in COMPARE or op in ARITH or op in FLOAT_BINARY or op in ("maximum", "minimum", "divide", "true_divide", "isclose",
                                                                     "floor_divide", "pow", "fmod"):
         return binary(op, ops[0], ops[1], deliberate)
     if op == "where":

@@ -385,6 +385,7 @@ class NumpyProgram {
         {"nextafter", aj::nextafter, 'a'}, {"fmod", aj::fmod, 'a'},
         {"logaddexp", aj::logaddexp, 'a'}, {"logaddexp2", aj::logaddexp2, 'a'},
         {"logical_xor", aj::logical_xor, 'l'},
+        {"isclose", [](const aj::Operand& a, const aj::Operand& b) { return aj::isclose(a, b); }, 'a'},
         {"true_divide", aj::true_divide, 'a'}, {"floor_divide", aj::floor_divide, 'a'},
         {"maximum", aj::maximum, 'm'},  {"minimum", aj::minimum, 'm'},
         {"equal", [](const aj::Operand& a, const aj::Operand& b) { return a == b; }, 'c'},
