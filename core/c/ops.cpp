@@ -6,6 +6,7 @@
 // in arrayjit.h (AJ_UNARY_OPS, ...): one line there declares the C function,
 // and these definitions follow. A name there is looked up in namespace `fn`
 // below, which sees every aj:: op and adds the names C++ spells as operators.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,35 @@ AJ_C_SCAN_(cummax)
 AJ_C_SCAN_(cummin)
 AJ_C_SCAN_(logcumsumexp)
 #undef AJ_C_SCAN_
+
+namespace {
+std::optional<std::int64_t> size_arg(const int64_t* size) { return size ? std::optional<std::int64_t>(*size) : std::nullopt; }
+}  // namespace
+aj_status aj_searchsorted(aj_array a, aj_array v, int right, aj_array* out) {
+  return c_make("aj_searchsorted", out, [&] {
+    return aj::searchsorted(arg(a, "a"), get_array(v, "v").operand(), right ? aj::Side::right : aj::Side::left);
+  });
+}
+aj_status aj_digitize(aj_array x, aj_array bins, int right, aj_array* out) {
+  return c_make("aj_digitize", out, [&] { return aj::digitize(arg(x, "x"), arg(bins, "bins"), right != 0); });
+}
+aj_status aj_bincount(aj_array x, aj_array weights, int64_t minlength, const int64_t* length, aj_array* out) {
+  return c_make("aj_bincount", out, [&] {
+    std::optional<Array> w;
+    if (weights._id != 0) w = arg(weights, "weights");
+    return aj::bincount(arg(x, "x"), w, minlength, size_arg(length));
+  });
+}
+aj_status aj_argwhere(aj_array x, const int64_t* size, int64_t fill, aj_array* out) {
+  return c_make("aj_argwhere", out, [&] { return aj::argwhere(arg(x, "x"), size_arg(size), fill); });
+}
+aj_status aj_unique(aj_array x, const int64_t* size, double fill, aj_array* out) {
+  return c_make("aj_unique", out, [&] { return aj::unique(arg(x, "x"), size_arg(size), fill); });
+}
+aj_status aj_masked_select(aj_array x, aj_array mask, const int64_t* size, double fill, aj_array* out) {
+  return c_make("aj_masked_select", out,
+                [&] { return aj::masked_select(arg(x, "x"), arg(mask, "mask"), size_arg(size), fill); });
+}
 
 aj_status aj_sort(aj_array x, int32_t axis, aj_array* out) {
   return c_make("aj_sort", out, [&] { return aj::sort(arg(x, "x"), axis); });

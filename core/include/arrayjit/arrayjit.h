@@ -310,6 +310,21 @@ AJ_C_API aj_status aj_argsort(aj_array x, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_partition(aj_array x, const int64_t* kth, int32_t nkth, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_argpartition(aj_array x, const int64_t* kth, int32_t nkth, int32_t axis, aj_array* out);
 
+/* Search (arrayjit/search.hpp): positions in the sorted 1-d a (i64 of v's
+ * shape; right: after equal elements), bins, counts (weights: {0} for none;
+ * *length: exactly that many bins, values outside dropped; NULL: max + 1,
+ * evaluating x), and the results whose length depends on the values:
+ * argwhere ([count, ndim] i64), unique (sorted, flattened), masked_select
+ * (x where the bool mask holds, flattened). With *size they have exactly
+ * that many entries, the rest `fill`; with NULL the count is evaluated
+ * first (not inside a traced aj_function). */
+AJ_C_API aj_status aj_searchsorted(aj_array a, aj_array v, int right, aj_array* out);
+AJ_C_API aj_status aj_digitize(aj_array x, aj_array bins, int right, aj_array* out);
+AJ_C_API aj_status aj_bincount(aj_array x, aj_array weights, int64_t minlength, const int64_t* length, aj_array* out);
+AJ_C_API aj_status aj_argwhere(aj_array x, const int64_t* size, int64_t fill, aj_array* out);
+AJ_C_API aj_status aj_unique(aj_array x, const int64_t* size, double fill, aj_array* out);
+AJ_C_API aj_status aj_masked_select(aj_array x, aj_array mask, const int64_t* size, double fill, aj_array* out);
+
 /* Index of the largest/smallest element along *axis (NULL: of the flattened
  * array), as i64. */
 AJ_C_API aj_status aj_argmax(aj_array x, const int32_t* axis, int keepdims, aj_array* out);
