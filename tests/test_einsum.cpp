@@ -217,6 +217,10 @@ const std::vector<Case>& cases() {
       {"i...,...", "ia,a->ai", {{2, 3}, {3}}},                        // implicit: "..." first
       {"...,...->...", "a,a->a", {{3}, {1}}},
       {"i...i->...", "iai->a", {{3, 2, 3}}},
+      {"ii,i->i", "ii,i->i", {{3, 3}, {3}}},                          // a diagonal meets another operand
+      {"ij,jj->i", "ij,jj->i", {{2, 3}, {3, 3}}},
+      {"ibj,bjk->bik", "ibj,bjk->bik", {{2, 3, 4}, {3, 4, 2}}},       // batch letters not leading
+      {"ijkl,jlm->ikm", "ijkl,jlm->ikm", {{2, 3, 2, 2}, {3, 2, 3}}},  // two summed letters, merged
   };
   return c;
 }
@@ -236,7 +240,7 @@ void check_case(const Case& c, DType t, int layout, std::mt19937_64& rng) {
   REQUIRE(got.shape() == Shape(want.dims));
   CHECK(got.dtype() == t);
   const std::vector<double> g = got.astype(DType::f64).to_vector<double>();
-  const double tol = t == DType::f32 ? 1e-5 : t == DType::f64 ? 1e-13 : 0;
+  const double tol = t == DType::f32 ? 1e-5 : t == DType::f64 ? 1e-13 : t == DType::f16 ? 4e-3 : t == DType::bf16 ? 3e-2 : 0;
   for (std::size_t i = 0; i < g.size(); ++i) {
     CAPTURE(i);
     CHECK(std::fabs(g[i] - want.values[i]) <= tol * (1 + want.magnitude[i]));
@@ -261,6 +265,15 @@ TEST_CASE("einsum: integer and bool dtypes against the index loop (sums in the o
     std::mt19937_64 rng(12);
     for (const Case& c : cases()) {
       for (DType t : {DType::i32, DType::i64, DType::bool_}) check_case(c, t, 0, rng);
+    }
+  });
+}
+
+TEST_CASE("einsum: half precision (stored in f16 and bf16, computed in f32) against the index loop") {
+  on_both([] {
+    std::mt19937_64 rng(13);
+    for (const Case& c : cases()) {
+      for (DType t : {DType::f16, DType::bf16}) check_case(c, t, 0, rng);
     }
   });
 }

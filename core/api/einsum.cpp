@@ -364,7 +364,8 @@ Array grouped(const Labeled& x, const std::vector<int>& order, const std::vector
   bool identity = true;
   for (std::size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int>(i);
   const Array t = identity ? x.a : transpose(x.a, perm, loc);
-  return reshape(t, Shape(groups), loc);
+  const Shape s(groups);
+  return t.shape() == s ? t : reshape(t, s, loc);
 }
 
 // x and y contracted: the labels `keep` says are still needed stay (batch
