@@ -388,37 +388,44 @@ Labeled contract(const Labeled& x_in, const Labeled& y_in, const std::function<b
     for (int l : ls) e *= p.extent[static_cast<std::size_t>(l)];
     return e;
   };
-  const std::int64_t B = extent(batch), M = extent(left), K = extent(summed), N = extent(right);
+  const std::int64_t M = extent(left), K = extent(summed), N = extent(right);
   auto cat = [](std::vector<int> a, const std::vector<int>& b, const std::vector<int>& c) {
     a.insert(a.end(), b.begin(), b.end());
     a.insert(a.end(), c.begin(), c.end());
     return a;
   };
+  // The batch axes stay apart (matmul and multiply take any number), so an
+  // operand whose groups are single letters goes in as the view it is, a
+  // transposed one included (matmul reads it without a copy).
+  auto dims = [&](std::vector<std::int64_t> tail) {
+    std::vector<std::int64_t> d;
+    for (int l : batch) d.push_back(p.extent[static_cast<std::size_t>(l)]);
+    d.insert(d.end(), tail.begin(), tail.end());
+    return d;
+  };
   Array r;
   if (summed.empty()) {
     // An outer product (per batch index): elementwise, fused into its consumer.
-    const Array a = grouped(x, cat(batch, left, {}), {B, M, 1}, loc);
-    const Array b = grouped(y, cat(batch, right, {}), {B, 1, N}, loc);
+    const Array a = grouped(x, cat(batch, left, {}), dims({M, 1}), loc);
+    const Array b = grouped(y, cat(batch, right, {}), dims({1, N}), loc);
     r = multiply(Operand(a, loc), Operand(b, loc));
   } else if (M == 1 && N == 1) {
     // Dot products: a fused multiply and sum beats a matmul of vectors.
-    const Array a = grouped(x, cat(batch, left, summed), {B, M, K, 1}, loc);
-    const Array b = grouped(y, cat(batch, summed, right), {B, 1, K, N}, loc);
-    r = cast_to(sum(multiply(Operand(a, loc), Operand(b, loc)), 2, false, loc), t, loc);
+    const Array a = grouped(x, cat(batch, left, summed), dims({K}), loc);
+    const Array b = grouped(y, cat(batch, summed, right), dims({K}), loc);
+    r = cast_to(sum(multiply(Operand(a, loc), Operand(b, loc)), -1, false, loc), t, loc);
   } else {
-    // The BLAS: [B, M, K] @ [B, K, N] (no batch axis when there is no batch label).
-    auto dims = [&](std::int64_t r0, std::int64_t c0) {
-      return batch.empty() ? std::vector<std::int64_t>{r0, c0} : std::vector<std::int64_t>{B, r0, c0};
-    };
-    const Array a = grouped(x, cat(batch, left, summed), dims(M, K), loc);
-    const Array b = grouped(y, cat(batch, summed, right), dims(K, N), loc);
+    // The BLAS: [batch..., M, K] @ [batch..., K, N].
+    const Array a = grouped(x, cat(batch, left, summed), dims({M, K}), loc);
+    const Array b = grouped(y, cat(batch, summed, right), dims({K, N}), loc);
     r = matmul(a, b, loc);
   }
   Labeled out;
   out.labels = cat(batch, left, right);
   std::vector<std::int64_t> d;
   for (int l : out.labels) d.push_back(p.extent[static_cast<std::size_t>(l)]);
-  out.a = reshape(r, Shape(std::move(d)), loc);
+  const Shape shape(std::move(d));
+  out.a = r.shape() == shape ? r : reshape(r, shape, loc);
   return out;
 }
 
