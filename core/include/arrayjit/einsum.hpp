@@ -48,7 +48,7 @@ struct EinsumPath {
   std::vector<std::string> step_subscripts;
   // Multiply-adds: summed over the steps (each: the product of the extents
   // of every letter of its two operands), and of the naive single loop over
-  // every letter (times operands - 1).
+  // every letter (times operands - 1, at least 1).
   double flops = 0, naive_flops = 0;
   // np.einsum_path's report, shortened: the subscripts, both counts, the steps.
   std::string str() const;
