@@ -15,12 +15,18 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "autodiff_check.hpp"
 
@@ -276,6 +282,137 @@ TEST_CASE("einsum: half precision (stored in f16 and bf16, computed in f32) agai
       for (DType t : {DType::f16, DType::bf16}) check_case(c, t, 0, rng);
     }
   });
+}
+
+namespace {
+
+// A random einsum: 1-4 operands of 0-3 letters from "abcAB" (repeats within
+// an operand included), extent-1 axes broadcast against the letter's
+// extent, "..." of 0-2 axes in some operands, the output explicit (a random
+// subset, shuffled) or implicit.
+struct RandomCase {
+  std::string subscripts;
+  std::vector<Dims> dims;
+};
+RandomCase random_case(std::mt19937_64& rng) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  const std::string pool = "abcAB";
+  std::map<char, std::int64_t> ext;
+  for (char c : pool) ext[c] = 1 + pick(3);
+  const std::int64_t ell[2] = {1 + pick(3), 1 + pick(3)};
+  RandomCase rc;
+  std::string letters_seen;
+  bool any_ellipsis = false;
+  const int n = 1 + pick(4);
+  for (int k = 0; k < n; ++k) {
+    std::string term;
+    Dims d;
+    std::map<char, std::int64_t> here;
+    for (int i = pick(4); i > 0; --i) {
+      const char c = pool[static_cast<std::size_t>(pick(static_cast<int>(pool.size())))];
+      if (!here.count(c)) here[c] = pick(5) == 0 ? 1 : ext[c];
+      term += c;
+      d.push_back(here[c]);
+      letters_seen += c;
+    }
+    if (pick(3) == 0) {
+      any_ellipsis = true;
+      const int e = pick(3);
+      const std::size_t at = static_cast<std::size_t>(pick(static_cast<int>(term.size()) + 1));
+      Dims ed;
+      for (int j = 0; j < e; ++j) ed.push_back(pick(5) == 0 ? 1 : ell[2 - e + j]);
+      term.insert(at, "...");
+      d.insert(d.begin() + static_cast<std::ptrdiff_t>(at), ed.begin(), ed.end());
+    }
+    rc.subscripts += (k ? "," : "") + term;
+    rc.dims.push_back(d);
+  }
+  if (pick(2) == 0) {
+    std::string out;
+    for (char c : pool) {
+      if (letters_seen.find(c) != std::string::npos && pick(2) == 0) out += c;
+    }
+    std::shuffle(out.begin(), out.end(), rng);
+    if (any_ellipsis) out.insert(static_cast<std::size_t>(pick(static_cast<int>(out.size()) + 1)), "...");
+    rc.subscripts += "->" + out;
+  }
+  return rc;
+}
+
+// Recomputes every case of the file with np.einsum and prints the
+// disagreements, then "checked N".
+constexpr const char* kNumpyScript = R"(
+import sys
+import numpy as np
+bad, n = 0, 0
+lines = open(sys.argv[1]).read().split('\n')
+i = 0
+def arr(line):
+    f = line.split()
+    nd = int(f[0])
+    dims = tuple(int(x) for x in f[1:1 + nd])
+    return np.array([float(x) for x in f[1 + nd:]], dtype=np.float64).reshape(dims)
+while i < len(lines) and lines[i]:
+    subs, k = lines[i].split('|')
+    ops = [arr(lines[i + 1 + j]) for j in range(int(k))]
+    got = arr(lines[i + 1 + int(k)])
+    i += 2 + int(k)
+    n += 1
+    want = np.einsum(subs, *ops)
+    if want.shape != got.shape or not np.allclose(want, got, rtol=1e-12, atol=1e-12):
+        bad += 1
+        print('MISMATCH', repr(subs), [o.shape for o in ops], want.shape, got.shape)
+print('checked', n, 'bad', bad)
+)";
+
+bool have_numpy() { return std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
+
+}  // namespace
+
+TEST_CASE("einsum: random subscripts against NumPy's np.einsum (one python process)") {
+  if (!have_numpy()) {
+    MESSAGE("skipped: /usr/bin/python3 has no NumPy");
+    return;
+  }
+  namespace fs = std::filesystem;
+  const std::string tag = std::to_string(::getpid());
+  const fs::path data = fs::temp_directory_path() / ("aj_einsum_" + tag + ".txt");
+  const fs::path script = fs::temp_directory_path() / ("aj_einsum_" + tag + ".py");
+  std::ofstream(script) << kNumpyScript;
+  std::mt19937_64 rng(77);
+  int cases_written = 0;
+  {
+    std::ofstream f(data);
+    f.precision(17);
+    auto put = [&](const Array& a) {
+      f << a.ndim();
+      for (int i = 0; i < a.ndim(); ++i) f << ' ' << a.shape()[i];
+      for (double v : a.to_vector<double>()) f << ' ' << v;
+      f << '\n';
+    };
+    for (int c = 0; c < 400; ++c) {
+      const RandomCase rc = random_case(rng);
+      CAPTURE(rc.subscripts);
+      std::vector<Array> ops;
+      for (const Dims& d : rc.dims) ops.push_back(aj::from_vector(random_values(numel(d), DType::f64, rng), Shape(d)));
+      const Array got = aj::einsum(rc.subscripts, ops);
+      f << rc.subscripts << '|' << ops.size() << '\n';
+      for (const Array& a : ops) put(a);
+      put(got);
+      ++cases_written;
+    }
+  }
+  const std::string cmd = "/usr/bin/python3 " + script.string() + " " + data.string() + " 2>&1";
+  FILE* py = ::popen(cmd.c_str(), "r");
+  REQUIRE(py != nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, py)) out += buf;
+  CHECK(::pclose(py) == 0);
+  fs::remove(data);
+  fs::remove(script);
+  INFO(out);
+  CHECK(out.find("checked " + std::to_string(cases_written) + " bad 0") != std::string::npos);
 }
 
 TEST_CASE("einsum: operands of different dtypes promote as multiply does") {
