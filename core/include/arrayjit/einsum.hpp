@@ -30,7 +30,8 @@ namespace aj {
 // dtype (the sums run in it; bool: or of ands, as NumPy).
 //
 // Operands are contracted two at a time, in the order einsum_path chooses;
-// each contraction that sums over a shared letter is one (batched) matmul.
+// a pair that sums over a shared letter is one (batched) matmul, or a fused
+// multiply and sum where it is a dot product per batch index.
 Array einsum(std::string_view subscripts, const std::vector<Array>& operands, Loc loc = Loc::current());
 
 // The order einsum contracts its operands in, for operands of these shapes.
