@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "arrayjit/arrayjit.hpp"
+#include "arrayjit/einsum.hpp"
 #include "arrayjit/shape_functions.hpp"
 #include "core/c/boundary.hpp"
 
@@ -142,6 +143,12 @@ aj_status aj_tensordot(aj_array a, aj_array b, const int32_t* a_axes, const int3
 }
 aj_status aj_cross(aj_array a, aj_array b, int32_t axis, aj_array* out) {
   return c_make("aj_cross", out, [&] { return aj::cross(arg(a, "a"), arg(b, "b"), axis); });
+}
+aj_status aj_einsum(const char* subscripts, const aj_array* xs, size_t n, aj_array* out) {
+  return c_make("aj_einsum", out, [&] {
+    if (!subscripts) c_error("null subscripts");
+    return aj::einsum(subscripts, arrays_arg(xs, n));
+  });
 }
 
 }  // extern "C"

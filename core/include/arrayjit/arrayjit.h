@@ -406,6 +406,12 @@ AJ_C_API aj_status aj_tensordot(aj_array a, aj_array b, const int32_t* a_axes, c
                                 aj_array* out);
 AJ_C_API aj_status aj_cross(aj_array a, aj_array b, int32_t axis, aj_array* out);
 
+/* ---- einsum (arrayjit/einsum.hpp) ---------------------------------------------------------------
+ * NumPy's einsum of the n arrays xs: subscripts as NumPy's ("ij,jk->ik",
+ * implicit output without "->", "..." for broadcast axes), contracted
+ * pairwise in the cheapest order (matmul where a pair sums a shared letter). */
+AJ_C_API aj_status aj_einsum(const char* subscripts, const aj_array* xs, size_t n, aj_array* out);
+
 /* ---- evaluation, reading out ---------------------------------------------------------------- */
 
 /* Evaluate now (and everything it needs). */
