@@ -422,7 +422,10 @@ TEST_CASE("compile renumber: scalar arguments at new extents replay at any value
   {
     auto cf = aj::compile(f);
     for (int round = 0; round < 3; ++round) {
-      for (std::int64_t n : {7, 12, 30}) call(cf, n, s += 0.25f, 1.5f + s);
+      for (std::int64_t n : {7, 12, 30}) {
+        s += 0.25f;  // a new scalar each call (not in the argument list: its order is unspecified)
+        call(cf, n, s, 1.5f + s);
+      }
     }
     CHECK(cf.counts().traces == 2);    // 7 and 12
     CHECK(cf.counts().replays == 4);   // 30 in round 2, all of round 3
