@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -230,6 +231,59 @@ aj_status aj_random_normal(const int64_t* shape, int32_t ndim, double mean, doub
   return c_make("aj_random_normal", out, [&] {
     return aj::random::normal(shape_arg(shape, ndim), mean, stddev, dtype_arg(dtype, "dtype"));
   });
+}
+aj_status aj_random_randint(const int64_t* shape, int32_t ndim, int64_t lo, int64_t hi, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_random_randint", out,
+                [&] { return aj::random::randint(shape_arg(shape, ndim), lo, hi, dtype_arg(dtype, "dtype")); });
+}
+aj_status aj_random_permutation(int64_t n, aj_array* out) {
+  return c_make("aj_random_permutation", out, [&] { return aj::random::permutation(n); });
+}
+aj_status aj_random_bernoulli(const int64_t* shape, int32_t ndim, double p, aj_array* out) {
+  return c_make("aj_random_bernoulli", out, [&] { return aj::random::bernoulli(shape_arg(shape, ndim), p); });
+}
+aj_status aj_random_exponential(const int64_t* shape, int32_t ndim, double scale, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_random_exponential", out,
+                [&] { return aj::random::exponential(shape_arg(shape, ndim), scale, dtype_arg(dtype, "dtype")); });
+}
+aj_status aj_random_gumbel(const int64_t* shape, int32_t ndim, double loc, double scale, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_random_gumbel", out,
+                [&] { return aj::random::gumbel(shape_arg(shape, ndim), loc, scale, dtype_arg(dtype, "dtype")); });
+}
+aj_status aj_random_truncated_normal(const int64_t* shape, int32_t ndim, double lower, double upper, aj_dtype dtype,
+                                     aj_array* out) {
+  return c_make("aj_random_truncated_normal", out, [&] {
+    return aj::random::truncated_normal(shape_arg(shape, ndim), lower, upper, dtype_arg(dtype, "dtype"));
+  });
+}
+aj_status aj_random_gamma(const int64_t* shape, int32_t ndim, double alpha, double scale, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_random_gamma", out,
+                [&] { return aj::random::gamma(shape_arg(shape, ndim), alpha, scale, dtype_arg(dtype, "dtype")); });
+}
+aj_status aj_random_beta(const int64_t* shape, int32_t ndim, double a, double b, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_random_beta", out,
+                [&] { return aj::random::beta(shape_arg(shape, ndim), a, b, dtype_arg(dtype, "dtype")); });
+}
+aj_status aj_random_poisson(const int64_t* shape, int32_t ndim, double lam, aj_array* out) {
+  return c_make("aj_random_poisson", out, [&] { return aj::random::poisson(shape_arg(shape, ndim), lam); });
+}
+aj_status aj_random_categorical(aj_array logits, int32_t axis, aj_array* out) {
+  return c_make("aj_random_categorical", out,
+                [&] { return aj::random::categorical(get_array(logits, "logits").array, axis); });
+}
+aj_status aj_random_multinomial(int64_t n, aj_array pvals, aj_array* out) {
+  return c_make("aj_random_multinomial", out,
+                [&] { return aj::random::multinomial(n, get_array(pvals, "pvals").array); });
+}
+aj_status aj_random_choice(int64_t n, int64_t count, int replace, aj_array p, aj_array* out) {
+  return c_make("aj_random_choice", out, [&] {
+    std::optional<aj::Array> pa;
+    if (p._id != 0) pa = get_array(p, "p").array;
+    return aj::random::choice(n, count, replace != 0, pa);
+  });
+}
+aj_status aj_random_shuffle(aj_array x, int32_t axis, aj_array* out) {
+  return c_make("aj_random_shuffle", out, [&] { return aj::random::shuffle(get_array(x, "x").array, axis); });
 }
 
 aj_status aj_scalar_f64(double value, aj_array* out) {

@@ -183,6 +183,30 @@ AJ_C_API aj_status aj_random_uniform(const int64_t* shape, int32_t ndim, double 
                                      aj_array* out);
 AJ_C_API aj_status aj_random_normal(const int64_t* shape, int32_t ndim, double mean, double stddev,
                                     aj_dtype dtype, aj_array* out);
+/* More distributions (arrayjit/random.hpp): integers in [lo, hi) (i32/i64),
+ * a permutation of 0..n-1, bools true with probability p, exponential
+ * (scale), Gumbel (loc, scale), the standard normal truncated to [lower,
+ * upper], gamma (alpha, scale), beta (a, b), Poisson (lam; i64), draws of
+ * indices along *axis of logits (categorical) and counts of n draws
+ * (multinomial), `count` indices of 0..n-1 (choice; p: {0} for uniform), and
+ * x shuffled along an axis. */
+AJ_C_API aj_status aj_random_randint(const int64_t* shape, int32_t ndim, int64_t lo, int64_t hi, aj_dtype dtype,
+                                     aj_array* out);
+AJ_C_API aj_status aj_random_permutation(int64_t n, aj_array* out);
+AJ_C_API aj_status aj_random_bernoulli(const int64_t* shape, int32_t ndim, double p, aj_array* out);
+AJ_C_API aj_status aj_random_exponential(const int64_t* shape, int32_t ndim, double scale, aj_dtype dtype, aj_array* out);
+AJ_C_API aj_status aj_random_gumbel(const int64_t* shape, int32_t ndim, double loc, double scale, aj_dtype dtype,
+                                    aj_array* out);
+AJ_C_API aj_status aj_random_truncated_normal(const int64_t* shape, int32_t ndim, double lower, double upper,
+                                              aj_dtype dtype, aj_array* out);
+AJ_C_API aj_status aj_random_gamma(const int64_t* shape, int32_t ndim, double alpha, double scale, aj_dtype dtype,
+                                   aj_array* out);
+AJ_C_API aj_status aj_random_beta(const int64_t* shape, int32_t ndim, double a, double b, aj_dtype dtype, aj_array* out);
+AJ_C_API aj_status aj_random_poisson(const int64_t* shape, int32_t ndim, double lam, aj_array* out);
+AJ_C_API aj_status aj_random_categorical(aj_array logits, int32_t axis, aj_array* out);
+AJ_C_API aj_status aj_random_multinomial(int64_t n, aj_array pvals, aj_array* out);
+AJ_C_API aj_status aj_random_choice(int64_t n, int64_t count, int replace, aj_array p, aj_array* out);
+AJ_C_API aj_status aj_random_shuffle(aj_array x, int32_t axis, aj_array* out);
 
 /* Weak scalars: what a C++ literal is in `x * 2.0`. In elementwise ops
  * (everything taking `aj_array` operands in the next section, where and clip)
