@@ -28,7 +28,8 @@
 
 #include <unistd.h>
 
-#include "autodiff_check.hpp"
+#include "tests/autodiff_check.hpp"
+#include "tests/jit_switch.hpp"
 
 namespace {
 
@@ -37,15 +38,7 @@ using aj::DType;
 using aj::Shape;
 using Dims = std::vector<std::int64_t>;
 
-void on_both(const std::function<void()>& body) {
-  const bool saved = aj::jit::enabled();
-  for (bool jit : {true, false}) {
-    CAPTURE(jit);
-    aj::jit::set_enabled(jit);
-    body();
-  }
-  aj::jit::set_enabled(saved);
-}
+using ajtest::on_both;
 
 std::int64_t numel(const Dims& d) { return std::accumulate(d.begin(), d.end(), std::int64_t{1}, std::multiplies<>()); }
 

@@ -152,6 +152,17 @@ Dims random_dims(std::mt19937_64& rng) {
   return d;
 }
 
+// An axis of a rank-`rank` array to scan (negative half the time), or none
+// (the flattened array) one time in six.
+std::optional<int> scan_axis(std::mt19937_64& rng, int rank) {
+  std::optional<int> axis;
+  if (rank > 0 && rng() % 6 != 0) {
+    axis = static_cast<int>(rng() % static_cast<std::uint64_t>(rank));
+    if (rng() % 2) *axis -= rank;
+  }
+  return axis;
+}
+
 // ---- loops written here ------------------------------------------------------------------
 
 std::int64_t stride_of(const Dims& d, int axis) {
@@ -321,12 +332,7 @@ TEST_CASE("cumsum and cumprod equal NumPy's loops on every dtype, shape, axis an
     for (DType t : kDTypes) {
       const int layout = static_cast<int>(rng() % 5);
       const bool prod = rng() % 2;
-      // An axis (negative half the time), or none: the flattened array.
-      std::optional<int> axis;
-      if (rank > 0 && rng() % 6 != 0) {
-        axis = static_cast<int>(rng() % static_cast<std::uint64_t>(rank));
-        if (rng() % 2) *axis -= rank;
-      }
+      const std::optional<int> axis = scan_axis(rng, rank);
       const std::uint64_t seed = rng();
       const bool specials = rng() % 3 == 0;
       auto make = [&] {
@@ -375,11 +381,7 @@ TEST_CASE("cummax, cummin and logcumsumexp equal loops on every dtype, shape, ax
     for (DType t : kDTypes) {
       const int layout = static_cast<int>(rng() % 5);
       const int which = static_cast<int>(rng() % 3);  // cummax, cummin, logcumsumexp
-      std::optional<int> axis;
-      if (rank > 0 && rng() % 6 != 0) {
-        axis = static_cast<int>(rng() % static_cast<std::uint64_t>(rank));
-        if (rng() % 2) *axis -= rank;
-      }
+      const std::optional<int> axis = scan_axis(rng, rank);
       const std::uint64_t seed = rng();
       const bool specials = rng() % 3 == 0;
       auto make = [&] {

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/jit_switch.hpp"
+
 namespace {
 
 using aj::Array;
@@ -24,15 +26,7 @@ using aj::DType;
 using aj::Shape;
 using Dims = std::vector<std::int64_t>;
 
-void on_both(const std::function<void()>& body) {
-  const bool saved = aj::jit::enabled();
-  for (bool jit : {true, false}) {
-    CAPTURE(jit);
-    aj::jit::set_enabled(jit);
-    body();
-  }
-  aj::jit::set_enabled(saved);
-}
+using ajtest::on_both;
 
 std::int64_t numel(const Dims& d) { return std::accumulate(d.begin(), d.end(), std::int64_t{1}, std::multiplies<>()); }
 

@@ -280,6 +280,18 @@ Array make(Node&& n, const Loc& loc) {
   return a;
 }
 
+Array stop_gradient_view(const Array& x, const Loc& loc) {
+  const Node& in = node(x);
+  if (!is_float(in.dtype)) return x;
+  Node n;
+  n.op = Op::Reshape;
+  n.dtype = in.dtype;
+  n.shape = in.shape;
+  n.inputs = {x.node_id()};
+  n.i0 = kStopGradientMark;
+  return make(std::move(n), loc);
+}
+
 std::string describe(const Scalar& v) {
   switch (v.kind) {
     case Scalar::Kind::boolean: return v.i ? "true" : "false";

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "arrayjit/autodiff.hpp"
 #include "arrayjit/scan_sort.hpp"
 #include "core/api/trace.hpp"
 
@@ -53,7 +52,8 @@ Array var(const Array& a, Axes axes, double ddof, bool keepdims, Loc loc) {
   // broadcast, so a computed x is evaluated for it alone (one element a
   // line), not stored. The shift is a constant to the derivative (the
   // variance does not depend on it).
-  Array k = stop_gradient(x, loc);
+  trace::Scope scope;
+  Array k = trace::stop_gradient_view(trace::local(x, "var", loc), loc);
   for (int ax = 0; ax < x.ndim(); ++ax) {
     if (axes.is_all() || std::find(axes.list().begin(), axes.list().end(), ax) != axes.list().end() ||
         std::find(axes.list().begin(), axes.list().end(), ax - x.ndim()) != axes.list().end()) {

@@ -68,6 +68,13 @@ const Node& node(const Array& a, const char* op, const Loc& loc);
 // holds it). An empty handle is a user error naming `op`.
 NodeId id(const Array& a, const char* op, const Loc& loc);
 
+// The mark (a Reshape's i0) of a value autodiff treats as a constant:
+// stop_gradient makes it (core/autodiff); a composed function of core/api
+// may too (stop_gradient_view), where a quantity its result does not
+// depend on (var's shift) should send nothing back.
+inline constexpr std::int64_t kStopGradientMark = -1;
+Array stop_gradient_view(const Array& x, const Loc& loc);
+
 // Record a node and hand back a handle to it (graph/graph.hpp: Graph::add
 // copies `n`, or takes what it cannot copy without allocating).
 Array make(Node&& n, const Loc& loc);

@@ -35,8 +35,9 @@ namespace {
 
 using trace::describe;
 
-// Reshape payloads (i0) that mark autodiff's nodes; plain Reshapes have 0.
-constexpr std::int64_t kStopGradientMark = -1;
+// Reshape payloads (i0) that mark autodiff's nodes; plain Reshapes have 0
+// (trace::kStopGradientMark: a constant to autodiff).
+using trace::kStopGradientMark;
 constexpr std::int64_t kTracerMarkBase = std::int64_t{1} << 48;
 thread_local std::int64_t t_next_tracer = 0;
 
@@ -280,15 +281,7 @@ void fill_zeros(std::vector<Array>& ds, const std::vector<Array>& like, const Lo
 Array stop_gradient(const Array& x_in, Loc loc) try {
   trace::Scope scope;
   const Array& x = trace::local(x_in, "stop_gradient", loc);
-  const Node& in = trace::node(x);
-  if (!is_float(in.dtype)) return x;
-  Node n;
-  n.op = Op::Reshape;
-  n.dtype = in.dtype;
-  n.shape = in.shape;
-  n.inputs = {x.node_id()};
-  n.i0 = kStopGradientMark;
-  return trace::make(std::move(n), loc);
+  return trace::stop_gradient_view(x, loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("stop_gradient", loc);
 }
