@@ -512,6 +512,40 @@ def running(op, a, axis, deliberate):
     return Expect(want)
 
 
+def searchlike(op, ops, attrs):
+    """searchsorted, bincount (a static length), argwhere and masked_select
+    (a static size, -1 / 0 after the found ones), einsum."""
+    if op == "searchsorted":
+        t = result_dtype(ops[:2])
+        return Expect(np.searchsorted(ops[0].astype(t), ops[1].astype(t), side=attrs["side"]).astype(np.int64))
+    if op == "bincount":
+        n = int(attrs["length"])
+        x = ops[0].astype(np.int64)
+        x = x[(x >= 0) & (x < n)]
+        return Expect(np.bincount(x, minlength=n)[:n].astype(np.int64))
+    if op == "argwhere":
+        size = int(attrs["size"])
+        w = np.argwhere(ops[0]).astype(np.int64)[:size]
+        return Expect(np.concatenate([w, np.full((size - len(w), ops[0].ndim), -1, np.int64)]))
+    if op == "masked_select":
+        size = int(attrs["size"])
+        x, m = np.broadcast_arrays(ops[0], ops[1])
+        w = x[m][:size]
+        return Expect(np.concatenate([w, np.zeros(size - len(w), x.dtype)]).astype(x.dtype))
+    spec = attrs["spec"].replace("_", "")
+    t = result_dtype(ops)
+    A = [o.astype(t) for o in ops]
+    want = np.einsum(spec, *A)
+    if not is_float(t):  # integers wrap in their dtype, bool is or-of-ands: exact
+        return Expect(want)
+    # Sums in another order: within n eps of the sum of magnitudes (matmul's rule).
+    bound = np.einsum(spec, *[np.abs(a.astype(np.float64)) for a in A])
+    n = max(1, int(np.prod([a.size for a in A])) // max(1, np.asarray(want).size))
+    tol = n * eps(t) * bound
+    free = bound > float(np.finfo(t).max)
+    return Expect(want, tol=np.where(free, np.inf, tol), order_free=free)
+
+
 def matmul(a, b):
     t = result_dtype([a, b])
     A, B = a.astype(t), b.astype(t)
@@ -707,6 +741,8 @@ def expect(op, args, attrs, env, deliberate):
         return Expect((np.cumsum if op == "cumsum" else np.cumprod)(a, axis=axis, dtype=t))
     if op in ("cummax", "cummin", "logcumsumexp"):
         return running(op, ops[0], None if attrs["axis"] == "none" else int(attrs["axis"]), deliberate)
+    if op in ("searchsorted", "bincount", "argwhere", "masked_select", "einsum"):
+        return searchlike(op, ops, attrs)
     if op in ("partition", "argpartition"):
         return partition(op, ops[0], int(attrs["kth"]), deliberate)
     if op == "sort":

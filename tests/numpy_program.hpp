@@ -264,7 +264,8 @@ class NumpyProgram {
   // ---- steps ---------------------------------------------------------------------
 
   void step() {
-    const int u = uni(0, 123);
+    const int u = uni(0, 128);
+    if (u >= 124) return search_fn();
     if (u >= 118) return stats_fn();
     if (u >= 110) return shape_fn();
     if (u >= 100) return indexing();
@@ -962,6 +963,73 @@ class NumpyProgram {
           const double q = choose<double>({0.0, 0.1, 0.25, 0.5, 0.7, 0.9, 1.0});
           add(aj::quantile(v.a, q, axis, keep), "quantile " + v.name + " q=f:" + hex(q) + at);
         }
+      }
+    }
+  }
+
+  // searchsorted (into a sorted copy of a value), bincount with a static
+  // length, argwhere and masked_select with a static size, einsum of one
+  // operand or a contracted pair.
+  void search_fn() {
+    const Val v = vals_[static_cast<std::size_t>(any_value())];
+    const Dims d = dims_of(v.a);
+    const int r = static_cast<int>(d.size());
+    const bool number = v.a.dtype() != DType::bool_;
+    switch (uni(0, 4)) {
+      case 0: {
+        if (!number) return;
+        const Val w = vals_[static_cast<std::size_t>(number_value())];
+        const std::int64_t n = w.a.size();
+        add(aj::reshape(w.a, aj::Shape{n}), "reshape " + w.name + " shape=" + std::to_string(n));
+        const Val flat = vals_.back();
+        add(aj::sort(flat.a, -1), "sort " + flat.name + " axis=-1");
+        const Val sorted = vals_.back();
+        const bool right = coin(0.5);
+        add(aj::searchsorted(sorted.a, v.a, right ? aj::Side::right : aj::Side::left),
+            "searchsorted " + sorted.name + " " + v.name + " side=" + (right ? "right" : "left"));
+        return;
+      }
+      case 1: {
+        if (!aj::is_integer(v.a.dtype()) && number) return;
+        const std::int64_t n = v.a.size();
+        add(aj::reshape(v.a, aj::Shape{n}), "reshape " + v.name + " shape=" + std::to_string(n));
+        const Val flat = vals_.back();
+        const std::int64_t length = uni(0, 9);
+        add(aj::bincount(flat.a, std::nullopt, 0, length), "bincount " + flat.name + " length=" + std::to_string(length));
+        return;
+      }
+      case 2: {
+        const std::int64_t size = uni(0, 8);
+        if (r > 0 && coin(0.5)) {
+          add(aj::argwhere(v.a, size, -1), "argwhere " + v.name + " size=" + std::to_string(size));
+        } else {
+          const Val m = vals_[static_cast<std::size_t>(bool_value())];
+          Arg x = array_arg(dims_of(m.a), [](DType) { return true; });
+          if (x.kind != 'a') return;
+          add(aj::masked_select(x.array, m.a, size, 0), "masked_select " + x.text + " " + m.name + " size=" + std::to_string(size));
+        }
+        return;
+      }
+      default: {
+        // One operand: a permutation, a sum, a diagonal; or v contracted with
+        // a new operand over its last axis.
+        if (r == 0 || !number || coin(0.5)) {
+          static const std::vector<std::vector<std::string>> by_rank = {
+              {"->", ""}, {"i->", "i", "i->i"}, {"ij->ji", "ij->", "ij->j", "ij", "ji"}, {"ijk->kji", "ijk->j", "...k->...", "ijk->ik"}};
+          if (r > 3) return;
+          std::string spec = choose(by_rank[static_cast<std::size_t>(r)]);
+          if (r == 2 && d[0] == d[1] && coin(0.3)) spec = coin(0.5) ? "ii->i" : "ii";
+          add(aj::einsum(spec, {v.a}), "einsum " + v.name + " spec=" + (spec.empty() ? "_" : spec));
+          return;
+        }
+        if (r > 3) return;
+        const std::string letters = std::string("abc").substr(0, static_cast<std::size_t>(r));
+        const Dims od = {d.back(), uni(0, 4)};
+        if (numel(od) > kMaxNumel) return;
+        input(od, number_dtype());
+        const Val w = vals_.back();
+        const std::string spec = letters + "," + letters.back() + "z->" + letters.substr(0, letters.size() - 1) + "z";
+        add(aj::einsum(spec, {v.a, w.a}), "einsum " + v.name + " " + w.name + " spec=" + spec);
       }
     }
   }
