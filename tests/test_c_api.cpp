@@ -486,3 +486,33 @@ TEST_CASE("c api: an op's error names the C function once, with no C++ name repe
   CHECK(e.rfind("aj_logical_xor: needs bool operands", 0) == 0);
   CHECK(out._id == 0);
 }
+
+TEST_CASE("C API: softmax, log_softmax, logsumexp, take, take_along_axis, scatter_add, one_hot compute what C++ does") {
+  const aj::Array x = aj::from_vector<double>({0.5, -1, 2, 3, 0, -0.25}, aj::Shape{2, 3});
+  const aj::Array idx = aj::from_vector<std::int64_t>({2, 0, 2});
+  const aj::Array col = aj::from_vector<std::int64_t>({1, 2}, aj::Shape{2, 1});
+  aj_array hx = aj::to_c(x), hi = aj::to_c(idx), hc = aj::to_c(col), out{0};
+  auto same = [&](aj_status s, const aj::Array& want) {
+    REQUIRE(s == AJ_OK);
+    const aj::Array got = aj::from_c(out);
+    CHECK(got.shape() == want.shape());
+    CHECK(got.dtype() == want.dtype());
+    CHECK(got.to_vector<double>() == want.to_vector<double>());
+    aj_array_release(out);
+  };
+  const std::int32_t ax0 = 0, ax1 = 1;
+  same(aj_softmax(hx, nullptr, 0, &out), aj::softmax(x));
+  same(aj_softmax(hx, &ax0, 1, &out), aj::softmax(x, 0));
+  same(aj_log_softmax(hx, nullptr, 0, &out), aj::log_softmax(x));
+  same(aj_logsumexp(hx, &ax1, 1, 1, &out), aj::logsumexp(x, 1, true));
+  same(aj_logsumexp(hx, nullptr, 0, 0, &out), aj::logsumexp(x));
+  same(aj_take(hx, hi, &ax1, &out), aj::take(x, idx, 1));
+  same(aj_take(hx, hi, nullptr, &out), aj::take(x, idx));
+  same(aj_take_along_axis(hx, hc, 1, &out), aj::take_along_axis(x, col, 1));
+  aj_array hz = aj::to_c(aj::zeros({2, 4}, aj::DType::f64));
+  same(aj_scatter_add(hz, hi, hx, 1, &out), aj::scatter_add(aj::zeros({2, 4}, aj::DType::f64), idx, x, 1));
+  same(aj_one_hot(hi, 4, AJ_F32, &out), aj::one_hot(idx, 4));
+  CHECK(aj_one_hot(hi, -1, AJ_F32, &out) != AJ_OK);
+  CHECK(std::string(aj_last_error()).find("aj_one_hot") != std::string::npos);
+  for (aj_array h : {hx, hi, hc, hz}) aj_array_release(h);
+}

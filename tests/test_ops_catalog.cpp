@@ -55,7 +55,7 @@ const Entry kCatalog[] = {
     {"nan_to_num", "array.hpp", "nan_to_num", "yes", "aj_nan_to_num"},
     {"astype", "array.hpp", "astype", "yes", "aj_astype"},
     {"relu, gelu, gelu_tanh, silu, softplus", "nn.hpp", "jax.nn.relu, gelu, silu, softplus", "yes", "aj_relu, aj_gelu, aj_gelu_tanh, aj_silu, aj_softplus"},
-    {"softmax, log_softmax, logsumexp", "nn.hpp", "scipy.special.softmax, log_softmax, logsumexp", "yes", ""},
+    {"softmax, log_softmax, logsumexp", "nn.hpp", "scipy.special.softmax, log_softmax, logsumexp", "yes", "aj_softmax, aj_log_softmax, aj_logsumexp"},
     // reductions and statistics
     {"sum, prod, mean, max, min", "array.hpp", "sum, prod, mean, max, min", "yes", "aj_sum, aj_prod, aj_mean, aj_max, aj_min"},
     {"all, any", "array.hpp", "all, any", "-", "aj_all, aj_any"},
@@ -89,11 +89,12 @@ const Entry kCatalog[] = {
     {"tensordot, cross", "shape_functions.hpp", "tensordot, cross", "yes", "aj_tensordot, aj_cross"},
     {"einsum, einsum_path", "einsum.hpp", "einsum, einsum_path", "yes", "aj_einsum"},
     // indexing
-    {"take, take_along_axis", "indexing.hpp", "take, take_along_axis", "yes", ""},
-    {"scatter_add, scatter, scatter_add_along_axis, put_along_axis", "indexing.hpp", "add.at, a[i] = v, put_along_axis", "yes", ""},
+    {"take, take_along_axis", "indexing.hpp", "take, take_along_axis", "yes", "aj_take, aj_take_along_axis"},
+    {"scatter_add", "indexing.hpp", "add.at", "yes", "aj_scatter_add"},
+    {"scatter, scatter_add_along_axis, put_along_axis", "indexing.hpp", "a[i] = v, put_along_axis", "yes", ""},
     {"slice_update, slice_add", "indexing.hpp", "jax a.at[...].set / .add", "yes", ""},
     {"pad, roll", "indexing.hpp", "pad, roll", "yes", ""},
-    {"one_hot", "indexing.hpp", "jax.nn.one_hot", "-", ""},
+    {"one_hot", "indexing.hpp", "jax.nn.one_hot", "-", "aj_one_hot"},
     // search and data-dependent shapes
     {"searchsorted, digitize", "search.hpp", "searchsorted, digitize", "-", "aj_searchsorted, aj_digitize"},
     {"bincount", "search.hpp", "bincount", "yes", "aj_bincount"},

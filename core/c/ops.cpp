@@ -184,6 +184,34 @@ aj_status aj_masked_select(aj_array x, aj_array mask, const int64_t* size, doubl
                 [&] { return aj::masked_select(arg(x, "x"), arg(mask, "mask"), size_arg(size), fill); });
 }
 
+aj_status aj_softmax(aj_array x, const int32_t* axes, int32_t naxes, aj_array* out) {
+  return c_make("aj_softmax", out, [&] { return aj::softmax(arg(x, "x"), axes ? axes_arg(axes, naxes) : aj::Axes(-1)); });
+}
+aj_status aj_log_softmax(aj_array x, const int32_t* axes, int32_t naxes, aj_array* out) {
+  return c_make("aj_log_softmax", out,
+                [&] { return aj::log_softmax(arg(x, "x"), axes ? axes_arg(axes, naxes) : aj::Axes(-1)); });
+}
+aj_status aj_logsumexp(aj_array x, const int32_t* axes, int32_t naxes, int keepdims, aj_array* out) {
+  return c_make("aj_logsumexp", out, [&] { return aj::logsumexp(arg(x, "x"), axes_arg(axes, naxes), keepdims != 0); });
+}
+aj_status aj_take(aj_array a, aj_array indices, const int32_t* axis, aj_array* out) {
+  return c_make("aj_take", out, [&] {
+    return aj::take(arg(a, "a"), arg(indices, "indices"), axis ? std::optional<int>(*axis) : std::nullopt);
+  });
+}
+aj_status aj_take_along_axis(aj_array a, aj_array indices, int32_t axis, aj_array* out) {
+  return c_make("aj_take_along_axis", out, [&] { return aj::take_along_axis(arg(a, "a"), arg(indices, "indices"), axis); });
+}
+aj_status aj_scatter_add(aj_array a, aj_array indices, aj_array updates, int32_t axis, aj_array* out) {
+  return c_make("aj_scatter_add", out, [&] {
+    return aj::scatter_add(arg(a, "a"), arg(indices, "indices"), get_array(updates, "updates").operand(), axis);
+  });
+}
+aj_status aj_one_hot(aj_array labels, int64_t num_classes, aj_dtype dtype, aj_array* out) {
+  return c_make("aj_one_hot", out,
+                [&] { return aj::one_hot(arg(labels, "labels"), num_classes, dtype_arg(dtype, "dtype")); });
+}
+
 aj_status aj_sort(aj_array x, int32_t axis, aj_array* out) {
   return c_make("aj_sort", out, [&] { return aj::sort(arg(x, "x"), axis); });
 }

@@ -349,6 +349,19 @@ AJ_C_API aj_status aj_argwhere(aj_array x, const int64_t* size, int64_t fill, aj
 AJ_C_API aj_status aj_unique(aj_array x, const int64_t* size, double fill, aj_array* out);
 AJ_C_API aj_status aj_masked_select(aj_array x, aj_array mask, const int64_t* size, double fill, aj_array* out);
 
+/* Softmax and log-softmax over `axes` (as the reductions; NULL: the last
+ * axis), logsumexp over `axes` (NULL: all); gathers: take along *axis
+ * (NULL: of the flattened array), take_along_axis; the transpose of a take,
+ * scatter_add(a, indices, updates, axis) (duplicates accumulate); one-hot
+ * rows of `num_classes` (arrayjit/nn.hpp, arrayjit/indexing.hpp). */
+AJ_C_API aj_status aj_softmax(aj_array x, const int32_t* axes, int32_t naxes, aj_array* out);
+AJ_C_API aj_status aj_log_softmax(aj_array x, const int32_t* axes, int32_t naxes, aj_array* out);
+AJ_C_API aj_status aj_logsumexp(aj_array x, const int32_t* axes, int32_t naxes, int keepdims, aj_array* out);
+AJ_C_API aj_status aj_take(aj_array a, aj_array indices, const int32_t* axis, aj_array* out);
+AJ_C_API aj_status aj_take_along_axis(aj_array a, aj_array indices, int32_t axis, aj_array* out);
+AJ_C_API aj_status aj_scatter_add(aj_array a, aj_array indices, aj_array updates, int32_t axis, aj_array* out);
+AJ_C_API aj_status aj_one_hot(aj_array labels, int64_t num_classes, aj_dtype dtype, aj_array* out);
+
 /* Index of the largest/smallest element along *axis (NULL: of the flattened
  * array), as i64. */
 AJ_C_API aj_status aj_argmax(aj_array x, const int32_t* axis, int keepdims, aj_array* out);
