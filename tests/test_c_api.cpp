@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/c_result.hpp"
 #include "tests/c_api/logreg.h"
 #include "tests/random_data.hpp"
 
@@ -492,14 +493,7 @@ TEST_CASE("C API: softmax, log_softmax, logsumexp, take, take_along_axis, scatte
   const aj::Array idx = aj::from_vector<std::int64_t>({2, 0, 2});
   const aj::Array col = aj::from_vector<std::int64_t>({1, 2}, aj::Shape{2, 1});
   aj_array hx = aj::to_c(x), hi = aj::to_c(idx), hc = aj::to_c(col), out{0};
-  auto same = [&](aj_status s, const aj::Array& want) {
-    REQUIRE(s == AJ_OK);
-    const aj::Array got = aj::from_c(out);
-    CHECK(got.shape() == want.shape());
-    CHECK(got.dtype() == want.dtype());
-    CHECK(got.to_vector<double>() == want.to_vector<double>());
-    aj_array_release(out);
-  };
+  auto same = [&](aj_status s, const aj::Array& want) { ajtest::check_c_result(s, out, want); };
   const std::int32_t ax0 = 0, ax1 = 1;
   same(aj_softmax(hx, nullptr, 0, &out), aj::softmax(x));
   same(aj_softmax(hx, &ax0, 1, &out), aj::softmax(x, 0));

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/c_result.hpp"
 #include "tests/jit_switch.hpp"
 
 namespace {
@@ -264,14 +265,7 @@ TEST_CASE("search: the C functions compute what the C++ ones do") {
   const Array v = aj::from_vector<double>({0.5, 3, -4, 0, 7, 0.5, 2, 2}, Shape{2, 4});
   const Array k = aj::from_vector<std::int64_t>({2, 0, 2, 5, 1});
   aj_array ha = aj::to_c(a), hv = aj::to_c(v), hk = aj::to_c(k), out{0};
-  auto same_as = [&](aj_status s, const Array& want) {
-    REQUIRE(s == AJ_OK);
-    const Array got = aj::from_c(out);
-    CHECK(got.shape() == want.shape());
-    CHECK(got.dtype() == want.dtype());
-    CHECK(got.to_vector<double>() == want.to_vector<double>());
-    aj_array_release(out);
-  };
+  auto same_as = [&](aj_status s, const Array& want) { ajtest::check_c_result(s, out, want); };
   const std::int64_t size = 5, length = 4;
   same_as(aj_searchsorted(ha, hv, 1, &out), aj::searchsorted(a, v, aj::Side::right));
   same_as(aj_digitize(hv, ha, 0, &out), aj::digitize(v, a));

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/c_result.hpp"
 #include "tests/jit_switch.hpp"
 
 namespace {
@@ -297,13 +298,7 @@ TEST_CASE("shape functions: outer, inner, dot, vdot, tensordot, kron, cross agai
 TEST_CASE("shape functions: the C functions compute what the C++ ones do; several results all or none") {
   const Array x = aj::from_vector(ids(12, 7), Shape{3, 4});
   aj_array h = aj::to_c(x), out{0};
-  auto same = [&](aj_status s, const Array& want) {
-    REQUIRE(s == AJ_OK);
-    const Array got = aj::from_c(out);
-    CHECK(got.shape() == want.shape());
-    CHECK(got.to_vector<double>() == want.to_vector<double>());
-    aj_array_release(out);
-  };
+  auto same = [&](aj_status s, const Array& want) { ajtest::check_c_result(s, out, want); };
   const int32_t ax0 = 0, src = 0, dst = 1;
   same(aj_flip(h, &ax0, 1, &out), aj::flip(x, 0));
   same(aj_flip(h, nullptr, 0, &out), aj::flip(x));

@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "tests/c_result.hpp"
 #include "tests/autodiff_check.hpp"
 #include "tests/jit_switch.hpp"
 
@@ -232,13 +233,7 @@ TEST_CASE("statistics: quantile, percentile, median against sorted loops (NaN li
 TEST_CASE("statistics: the C functions compute what the C++ ones do") {
   const Array x = aj::from_vector(randoms(12, 9), aj::Shape{3, 4});
   aj_array h = aj::to_c(x), out{0};
-  auto same = [&](aj_status s, const Array& want) {
-    REQUIRE(s == AJ_OK);
-    const Array got = aj::from_c(out);
-    CHECK(got.shape() == want.shape());
-    CHECK(got.to_vector<double>() == want.to_vector<double>());
-    aj_array_release(out);
-  };
+  auto same = [&](aj_status s, const Array& want) { ajtest::check_c_result(s, out, want); };
   const int32_t ax = 1;
   same(aj_var(h, &ax, 1, 1.0, 0, &out), aj::var(x, 1, 1.0));
   same(aj_std(h, nullptr, 0, 0.0, 1, &out), aj::std(x, aj::Axes::all(), 0.0, true));
