@@ -512,3 +512,40 @@ TEST_CASE("cuda gpu: a borrowed device buffer with its producer's stream compute
   aj::cuda::trim_memory(0);
   CHECK(released == 1);
 }
+
+TEST_CASE("cuda interop: C code works on a caller's stream with aj_cuda_stream_push/pop; reads wait for that stream only") {
+  FakeGpu gpu;
+  const CUstream mine = ours();
+  const CUstream theirs = new_stream();
+  const std::vector<float> v = random_floats(64, 21);
+  aj_array x = aj::to_c(aj::from_vector<float>(v).to(Device::cuda(0)).eval());
+  REQUIRE(aj_cuda_stream_push(0, theirs) == AJ_OK);
+  void* s = nullptr;
+  REQUIRE(aj_cuda_current_stream(0, &s) == AJ_OK);
+  CHECK(s == static_cast<void*>(theirs));
+  aj_array y{};
+  REQUIRE(aj_multiply(x, x, &y) == AJ_OK);
+  std::vector<float> out(v.size());
+  const std::size_t m = mark();
+  REQUIRE(aj_array_read(y, AJ_F32, out.data(), out.size() * sizeof(float), nullptr) == AJ_OK);
+  const auto c = calls_since(m);
+  CHECK(at(c, "sync " + stream_name(theirs)) < c.size());
+  CHECK(at(c, "sync " + stream_name(mine)) == c.size());
+  if (fake().execute) {
+    for (std::size_t i = 0; i < v.size(); ++i) CHECK(out[i] == v[i] * v[i]);
+  }
+  REQUIRE(aj_cuda_stream_pop(0) == AJ_OK);
+  REQUIRE(aj_cuda_current_stream(0, &s) == AJ_OK);
+  CHECK(s == static_cast<void*>(mine));
+  // Pops without a push, or out of order, are errors that change nothing.
+  CHECK(aj_cuda_stream_pop(0) == AJ_ERROR_USER);
+  CHECK(std::string(aj_last_error()).find("no stream pushed on this thread") != std::string::npos);
+  REQUIRE(aj_cuda_stream_push(0, theirs) == AJ_OK);
+  CHECK(aj_cuda_stream_pop(1) == AJ_ERROR_USER);
+  CHECK(std::string(aj_last_error()).find("reverse order") != std::string::npos);
+  REQUIRE(aj_cuda_current_stream(0, &s) == AJ_OK);
+  CHECK(s == static_cast<void*>(theirs));
+  REQUIRE(aj_cuda_stream_pop(0) == AJ_OK);
+  aj_array_release(x);
+  aj_array_release(y);
+}

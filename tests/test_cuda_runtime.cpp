@@ -12,7 +12,9 @@
 #include <arrayjit/arrayjit.hpp>
 #include <arrayjit/cuda.hpp>
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -261,9 +263,22 @@ TEST_CASE("cuda gpu: out of memory throws with the sizes and leaves arrays valid
 TEST_CASE("cuda gpu: random graphs on the GPU agree with the reference interpreter") {
   if (skip_without_gpu()) return;
   using aj::detail::Executor;
-  const int graphs = std::getenv("AJ_TEST_LONG") ? 3000 : 300;
+  // AJ_GPU_GRAPHS graphs from index AJ_GPU_GRAPH_FIRST (the GPU machine runs
+  // the suite in parallel shards, bench/device/run.sh), stopping early after
+  // AJ_GPU_GRAPH_SECONDS: how many were compared is printed either way.
+  auto env_int = [](const char* name, long long fallback) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoll(v) : fallback;
+  };
+  const long long graphs = env_int("AJ_GPU_GRAPHS", std::getenv("AJ_TEST_LONG") ? 3000 : 300);
+  const long long first = env_int("AJ_GPU_GRAPH_FIRST", 0);
+  const double seconds = static_cast<double>(env_int("AJ_GPU_GRAPH_SECONDS", 0));
+  const auto start = std::chrono::steady_clock::now();
   int mismatches = 0;
-  for (int i = 0; i < graphs; ++i) {
+  long long compared = 0;
+  for (long long i = first; i < first + graphs; ++i) {
+    if (seconds > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > seconds) break;
+    ++compared;
     const std::uint64_t seed = 0xd1ff000 + static_cast<std::uint64_t>(i);
     auto run = [&](bool gpu) {
       std::optional<aj::cuda::DeviceScope> scope;
@@ -290,6 +305,8 @@ TEST_CASE("cuda gpu: random graphs on the GPU agree with the reference interpret
       }
     }
   }
+  MESSAGE("random graphs on the GPU: " << compared << " compared (indices " << first << ".."
+                                         << first + compared - 1 << "), " << mismatches << " mismatched");
   CHECK(mismatches == 0);
 }
 

@@ -15,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 B=${AJ_DEVICE_BUILD:-build-device}
 ./dev deps
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAJ_LLVM_STATIC=ON \
-  -DAJ_INSTALL=OFF -DAJ_TEST_INSTALL=OFF -DAJ_BUILD_EXAMPLES=ON -DAJ_BUILD_BENCH=ON >/dev/null
+  -DAJ_INSTALL=OFF -DAJ_TEST_INSTALL=OFF -DAJ_BUILD_EXAMPLES=ON -DAJ_BUILD_BENCH=ON -DAJ_BENCH_MARCH=x86-64-v3 >/dev/null
 cmake --build "$B" --target arrayjit aj_tests bench_cuda bench_host dispatch_plan
 
 stage=$(mktemp -d)
@@ -26,12 +26,13 @@ for exe in "$B/aj_tests" "$B/bench/bench_cuda" "$B/bench/bench_host" "$B/bench/d
   strip -o "$stage/arrayjit/bin/$(basename "$exe")" "$exe"
 done
 # Shared libraries libarrayjit needs besides libc/libstdc++ (which the GPU
-# machine's newer system has): copied under their sonames.
-for so in libsleef.so.3 libzstd.so.1; do
+# machine's newer system has): copied under their sonames. OpenBLAS (the host
+# matmul) brings libgfortran and libquadmath.
+for so in libsleef.so.3 libzstd.so.1 libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
   path=$(ldd "$B/libarrayjit.so.0.1.0" | awk -v n="$so" '$1 == n { print $3 }')
-  [[ -n $path ]] && cp -L "$path" "$stage/arrayjit/lib/$so"
+  if [[ -n $path ]]; then cp -L "$path" "$stage/arrayjit/lib/$so"; else echo "pack.sh: $so not linked, not packed"; fi
 done
-git rev-parse HEAD > "$stage/arrayjit/COMMIT"
+git describe --always --dirty > "$stage/arrayjit/COMMIT"
 mkdir -p .device
 tar -C "$stage" -czf .device/arrayjit-device.tar.gz arrayjit
 ls -l .device/arrayjit-device.tar.gz

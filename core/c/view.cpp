@@ -7,6 +7,8 @@
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "arrayjit/cuda.hpp"
 #include "backends/cpu/host_memory.hpp"
@@ -226,6 +228,30 @@ aj_status aj_cuda_current_stream(int32_t device_id, void** out) {
   return aj::c_api::c_call("aj_cuda_current_stream", [&] {
     if (!out) c_error("null output pointer");
     *out = aj::cuda::current_stream(device_id).handle();
+  });
+}
+
+namespace {
+// aj_cuda_stream_push's guards, innermost last, per thread.
+thread_local std::vector<std::pair<int, std::unique_ptr<aj::cuda::StreamGuard>>> t_stream_guards;
+}  // namespace
+
+aj_status aj_cuda_stream_push(int32_t device_id, void* stream) {
+  return aj::c_api::c_call("aj_cuda_stream_push", [&] {
+    auto guard = std::make_unique<aj::cuda::StreamGuard>(aj::cuda::Stream::wrap(stream, device_id));
+    t_stream_guards.emplace_back(device_id, std::move(guard));
+  });
+}
+
+aj_status aj_cuda_stream_pop(int32_t device_id) {
+  return aj::c_api::c_call("aj_cuda_stream_pop", [&] {
+    if (t_stream_guards.empty()) c_error("no stream pushed on this thread");
+    const int top = t_stream_guards.back().first;
+    if (top != device_id) {
+      c_error("the innermost stream pushed on this thread is cuda:" + std::to_string(top) + "'s, not cuda:" +
+              std::to_string(device_id) + "'s (pops go in reverse order)");
+    }
+    t_stream_guards.pop_back();
   });
 }
 

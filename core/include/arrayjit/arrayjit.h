@@ -618,6 +618,15 @@ AJ_C_API aj_status aj_array_from_cuda_view(const aj_view* view, void* producer_s
  * this thread: the stream to name to a producer (DLPack's __dlpack__(stream))
  * or to wait on. AJ_ERROR_RUNTIME where CUDA or the device is unavailable. */
 AJ_C_API aj_status aj_cuda_current_stream(int32_t device_id, void** out);
+/* Until the matching aj_cuda_stream_pop, work for CUDA device `device_id` on
+ * this thread is enqueued on `stream`, a caller's CUstream of the device's
+ * primary context (PyTorch's torch.cuda.Stream.cuda_stream, CuPy's, your own;
+ * NULL: the legacy default stream), ordered after what is already on it, with
+ * no synchronization; reads (aj_array_read, aj_array_item_*) wait for that
+ * stream only. The stream must outlive the arrays last used on it. Pushes
+ * nest; pop in reverse order (a pop of another device's stream is an error). */
+AJ_C_API aj_status aj_cuda_stream_push(int32_t device_id, void* stream);
+AJ_C_API aj_status aj_cuda_stream_pop(int32_t device_id);
 
 #ifdef __cplusplus
 }
