@@ -21,6 +21,7 @@
 
 #include "backends/cuda/cuda_runtime.hpp"
 #include "jit/cuda/cuda_api.hpp"
+#include "jit/cuda/cuda_blas.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"
 #include "tests/cuda_host_emulator.hpp"
 
@@ -232,6 +233,7 @@ struct FakeGpu {
     fake().sources.clear();
     reset_runtime_for_testing();
     set_driver_for_testing(&api);
+    set_blas_for_testing(BlasTest::off);  // a test that wants cuBLAS installs a fake one
     set_compile_hook_for_testing([](const KernelSource& src, int) {
       fake().sources.emplace(src.hash, src);
       auto img = std::make_shared<Image>();
@@ -245,6 +247,7 @@ struct FakeGpu {
     aj::cuda::trim_memory(0);  // gives the fake's pinned staging buffers back
     set_compile_hook_for_testing({});
     set_driver_for_testing(nullptr);
+    set_blas_for_testing(BlasTest::real);
     reset_runtime_for_testing();
     fake().lib.reset();
     fake().execute = false;

@@ -34,7 +34,8 @@ class CudaBackend final : public exec::Backend {
     std::vector<const Storage*> touched = inputs;
     for (const Storage* s : inputs) addrs.push_back(address(s));
     touched.push_back(&out);
-    for (const LibraryLaunch& l : plan_library(call, addrs, address(&out), cuda::device(index_).sms)) {
+    const bool blas = call.op == Op::MatMul && blas_api() != nullptr;
+    for (const LibraryLaunch& l : plan_library(call, addrs, address(&out), cuda::device(index_).sms, blas)) {
       launch_library(index_, l, touched);
     }
   }

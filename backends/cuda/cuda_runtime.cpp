@@ -400,6 +400,16 @@ void launch(int index, const Kernel& k, const std::vector<const Storage*>& input
 }
 
 void launch_library(int index, const LibraryLaunch& l, const std::vector<const Storage*>& touched) {
+  if (l.gemm) {  // a cuBLAS call, enqueued on the same stream as a kernel would be
+    device(index);
+    CUstream s = stream_of(index);
+    release_finished(false);
+    for (const Storage* st : touched) {
+      if (st) use_on_stream(*st, s);
+    }
+    run_gemm(*l.gemm, index, s);
+    return;
+  }
   if (l.grid == 0) return;  // nothing to write
   const DeviceInfo& info = device(index);
   CUstream s = stream_of(index);

@@ -341,14 +341,27 @@ LibraryLaunch plan_scatter(LibraryOp op, DType t, DType index, const std::vector
 }
 
 std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<std::uint64_t>& inputs,
-                                        std::uint64_t out, int sms) {
+                                        std::uint64_t out, int sms, bool blas) {
   auto ref = [&](std::size_t k) {
     return StridedRef{inputs[k], c.inputs[k].strides, c.inputs[k].offset};
   };
   std::vector<LibraryLaunch> launches;
   if (c.op == Op::MatMul) {
     const auto& a = c.inputs[0].shape;
-    launches.push_back(plan_matmul(c.dtype, c.shape, a[a.size() - 1], ref(0), ref(1), out, sms));
+    const std::int64_t k = a[a.size() - 1];
+    std::optional<Gemm> g;
+    if (blas) {
+      g = plan_gemm(c.dtype, c.shape, k, inputs[0], c.inputs[0].strides, c.inputs[0].offset, inputs[1],
+                    c.inputs[1].strides, c.inputs[1].offset, out);
+    }
+    if (g) {
+      LibraryLaunch l;
+      l.spec = {LibraryOp::matmul, c.dtype, static_cast<int>(c.shape.size()) - 2};
+      l.gemm = g;
+      launches.push_back(std::move(l));
+    } else {
+      launches.push_back(plan_matmul(c.dtype, c.shape, k, ref(0), ref(1), out, sms));
+    }
   } else if (c.op == Op::Concat) {
     std::vector<std::int64_t> strides(c.shape.size());
     for (std::size_t d = strides.size(), acc = 1; d-- > 0;) {

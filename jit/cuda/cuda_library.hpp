@@ -14,6 +14,8 @@
 //
 // Semantics are those of base/semantics.hpp and the reference interpreter:
 //  - matmul: C[b..., m, n] = sum_k A[b..., m, k] * B[b..., k, n], C contiguous.
+//    Where cuBLAS is loaded and takes the operands as they lie (floats; see
+//    cuda_blas.hpp) the step is one cuBLAS call instead; otherwise this kernel:
 //    Accumulates in the element type in k order (f16/bf16: in f32, loaded
 //    widened and rounded once at the store) (one rounding per + and *,
 //    no FMA: --fmad=false); integers wrap. The reference multiplies floats with
@@ -37,6 +39,7 @@
 
 #include "arrayjit/dtype.hpp"
 #include "graph/library.hpp"
+#include "jit/cuda/cuda_blas.hpp"
 #include "jit/cuda/cuda_source.hpp"
 
 namespace aj::cuda {
@@ -68,6 +71,7 @@ struct LibraryLaunch {
   std::size_t scratch_bytes = 0;
   int scratch_slot = -1;
   std::vector<std::int64_t> params;  // the parameter block, 8 bytes a field
+  std::optional<Gemm> gemm;          // set: a cuBLAS call (cuda_blas.hpp) instead of a kernel
 };
 
 // A strided operand: device address, element strides (one per axis), element offset.
@@ -104,8 +108,9 @@ LibraryLaunch plan_scatter(LibraryOp op, DType t, DType index, const std::vector
 // one copy per input of a concatenate into its slice
 // of the result, or a scatter (after a copy of the array unless `out` is
 // its buffer). `inputs`: each operand's buffer base address (0 when only
-// the sources are wanted); `out`: the contiguous result's.
+// the sources are wanted); `out`: the contiguous result's. With `blas`, a
+// matmul cuBLAS can take as it lies is one cuBLAS call (plan_gemm).
 std::vector<LibraryLaunch> plan_library(const LibraryCall& call, const std::vector<std::uint64_t>& inputs,
-                                        std::uint64_t out, int sms);
+                                        std::uint64_t out, int sms, bool blas = false);
 
 }  // namespace aj::cuda
