@@ -8,7 +8,8 @@
 # tests  the `cuda gpu:` tests (no longer skipped), and the differential
 #        random graphs in AJ_SHARDS parallel processes (AJ_GRAPHS graphs in
 #        all, each shard stopping after AJ_GRAPH_SECONDS; NVRTC compiles run
-#        on the machine's cores). The whole suite runs in CI, not here.
+#        on the machine's cores; shards from AJ_FULL_SHARDS on compile with
+#        AJ_NVRTC_FLAGS=-Ofc=mid). The whole suite runs in CI, not here.
 # bench  bench/bench_cuda (arrayjit's CUDA cases, the copy bandwidth they are
 #        held to)
 # torch  bench/bench_cuda_torch.py (torch eager and torch.compile, the same
@@ -53,8 +54,13 @@ for s in "${stages[@]}"; do
       per=$(((GRAPHS + SHARDS - 1) / SHARDS))
       mkdir -p /tmp/aj-graphs
       pids=()
+      # NVRTC's compile of each new kernel (0.1-0.3 s a kernel on one core)
+      # is what bounds the count: shards past the first FULL_SHARDS compile
+      # with -Ofc=mid (about half the time; the same source, less optimized).
       for ((i = 0; i < SHARDS; i++)); do
-        AJ_GPU_GRAPHS=$per AJ_GPU_GRAPH_FIRST=$((i * per)) AJ_GPU_GRAPH_SECONDS=$GRAPH_SECONDS \
+        flags=""
+        ((i >= ${AJ_FULL_SHARDS:-4})) && flags="-Ofc=mid"
+        AJ_NVRTC_FLAGS=$flags AJ_GPU_GRAPHS=$per AJ_GPU_GRAPH_FIRST=$((i * per)) AJ_GPU_GRAPH_SECONDS=$GRAPH_SECONDS \
           timeout $((GRAPH_SECONDS + 60)) "$D/bin/aj_tests" --no-intro -tc='cuda gpu: random graphs*' \
           > /tmp/aj-graphs/$i.log 2>&1 &
         pids+=($!)
@@ -67,7 +73,9 @@ for s in "${stages[@]}"; do
       ((r)) && { echo "tests: exit $r"; rc=1; }
       for p in "${pids[@]}"; do wait "$p" || rc=1; done
       cat /tmp/aj-graphs/*.log > "$OUT/graphs.log"
-      grep -h 'random graphs on the GPU:' /tmp/aj-graphs/*.log
+      for ((i = 0; i < SHARDS; i++)); do
+        echo "shard $i: $(grep -h 'random graphs on the GPU:' /tmp/aj-graphs/$i.log | sed 's/.*MESSAGE: //')"
+      done
       awk '/random graphs on the GPU:/ { for (i = 1; i <= NF; ++i) if ($i == "compared") n += $(i - 1) } END { print "graphs compared in all:", n + 0 }' /tmp/aj-graphs/*.log
       grep -h -E 'ERROR|seed [0-9]+' /tmp/aj-graphs/*.log | head -40 ;;
     bench)

@@ -113,6 +113,26 @@ const std::string& half_include_dir(const NvrtcApi& nv) {
   return dir;
 }
 
+// AJ_NVRTC_FLAGS: options added to every compile (space-separated, e.g.
+// "-Ofc=mid" for faster compiles of less optimized code, "-lineinfo"); part
+// of both cache keys.
+const std::vector<std::string>& extra_flags() {
+  static const std::vector<std::string> flags = [] {
+    std::vector<std::string> v;
+    if (const char* e = std::getenv("AJ_NVRTC_FLAGS")) {
+      std::istringstream in(e);
+      for (std::string f; in >> f;) v.push_back(f);
+    }
+    return v;
+  }();
+  return flags;
+}
+std::string extra_flags_text() {
+  std::string t;
+  for (const auto& f : extra_flags()) t += " " + f;
+  return t;
+}
+
 Image run_nvrtc(const KernelSource& src, int arch, bool ptx_only) {
   const NvrtcApi& nv = require_nvrtc();
   auto [target, cubin] = pick_arch(nv, arch);
@@ -126,14 +146,16 @@ Image run_nvrtc(const KernelSource& src, int arch, bool ptx_only) {
   AJ_NVRTC(nvrtcCreateProgram, &prog.p, src.source.c_str(), name.c_str(), 0, nullptr, nullptr);
   const std::string arch_opt = std::string(cubin ? "-arch=sm_" : "-arch=compute_") + std::to_string(target);
   const std::string include = "--include-path=" + half_include_dir(nv);
-  const char* opts[] = {"-std=c++17", "--fmad=false", arch_opt.c_str(), include.c_str()};
-  const nvrtcResult r = nv.nvrtcCompileProgram(prog.p, half_include_dir(nv).empty() ? 3 : 4, opts);
+  std::vector<const char*> opts = {"-std=c++17", "--fmad=false", arch_opt.c_str()};
+  if (!half_include_dir(nv).empty()) opts.push_back(include.c_str());
+  for (const auto& f : extra_flags()) opts.push_back(f.c_str());
+  const nvrtcResult r = nv.nvrtcCompileProgram(prog.p, static_cast<int>(opts.size()), opts.data());
   std::size_t log_size = 0;
   nv.nvrtcGetProgramLogSize(prog.p, &log_size);
   std::string log(log_size, '\0');
   if (log_size > 1) nv.nvrtcGetProgramLog(prog.p, log.data());
   if (r != NVRTC_SUCCESS) {
-    runtime_error("aj: NVRTC failed to compile a CUDA kernel (" + arch_opt + "): " +
+    runtime_error("aj: NVRTC failed to compile a CUDA kernel (" + arch_opt + extra_flags_text() + "): " +
                   nv.nvrtcGetErrorString(r) + "\n--- log ---\n" + log.c_str() +
                   "\n--- source ---\n" + numbered(src.source));
   }
@@ -171,6 +193,7 @@ std::shared_ptr<const Image> compile(const KernelSource& src, int arch, const Co
   key = mix(key, static_cast<std::uint64_t>(nv.major * 1000 + nv.minor));
   key = mix(key, static_cast<std::uint64_t>(opt.driver_version));
   key = mix(key, opt.ptx_only);
+  key = mix(key, std::hash<std::string>()(extra_flags_text()));
   Cache& c = cache();
   if (opt.memory_cache) {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -189,7 +212,7 @@ std::shared_ptr<const Image> compile(const KernelSource& src, int arch, const Co
   if (disk.enabled()) {
     disk_key = "cuda sm_" + std::to_string(arch) + " nvrtc " + std::to_string(nv.major) + "." +
                std::to_string(nv.minor) + " driver " + std::to_string(opt.driver_version) +
-               (opt.ptx_only ? " ptx" : " any") + "\n" + src.source;
+               (opt.ptx_only ? " ptx" : " any") + extra_flags_text() + "\n" + src.source;
   }
   bool from_disk = false;
   std::string payload;  // the kind ('c' cubin, 'p' PTX), then the image
