@@ -38,6 +38,8 @@
 
 #include "bench/bench_util.hpp"
 #include "jit/cuda/cuda_api.hpp"
+#include "jit/cuda/cuda_blas.hpp"
+#include "jit/cuda/nvrtc_compile.hpp"
 #include "graph/graph.hpp"
 
 namespace {
@@ -386,6 +388,9 @@ int main(int argc, char** argv) {
   AJ_CU(cuDeviceGetName, name, 255, dev);
   say("bench_cuda on %s (scale 1/%lld); medians of %d runs\n", name, static_cast<long long>(scale), g_reps);
   if (!cu::compiler_available()) say("note: %s: every case needing a kernel will fail\n", cu::compiler_reason().c_str());
+  say("%s; matmul: %s\n", cu::nvrtc_description().c_str(),
+      cu::blas_api() ? ("cuBLAS (" + cu::blas_api()->path + ")").c_str()
+                     : ("the generated kernel (" + cu::blas_reason() + ")").c_str());
 
   // Device-to-device copy of 256M f32: the bandwidth every case is held to.
   const std::int64_t big = (std::int64_t{256} << 20) / scale;
