@@ -51,8 +51,8 @@ Counters& late_block() {
   return *c;
 }
 
-constinit thread_local Counters* t_block [[gnu::tls_model("initial-exec")]] = nullptr;
-constinit thread_local bool t_exited [[gnu::tls_model("initial-exec")]] = false;
+constinit thread_local Counters* t_block = nullptr;
+constinit thread_local bool t_exited = false;
 
 struct BlockReturn {
   ~BlockReturn() {

@@ -6,7 +6,7 @@
 namespace aj::exec {
 
 namespace {
-constinit thread_local std::optional<Device> t_scope [[gnu::tls_model("initial-exec")]];
+constinit thread_local std::optional<Device> t_scope;
 }  // namespace
 
 Device plan_device(const opt::Plan& p) {

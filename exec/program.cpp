@@ -461,8 +461,8 @@ void run_program(const Program& p, Backend& target, VectorValues& values, const 
 
 void run_program(const Program& p, Backend& target, GraphValues& values, const std::vector<ScalarOverride>& overrides) {
   // This thread's flags (an evaluation does not nest in one, but stay safe).
-  thread_local std::vector<char> t_held [[gnu::tls_model("initial-exec")]];
-  thread_local bool t_busy [[gnu::tls_model("initial-exec")]] = false;
+  thread_local std::vector<char> t_held;
+  thread_local bool t_busy = false;
   std::vector<char> nested;
   std::vector<char>& held = t_busy ? nested : t_held;
   const bool outer = !t_busy;

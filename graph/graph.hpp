@@ -242,7 +242,7 @@ struct ThreadGraphState {
   int depth = 0;             // scopes relying on that lock
 };
 namespace detail {
-extern constinit thread_local ThreadGraphState t_graphs [[gnu::tls_model("initial-exec")]];
+extern constinit thread_local ThreadGraphState t_graphs;
 Graph& first_graph();  // makes this thread's graph
 }  // namespace detail
 

@@ -40,7 +40,7 @@ bool pass_enabled(const char* name) { return !disabled_passes().count(name); }
 
 // Whether any log channel is on, read once per evaluation: asking each
 // channel reads the environment every time, which a small call notices.
-constinit thread_local bool g_logging [[gnu::tls_model("initial-exec")]] = true;
+constinit thread_local bool g_logging = true;
 bool logging(const char* channel) { return g_logging && detail::log_enabled(channel); }
 
 // Runs one pass: `body(enabled)` does the work (a switched-off pass still

@@ -5,6 +5,9 @@
 // the same test, so other suites' arrays do not matter.
 #include <doctest/doctest.h>
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <arrayjit/arrayjit.hpp>
 
 #include <cstdint>
@@ -322,3 +325,37 @@ TEST_CASE("a chain of 100000 ops is evaluated and freed without stack overflow")
 }
 
 }  // TEST_SUITE
+
+TEST_CASE("the library needs no static TLS, so it can be loaded late (Python's ctypes after PyTorch)") {
+  // A module flagged DF_STATIC_TLS (any initial-exec thread-local) has its
+  // whole TLS block placed in the static area, which a process fills as it
+  // loads libraries: dlopen then fails with "cannot allocate memory in
+  // static TLS block" (seen on the GPU machine with PyTorch loaded first).
+  Dl_info info{};
+  REQUIRE(dladdr(reinterpret_cast<void*>(&aj::reset_stats), &info) != 0);
+  struct Found {
+    const void* base;
+    bool seen = false, static_tls = false;
+  } found{info.dli_fbase};
+  dl_iterate_phdr(
+      [](dl_phdr_info* p, std::size_t, void* data) {
+        auto* f = static_cast<Found*>(data);
+        if (reinterpret_cast<const void*>(p->dlpi_addr) != f->base) return 0;
+        f->seen = true;
+        for (int i = 0; i < p->dlpi_phnum; ++i) {
+          if (p->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+          for (auto* d = reinterpret_cast<const ElfW(Dyn)*>(p->dlpi_addr + p->dlpi_phdr[i].p_vaddr); d->d_tag != DT_NULL;
+               ++d) {
+            if (d->d_tag == DT_FLAGS && (d->d_un.d_val & DF_STATIC_TLS)) f->static_tls = true;
+          }
+        }
+        return 1;
+      },
+      &found);
+  if (!found.seen) {
+    MESSAGE("libarrayjit is linked into the executable here: skipped");
+    return;
+  }
+  CHECK_MESSAGE(!found.static_tls, info.dli_fname << " is flagged DF_STATIC_TLS: a thread_local with "
+                                                     "initial-exec TLS was added (CMakeLists.txt: -mtls-dialect=gnu2 instead)");
+}

@@ -20,7 +20,7 @@ struct Pointers {
   std::vector<void*> outs;
 };
 const Pointers& pointers(const std::vector<const Storage*>& inputs, const std::vector<const Storage*>& outputs) {
-  thread_local Pointers p [[gnu::tls_model("initial-exec")]];
+  thread_local Pointers p;
   p.ins.clear();
   p.outs.clear();
   for (const Storage* s : inputs) p.ins.push_back(data_of(s));
@@ -61,7 +61,7 @@ class HostBackend final : public exec::Backend {
 
   void run_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,
                    const Storage& out) override {
-    thread_local std::vector<const void*> ins [[gnu::tls_model("initial-exec")]];  // memory reused: a replay allocates nothing
+    thread_local std::vector<const void*> ins;  // memory reused: a replay allocates nothing
     ins.clear();
     for (const Storage* s : inputs) ins.push_back(s->data);
     cpu::run_library(call, ins, out.data);
@@ -70,8 +70,8 @@ class HostBackend final : public exec::Backend {
   void run_library_then(const LibraryCall& call, const std::vector<const Storage*>& inputs, const Storage& out,
                         const Kernel& k, const std::vector<const Storage*>& k_inputs,
                         const std::vector<const Storage*>& k_outputs) override {
-    thread_local std::vector<const void*> ins [[gnu::tls_model("initial-exec")]], kins [[gnu::tls_model("initial-exec")]];
-    thread_local std::vector<void*> kouts [[gnu::tls_model("initial-exec")]];
+    thread_local std::vector<const void*> ins, kins;
+    thread_local std::vector<void*> kouts;
     ins.clear(), kins.clear(), kouts.clear();
     for (const Storage* s : inputs) ins.push_back(s->data);
     for (const Storage* s : k_inputs) kins.push_back(data_of(s));

@@ -220,7 +220,7 @@ void launch(const Kernel& k, const KScalar* scalars, const std::vector<const voi
     }
   }
   threads = static_cast<int>(std::min<std::int64_t>(threads, outer));
-  thread_local std::vector<int> alias [[gnu::tls_model("initial-exec")]];  // reused (looked up before any nested launch)
+  thread_local std::vector<int> alias;  // reused (looked up before any nested launch)
   jit::exact_aliases_into(k, inputs, outputs, alias);
   jit::HostKernelFn fn = fn_for(alias);
   std::optional<Args> made;

@@ -63,7 +63,7 @@ struct RecordList {
   ~RecordList();
 };
 constinit thread_local bool t_records_gone = false;  // this thread's list was destroyed
-thread_local RecordList t_records [[gnu::tls_model("initial-exec")]];
+thread_local RecordList t_records;
 
 RecordList::~RecordList() {
   t_records_gone = true;

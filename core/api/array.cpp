@@ -118,7 +118,7 @@ namespace detail {
 namespace {
 // Per thread: a test switching to the oracle affects its own thread only.
 // -1: not read from AJ_EXECUTOR yet.
-constinit thread_local int t_executor [[gnu::tls_model("initial-exec")]] = -1;
+constinit thread_local int t_executor = -1;
 }  // namespace
 Executor executor() {
   if (t_executor < 0) {
@@ -204,7 +204,7 @@ Array Array::T(Loc loc) const { return aj::transpose(*this, {}, loc); }
 namespace trace {
 
 namespace {
-constinit thread_local Scope* t_scope [[gnu::tls_model("initial-exec")]] = nullptr;  // the innermost op scope of this thread
+constinit thread_local Scope* t_scope = nullptr;  // the innermost op scope of this thread
 }  // namespace
 
 bool in_op() { return t_scope != nullptr; }

@@ -104,7 +104,7 @@ thread_local std::size_t PlanSlot::t_depth = 0;
 }  // namespace
 
 namespace {
-constinit thread_local EvalObserver* t_observer [[gnu::tls_model("initial-exec")]] = nullptr;
+constinit thread_local EvalObserver* t_observer = nullptr;
 }  // namespace
 
 void set_eval_observer(EvalObserver* observer) { t_observer = observer; }

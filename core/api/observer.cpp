@@ -6,7 +6,7 @@ namespace aj::trace {
 namespace {
 // This thread's innermost registration; each links to the one it nests in
 // (registering allocates nothing, and a test costs one load).
-constinit thread_local const Observing* t_top [[gnu::tls_model("initial-exec")]] = nullptr;
+constinit thread_local const Observing* t_top = nullptr;
 
 template <class F> void each(F&& f) {
   for (const Observing* o = t_top; o; o = o->outer()) f(o->observer());

@@ -347,8 +347,8 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
   // This thread's buffers, their memory reused (a replay allocates no
   // vectors but its results'); emptied however the replay ends, so no
   // storage stays referenced from here.
-  thread_local exec::VectorValues values [[gnu::tls_model("initial-exec")]];
-  thread_local std::vector<exec::ScalarOverride> overrides [[gnu::tls_model("initial-exec")]];
+  thread_local exec::VectorValues values;
+  thread_local std::vector<exec::ScalarOverride> overrides;
   struct Empty {
     ~Empty() { values.storage.clear(), overrides.clear(); }
   } empty_after;
@@ -773,7 +773,7 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
   }
   if (!pending.empty()) loc_ ? aj::eval(pending, *loc_) : aj::eval(pending);
   // The keys are built in this thread's buffers (a replay allocates none).
-  thread_local Key exact [[gnu::tls_model("initial-exec")]], scalar_free [[gnu::tls_model("initial-exec")]];
+  thread_local Key exact, scalar_free;
   bool has_scalars = false;
   for (const CallArg& a : args) has_scalars |= a.is_scalar && !a.structural;
   // The signatures are read outside mu_ (they lock the arguments' graph,
@@ -802,7 +802,7 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
   // A trace's program reads windows at the offsets it was traced at: kept
   // under their offsets (a function whose calls are all traced replays its
   // second epoch over the same batches).
-  thread_local Key as_is [[gnu::tls_model("initial-exec")]];
+  thread_local Key as_is;
   bool hit_as_is = false;
   if (!hit && shifted) {
     signature(args, true, as_is, true);

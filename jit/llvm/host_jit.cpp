@@ -109,7 +109,7 @@ struct ThreadReader {
   ReaderSlot* slot = nullptr;
   int depth = 0;
 };
-constinit thread_local ThreadReader t_reader [[gnu::tls_model("initial-exec")]];
+constinit thread_local ThreadReader t_reader;
 
 struct ReaderExit {
   ~ReaderExit() {
