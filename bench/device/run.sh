@@ -30,9 +30,9 @@ export LD_LIBRARY_PATH=$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export AJ_CACHE_DIR=${AJ_CACHE_DIR:-/tmp/aj-cache}
 export AJ_LIB=$D/lib/libarrayjit.so.0.1
 export PYTHONUNBUFFERED=1
-SHARDS=${AJ_SHARDS:-14}
-GRAPHS=${AJ_GRAPHS:-10000}
-GRAPH_SECONDS=${AJ_GRAPH_SECONDS:-120}
+SHARDS=${AJ_SHARDS:-16}
+GRAPHS=${AJ_GRAPHS:-11000}
+GRAPH_SECONDS=${AJ_GRAPH_SECONDS:-200}
 stages=("$@")
 ((${#stages[@]})) || stages=(info tests bench torch)
 echo "arrayjit $(cat "$D/COMMIT") on $(hostname), $(date -u +%FT%TZ)"
@@ -59,7 +59,7 @@ for s in "${stages[@]}"; do
       # with -Ofc=mid (about half the time; the same source, less optimized).
       for ((i = 0; i < SHARDS; i++)); do
         flags=""
-        ((i >= ${AJ_FULL_SHARDS:-4})) && flags="-Ofc=mid"
+        ((i >= ${AJ_FULL_SHARDS:-3})) && flags="-Ofc=mid"
         AJ_NVRTC_FLAGS=$flags AJ_GPU_GRAPHS=$per AJ_GPU_GRAPH_FIRST=$((i * per)) AJ_GPU_GRAPH_SECONDS=$GRAPH_SECONDS \
           timeout $((GRAPH_SECONDS + 30)) "$D/bin/aj_tests" --no-intro -tc='cuda gpu: random graphs*' \
           > /tmp/aj-graphs/$i.log 2>&1 &

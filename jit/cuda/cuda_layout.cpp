@@ -86,6 +86,17 @@ LaunchShape plan_launch(const Kernel& c, int vec, int sms, const std::vector<std
     return ls;
   }
   ls.mode = LaunchShape::Mode::blocks;
+  // The vector walk (the source's width `vec`, reduce_vector_width): whole
+  // chunks only, and each row of every unit stream aligned to its vector.
+  ls.vec = vec > 0 && ninner % vec == 0;
+  const std::size_t last = c.shape.size() - 1;
+  for (std::size_t i = 0; ls.vec && i < ptrs.size(); ++i) {
+    const KStream& st = i < c.inputs.size() ? c.inputs[i] : c.outputs[i - c.inputs.size()].stream;
+    if ((i < c.inputs.size() && st.index_only) || st.strides[last] != 1) continue;
+    const std::uint64_t item = itemsize(st.dtype);
+    ls.vec = (ptrs[i] + static_cast<std::uint64_t>(st.offset) * item) % (item * static_cast<std::uint64_t>(vec)) == 0;
+    for (std::size_t d = 0; ls.vec && d < last; ++d) ls.vec = st.strides[d] % vec == 0;
+  }
   if (n < 2 * sms) {
     // Few outer points (a full reduction has one): split the reduced range so
     // every SM gets blocks, each part at least 2048 points.

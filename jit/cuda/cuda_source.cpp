@@ -54,7 +54,8 @@ class Renderer {
           << "\nextern \"C\" __global__ void __launch_bounds__(" << kBlock << ") aj_k_finish(const P p) {}\n";
       reduction_serial();
     } else if (out.reduction) {
-      reduction_blocks();
+      out.vec = reduce_vector_width();
+      reduction_blocks(out.vec);
       reduction_finish();
       reduction_serial();
     } else {
@@ -108,6 +109,28 @@ class Renderer {
     return unit ? static_cast<int>(16 / max_item_) : 0;
   }
 
+  // The vector width of a block reduction's inner loop: one reduced axis,
+  // the last, along which every stream of phase 0 has unit or zero stride
+  // (at least one unit memory stream), no gathers or masked loads. Each
+  // thread then takes `width` consecutive points with 16-byte loads: four
+  // times the bytes in flight of a scalar walk, which a reduction over rows
+  // needs to reach the device's bandwidth. 0: scalar walk only.
+  int reduce_vector_width() const {
+    if (R_ == 0 || k_.reduce_axes.size() != 1 || static_cast<std::size_t>(k_.reduce_axes[0]) != R_ - 1) return 0;
+    if (max_item_ == 0) return 0;
+    for (const KInstr& in : k_.instrs) {
+      if (in.kind == KOp::Load && (in.b >= 0 || in.c >= 0)) return 0;
+    }
+    bool unit = false;
+    for (std::size_t s : streams_of_phase(0)) {
+      const int kind = axis_kind(*streams_[s], R_ - 1);
+      if (kind == 2) return 0;
+      if (s >= nin_ && kind != 1) return 0;  // a phase-0 output walks the reduced axis
+      unit |= kind == 1 && (s >= nin_ || !streams_[s]->index_only);
+    }
+    return unit ? static_cast<int>(16 / max_item_) : 0;
+  }
+
   // "p.off[s] + c0 * p.str[s][0] + c1" over the axes in `axes`.
   std::string offset(std::size_t s, const std::vector<std::size_t>& axes, const std::string& base) const {
     std::string e = base.empty() ? "p.off[" + std::to_string(s) + "]" : base;
@@ -157,11 +180,40 @@ class Renderer {
 
   // The SSA statements of one phase. load(s) / index(s): expressions for the
   // element of input stream s / the flat index of index stream s here.
-  void body(int phase, const std::function<std::string(std::size_t)>& load,
-            const std::function<std::string(std::size_t)>& index, const std::string& ind) {
+  // Instructions that depend on no point (scalars and what is computed from
+  // them alone) are hoisted out of every loop (hoist): computed once per
+  // thread. Besides the work, this keeps NVRTC's optimizer away from branches
+  // on loop-invariant values inside an unrolled vector path, which took it
+  // minutes for a bf16 comparison with a scalar (2.4 MB of PTX).
+  const std::vector<bool>& invariant() {
+    if (inv_.size() == k_.instrs.size()) return inv_;
+    inv_.assign(k_.instrs.size(), false);
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
-      if (in.phase != phase) continue;
+      auto inv = [&](int v) { return v < 0 || inv_[static_cast<std::size_t>(v)]; };
+      switch (in.kind) {
+        case KOp::Const: inv_[j] = true; break;
+        case KOp::Unary: inv_[j] = inv(in.a); break;
+        case KOp::Binary: inv_[j] = inv(in.a) && inv(in.b); break;
+        case KOp::Where: inv_[j] = inv(in.a) && inv(in.b) && inv(in.c); break;
+        case KOp::Load: case KOp::Position: case KOp::InRange: case KOp::Index: case KOp::Reduce: case KOp::Scan:
+          break;
+      }
+    }
+    return inv_;
+  }
+  void hoist(const std::string& ind) {
+    auto none = [](std::size_t) -> std::string { internal_error("cuda codegen: a hoisted value reads a point"); };
+    body(-1, none, none, ind);
+  }
+
+  // phase -1: the hoisted instructions (of every phase); otherwise the others of `phase`.
+  void body(int phase, const std::function<std::string(std::size_t)>& load,
+            const std::function<std::string(std::size_t)>& index, const std::string& ind) {
+    const std::vector<bool>& inv = invariant();
+    for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
+      const KInstr& in = k_.instrs[j];
+      if (phase < 0 ? !inv[j] : (inv[j] || in.phase != phase)) continue;
       const std::string T = value_type(in.dtype);
       const std::string a = "v" + std::to_string(in.a), b = "v" + std::to_string(in.b),
                         c = "v" + std::to_string(in.c);
@@ -255,6 +307,7 @@ class Renderer {
     os_ << "\nextern \"C\" __global__ void __launch_bounds__(" << kBlock << ") aj_k(const P p) {\n"
         << "  const i64 n = p.n;\n  const i64 step = (i64)gridDim.x * blockDim.x;\n"
         << "  i64 first = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+    hoist("  ");
     const auto used = streams_of_phase(0);
     if (vec > 0) vector_path(vec, used);
     os_ << "  for (i64 i = first; i < n; i += step) {\n";
@@ -386,6 +439,12 @@ class Renderer {
       os_ << ind << "const i64 o" << s << " = " << offset(s, inner, "b" + std::to_string(s)) << ";\n";
     }
     body(0, load_at_o(), index_at_o(), ind);
+    folds(i, ind);
+    stores(0, ind);
+  }
+
+  // Fold this point's values into the accumulators (`i`: the reduced position).
+  void folds(const std::string& i, const std::string& ind) {
     for (std::size_t j : reduce_instrs()) {
       const KInstr& in = k_.instrs[j];
       const std::string acc = "acc" + std::to_string(j);
@@ -396,7 +455,48 @@ class Renderer {
       }
       os_ << ind << acc << " = " << combine_expr(in.op, in.dtype, acc, "v" + std::to_string(in.a)) << ";\n";
     }
-    stores(0, ind);
+  }
+
+  // The vector walk of a block's part (reduce_vector_width): chunks of
+  // `vec` points, part bounds on chunk boundaries (plan_launch sets p.vec only
+  // when the reduced extent is a multiple of vec and every unit stream's rows
+  // are aligned to their vector).
+  void inner_vector(int vec, const std::string& ind) {
+    const std::string V = std::to_string(vec);
+    const std::size_t d = R_ - 1;
+    auto vt = [&](std::size_t s) { return std::string("aj_vec<") + ctype(streams_[s]->dtype) + ", " + V + ">"; };
+    auto unit = [&](std::size_t s) { return axis_kind(*streams_[s], d) == 1; };
+    const auto used = streams_of_phase(0);
+    os_ << ind << "const i64 nch = p.ninner / " << V << ";\n"
+        << ind << "for (i64 ch = nch * part / p.parts + threadIdx.x; ch < nch * (part + 1) / p.parts; ch += blockDim.x) {\n"
+        << ind << "  const i64 ibase = ch * " << V << ";\n";
+    for (std::size_t s : used) {
+      if (s >= nin_ || streams_[s]->index_only || !unit(s)) continue;
+      os_ << ind << "  const " << vt(s) << " w" << s << " = *(const " << vt(s) << "*)(" << ptr(s, true) << " + b" << s
+          << " + ibase);\n";
+    }
+    for (std::size_t s : used) {
+      if (s >= nin_) os_ << ind << "  " << vt(s) << " r" << s << ";\n";
+    }
+    os_ << "#pragma unroll\n" << ind << "  for (int e = 0; e < " << V << "; ++e) {\n"
+        << ind << "    const i64 i = ibase + e;\n";
+    auto load = [&](std::size_t s) {
+      return "aj_ld(" + (unit(s) ? "w" + std::to_string(s) + ".v[e]" : ptr(s, true) + "[b" + std::to_string(s) + "]") + ")";
+    };
+    auto index = [&](std::size_t s) {
+      return unit(s) ? "(b" + std::to_string(s) + " + i)" : "b" + std::to_string(s);
+    };
+    body(0, load, index, ind + "    ");
+    folds("i", ind + "    ");
+    for (std::size_t j = 0; j < k_.outputs.size(); ++j) {
+      if (k_.outputs[j].phase != 0) continue;
+      os_ << ind << "    aj_st(&r" << nin_ + j << ".v[e], v" << k_.outputs[j].value << ");\n";
+    }
+    os_ << ind << "  }\n";
+    for (std::size_t s : used) {
+      if (s >= nin_) os_ << ind << "  *(" << vt(s) << "*)(" << ptr(s, false) << " + b" << s << " + ibase) = r" << s << ";\n";
+    }
+    os_ << ind << "}\n";
   }
 
   // Phase 1 at the outer point (its loads have stride 0 on reduce axes).
@@ -467,17 +567,25 @@ class Renderer {
            std::to_string(reductions(k_)) + " + " + std::to_string(r) + ")))[0]";
   }
 
-  void reduction_blocks() {
+  void reduction_blocks(int vec) {
     os_ << "\nextern \"C\" __global__ void __launch_bounds__(" << kBlock << ") aj_k(const P p) {\n"
-        << "  const i64 total = p.n * p.parts;\n"
-        << "  for (i64 blk = blockIdx.x; blk < total; blk += gridDim.x) {\n"
+        << "  const i64 total = p.n * p.parts;\n";
+    hoist("  ");
+    os_ << "  for (i64 blk = blockIdx.x; blk < total; blk += gridDim.x) {\n"
         << "    const i64 o = blk / p.parts, part = blk % p.parts;\n";
     outer_bases("    ");
     init_accs("    ");
-    os_ << "    const i64 lo = p.ninner * part / p.parts, hi = p.ninner * (part + 1) / p.parts;\n"
-        << "    for (i64 i = lo + threadIdx.x; i < hi; i += blockDim.x) {\n";
-    inner_point("i", "      ");
-    os_ << "    }\n";
+    const std::string in = vec > 0 ? "      " : "    ";
+    if (vec > 0) {
+      os_ << "    if (p.vec) {\n";
+      inner_vector(vec, in);
+      os_ << "    } else {\n";
+    }
+    os_ << in << "const i64 lo = p.ninner * part / p.parts, hi = p.ninner * (part + 1) / p.parts;\n"
+        << in << "for (i64 i = lo + threadIdx.x; i < hi; i += blockDim.x) {\n";
+    inner_point("i", in + "  ");
+    os_ << in << "}\n";
+    if (vec > 0) os_ << "    }\n";
     block_reduce("    ");
     os_ << "    if (threadIdx.x == 0) {\n      if (p.parts == 1) {\n";
     epilogue("        ");
@@ -497,8 +605,9 @@ class Renderer {
   }
 
   void reduction_finish() {
-    os_ << "\nextern \"C\" __global__ void __launch_bounds__(" << kBlock << ") aj_k_finish(const P p) {\n"
-        << "  for (i64 o = blockIdx.x; o < p.n; o += gridDim.x) {\n";
+    os_ << "\nextern \"C\" __global__ void __launch_bounds__(" << kBlock << ") aj_k_finish(const P p) {\n";
+    hoist("  ");
+    os_ << "  for (i64 o = blockIdx.x; o < p.n; o += gridDim.x) {\n";
     outer_bases("    ");
     init_accs("    ");
     os_ << "    for (i64 part = threadIdx.x; part < p.parts; part += blockDim.x) {\n";
@@ -523,8 +632,9 @@ class Renderer {
 
   void reduction_serial() {
     os_ << "\nextern \"C\" __global__ void __launch_bounds__(" << kBlock << ") aj_k_serial(const P p) {\n"
-        << "  const i64 step = (i64)gridDim.x * blockDim.x;\n"
-        << "  for (i64 o = (i64)blockIdx.x * blockDim.x + threadIdx.x; o < p.n; o += step) {\n";
+        << "  const i64 step = (i64)gridDim.x * blockDim.x;\n";
+    hoist("  ");
+    os_ << "  for (i64 o = (i64)blockIdx.x * blockDim.x + threadIdx.x; o < p.n; o += step) {\n";
     outer_bases("    ");
     init_accs("    ");
     os_ << "    for (i64 i = 0; i < p.ninner; ++i) {\n";
@@ -539,6 +649,7 @@ class Renderer {
   std::vector<const KStream*> streams_;
   std::vector<bool> red_;
   std::size_t max_item_ = 0;
+  std::vector<bool> inv_;
   std::ostringstream os_;
 };
 
