@@ -16,13 +16,13 @@ B=${AJ_DEVICE_BUILD:-build-device}
 ./dev deps
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAJ_LLVM_STATIC=ON \
   -DAJ_INSTALL=OFF -DAJ_TEST_INSTALL=OFF -DAJ_BUILD_EXAMPLES=ON -DAJ_BUILD_BENCH=ON -DAJ_BENCH_MARCH=x86-64-v3 >/dev/null
-cmake --build "$B" --target arrayjit aj_tests bench_cuda bench_host dispatch_plan
+cmake --build "$B" --target arrayjit aj_tests bench_cuda bench_host dispatch_plan dispatch_cuda
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/arrayjit/bin" "$stage/arrayjit/lib"
 strip -o "$stage/arrayjit/lib/libarrayjit.so.0.1" "$B/libarrayjit.so.0.1.0"
-for exe in "$B/aj_tests" "$B/bench/bench_cuda" "$B/bench/bench_host" "$B/bench/dispatch_plan"; do
+for exe in "$B/aj_tests" "$B/bench/bench_cuda" "$B/bench/bench_host" "$B/bench/dispatch_plan" "$B/bench/dispatch_cuda"; do
   strip -o "$stage/arrayjit/bin/$(basename "$exe")" "$exe"
 done
 # Shared libraries libarrayjit needs besides libc/libstdc++ (which the GPU

@@ -81,7 +81,9 @@ for s in "${stages[@]}"; do
       grep -h -E 'ERROR|seed [0-9]+' /tmp/aj-graphs/*.log | head -40 ;;
     bench)
       timeout 140 "$D/bin/bench_cuda" 2>&1 | tee "$OUT/bench_cuda.txt"
-      ((PIPESTATUS[0])) && { echo "bench_cuda: failed"; rc=1; } ;;
+      ((PIPESTATUS[0])) && { echo "bench_cuda: failed"; rc=1; }
+      # arrayjit's own host work per call on this CPU (a null driver), and the host JIT's
+      { timeout 60 "$D/bin/dispatch_cuda"; timeout 60 "$D/bin/dispatch_plan" | head -9; } 2>&1 | tee -a "$OUT/bench_cuda.txt" ;;
     torch)
       { timeout 40 python3 tests/cuda_torch_stream.py; echo "cuda_torch_stream.py: exit $?"
         timeout 160 python3 bench/bench_cuda_torch.py; echo "bench_cuda_torch.py: exit $?"; } 2>&1 | tee "$OUT/torch.txt" ;;
