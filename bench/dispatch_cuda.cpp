@@ -39,6 +39,7 @@ std::map<std::string, long>& g_calls() {
   return m;
 }
 void tick(const char* name) { ++g_calls()[name]; }
+thread_local CUcontext t_ctx = nullptr;
 template <class T> T* token() { return reinterpret_cast<T*>(&g_token); }
 CUresult ok() { return CUDA_SUCCESS; }
 DriverApi null_driver() {
@@ -57,7 +58,8 @@ DriverApi null_driver() {
   };
   a.cuDeviceGetName = [](char* b, int n, CUdevice) { tick("cuDeviceGetName"); std::snprintf(b, static_cast<std::size_t>(n), "null GPU"); return ok(); };
   a.cuDevicePrimaryCtxRetain = [](CUcontext* c, CUdevice) { tick("cuDevicePrimaryCtxRetain"); *c = token<CUctx_st>(); return ok(); };
-  a.cuCtxSetCurrent = [](CUcontext) { tick("cuCtxSetCurrent"); return ok(); };
+  a.cuCtxSetCurrent = [](CUcontext c) { tick("cuCtxSetCurrent"); t_ctx = c; return ok(); };
+  a.cuCtxGetCurrent = [](CUcontext* c) { tick("cuCtxGetCurrent"); *c = t_ctx; return ok(); };
   a.cuStreamCreate = [](CUstream* s, unsigned) { tick("cuStreamCreate"); *s = token<CUstream_st>(); return ok(); };
   a.cuStreamSynchronize = [](CUstream) { tick("cuStreamSynchronize"); return ok(); };
   a.cuStreamWaitEvent = [](CUstream, CUevent, unsigned) { tick("cuStreamWaitEvent"); return ok(); };

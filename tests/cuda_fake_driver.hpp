@@ -38,7 +38,7 @@ struct Fake {
   std::mutex mu;
   std::size_t limit = std::size_t{1} << 30, live = 0;
   std::map<CUdeviceptr, std::size_t> allocs;
-  int waits = 0, launches = 0, trims = 0, uploads = 0, downloads = 0;
+  int waits = 0, launches = 0, trims = 0, uploads = 0, downloads = 0, ctx_sets = 0;
   bool threshold_raised = false;
   bool execute = false;
   // Stream and event calls in order: "record e3 on s1", "wait s2 for e3",
@@ -95,7 +95,17 @@ inline CUresult f_attr(int* v, int attr, CUdevice) {
 }
 inline CUresult f_name(char* b, int n, CUdevice) { std::snprintf(b, static_cast<std::size_t>(n), "fake GPU"); return ok0(); }
 inline CUresult f_ctx_retain(CUcontext* c, CUdevice) { *c = reinterpret_cast<CUcontext>(&g_ctx_token); return ok0(); }
-inline CUresult f_ctx_set(CUcontext) { return ok0(); }
+inline thread_local CUcontext t_fake_ctx = nullptr;
+inline CUresult f_ctx_set(CUcontext c) {
+  t_fake_ctx = c;
+  std::lock_guard<std::mutex> lock(fake().mu);
+  ++fake().ctx_sets;
+  return ok0();
+}
+inline CUresult f_ctx_get(CUcontext* c) {
+  *c = t_fake_ctx;
+  return ok0();
+}
 inline CUresult f_stream_create(CUstream* s, unsigned) {
   fake().streams.push_back(std::make_unique<int>(static_cast<int>(fake().streams.size()) + 1));
   *s = reinterpret_cast<CUstream>(fake().streams.back().get());
@@ -213,7 +223,7 @@ inline DriverApi make_api() {
   a.cuInit = f_init; a.cuDriverGetVersion = f_version; a.cuGetErrorName = f_err_name;
   a.cuGetErrorString = f_err_string; a.cuDeviceGetCount = f_count; a.cuDeviceGet = f_get;
   a.cuDeviceGetAttribute = f_attr; a.cuDeviceGetName = f_name; a.cuDevicePrimaryCtxRetain = f_ctx_retain;
-  a.cuCtxSetCurrent = f_ctx_set; a.cuStreamCreate = f_stream_create; a.cuStreamSynchronize = f_stream;
+  a.cuCtxSetCurrent = f_ctx_set; a.cuCtxGetCurrent = f_ctx_get; a.cuStreamCreate = f_stream_create; a.cuStreamSynchronize = f_stream;
   a.cuStreamWaitEvent = f_wait; a.cuStreamGetCtx = f_stream_ctx; a.cuEventCreate = f_event_create;
   a.cuEventRecord = f_event_record; a.cuEventQuery = f_event_query; a.cuEventSynchronize = f_event_sync;
   a.cuEventElapsedTime = f_elapsed; a.cuEventDestroy = f_event_destroy; a.cuModuleLoadData = f_module_load;
@@ -253,6 +263,8 @@ struct FakeGpu {
     fake().execute = false;
     fake().streams.clear();
     fake().calls.clear();
+    fake().ctx_sets = 0;
+    t_fake_ctx = nullptr;
     fake().events_done = true;
     fake().modules.clear();
     fake().functions.clear();

@@ -448,3 +448,24 @@ TEST_CASE("cuda fake driver: gathers, pads and scatters run on the device; scatt
   CHECK(got.reused == 1);
   CHECK(same(got.in_place, doubles(aj::scatter_add(host[3][0] + 1.0f, i, host[3][1], 1))));
 }
+
+TEST_CASE("cuda fake driver: evaluations set the context only when another is current") {
+  // On the H200 each small eval made 6 cuCtxSetCurrent calls besides its
+  // launch, allocation and free (bench/dispatch_cuda counts them).
+  FakeGpu gpu;
+  Array x = aj::from_vector<float>(std::vector<float>(1000, 1.5f)).to(Device::cuda(0)).eval();
+  Array y = (x * 2.f + 1.f).eval();  // the first eval may set it
+  const int before = fake().ctx_sets;
+  for (int i = 0; i < 50; ++i) y = (y * 1.0001f + 0.5f).eval();
+  CHECK(fake().ctx_sets == before);
+  // Another context current on this thread (a caller's): set again, once.
+  CUcontext other = reinterpret_cast<CUcontext>(&gpu);
+  REQUIRE(f_ctx_set(other) == CUDA_SUCCESS);
+  const int sets = fake().ctx_sets;
+  y = (y + 1.f).eval();
+  y = (y + 1.f).eval();
+  CHECK(fake().ctx_sets == sets + 1);
+  CUcontext now = nullptr;
+  REQUIRE(f_ctx_get(&now) == CUDA_SUCCESS);
+  CHECK(now != other);
+}

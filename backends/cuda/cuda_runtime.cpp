@@ -49,6 +49,16 @@ struct Runtime {
   std::unordered_map<std::uint64_t, Loaded> library_modules;  // (device, LibrarySpec::key) -> module
 };
 
+// Make `ctx` current on this thread, setting it only when another is: every
+// launch, allocation, copy and free comes through here, and a set is a driver
+// call of its own (six per small eval on the H200 before, with the launch,
+// the allocation and the free the only others: bench/dispatch_cuda counts).
+CUresult make_current(const DriverApi& d, CUcontext ctx) {
+  CUcontext cur = nullptr;
+  if (d.cuCtxGetCurrent && d.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == ctx) return CUDA_SUCCESS;
+  return d.cuCtxSetCurrent(ctx);
+}
+
 // Never destroyed: buffers freed during static destruction still find it.
 Runtime& rt() {
   static Runtime* r = new Runtime;
@@ -104,7 +114,7 @@ void release_device(Storage& s) {
     const auto i = static_cast<std::size_t>(s.device.index);
     if (i < r.devices.size() && r.devices[i]) ctx = r.devices[i]->ctx;
   }
-  if (ctx) d->cuCtxSetCurrent(ctx);
+  if (ctx) make_current(*d, ctx);
   d->cuMemFreeAsync(p, stream);
 }
 
@@ -240,7 +250,7 @@ const DeviceInfo& device(int index) {
     if (!slot) slot = std::move(fresh);
     info = slot.get();
   }
-  AJ_CU(cuCtxSetCurrent, info->ctx);
+  if (const CUresult r = make_current(require_driver(), info->ctx); r != CUDA_SUCCESS) throw_cu("cuCtxSetCurrent", r);
   return *info;
 }
 

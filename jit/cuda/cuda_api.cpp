@@ -50,6 +50,7 @@ DriverLoad load_driver() {
   sym(lib, a.cuDeviceGetName, "cuDeviceGetName", missing);
   sym(lib, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", missing);
   sym(lib, a.cuCtxSetCurrent, "cuCtxSetCurrent", missing);
+  sym(lib, a.cuCtxGetCurrent, "cuCtxGetCurrent", missing);
   sym(lib, a.cuStreamCreate, "cuStreamCreate", missing);
   sym(lib, a.cuStreamSynchronize, "cuStreamSynchronize", missing);
   sym(lib, a.cuStreamWaitEvent, "cuStreamWaitEvent", missing);
