@@ -142,6 +142,39 @@ double dispatch_us(const std::function<void()>& once) {
   return us[us.size() / 2];
 }
 
+// The driver's own floor under dispatch: host time per bare cuLaunchKernel of
+// an empty kernel, and per stream-ordered pool allocation + free of 4 KB,
+// each back to back on the library's stream (what one small eval asks of the
+// driver besides arrayjit's own work: bench/dispatch_cuda counts the calls).
+void case_launch_floor() {
+  cu::KernelSource src;
+  src.source = "extern \"C\" __global__ void aj_empty(int n) { if (n < 0) asm volatile(\"trap;\"); }\n";
+  src.hash = std::hash<std::string>()(src.source);
+  cu::CUdevice dev = 0;
+  int major = 0, minor = 0;
+  AJ_CU(cuDeviceGet, &dev, 0);
+  AJ_CU(cuDeviceGetAttribute, &major, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  AJ_CU(cuDeviceGetAttribute, &minor, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  auto img = cu::compile(src, major * 10 + minor);
+  cu::CUmodule mod = nullptr;
+  cu::CUfunction fn = nullptr;
+  AJ_CU(cuModuleLoadData, &mod, img->bytes.data());
+  AJ_CU(cuModuleGetFunction, &fn, mod, "aj_empty");
+  cu::CUstream s = static_cast<cu::CUstream>(cu::current_stream(0).handle());
+  int n = 1;
+  void* args[] = {&n};
+  const double launch = dispatch_us([&] { AJ_CU(cuLaunchKernel, fn, 1u, 1u, 1u, 32u, 1u, 1u, 0u, s, args, nullptr); });
+  cu::CUmemoryPool pool = nullptr;
+  AJ_CU(cuDeviceGetDefaultMemPool, &pool, dev);
+  const double alloc = dispatch_us([&] {
+    cu::CUdeviceptr p = 0;
+    AJ_CU(cuMemAllocFromPoolAsync, &p, 4096, pool, s);
+    AJ_CU(cuMemFreeAsync, p, s);
+  });
+  say("%-9s %10.2f us per bare cuLaunchKernel, %.2f us per pool alloc + free (the driver's floor under dispatch)\n",
+      "launch", launch, alloc);
+}
+
 void case_dispatch() {
   Array x = device_random(1000, 7);
   const double us = dispatch_us([&] { dispatch_chain(x).eval(); });
@@ -451,6 +484,7 @@ int main(int argc, char** argv) {
     report("chain", ms, 2.0 * 4 * big, copy_gbs);
   });
   src = Array();
+  run_case("launch floor", case_launch_floor);
   run_case("dispatch", case_dispatch);
   run_case("dispatch (compiled)", case_dispatch_compiled);
   run_case("matmul", [&] { case_matmul(scale > 1 ? 1024 : 4096); });
