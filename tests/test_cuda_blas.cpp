@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "jit/cuda/cuda_blas.hpp"
@@ -35,6 +36,19 @@ Gemm plan(DType t, std::vector<std::int64_t> shape, std::int64_t k, std::vector<
 // ---- a host cuBLAS: device memory is host memory under the fake driver ----------------
 int g_calls = 0;
 
+// Widened to double exactly (f16/bf16 through float), and back with one rounding.
+template <class T>
+double widen(T v) {
+  if constexpr (std::is_same_v<T, double>) return v;
+  else return static_cast<double>(static_cast<float>(v));
+}
+template <class T>
+T narrow(double v) {
+  if constexpr (std::is_same_v<T, double>) return v;
+  else return static_cast<T>(static_cast<float>(v));
+}
+
+// cuBLAS's definition: C = alpha op(A) op(B) + beta C, column-major, op(X) = X or X^T.
 template <class T>
 void host_gemm(int ta, int tb, int m, int n, int k, double alpha, const T* A, int lda, long long sa, const T* B,
                int ldb, long long sb, double beta, T* C, int ldc, long long sc, int batch) {
@@ -51,10 +65,10 @@ void host_gemm(int ta, int tb, int m, int n, int k, double alpha, const T* A, in
                                                    : A[b * sa + p + static_cast<long long>(i) * lda];
           const T bb = tb == aj::cuda::CUBLAS_OP_N ? B[b * sb + p + static_cast<long long>(j) * ldb]
                                                     : B[b * sb + j + static_cast<long long>(p) * ldb];
-          acc += static_cast<double>(static_cast<float>(a)) * static_cast<double>(static_cast<float>(bb));
+          acc += widen(a) * widen(bb);
         }
         T& out = C[b * sc + i + static_cast<long long>(j) * ldc];
-        out = static_cast<T>(static_cast<float>(alpha * acc + (beta == 0 ? 0.0 : beta * static_cast<float>(out))));
+        out = narrow<T>(alpha * acc + (beta == 0 ? 0.0 : beta * widen(out)));
       }
     }
   }
@@ -78,23 +92,7 @@ int f_sgemm(aj::cuda::cublasHandle_t, int ta, int tb, int m, int n, int k, const
 int f_dgemm(aj::cuda::cublasHandle_t, int ta, int tb, int m, int n, int k, const double* al, const double* A,
             int lda, long long sa, const double* B, int ldb, long long sb, const double* be, double* C, int ldc,
             long long sc, int batch) {
-  ++g_calls;
-  // f64 exactly: sums in double.
-  for (int b = 0; b < batch; ++b) {
-    for (int j = 0; j < n; ++j) {
-      for (int i = 0; i < m; ++i) {
-        double acc = 0;
-        for (int p = 0; p < k; ++p) {
-          const double a = ta == aj::cuda::CUBLAS_OP_N ? A[b * sa + i + static_cast<long long>(p) * lda]
-                                                        : A[b * sa + p + static_cast<long long>(i) * lda];
-          const double bb = tb == aj::cuda::CUBLAS_OP_N ? B[b * sb + p + static_cast<long long>(j) * ldb]
-                                                         : B[b * sb + j + static_cast<long long>(p) * ldb];
-          acc += a * bb;
-        }
-        C[b * sc + i + static_cast<long long>(j) * ldc] = *al * acc + (*be == 0 ? 0.0 : *be * C[b * sc + i + j * ldc]);
-      }
-    }
-  }
+  host_gemm<double>(ta, tb, m, n, k, *al, A, lda, sa, B, ldb, sb, *be, C, ldc, sc, batch);
   return 0;
 }
 int f_gemm_ex(aj::cuda::cublasHandle_t, int ta, int tb, int m, int n, int k, const void* al, const void* A, int at,

@@ -14,12 +14,9 @@ namespace aj::cuda {
 
 namespace {
 
-// Resolve `name` into `slot`; false (and `missing` gets the name) when absent.
 template <class F>
 bool sym(void* lib, F*& slot, const char* name, std::string& missing) {
-  slot = reinterpret_cast<F*>(dlsym(lib, name));
-  if (!slot && missing.empty()) missing = name;
-  return slot != nullptr;
+  return resolve(lib, slot, name, missing);
 }
 
 struct DriverLoad {
@@ -105,25 +102,9 @@ struct NvrtcLoad {
 
 NvrtcLoad load_nvrtc() {
   NvrtcLoad d;
-  std::vector<std::string> dirs = {""};  // "" = the loader's default search path
-  if (const char* cp = std::getenv("CUDA_PATH"); cp && *cp) dirs.push_back(std::string(cp) + "/lib64/");
-  if (const char* ch = std::getenv("CUDA_HOME"); ch && *ch) dirs.push_back(std::string(ch) + "/lib64/");
-  dirs.push_back("/usr/local/cuda/lib64/");
-  const char* names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11",
-                         "libnvrtc.so"};
-  void* lib = nullptr;
   std::string tried;
-  for (const auto& dir : dirs) {
-    for (const char* name : names) {
-      std::string path = dir + name;
-      if ((lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) {
-        d.api.path = path;
-        break;
-      }
-    }
-    if (lib) break;
-    tried += (tried.empty() ? "" : ", ") + (dir.empty() ? std::string("default path") : dir);
-  }
+  void* lib = open_toolkit_library(
+      {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11", "libnvrtc.so"}, &d.api.path, &tried);
   if (!lib) {
     d.why = "NVRTC not found (libnvrtc.so.13/.12/.11 searched in " + tried + ")";
     return d;
@@ -164,6 +145,26 @@ const NvrtcLoad& nvrtc_load() {
 }
 
 }  // namespace
+
+void* lookup_symbol(void* lib, const char* name) { return dlsym(lib, name); }
+
+void* open_toolkit_library(const std::vector<const char*>& names, std::string* path, std::string* tried) {
+  std::vector<std::string> dirs = {""};  // "" = the loader's default search path
+  if (const char* cp = std::getenv("CUDA_PATH"); cp && *cp) dirs.push_back(std::string(cp) + "/lib64/");
+  if (const char* ch = std::getenv("CUDA_HOME"); ch && *ch) dirs.push_back(std::string(ch) + "/lib64/");
+  dirs.push_back("/usr/local/cuda/lib64/");
+  for (const auto& dir : dirs) {
+    for (const char* name : names) {
+      const std::string p = dir + name;
+      if (void* lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        if (path) *path = p;
+        return lib;
+      }
+    }
+    if (tried) *tried += (tried->empty() ? "" : ", ") + (dir.empty() ? std::string("default path") : dir);
+  }
+  return nullptr;
+}
 
 std::atomic<const DriverApi*> g_fake_driver{nullptr};
 

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace aj::cuda {
 
@@ -138,6 +139,22 @@ void set_driver_for_testing(const DriverApi* fake);
 // The driver or NVRTC, or throw aj::Error (runtime) with the reason.
 const DriverApi& require_driver();
 const NvrtcApi& require_nvrtc();
+
+void* lookup_symbol(void* lib, const char* name);  // dlsym
+
+// Loading the toolkit's libraries (NVRTC, cuBLAS): the first of `names`
+// (sonames) found on the loader's path, then in $CUDA_PATH/lib64,
+// $CUDA_HOME/lib64 and /usr/local/cuda/lib64. Null when none is; `path` gets
+// the one loaded, `tried` the places searched ("default path, /usr/...").
+void* open_toolkit_library(const std::vector<const char*>& names, std::string* path, std::string* tried);
+
+// Resolve `name` into `slot`; false (and `missing` gets the first absent name) when absent.
+template <class F>
+bool resolve(void* lib, F*& slot, const char* name, std::string& missing) {
+  slot = reinterpret_cast<F*>(lookup_symbol(lib, name));
+  if (!slot && missing.empty()) missing = name;
+  return slot != nullptr;
+}
 
 // "cuMemAllocFromPoolAsync failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"
 [[noreturn]] void throw_cu(const char* call, CUresult r);

@@ -1,8 +1,6 @@
 // cuBLAS loaded at run time, and the matmul steps it takes (see cuda_blas.hpp).
 #include "jit/cuda/cuda_blas.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -17,12 +15,6 @@ namespace aj::cuda {
 
 namespace {
 
-template <class F>
-void sym(void* lib, F*& slot, const char* name, std::string& missing) {
-  slot = reinterpret_cast<F*>(dlsym(lib, name));
-  if (!slot && missing.empty()) missing = name;
-}
-
 struct BlasLoad {
   BlasApi api{};
   bool ok = false;
@@ -35,36 +27,22 @@ BlasLoad load_blas() {
     d.why = "cuBLAS turned off (AJ_CUDA_BLAS=0)";
     return d;
   }
-  // The loader's path first, then the toolkit's directories (as for NVRTC).
-  std::vector<std::string> dirs = {""};
-  if (const char* cp = std::getenv("CUDA_PATH"); cp && *cp) dirs.push_back(std::string(cp) + "/lib64/");
-  if (const char* ch = std::getenv("CUDA_HOME"); ch && *ch) dirs.push_back(std::string(ch) + "/lib64/");
-  dirs.push_back("/usr/local/cuda/lib64/");
-  void* lib = nullptr;
-  for (const auto& dir : dirs) {
-    for (const char* name : {"libcublas.so.13", "libcublas.so.12"}) {
-      const std::string path = dir + name;
-      if ((lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) {
-        d.api.path = path;
-        break;
-      }
-    }
-    if (lib) break;
-  }
+  std::string tried;
+  void* lib = open_toolkit_library({"libcublas.so.13", "libcublas.so.12"}, &d.api.path, &tried);
   if (!lib) {
-    d.why = "cuBLAS not found (libcublas.so.13/.12 on the loader's path, CUDA_PATH, CUDA_HOME, /usr/local/cuda/lib64)";
+    d.why = "cuBLAS not found (libcublas.so.13/.12 searched in " + tried + ")";
     return d;
   }
   std::string missing;
   BlasApi& a = d.api;
-  sym(lib, a.cublasCreate_v2, "cublasCreate_v2", missing);
-  sym(lib, a.cublasDestroy_v2, "cublasDestroy_v2", missing);
-  sym(lib, a.cublasSetStream_v2, "cublasSetStream_v2", missing);
-  sym(lib, a.cublasSetMathMode, "cublasSetMathMode", missing);
-  sym(lib, a.cublasGetStatusString, "cublasGetStatusString", missing);
-  sym(lib, a.cublasSgemmStridedBatched, "cublasSgemmStridedBatched", missing);
-  sym(lib, a.cublasDgemmStridedBatched, "cublasDgemmStridedBatched", missing);
-  sym(lib, a.cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx", missing);
+  resolve(lib, a.cublasCreate_v2, "cublasCreate_v2", missing);
+  resolve(lib, a.cublasDestroy_v2, "cublasDestroy_v2", missing);
+  resolve(lib, a.cublasSetStream_v2, "cublasSetStream_v2", missing);
+  resolve(lib, a.cublasSetMathMode, "cublasSetMathMode", missing);
+  resolve(lib, a.cublasGetStatusString, "cublasGetStatusString", missing);
+  resolve(lib, a.cublasSgemmStridedBatched, "cublasSgemmStridedBatched", missing);
+  resolve(lib, a.cublasDgemmStridedBatched, "cublasDgemmStridedBatched", missing);
+  resolve(lib, a.cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx", missing);
   if (!missing.empty()) {
     d.why = d.api.path + " lacks " + missing;
     return d;
