@@ -669,3 +669,28 @@ TEST_CASE("cuda emulated: sort, argsort and topk library kernels match the inter
   ps.push_back({plan({aj::random::permutation(777)}), 1});
   check_library_programs(ps);
 }
+
+TEST_CASE("cuda emulated: division by a scalar takes its exact reciprocal, bit for bit with the interpreter") {
+  if (!have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  // x / s is x * (1/s) only where s is a normal power of two; every other
+  // divisor (3, 0, inf, NaN, a subnormal power of two) divides. Numerators
+  // reach subnormal results, overflow, signed zeros, inf and NaN.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  std::vector<double> xs = {1.0, -1.0, 0.0, -0.0, 3.0, 1e-300, -1e-310, 1e300, inf, -inf, nan, 0.1, 7.5, -2.5e-38,
+                            1.4e-45, 3.4e38, 1e-40};
+  for (int i = 0; i < 64; ++i) xs.push_back(std::ldexp(0.7 + i * 0.013, (i % 40) - 20) * (i % 3 ? 1 : -1));
+  std::vector<Program> ps;
+  for (DType t : {DType::f32, DType::f64}) {
+    Array x = aj::from_vector<double>(xs).astype(t).eval();
+    for (double s : {2.0, 0.5, -4.0, 1.0, 0x1p-126, 0x1p127, 0x1p-130, 3.0, 0.0, -0.0, inf, nan, 0x1p-1022, 0x1p1023,
+                     0x1p-1050, 1.0 / 3}) {
+      ps.push_back(plan({x / s, (x * 2) / s}));
+    }
+  }
+  const auto src = aj::cuda::render(aj::cuda::collapse_axes(ps[0].schedule.steps.back().kernel)).source;
+  CHECK(src.find("aj_exact_recip") != std::string::npos);
+  check_programs(ps);
+}

@@ -22,3 +22,17 @@ __device__ __forceinline__ void aj_st(__nv_bfloat16* p, aj::bf16 v) { *p = __ush
 #endif
 template <class T> __device__ __forceinline__ T aj_ld(T v) { return v; }
 template <class T> __device__ __forceinline__ void aj_st(T* p, T v) { *p = v; }
+
+// x / s by a value s fixed for the whole kernel (a scalar, hoisted): 1/s
+// when s is a normal power of two, where x * (1/s) is x / s bit for bit (both
+// the exact x * 2^-k rounded once; 1/s is exact, normal or subnormal), else 0
+// and the kernel divides. An IEEE division is a subroutine; a product is one
+// instruction (the chain's x*x/2 on the H200).
+__device__ __forceinline__ float aj_exact_recip(float s) {
+  const unsigned b = aj::half_detail::bits_of(s), e = (b >> 23) & 0xffu;
+  return e != 0 && e != 0xffu && (b & 0x7fffffu) == 0 ? 1.0f / s : 0.0f;
+}
+__device__ __forceinline__ double aj_exact_recip(double s) {
+  const u64 b = aj::half_detail::bits_of(s), e = (b >> 52) & 0x7ffu;
+  return e != 0 && e != 0x7ffu && (b & 0xfffffffffffffull) == 0 ? 1.0 / s : 0.0;
+}

@@ -205,6 +205,19 @@ class Renderer {
   void hoist(const std::string& ind) {
     auto none = [](std::size_t) -> std::string { internal_error("cuda codegen: a hoisted value reads a point"); };
     body(-1, none, none, ind);
+    for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
+      if (recip_div(j)) {
+        os_ << ind << "const " << value_type(k_.instrs[j].dtype) << " rcp" << j << " = aj_exact_recip(v" << k_.instrs[j].b
+            << ");\n";
+      }
+    }
+  }
+  // A float division by a hoisted value: by its reciprocal where that is exact (aj_exact_recip).
+  bool recip_div(std::size_t j) {
+    const KInstr& in = k_.instrs[j];
+    return in.kind == KOp::Binary && in.op == Op::Div && (in.dtype == DType::f32 || in.dtype == DType::f64) &&
+           k_.instrs[static_cast<std::size_t>(in.a)].dtype == in.dtype && !invariant()[j] &&
+           invariant()[static_cast<std::size_t>(in.b)];
   }
 
   // phase -1: the hoisted instructions (of every phase); otherwise the others of `phase`.
@@ -257,6 +270,10 @@ class Renderer {
         case KOp::Binary: {
           const DType t = k_.instrs[static_cast<std::size_t>(in.a)].dtype;
           e = op_expr(in.op, t, in.dtype, a, b);
+          if (recip_div(j)) {
+            const std::string r = "rcp" + std::to_string(j);
+            e = "(" + r + " != 0 ? " + a + " * " + r + " : " + e + ")";
+          }
           break;
         }
         case KOp::Where: e = "(" + a + " ? " + b + " : " + c + ")"; break;
