@@ -67,7 +67,7 @@ extern "C" {
  * library whose aj_api_version() has the same major and a minor >= its own
  * (new functions and appended struct fields raise the minor). */
 #define AJ_API_VERSION_MAJOR 1
-#define AJ_API_VERSION_MINOR 1
+#define AJ_API_VERSION_MINOR 2
 #define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
 
 AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
@@ -176,6 +176,11 @@ AJ_C_API aj_status aj_arange_range(double start, double stop, double step, aj_dt
 AJ_C_API aj_status aj_linspace(double start, double stop, int64_t num, aj_dtype dtype, aj_array* out);
 /* n x m with ones on diagonal k (k > 0 above the main one). */
 AJ_C_API aj_status aj_eye(int64_t n, int64_t m, int64_t k, aj_dtype dtype, aj_array* out);
+/* Fills of a's shape (lazy, as aj_zeros), of a's dtype when dtype is NULL,
+ * else of *dtype; a is not evaluated. Since C API 1.2. */
+AJ_C_API aj_status aj_zeros_like(aj_array a, const aj_dtype* dtype, aj_array* out);
+AJ_C_API aj_status aj_ones_like(aj_array a, const aj_dtype* dtype, aj_array* out);
+AJ_C_API aj_status aj_full_like(aj_array a, double value, const aj_dtype* dtype, aj_array* out);
 /* Counter-based random numbers: the values depend only on the seed and the
  * number of random arrays made since it was set. */
 AJ_C_API void aj_random_seed(uint64_t seed);
@@ -325,6 +330,11 @@ AJ_C_API aj_status aj_cumprod(aj_array x, const int32_t* axis, aj_array* out);
 AJ_C_API aj_status aj_cummax(aj_array x, const int32_t* axis, aj_array* out);
 AJ_C_API aj_status aj_cummin(aj_array x, const int32_t* axis, aj_array* out);
 AJ_C_API aj_status aj_logcumsumexp(aj_array x, const int32_t* axis, aj_array* out);
+/* The array API's cumulative_sum: cumsum accumulating in *dtype (NULL: as
+ * cumsum), with a leading 0 along the axis when include_initial is nonzero.
+ * Since C API 1.2. */
+AJ_C_API aj_status aj_cumulative_sum(aj_array x, const int32_t* axis, const aj_dtype* dtype, int include_initial,
+                                     aj_array* out);
 
 /* Each line along `axis` sorted ascending (stable; NaN last), or the i64
  * positions that sort it; partition / argpartition as NumPy's with the
@@ -333,6 +343,11 @@ AJ_C_API aj_status aj_sort(aj_array x, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_argsort(aj_array x, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_partition(aj_array x, const int64_t* kth, int32_t nkth, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_argpartition(aj_array x, const int64_t* kth, int32_t nkth, int32_t axis, aj_array* out);
+/* The k largest elements of each line along `axis`, largest first (ties:
+ * the lower index first; NaN counts as largest), into *values, and their i64
+ * positions into *indices (jax.lax.top_k); 0 <= k <= the axis's extent. Both
+ * handles are written, or (on an error) both nulled. Since C API 1.2. */
+AJ_C_API aj_status aj_topk(aj_array x, int64_t k, int32_t axis, aj_array* values, aj_array* indices);
 
 /* Search (arrayjit/search.hpp): positions in the sorted 1-d a (i64 of v's
  * shape; right: after equal elements), bins, counts (weights: {0} for none;
@@ -348,6 +363,9 @@ AJ_C_API aj_status aj_bincount(aj_array x, aj_array weights, int64_t minlength, 
 AJ_C_API aj_status aj_argwhere(aj_array x, const int64_t* size, int64_t fill, aj_array* out);
 AJ_C_API aj_status aj_unique(aj_array x, const int64_t* size, double fill, aj_array* out);
 AJ_C_API aj_status aj_masked_select(aj_array x, aj_array mask, const int64_t* size, double fill, aj_array* out);
+/* nonzero: one i64 index array per axis of x (outs holds nouts handles,
+ * nouts must be x's rank), with *size and fill as argwhere. Since C API 1.2. */
+AJ_C_API aj_status aj_nonzero(aj_array x, const int64_t* size, int64_t fill, aj_array* outs, int32_t nouts);
 
 /* Softmax and log-softmax over `axes` (as the reductions; NULL: the last
  * axis), logsumexp over `axes` (NULL: all); gathers: take along *axis
@@ -361,6 +379,45 @@ AJ_C_API aj_status aj_take(aj_array a, aj_array indices, const int32_t* axis, aj
 AJ_C_API aj_status aj_take_along_axis(aj_array a, aj_array indices, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_scatter_add(aj_array a, aj_array indices, aj_array updates, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_one_hot(aj_array labels, int64_t num_classes, aj_dtype dtype, aj_array* out);
+
+/* More scatters and functional updates (arrayjit/indexing.hpp; since C API
+ * 1.2). None changes `a`: the result is a new array (it takes a's buffer over
+ * when nothing else needs it). Updates broadcast as the C++ functions say and
+ * are converted to a's dtype; indices are i32 or i64, negative ones count
+ * from the end, and an index beyond [-n, n) drops its update.
+ * scatter: as aj_scatter_add but setting (with duplicate indices the last
+ * update in row-major order wins); scatter_add_along_axis and
+ * put_along_axis: the transposes of take_along_axis (indices of a's rank),
+ * adding / setting. */
+AJ_C_API aj_status aj_scatter(aj_array a, aj_array indices, aj_array updates, int32_t axis, aj_array* out);
+AJ_C_API aj_status aj_scatter_add_along_axis(aj_array a, aj_array indices, aj_array updates, int32_t axis,
+                                             aj_array* out);
+AJ_C_API aj_status aj_put_along_axis(aj_array a, aj_array indices, aj_array values, int32_t axis, aj_array* out);
+/* JAX's a.at[slices].set(values) / .add(values): a with the slice (as
+ * aj_slice: starts, stops, steps of the first n axes, AJ_SLICE_NONE, NULL
+ * lists) replaced / incremented by values (broadcast to the slice's shape;
+ * slice_add on bool is `or`). */
+AJ_C_API aj_status aj_slice_update(aj_array a, const int64_t* starts, const int64_t* stops, const int64_t* steps,
+                                   int32_t n, aj_array values, aj_array* out);
+AJ_C_API aj_status aj_slice_add(aj_array a, const int64_t* starts, const int64_t* stops, const int64_t* steps,
+                                int32_t n, aj_array values, aj_array* out);
+/* NumPy pad. widths: nwidths pairs (before, after), int64_t[2 * nwidths]:
+ * one pair per axis, or one pair for every axis (nwidths 1). mode: constant
+ * (`value`, converted to a's dtype as aj_full's), edge (the edge element
+ * repeated), reflect (mirrored about the edge element, not repeating it). */
+typedef int32_t aj_pad_mode;
+enum aj_pad_mode_code { AJ_PAD_CONSTANT = 0, AJ_PAD_EDGE = 1, AJ_PAD_REFLECT = 2 };
+AJ_C_API aj_status aj_pad(aj_array a, const int64_t* widths, int32_t nwidths, aj_pad_mode mode, double value,
+                          aj_array* out);
+/* NumPy roll: shifted by shifts[i] along axes[i] (n of each), wrapping
+ * around; axes NULL: the flattened array shifted by shifts[0] (n must be 1). */
+AJ_C_API aj_status aj_roll(aj_array a, const int64_t* shifts, const int32_t* axes, int32_t n, aj_array* out);
+
+/* Autodiff's graph helpers (arrayjit/autodiff.hpp; since C API 1.2): x as a
+ * constant for differentiation (the identity on values), and x summed over
+ * its broadcast axes down to `shape` (the transpose of aj_broadcast_to). */
+AJ_C_API aj_status aj_stop_gradient(aj_array x, aj_array* out);
+AJ_C_API aj_status aj_sum_to_shape(aj_array x, const int64_t* shape, int32_t ndim, aj_array* out);
 
 /* Index of the largest/smallest element along *axis (NULL: of the flattened
  * array), as i64. */
