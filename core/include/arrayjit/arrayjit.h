@@ -547,6 +547,89 @@ AJ_C_API aj_status aj_array_is_evaluated(aj_array a, int* out);
 AJ_C_API aj_status aj_array_to_string(aj_array a, char* buf, size_t cap, size_t* len);
 AJ_C_API aj_status aj_array_dump(aj_array a, char* buf, size_t cap, size_t* len);
 
+/* ---- inspection, switches, counters (since C API 1.2) ---------------------------------------------
+ * The C++ API's facilities (arrayjit/explain.hpp, jit.hpp, memory.hpp,
+ * print.hpp, stats.hpp, indexing.hpp's debug checks). Text follows
+ * aj_array_to_string's rule (snprintf's). */
+
+/* The optimized plan for evaluating the n arrays together (kernels and the
+ * ops fused into each, buffer slots, in-place reuse; nothing is computed),
+ * as aj::explain. */
+AJ_C_API aj_status aj_explain(const aj_array* xs, size_t n, char* buf, size_t cap, size_t* len);
+/* Graphviz text of the n arrays: plan nonzero, the plan evaluating them
+ * would run (kernels as clusters); zero, the traced graph (aj::to_dot). */
+AJ_C_API aj_status aj_to_dot(const aj_array* xs, size_t n, int plan, char* buf, size_t cap, size_t* len);
+/* The LLVM IR (assembly nonzero: the machine code) of every kernel the plan
+ * evaluating `a` would run (aj::jit::kernel_ir; nothing is computed). */
+AJ_C_API aj_status aj_jit_kernel_ir(aj_array a, int assembly, char* buf, size_t cap, size_t* len);
+/* Debug channels, comma-separated, as AJ_LOG lists them ("plan", "passes",
+ * "graph", "all"; "" clears them); output goes to stderr, where an unknown
+ * name is reported once (as aj::set_log does: not an error). */
+AJ_C_API aj_status aj_set_log(const char* channels);
+/* The LLVM version the library was built against ("19.1.7"; static storage). */
+AJ_C_API const char* aj_llvm_version(void);
+
+/* The host JIT (arrayjit/jit.hpp): on (nonzero) or off (kernels run in the
+ * kernel interpreter); the threads a large kernel is split over (0: all
+ * cores; negative is an error); the disk cache directory ("" when disabled;
+ * setting "" disables it); forgetting the compiled kernels kept in memory. */
+AJ_C_API int aj_jit_enabled(void);
+AJ_C_API void aj_jit_set_enabled(int on);
+AJ_C_API int32_t aj_jit_num_threads(void);
+AJ_C_API aj_status aj_jit_set_num_threads(int32_t n);
+AJ_C_API aj_status aj_jit_cache_dir(char* buf, size_t cap, size_t* len);
+AJ_C_API aj_status aj_jit_set_cache_dir(const char* dir);
+AJ_C_API aj_status aj_jit_clear_memory_cache(void);
+
+/* Host memory (arrayjit/memory.hpp): give the cached free buffers back to
+ * the system; cap the bytes the cache may hold (0 caches nothing); the cap;
+ * the bytes cached now. */
+AJ_C_API aj_status aj_trim_memory(void);
+AJ_C_API aj_status aj_set_memory_limit(size_t bytes);
+AJ_C_API size_t aj_memory_limit(void);
+AJ_C_API size_t aj_cached_bytes(void);
+
+/* The indexing ops' debug checks (aj::set_debug, AJ_DEBUG=1): indices are
+ * evaluated when an op is traced and an out-of-range one is an error. */
+AJ_C_API void aj_set_debug(int on);
+AJ_C_API int aj_debug(void);
+
+/* Print options (NumPy's set_printoptions; process-wide), for
+ * aj_array_to_string: aj_printoptions reads them into *options,
+ * aj_set_printoptions sets them all (options->struct_size set by the caller
+ * first, in both). A negative precision, threshold or edgeitems, or
+ * linewidth < 1, is an error. */
+typedef struct aj_print_options {
+  size_t struct_size; /* sizeof(aj_print_options) */
+  int32_t precision;  /* digits after the point, at most (8) */
+  int32_t edgeitems;  /* items kept at each end of a summarized axis (3) */
+  int64_t threshold;  /* arrays of more elements are summarized with "..." (1000) */
+  int32_t linewidth;  /* characters per line (75) */
+  int32_t suppress;   /* nonzero: never scientific below 1e8; tiny values print as 0. */
+} aj_print_options;
+AJ_C_API aj_status aj_printoptions(aj_print_options* options);
+AJ_C_API aj_status aj_set_printoptions(const aj_print_options* options);
+
+/* Counters (aj::stats, arrayjit/stats.hpp): one uint64_t each, in this
+ * order; out->struct_size is set by the caller first. */
+#define AJ_STATS_FIELDS(X)                                                                             \
+  X(evals) X(kernels_launched) X(system_allocs) X(system_frees) X(bytes_allocated) X(pool_hits)        \
+  X(inplace_reuses) X(live_bytes) X(peak_live_bytes) X(live_nodes) X(nodes_created) X(plans_built)     \
+  X(plan_cache_hits) X(plans_renumbered) X(held_values_stored) X(values_materialized)                  \
+  X(kernels_compiled) X(kernel_cache_hits) X(kernel_disk_hits) X(kernel_disk_rejects) X(compile_ns)    \
+  X(kernel_disk_load_ns) X(kernels_compiled_ahead) X(compiled_traces) X(compiled_replays)              \
+  X(compiled_new_extents) X(compiled_unplanned)
+#define AJ_STATS_FIELD_(name) uint64_t name;
+typedef struct aj_stats_counts {
+  size_t struct_size; /* sizeof(aj_stats_counts) */
+  AJ_STATS_FIELDS(AJ_STATS_FIELD_)
+} aj_stats_counts;
+#undef AJ_STATS_FIELD_
+AJ_C_API aj_status aj_stats(aj_stats_counts* out);
+/* Zero the counters (aj::reset_stats; not live_bytes and live_nodes, which
+ * count what lives now; peak_live_bytes restarts at live_bytes). */
+AJ_C_API void aj_reset_stats(void);
+
 /* ---- traced functions (compile once, replay) ---------------------------------------------------
  * An aj_function wraps a C callback that builds its outputs from its inputs
  * with the ops above. aj_function_call runs it on new inputs and evaluates the
