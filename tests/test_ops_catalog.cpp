@@ -40,7 +40,7 @@ struct Entry {
 const Entry kCatalog[] = {
     // creation
     {"zeros, ones, full", "array.hpp", "zeros, ones, full", "-", "aj_zeros, aj_ones, aj_full"},
-    {"zeros_like, ones_like, full_like", "array.hpp", "zeros_like, ones_like, full_like", "-", ""},
+    {"zeros_like, ones_like, full_like", "array.hpp", "zeros_like, ones_like, full_like", "-", "aj_zeros_like, aj_ones_like, aj_full_like"},
     {"arange", "array.hpp", "arange", "-", "aj_arange, aj_arange_range"},
     {"linspace", "array.hpp", "linspace", "-", "aj_linspace"},
     {"logspace", "shape_functions.hpp", "logspace", "-", "aj_logspace"},
@@ -54,6 +54,7 @@ const Entry kCatalog[] = {
     {"square, reciprocal", "array.hpp", "square, reciprocal", "yes", "aj_square, aj_reciprocal"},
     {"nan_to_num", "array.hpp", "nan_to_num", "yes", "aj_nan_to_num"},
     {"astype", "array.hpp", "astype", "yes", "aj_astype"},
+    {"stop_gradient, sum_to_shape", "autodiff.hpp", "jax.lax.stop_gradient, (sum over broadcast axes)", "yes", "aj_stop_gradient, aj_sum_to_shape"},
     {"relu, gelu, gelu_tanh, silu, softplus", "nn.hpp", "jax.nn.relu, gelu, silu, softplus", "yes", "aj_relu, aj_gelu, aj_gelu_tanh, aj_silu, aj_softplus"},
     {"softmax, log_softmax, logsumexp", "nn.hpp", "scipy.special.softmax, log_softmax, logsumexp", "yes", "aj_softmax, aj_log_softmax, aj_logsumexp"},
     // reductions and statistics
@@ -68,10 +69,10 @@ const Entry kCatalog[] = {
     {"quantile, percentile, median", "statistics.hpp", "quantile, percentile, median", "yes", "aj_quantile, aj_percentile, aj_median"},
     // scans and sorting
     {"cumsum, cumprod, cummax, cummin, logcumsumexp", "scan_sort.hpp", "cumsum, cumprod, maximum.accumulate, minimum.accumulate, logaddexp.accumulate", "yes", "aj_cumsum, aj_cumprod, aj_cummax, aj_cummin, aj_logcumsumexp"},
-    {"cumulative_sum", "scan_sort.hpp", "cumulative_sum (array API)", "yes", ""},
+    {"cumulative_sum", "scan_sort.hpp", "cumulative_sum (array API)", "yes", "aj_cumulative_sum"},
     {"sort, argsort", "scan_sort.hpp", "sort, argsort (stable)", "yes", "aj_sort, aj_argsort"},
     {"partition, argpartition", "scan_sort.hpp", "partition, argpartition", "yes", "aj_partition, aj_argpartition"},
-    {"topk", "scan_sort.hpp", "jax.lax.top_k", "yes", ""},
+    {"topk", "scan_sort.hpp", "jax.lax.top_k", "yes", "aj_topk"},
     // shapes and views
     {"reshape, transpose, broadcast_to, expand_dims, squeeze", "array.hpp", "reshape, transpose / permute_dims, broadcast_to, expand_dims, squeeze", "yes", "aj_reshape, aj_transpose, aj_broadcast_to, aj_expand_dims, aj_squeeze"},
     {"slice", "array.hpp", "a[start:stop:step]", "yes", "aj_slice, aj_slice_axis"},
@@ -91,14 +92,14 @@ const Entry kCatalog[] = {
     // indexing
     {"take, take_along_axis", "indexing.hpp", "take, take_along_axis", "yes", "aj_take, aj_take_along_axis"},
     {"scatter_add", "indexing.hpp", "add.at", "yes", "aj_scatter_add"},
-    {"scatter, scatter_add_along_axis, put_along_axis", "indexing.hpp", "a[i] = v, put_along_axis", "yes", ""},
-    {"slice_update, slice_add", "indexing.hpp", "jax a.at[...].set / .add", "yes", ""},
-    {"pad, roll", "indexing.hpp", "pad, roll", "yes", ""},
+    {"scatter, scatter_add_along_axis, put_along_axis", "indexing.hpp", "a[i] = v, put_along_axis", "yes", "aj_scatter, aj_scatter_add_along_axis, aj_put_along_axis"},
+    {"slice_update, slice_add", "indexing.hpp", "jax a.at[...].set / .add", "yes", "aj_slice_update, aj_slice_add"},
+    {"pad, roll", "indexing.hpp", "pad, roll", "yes", "aj_pad, aj_roll"},
     {"one_hot", "indexing.hpp", "jax.nn.one_hot", "-", "aj_one_hot"},
     // search and data-dependent shapes
     {"searchsorted, digitize", "search.hpp", "searchsorted, digitize", "-", "aj_searchsorted, aj_digitize"},
     {"bincount", "search.hpp", "bincount", "yes", "aj_bincount"},
-    {"nonzero, argwhere", "search.hpp", "nonzero, argwhere", "-", "aj_argwhere"},
+    {"nonzero, argwhere", "search.hpp", "nonzero, argwhere", "-", "aj_nonzero, aj_argwhere"},
     {"unique, masked_select", "search.hpp", "unique, torch.masked_select", "yes", "aj_unique, aj_masked_select"},
     // random
     {"random::uniform, normal", "array.hpp", "random.uniform, normal", "-", "aj_random_uniform, aj_random_normal"},

@@ -2,11 +2,13 @@
 // queries, evaluation and reading values out. The ops are in c/ops.cpp,
 // traced functions in c/function.cpp, strided views in c/view.cpp.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <iterator>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "arrayjit/arrayjit.hpp"
 #include "arrayjit/c_handle.hpp"
@@ -449,6 +451,131 @@ aj_status aj_array_to_string(aj_array a, char* buf, size_t cap, size_t* len) {
 aj_status aj_array_dump(aj_array a, char* buf, size_t cap, size_t* len) {
   return c_call("aj_array_dump", [&] { give_text(aj::dump({get_array(a, "the array").array}), buf, cap, len); });
 }
+
+// ---- inspection, switches, counters ----
+
+namespace {
+std::vector<aj::Array> arrays_of(const aj_array* xs, size_t n) {
+  if (!xs && n > 0) c_error("null array list with n " + std::to_string(n));
+  std::vector<aj::Array> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back(get_array(xs[i], "an array of the list").array);
+  return out;
+}
+std::string text_arg(const char* s, const char* what) {
+  if (!s) c_error(std::string("null ") + what);
+  return s;
+}
+}  // namespace
+
+aj_status aj_explain(const aj_array* xs, size_t n, char* buf, size_t cap, size_t* len) {
+  return c_call("aj_explain", [&] { give_text(aj::explain(arrays_of(xs, n)), buf, cap, len); });
+}
+aj_status aj_to_dot(const aj_array* xs, size_t n, int plan, char* buf, size_t cap, size_t* len) {
+  return c_call("aj_to_dot", [&] {
+    aj::DotOptions o;
+    o.plan = plan != 0;
+    give_text(aj::to_dot(arrays_of(xs, n), o), buf, cap, len);
+  });
+}
+aj_status aj_jit_kernel_ir(aj_array a, int assembly, char* buf, size_t cap, size_t* len) {
+  return c_call("aj_jit_kernel_ir", [&] {
+    give_text(aj::jit::kernel_ir(get_array(a, "the array").array, assembly != 0), buf, cap, len);
+  });
+}
+aj_status aj_set_log(const char* channels) {
+  return c_call("aj_set_log", [&] { aj::set_log(text_arg(channels, "channels")); });
+}
+const char* aj_llvm_version(void) { return aj::llvm_version(); }
+
+int aj_jit_enabled(void) { return aj::jit::enabled() ? 1 : 0; }
+void aj_jit_set_enabled(int on) { aj::jit::set_enabled(on != 0); }
+int32_t aj_jit_num_threads(void) { return aj::jit::num_threads(); }
+aj_status aj_jit_set_num_threads(int32_t n) {
+  return c_call("aj_jit_set_num_threads", [&] {
+    if (n < 0) c_error("negative thread count " + std::to_string(n) + " (0 means all cores)");
+    aj::jit::set_num_threads(n);
+  });
+}
+aj_status aj_jit_cache_dir(char* buf, size_t cap, size_t* len) {
+  return c_call("aj_jit_cache_dir", [&] { give_text(aj::jit::cache_dir(), buf, cap, len); });
+}
+aj_status aj_jit_set_cache_dir(const char* dir) {
+  return c_call("aj_jit_set_cache_dir", [&] { aj::jit::set_cache_dir(text_arg(dir, "directory")); });
+}
+aj_status aj_jit_clear_memory_cache(void) {
+  return c_call("aj_jit_clear_memory_cache", [&] { aj::jit::clear_memory_cache(); });
+}
+
+aj_status aj_trim_memory(void) {
+  return c_call("aj_trim_memory", [&] { aj::trim_memory(); });
+}
+aj_status aj_set_memory_limit(size_t bytes) {
+  return c_call("aj_set_memory_limit", [&] { aj::set_memory_limit(bytes); });
+}
+size_t aj_memory_limit(void) { return aj::memory_limit(); }
+size_t aj_cached_bytes(void) { return aj::cached_bytes(); }
+
+void aj_set_debug(int on) { aj::set_debug(on != 0); }
+int aj_debug(void) { return aj::debug() ? 1 : 0; }
+
+extern "C++" namespace {
+// A struct of API 1.2 or later (struct_size at least this header's size: the
+// first version of these structs).
+template <class T>
+void check_struct(const T* p, const char* what, const char* type) {
+  if (!p) c_error(std::string("null ") + what);
+  if (p->struct_size < sizeof(T)) {
+    c_error(std::string(what) + "->struct_size is " + std::to_string(p->struct_size) + ", not sizeof(" + type +
+            ") (" + std::to_string(sizeof(T)) + ")");
+  }
+}
+}  // namespace
+
+aj_status aj_printoptions(aj_print_options* options) {
+  return c_call("aj_printoptions", [&] {
+    check_struct(options, "options", "aj_print_options");
+    const aj::PrintOptions o = aj::printoptions();
+    options->precision = o.precision;
+    options->edgeitems = o.edgeitems;
+    options->threshold = o.threshold;
+    options->linewidth = o.linewidth;
+    options->suppress = o.suppress ? 1 : 0;
+  });
+}
+aj_status aj_set_printoptions(const aj_print_options* options) {
+  return c_call("aj_set_printoptions", [&] {
+    check_struct(options, "options", "aj_print_options");
+    aj::PrintOptions o;
+    o.precision = options->precision;
+    o.edgeitems = options->edgeitems;
+    o.threshold = options->threshold;
+    o.linewidth = options->linewidth;
+    o.suppress = options->suppress != 0;
+    aj::set_printoptions(o);
+  });
+}
+
+// Every counter of aj::Stats is a field of aj_stats_counts (both are all
+// uint64_t, so a counter added to one alone changes the size).
+#define AJ_STATS_COUNT_(name) +1
+static_assert((0 AJ_STATS_FIELDS(AJ_STATS_COUNT_)) * sizeof(uint64_t) == sizeof(aj::Stats),
+              "aj::Stats has a counter AJ_STATS_FIELDS (arrayjit.h) lacks");
+static_assert((0 AJ_STATS_FIELDS(AJ_STATS_COUNT_)) * sizeof(uint64_t) ==
+                  sizeof(aj_stats_counts) - offsetof(aj_stats_counts, evals),
+              "aj_stats_counts: one uint64_t per field");
+#undef AJ_STATS_COUNT_
+
+aj_status aj_stats(aj_stats_counts* out) {
+  return c_call("aj_stats", [&] {
+    check_struct(out, "out", "aj_stats_counts");
+    const aj::Stats s = aj::stats();
+#define AJ_STATS_PUT_(name) out->name = s.name;
+    AJ_STATS_FIELDS(AJ_STATS_PUT_)
+#undef AJ_STATS_PUT_
+  });
+}
+void aj_reset_stats(void) { aj::reset_stats(); }
 
 }  // extern "C"
 

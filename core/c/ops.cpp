@@ -6,6 +6,7 @@
 // in arrayjit.h (AJ_UNARY_OPS, ...): one line there declares the C function,
 // and these definitions follow. A name there is looked up in namespace `fn`
 // below, which sees every aj:: op and adds the names C++ spells as operators.
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -210,6 +211,134 @@ aj_status aj_scatter_add(aj_array a, aj_array indices, aj_array updates, int32_t
 aj_status aj_one_hot(aj_array labels, int64_t num_classes, aj_dtype dtype, aj_array* out) {
   return c_make("aj_one_hot", out,
                 [&] { return aj::one_hot(arg(labels, "labels"), num_classes, dtype_arg(dtype, "dtype")); });
+}
+
+namespace {
+std::optional<aj::DType> dtype_opt(const aj_dtype* dtype) {
+  if (!dtype) return std::nullopt;
+  return dtype_arg(*dtype, "dtype");
+}
+std::vector<aj::Slice> slices_arg(const int64_t* starts, const int64_t* stops, const int64_t* steps, int32_t n) {
+  if (n < 0) c_error("negative number of sliced axes " + std::to_string(n));
+  std::vector<aj::Slice> slices;
+  for (int32_t i = 0; i < n; ++i) {
+    slices.emplace_back(starts ? bound(starts[i]) : std::nullopt, stops ? bound(stops[i]) : std::nullopt,
+                        steps ? steps[i] : 1);
+  }
+  return slices;
+}
+}  // namespace
+
+aj_status aj_zeros_like(aj_array a, const aj_dtype* dtype, aj_array* out) {
+  return c_make("aj_zeros_like", out, [&] { return aj::zeros_like(arg(a, "a"), dtype_opt(dtype)); });
+}
+aj_status aj_ones_like(aj_array a, const aj_dtype* dtype, aj_array* out) {
+  return c_make("aj_ones_like", out, [&] { return aj::ones_like(arg(a, "a"), dtype_opt(dtype)); });
+}
+aj_status aj_full_like(aj_array a, double value, const aj_dtype* dtype, aj_array* out) {
+  return c_make("aj_full_like", out, [&] { return aj::full_like(arg(a, "a"), value, dtype_opt(dtype)); });
+}
+
+aj_status aj_cumulative_sum(aj_array x, const int32_t* axis, const aj_dtype* dtype, int include_initial,
+                            aj_array* out) {
+  return c_make("aj_cumulative_sum", out, [&] {
+    return aj::cumulative_sum(arg(x, "x"), axis ? std::optional<int>(*axis) : std::nullopt, dtype_opt(dtype),
+                              include_initial != 0);
+  });
+}
+
+aj_status aj_topk(aj_array x, int64_t k, int32_t axis, aj_array* values, aj_array* indices) {
+  if (values) *values = aj_array{0};
+  if (indices) *indices = aj_array{0};
+  return c_call("aj_topk", [&] {
+    if (!values || !indices) c_error("null output pointer (values and indices are both written)");
+    Reservation vslot, islot;  // first: once the arrays exist, nothing may fail
+    aj::TopK r = aj::topk(arg(x, "x"), k, axis);
+    *values = vslot.fill(std::move(r.values));
+    *indices = islot.fill(std::move(r.indices));
+  });
+}
+
+aj_status aj_nonzero(aj_array x, const int64_t* size, int64_t fill, aj_array* outs, int32_t nouts) {
+  const int32_t n = nouts < 0 ? 0 : nouts;
+  if (outs) {
+    for (int32_t i = 0; i < n; ++i) outs[i] = aj_array{0};
+  }
+  return c_call("aj_nonzero", [&] {
+    if (nouts < 0) c_error("negative number of outputs " + std::to_string(nouts));
+    if (!outs && n > 0) c_error("null output list");
+    std::vector<Array> r = aj::nonzero(arg(x, "x"), size ? std::optional<std::int64_t>(*size) : std::nullopt, fill);
+    if (static_cast<std::int64_t>(r.size()) != n) {
+      c_error("makes " + std::to_string(r.size()) + " arrays (one per axis of x), the output list holds " +
+              std::to_string(n));
+    }
+    std::unique_ptr<Reservation[]> slots(new Reservation[static_cast<std::size_t>(n)]);
+    for (int32_t i = 0; i < n; ++i) outs[i] = slots[static_cast<std::size_t>(i)].fill(std::move(r[static_cast<std::size_t>(i)]));
+  });
+}
+
+aj_status aj_scatter(aj_array a, aj_array indices, aj_array updates, int32_t axis, aj_array* out) {
+  return c_make("aj_scatter", out, [&] {
+    return aj::scatter(arg(a, "a"), arg(indices, "indices"), get_array(updates, "updates").operand(), axis);
+  });
+}
+aj_status aj_scatter_add_along_axis(aj_array a, aj_array indices, aj_array updates, int32_t axis, aj_array* out) {
+  return c_make("aj_scatter_add_along_axis", out, [&] {
+    return aj::scatter_add_along_axis(arg(a, "a"), arg(indices, "indices"), get_array(updates, "updates").operand(),
+                                      axis);
+  });
+}
+aj_status aj_put_along_axis(aj_array a, aj_array indices, aj_array values, int32_t axis, aj_array* out) {
+  return c_make("aj_put_along_axis", out, [&] {
+    return aj::put_along_axis(arg(a, "a"), arg(indices, "indices"), get_array(values, "values").operand(), axis);
+  });
+}
+aj_status aj_slice_update(aj_array a, const int64_t* starts, const int64_t* stops, const int64_t* steps, int32_t n,
+                          aj_array values, aj_array* out) {
+  return c_make("aj_slice_update", out, [&] {
+    return aj::slice_update(arg(a, "a"), slices_arg(starts, stops, steps, n), get_array(values, "values").operand());
+  });
+}
+aj_status aj_slice_add(aj_array a, const int64_t* starts, const int64_t* stops, const int64_t* steps, int32_t n,
+                       aj_array values, aj_array* out) {
+  return c_make("aj_slice_add", out, [&] {
+    return aj::slice_add(arg(a, "a"), slices_arg(starts, stops, steps, n), get_array(values, "values").operand());
+  });
+}
+aj_status aj_pad(aj_array a, const int64_t* widths, int32_t nwidths, aj_pad_mode mode, double value, aj_array* out) {
+  return c_make("aj_pad", out, [&] {
+    if (nwidths < 0) c_error("negative number of widths " + std::to_string(nwidths));
+    if (!widths && nwidths > 0) c_error("null widths with nwidths " + std::to_string(nwidths));
+    aj::PadMode m = aj::PadMode::constant;
+    switch (mode) {
+      case AJ_PAD_CONSTANT: m = aj::PadMode::constant; break;
+      case AJ_PAD_EDGE: m = aj::PadMode::edge; break;
+      case AJ_PAD_REFLECT: m = aj::PadMode::reflect; break;
+      default:
+        c_error("mode " + std::to_string(mode) + " is not a pad mode (AJ_PAD_CONSTANT, AJ_PAD_EDGE, AJ_PAD_REFLECT)");
+    }
+    std::vector<aj::PadWidth> w;
+    for (int32_t i = 0; i < nwidths; ++i) w.emplace_back(widths[2 * i], widths[2 * i + 1]);
+    return aj::pad(arg(a, "a"), std::move(w), m, value);
+  });
+}
+aj_status aj_roll(aj_array a, const int64_t* shifts, const int32_t* axes, int32_t n, aj_array* out) {
+  return c_make("aj_roll", out, [&] {
+    if (n < 0) c_error("negative number of shifts " + std::to_string(n));
+    if (!shifts && n > 0) c_error("null shifts with n " + std::to_string(n));
+    if (!axes) {
+      if (n != 1) c_error("axes NULL (the flattened array) takes exactly one shift, n is " + std::to_string(n));
+      return aj::roll(arg(a, "a"), shifts[0]);
+    }
+    return aj::roll(arg(a, "a"), std::vector<std::int64_t>(shifts, shifts + n), ints_arg(axes, n, "axes"));
+  });
+}
+
+aj_status aj_stop_gradient(aj_array x, aj_array* out) {
+  return c_make("aj_stop_gradient", out, [&] { return aj::stop_gradient(arg(x, "x")); });
+}
+aj_status aj_sum_to_shape(aj_array x, const int64_t* shape, int32_t ndim, aj_array* out) {
+  return c_make("aj_sum_to_shape", out, [&] { return aj::sum_to_shape(arg(x, "x"), shape_arg(shape, ndim)); });
 }
 
 aj_status aj_sort(aj_array x, int32_t axis, aj_array* out) {

@@ -67,7 +67,7 @@ extern "C" {
  * library whose aj_api_version() has the same major and a minor >= its own
  * (new functions and appended struct fields raise the minor). */
 #define AJ_API_VERSION_MAJOR 1
-#define AJ_API_VERSION_MINOR 1
+#define AJ_API_VERSION_MINOR 2
 #define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
 
 AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
@@ -176,6 +176,11 @@ AJ_C_API aj_status aj_arange_range(double start, double stop, double step, aj_dt
 AJ_C_API aj_status aj_linspace(double start, double stop, int64_t num, aj_dtype dtype, aj_array* out);
 /* n x m with ones on diagonal k (k > 0 above the main one). */
 AJ_C_API aj_status aj_eye(int64_t n, int64_t m, int64_t k, aj_dtype dtype, aj_array* out);
+/* Fills of a's shape (lazy, as aj_zeros), of a's dtype when dtype is NULL,
+ * else of *dtype; a is not evaluated. Since C API 1.2. */
+AJ_C_API aj_status aj_zeros_like(aj_array a, const aj_dtype* dtype, aj_array* out);
+AJ_C_API aj_status aj_ones_like(aj_array a, const aj_dtype* dtype, aj_array* out);
+AJ_C_API aj_status aj_full_like(aj_array a, double value, const aj_dtype* dtype, aj_array* out);
 /* Counter-based random numbers: the values depend only on the seed and the
  * number of random arrays made since it was set. */
 AJ_C_API void aj_random_seed(uint64_t seed);
@@ -325,6 +330,11 @@ AJ_C_API aj_status aj_cumprod(aj_array x, const int32_t* axis, aj_array* out);
 AJ_C_API aj_status aj_cummax(aj_array x, const int32_t* axis, aj_array* out);
 AJ_C_API aj_status aj_cummin(aj_array x, const int32_t* axis, aj_array* out);
 AJ_C_API aj_status aj_logcumsumexp(aj_array x, const int32_t* axis, aj_array* out);
+/* The array API's cumulative_sum: cumsum accumulating in *dtype (NULL: as
+ * cumsum), with a leading 0 along the axis when include_initial is nonzero.
+ * Since C API 1.2. */
+AJ_C_API aj_status aj_cumulative_sum(aj_array x, const int32_t* axis, const aj_dtype* dtype, int include_initial,
+                                     aj_array* out);
 
 /* Each line along `axis` sorted ascending (stable; NaN last), or the i64
  * positions that sort it; partition / argpartition as NumPy's with the
@@ -333,6 +343,11 @@ AJ_C_API aj_status aj_sort(aj_array x, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_argsort(aj_array x, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_partition(aj_array x, const int64_t* kth, int32_t nkth, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_argpartition(aj_array x, const int64_t* kth, int32_t nkth, int32_t axis, aj_array* out);
+/* The k largest elements of each line along `axis`, largest first (ties:
+ * the lower index first; NaN counts as largest), into *values, and their i64
+ * positions into *indices (jax.lax.top_k); 0 <= k <= the axis's extent. Both
+ * handles are written, or (on an error) both nulled. Since C API 1.2. */
+AJ_C_API aj_status aj_topk(aj_array x, int64_t k, int32_t axis, aj_array* values, aj_array* indices);
 
 /* Search (arrayjit/search.hpp): positions in the sorted 1-d a (i64 of v's
  * shape; right: after equal elements), bins, counts (weights: {0} for none;
@@ -348,6 +363,9 @@ AJ_C_API aj_status aj_bincount(aj_array x, aj_array weights, int64_t minlength, 
 AJ_C_API aj_status aj_argwhere(aj_array x, const int64_t* size, int64_t fill, aj_array* out);
 AJ_C_API aj_status aj_unique(aj_array x, const int64_t* size, double fill, aj_array* out);
 AJ_C_API aj_status aj_masked_select(aj_array x, aj_array mask, const int64_t* size, double fill, aj_array* out);
+/* nonzero: one i64 index array per axis of x (outs holds nouts handles,
+ * nouts must be x's rank), with *size and fill as argwhere. Since C API 1.2. */
+AJ_C_API aj_status aj_nonzero(aj_array x, const int64_t* size, int64_t fill, aj_array* outs, int32_t nouts);
 
 /* Softmax and log-softmax over `axes` (as the reductions; NULL: the last
  * axis), logsumexp over `axes` (NULL: all); gathers: take along *axis
@@ -361,6 +379,45 @@ AJ_C_API aj_status aj_take(aj_array a, aj_array indices, const int32_t* axis, aj
 AJ_C_API aj_status aj_take_along_axis(aj_array a, aj_array indices, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_scatter_add(aj_array a, aj_array indices, aj_array updates, int32_t axis, aj_array* out);
 AJ_C_API aj_status aj_one_hot(aj_array labels, int64_t num_classes, aj_dtype dtype, aj_array* out);
+
+/* More scatters and functional updates (arrayjit/indexing.hpp; since C API
+ * 1.2). None changes `a`: the result is a new array (it takes a's buffer over
+ * when nothing else needs it). Updates broadcast as the C++ functions say and
+ * are converted to a's dtype; indices are i32 or i64, negative ones count
+ * from the end, and an index beyond [-n, n) drops its update.
+ * scatter: as aj_scatter_add but setting (with duplicate indices the last
+ * update in row-major order wins); scatter_add_along_axis and
+ * put_along_axis: the transposes of take_along_axis (indices of a's rank),
+ * adding / setting. */
+AJ_C_API aj_status aj_scatter(aj_array a, aj_array indices, aj_array updates, int32_t axis, aj_array* out);
+AJ_C_API aj_status aj_scatter_add_along_axis(aj_array a, aj_array indices, aj_array updates, int32_t axis,
+                                             aj_array* out);
+AJ_C_API aj_status aj_put_along_axis(aj_array a, aj_array indices, aj_array values, int32_t axis, aj_array* out);
+/* JAX's a.at[slices].set(values) / .add(values): a with the slice (as
+ * aj_slice: starts, stops, steps of the first n axes, AJ_SLICE_NONE, NULL
+ * lists) replaced / incremented by values (broadcast to the slice's shape;
+ * slice_add on bool is `or`). */
+AJ_C_API aj_status aj_slice_update(aj_array a, const int64_t* starts, const int64_t* stops, const int64_t* steps,
+                                   int32_t n, aj_array values, aj_array* out);
+AJ_C_API aj_status aj_slice_add(aj_array a, const int64_t* starts, const int64_t* stops, const int64_t* steps,
+                                int32_t n, aj_array values, aj_array* out);
+/* NumPy pad. widths: nwidths pairs (before, after), int64_t[2 * nwidths]:
+ * one pair per axis, or one pair for every axis (nwidths 1). mode: constant
+ * (`value`, converted to a's dtype as aj_full's), edge (the edge element
+ * repeated), reflect (mirrored about the edge element, not repeating it). */
+typedef int32_t aj_pad_mode;
+enum aj_pad_mode_code { AJ_PAD_CONSTANT = 0, AJ_PAD_EDGE = 1, AJ_PAD_REFLECT = 2 };
+AJ_C_API aj_status aj_pad(aj_array a, const int64_t* widths, int32_t nwidths, aj_pad_mode mode, double value,
+                          aj_array* out);
+/* NumPy roll: shifted by shifts[i] along axes[i] (n of each), wrapping
+ * around; axes NULL: the flattened array shifted by shifts[0] (n must be 1). */
+AJ_C_API aj_status aj_roll(aj_array a, const int64_t* shifts, const int32_t* axes, int32_t n, aj_array* out);
+
+/* Autodiff's graph helpers (arrayjit/autodiff.hpp; since C API 1.2): x as a
+ * constant for differentiation (the identity on values), and x summed over
+ * its broadcast axes down to `shape` (the transpose of aj_broadcast_to). */
+AJ_C_API aj_status aj_stop_gradient(aj_array x, aj_array* out);
+AJ_C_API aj_status aj_sum_to_shape(aj_array x, const int64_t* shape, int32_t ndim, aj_array* out);
 
 /* Index of the largest/smallest element along *axis (NULL: of the flattened
  * array), as i64. */
@@ -489,6 +546,89 @@ AJ_C_API aj_status aj_array_is_evaluated(aj_array a, int* out);
  * ("%3 = add f32[4] %1, %2"). */
 AJ_C_API aj_status aj_array_to_string(aj_array a, char* buf, size_t cap, size_t* len);
 AJ_C_API aj_status aj_array_dump(aj_array a, char* buf, size_t cap, size_t* len);
+
+/* ---- inspection, switches, counters (since C API 1.2) ---------------------------------------------
+ * The C++ API's facilities (arrayjit/explain.hpp, jit.hpp, memory.hpp,
+ * print.hpp, stats.hpp, indexing.hpp's debug checks). Text follows
+ * aj_array_to_string's rule (snprintf's). */
+
+/* The optimized plan for evaluating the n arrays together (kernels and the
+ * ops fused into each, buffer slots, in-place reuse; nothing is computed),
+ * as aj::explain. */
+AJ_C_API aj_status aj_explain(const aj_array* xs, size_t n, char* buf, size_t cap, size_t* len);
+/* Graphviz text of the n arrays: plan nonzero, the plan evaluating them
+ * would run (kernels as clusters); zero, the traced graph (aj::to_dot). */
+AJ_C_API aj_status aj_to_dot(const aj_array* xs, size_t n, int plan, char* buf, size_t cap, size_t* len);
+/* The LLVM IR (assembly nonzero: the machine code) of every kernel the plan
+ * evaluating `a` would run (aj::jit::kernel_ir; nothing is computed). */
+AJ_C_API aj_status aj_jit_kernel_ir(aj_array a, int assembly, char* buf, size_t cap, size_t* len);
+/* Debug channels, comma-separated, as AJ_LOG lists them ("plan", "passes",
+ * "graph", "all"; "" clears them); output goes to stderr, where an unknown
+ * name is reported once (as aj::set_log does: not an error). */
+AJ_C_API aj_status aj_set_log(const char* channels);
+/* The LLVM version the library was built against ("19.1.7"; static storage). */
+AJ_C_API const char* aj_llvm_version(void);
+
+/* The host JIT (arrayjit/jit.hpp): on (nonzero) or off (kernels run in the
+ * kernel interpreter); the threads a large kernel is split over (0: all
+ * cores; negative is an error); the disk cache directory ("" when disabled;
+ * setting "" disables it); forgetting the compiled kernels kept in memory. */
+AJ_C_API int aj_jit_enabled(void);
+AJ_C_API void aj_jit_set_enabled(int on);
+AJ_C_API int32_t aj_jit_num_threads(void);
+AJ_C_API aj_status aj_jit_set_num_threads(int32_t n);
+AJ_C_API aj_status aj_jit_cache_dir(char* buf, size_t cap, size_t* len);
+AJ_C_API aj_status aj_jit_set_cache_dir(const char* dir);
+AJ_C_API aj_status aj_jit_clear_memory_cache(void);
+
+/* Host memory (arrayjit/memory.hpp): give the cached free buffers back to
+ * the system; cap the bytes the cache may hold (0 caches nothing); the cap;
+ * the bytes cached now. */
+AJ_C_API aj_status aj_trim_memory(void);
+AJ_C_API aj_status aj_set_memory_limit(size_t bytes);
+AJ_C_API size_t aj_memory_limit(void);
+AJ_C_API size_t aj_cached_bytes(void);
+
+/* The indexing ops' debug checks (aj::set_debug, AJ_DEBUG=1): indices are
+ * evaluated when an op is traced and an out-of-range one is an error. */
+AJ_C_API void aj_set_debug(int on);
+AJ_C_API int aj_debug(void);
+
+/* Print options (NumPy's set_printoptions; process-wide), for
+ * aj_array_to_string: aj_printoptions reads them into *options,
+ * aj_set_printoptions sets them all (options->struct_size set by the caller
+ * first, in both). A negative precision, threshold or edgeitems, or
+ * linewidth < 1, is an error. */
+typedef struct aj_print_options {
+  size_t struct_size; /* sizeof(aj_print_options) */
+  int32_t precision;  /* digits after the point, at most (8) */
+  int32_t edgeitems;  /* items kept at each end of a summarized axis (3) */
+  int64_t threshold;  /* arrays of more elements are summarized with "..." (1000) */
+  int32_t linewidth;  /* characters per line (75) */
+  int32_t suppress;   /* nonzero: never scientific below 1e8; tiny values print as 0. */
+} aj_print_options;
+AJ_C_API aj_status aj_printoptions(aj_print_options* options);
+AJ_C_API aj_status aj_set_printoptions(const aj_print_options* options);
+
+/* Counters (aj::stats, arrayjit/stats.hpp): one uint64_t each, in this
+ * order; out->struct_size is set by the caller first. */
+#define AJ_STATS_FIELDS(X)                                                                             \
+  X(evals) X(kernels_launched) X(system_allocs) X(system_frees) X(bytes_allocated) X(pool_hits)        \
+  X(inplace_reuses) X(live_bytes) X(peak_live_bytes) X(live_nodes) X(nodes_created) X(plans_built)     \
+  X(plan_cache_hits) X(plans_renumbered) X(held_values_stored) X(values_materialized)                  \
+  X(kernels_compiled) X(kernel_cache_hits) X(kernel_disk_hits) X(kernel_disk_rejects) X(compile_ns)    \
+  X(kernel_disk_load_ns) X(kernels_compiled_ahead) X(compiled_traces) X(compiled_replays)              \
+  X(compiled_new_extents) X(compiled_unplanned)
+#define AJ_STATS_FIELD_(name) uint64_t name;
+typedef struct aj_stats_counts {
+  size_t struct_size; /* sizeof(aj_stats_counts) */
+  AJ_STATS_FIELDS(AJ_STATS_FIELD_)
+} aj_stats_counts;
+#undef AJ_STATS_FIELD_
+AJ_C_API aj_status aj_stats(aj_stats_counts* out);
+/* Zero the counters (aj::reset_stats; not live_bytes and live_nodes, which
+ * count what lives now; peak_live_bytes restarts at live_bytes). */
+AJ_C_API void aj_reset_stats(void);
 
 /* ---- traced functions (compile once, replay) ---------------------------------------------------
  * An aj_function wraps a C callback that builds its outputs from its inputs

@@ -1,0 +1,189 @@
+// The C API's facilities (C API 1.2: inspection, the JIT's and the memory
+// cache's switches, print options, counters, the indexing ops' debug checks)
+// against the C++ functions they wrap, and their error paths.
+#include <doctest/doctest.h>
+
+#include <arrayjit/arrayjit.h>
+#include <arrayjit/arrayjit.hpp>
+#include <arrayjit/c_handle.hpp>
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+// The text a C function gives, read with snprintf's rule: the length first
+// (NULL buffer, capacity 0), then the whole text.
+template <class Call>
+std::string text_of(Call&& call) {
+  size_t len = 12345;
+  REQUIRE(call(static_cast<char*>(nullptr), size_t{0}, &len) == AJ_OK);
+  std::string buf(len + 1, '?');
+  size_t len2 = 0;
+  REQUIRE(call(buf.data(), buf.size(), &len2) == AJ_OK);
+  CHECK(len2 == len);
+  CHECK(buf[len] == '\0');
+  buf.resize(len);
+  return buf;
+}
+
+bool error_says(const char* fn, const char* what) {
+  const std::string e = aj_last_error();
+  return e.rfind(std::string(fn) + ": ", 0) == 0 && e.find(what) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("c api: explain, to_dot, kernel_ir and the log channels give what C++ does") {
+  const aj::Array x = aj::from_vector<float>({1, 2, 3, 4});
+  const aj::Array y = aj::exp(x) * 2.0f + 1.0f;
+  const aj::Array z = aj::sum(y);
+  aj_array hs[2] = {aj::to_c(y), aj::to_c(z)};
+  CHECK(text_of([&](char* b, size_t c, size_t* l) { return aj_explain(hs, 2, b, c, l); }) == aj::explain({y, z}));
+  CHECK(text_of([&](char* b, size_t c, size_t* l) { return aj_to_dot(hs, 2, 1, b, c, l); }) == aj::to_dot({y, z}));
+  aj::DotOptions graph;
+  graph.plan = false;
+  CHECK(text_of([&](char* b, size_t c, size_t* l) { return aj_to_dot(hs, 1, 0, b, c, l); }) ==
+        aj::to_dot({y}, graph));
+  const std::string ir = text_of([&](char* b, size_t c, size_t* l) { return aj_jit_kernel_ir(hs[0], 0, b, c, l); });
+  CHECK(ir == aj::jit::kernel_ir(y));
+  CHECK(ir.find("define") != std::string::npos);
+  // A short buffer gets the start of the text and its terminator.
+  char small[8];
+  size_t len = 0;
+  REQUIRE(aj_explain(hs, 2, small, sizeof small, &len) == AJ_OK);
+  CHECK(len > sizeof small);
+  CHECK(std::string(small) == aj::explain({y, z}).substr(0, 7));
+
+  CHECK(aj_explain(nullptr, 1, nullptr, 0, nullptr) == AJ_ERROR_USER);
+  CHECK(error_says("aj_explain", "null array list"));
+  CHECK(aj_explain(hs, 2, nullptr, 4, nullptr) == AJ_ERROR_USER);
+  CHECK(error_says("aj_explain", "null buffer"));
+  const aj_array dead[1] = {{12345}};
+  CHECK(aj_to_dot(dead, 1, 1, nullptr, 0, nullptr) == AJ_ERROR_HANDLE);
+  CHECK(aj_jit_kernel_ir(aj_array{0}, 0, nullptr, 0, nullptr) == AJ_ERROR_HANDLE);
+  CHECK(std::string(aj_last_error()).rfind("aj_jit_kernel_ir: ", 0) == 0);
+
+  CHECK(aj_set_log("plan") == AJ_OK);
+  CHECK(aj_set_log("") == AJ_OK);
+  CHECK(aj_set_log(nullptr) == AJ_ERROR_USER);
+  CHECK(std::string(aj_llvm_version()) == aj::llvm_version());
+  for (aj_array h : hs) CHECK(aj_array_release(h) == AJ_OK);
+}
+
+TEST_CASE("c api: the JIT's switches, the memory cache and the debug checks are the C++ API's") {
+  const bool enabled = aj::jit::enabled();
+  aj_jit_set_enabled(0);
+  CHECK(!aj::jit::enabled());
+  CHECK(aj_jit_enabled() == 0);
+  aj_jit_set_enabled(1);
+  CHECK(aj::jit::enabled());
+  CHECK(aj_jit_enabled() == 1);
+  aj::jit::set_enabled(enabled);
+
+  const int threads = aj::jit::num_threads();
+  CHECK(aj_jit_num_threads() == threads);
+  CHECK(aj_jit_set_num_threads(3) == AJ_OK);
+  CHECK(aj::jit::num_threads() == 3);
+  CHECK(aj_jit_num_threads() == 3);
+  CHECK(aj_jit_set_num_threads(-1) == AJ_ERROR_USER);
+  CHECK(error_says("aj_jit_set_num_threads", "negative thread count -1"));
+  CHECK(aj::jit::num_threads() == 3);  // unchanged
+  aj::jit::set_num_threads(threads);
+
+  const std::string dir = aj::jit::cache_dir();
+  CHECK(text_of([](char* b, size_t c, size_t* l) { return aj_jit_cache_dir(b, c, l); }) == dir);
+  CHECK(aj_jit_set_cache_dir("") == AJ_OK);
+  CHECK(aj::jit::cache_dir().empty());
+  CHECK(aj_jit_set_cache_dir(nullptr) == AJ_ERROR_USER);
+  CHECK(error_says("aj_jit_set_cache_dir", "null directory"));
+  aj::jit::set_cache_dir(dir);
+  CHECK(aj_jit_clear_memory_cache() == AJ_OK);
+
+  const size_t limit = aj::memory_limit();
+  CHECK(aj_memory_limit() == limit);
+  CHECK(aj_set_memory_limit(size_t{1} << 20) == AJ_OK);
+  CHECK(aj::memory_limit() == size_t{1} << 20);
+  CHECK(aj_memory_limit() == size_t{1} << 20);
+  CHECK(aj_cached_bytes() == aj::cached_bytes());
+  CHECK(aj_trim_memory() == AJ_OK);
+  CHECK(aj_cached_bytes() == 0);
+  aj::set_memory_limit(limit);
+
+  const bool debug = aj::debug();
+  aj_set_debug(1);
+  CHECK(aj::debug());
+  CHECK(aj_debug() == 1);
+  {
+    // With the checks on, an out-of-range index is an error when traced.
+    aj_array x = aj::to_c(aj::from_vector<float>({1, 2, 3})), i = aj::to_c(aj::from_vector<std::int64_t>({5}));
+    aj_array out{1};
+    CHECK(aj_take(x, i, nullptr, &out) == AJ_ERROR_USER);
+    CHECK(out._id == 0);
+    CHECK(std::string(aj_last_error()).rfind("aj_take: ", 0) == 0);
+    aj_set_debug(0);
+    CHECK(aj_debug() == 0);
+    CHECK(aj_take(x, i, nullptr, &out) == AJ_OK);  // clamped, as documented
+    for (aj_array h : {x, i, out}) CHECK(aj_array_release(h) == AJ_OK);
+  }
+  aj::set_debug(debug);
+}
+
+TEST_CASE("c api: print options and counters read and set what C++ does") {
+  const aj::PrintOptions saved = aj::printoptions();
+  aj_print_options o{};
+  o.struct_size = sizeof o;
+  REQUIRE(aj_printoptions(&o) == AJ_OK);
+  CHECK(o.precision == saved.precision);
+  CHECK(o.threshold == saved.threshold);
+  CHECK(o.edgeitems == saved.edgeitems);
+  CHECK(o.linewidth == saved.linewidth);
+  CHECK((o.suppress != 0) == saved.suppress);
+  o.precision = 3;
+  o.suppress = 1;
+  REQUIRE(aj_set_printoptions(&o) == AJ_OK);
+  CHECK(aj::printoptions().precision == 3);
+  CHECK(aj::printoptions().suppress);
+  const aj::Array x = aj::from_vector<double>({1.0 / 3, 2.5e-9});
+  aj_array hx = aj::to_c(x);
+  const std::string c_text = text_of([&](char* b, size_t c, size_t* l) { return aj_array_to_string(hx, b, c, l); });
+  std::ostringstream cpp_text;
+  cpp_text << x;
+  CHECK(c_text == cpp_text.str());
+  CHECK(c_text.find("0.333") != std::string::npos);
+  CHECK(c_text.find("0.3333") == std::string::npos);
+  CHECK(aj_array_release(hx) == AJ_OK);
+  o.linewidth = 0;
+  CHECK(aj_set_printoptions(&o) == AJ_ERROR_USER);
+  CHECK(error_says("aj_set_printoptions", "linewidth must be >= 1"));
+  CHECK(aj::printoptions().precision == 3);  // unchanged
+  o.linewidth = 75;
+  o.struct_size = sizeof(size_t);
+  CHECK(aj_set_printoptions(&o) == AJ_ERROR_USER);
+  CHECK(error_says("aj_set_printoptions", "struct_size"));
+  CHECK(aj_printoptions(nullptr) == AJ_ERROR_USER);
+  aj::set_printoptions(saved);
+
+  aj_reset_stats();
+  const aj::Array y = aj::from_vector<float>({1, 2}) * 3.0f;
+  y.eval();
+  aj_stats_counts s{};
+  s.struct_size = sizeof s;
+  REQUIRE(aj_stats(&s) == AJ_OK);
+  const aj::Stats want = aj::stats();
+  CHECK(s.evals >= 1);
+  CHECK(s.evals == want.evals);
+  CHECK(s.kernels_launched == want.kernels_launched);
+  CHECK(s.nodes_created == want.nodes_created);
+  CHECK(s.plans_built + s.plan_cache_hits == want.plans_built + want.plan_cache_hits);
+  CHECK(s.compiled_unplanned == want.compiled_unplanned);  // the last field
+  aj_reset_stats();
+  REQUIRE(aj_stats(&s) == AJ_OK);
+  CHECK(s.evals == 0);
+  s.struct_size = 8;
+  CHECK(aj_stats(&s) == AJ_ERROR_USER);
+  CHECK(error_says("aj_stats", "struct_size is 8"));
+  CHECK(aj_stats(nullptr) == AJ_ERROR_USER);
+}
