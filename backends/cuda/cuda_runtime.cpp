@@ -409,14 +409,20 @@ void launch(int index, const Kernel& k, const std::vector<const Storage*>& input
   // `scratch` is freed here, stream-ordered after the finishing kernel.
 }
 
+namespace {
+void use_all_on_stream(const std::vector<const Storage*>& touched, CUstream s) {
+  for (const Storage* st : touched) {
+    if (st) use_on_stream(*st, s);
+  }
+}
+}  // namespace
+
 void launch_library(int index, const LibraryLaunch& l, const std::vector<const Storage*>& touched) {
   if (l.gemm) {  // a cuBLAS call, enqueued on the same stream as a kernel would be
     device(index);
     CUstream s = stream_of(index);
     release_finished(false);
-    for (const Storage* st : touched) {
-      if (st) use_on_stream(*st, s);
-    }
+    use_all_on_stream(touched, s);
     run_gemm(*l.gemm, index, s);
     return;
   }
@@ -435,9 +441,7 @@ void launch_library(int index, const LibraryLaunch& l, const std::vector<const S
                   std::to_string(l.spec.rank) + " needs " + std::to_string(m.param_bytes) +
                   " bytes of launch parameters (limit " + std::to_string(kMaxParamBytes) + ")");
   }
-  for (const Storage* st : touched) {
-    if (st) use_on_stream(*st, s);
-  }
+  use_all_on_stream(touched, s);
   std::vector<std::int64_t> p = l.params;
   std::shared_ptr<Storage> scratch;
   if (l.scratch_bytes) {

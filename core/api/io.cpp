@@ -324,12 +324,12 @@ std::map<std::string, Array> load_npz(const std::string& path, Loc loc) {
   const std::string what = "'" + path + "'";
   // The end of central directory record: the last signature in the final 64 KiB + 22 bytes.
   std::size_t eocd = std::string::npos;
-  for (std::size_t i = s.size() >= 22 ? s.size() - 22 : 0; s.size() >= 22; --i) {
+  const std::size_t lowest = s.size() > 65557 ? s.size() - 65557 : 0;
+  for (std::size_t i = s.size() >= 22 ? s.size() - 21 : 0; i-- > lowest;) {
     if (get_le(s, i, 4) == 0x06054b50u) {
       eocd = i;
       break;
     }
-    if (i == 0 || s.size() - i > 65557) break;
   }
   if (eocd == std::string::npos) user_error(op, what + " is not a zip (.npz) archive", loc);
   const std::size_t count = get_le(s, eocd + 10, 2), cd_size = get_le(s, eocd + 12, 4), cd_at = get_le(s, eocd + 16, 4);

@@ -3,8 +3,11 @@
 // for aj_last_error().
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "arrayjit/arrayjit.h"
 #include "arrayjit/error.hpp"
@@ -16,6 +19,9 @@ namespace aj::c_api {
 // caller that line is inside arrayjit, not in its code.
 void set_last_error(const char* fn, const char* what);
 void clear_last_error();
+
+// A user error for a C caller (c_call puts the function's name first).
+[[noreturn]] void c_error(const std::string& msg);
 
 template <class Body>
 aj_status c_call(const char* fn, Body&& body) noexcept {
@@ -58,8 +64,24 @@ aj_status c_make(const char* fn, aj_array* out, Make&& make) noexcept {
   });
 }
 
-// A user error for a C caller (c_call puts the function's name first).
-[[noreturn]] void c_error(const std::string& msg);
+// c_make for functions with several results: outs[0..n) nulled first, then
+// every handle reserved before any result exists, so either all are written
+// or (on an error) none.
+template <class Make>
+aj_status c_make_many(const char* fn, aj_array* outs, std::int64_t n, Make&& make) noexcept {
+  if (outs) {
+    for (std::int64_t i = 0; i < n; ++i) outs[i] = aj_array{0};
+  }
+  return c_call(fn, [&] {
+    if (!outs && n > 0) throw Error(Error::Kind::user, "null output list");
+    std::vector<Array> r = make();
+    if (static_cast<std::int64_t>(r.size()) != n) {
+      c_error("makes " + std::to_string(r.size()) + " arrays, the output list holds " + std::to_string(n));
+    }
+    std::unique_ptr<Reservation[]> slots(new Reservation[static_cast<std::size_t>(n)]);
+    for (std::int64_t i = 0; i < n; ++i) outs[i] = slots[static_cast<std::size_t>(i)].fill(std::move(r[static_cast<std::size_t>(i)]));
+  });
+}
 
 // The DType of a C dtype code; an unknown code is a user error naming `what`.
 DType dtype_arg(int code, const char* what);

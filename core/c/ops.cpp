@@ -260,20 +260,9 @@ aj_status aj_topk(aj_array x, int64_t k, int32_t axis, aj_array* values, aj_arra
 }
 
 aj_status aj_nonzero(aj_array x, const int64_t* size, int64_t fill, aj_array* outs, int32_t nouts) {
-  const int32_t n = nouts < 0 ? 0 : nouts;
-  if (outs) {
-    for (int32_t i = 0; i < n; ++i) outs[i] = aj_array{0};
-  }
-  return c_call("aj_nonzero", [&] {
+  return c_make_many("aj_nonzero", outs, nouts < 0 ? 0 : nouts, [&] {
     if (nouts < 0) c_error("negative number of outputs " + std::to_string(nouts));
-    if (!outs && n > 0) c_error("null output list");
-    std::vector<Array> r = aj::nonzero(arg(x, "x"), size ? std::optional<std::int64_t>(*size) : std::nullopt, fill);
-    if (static_cast<std::int64_t>(r.size()) != n) {
-      c_error("makes " + std::to_string(r.size()) + " arrays (one per axis of x), the output list holds " +
-              std::to_string(n));
-    }
-    std::unique_ptr<Reservation[]> slots(new Reservation[static_cast<std::size_t>(n)]);
-    for (int32_t i = 0; i < n; ++i) outs[i] = slots[static_cast<std::size_t>(i)].fill(std::move(r[static_cast<std::size_t>(i)]));
+    return aj::nonzero(arg(x, "x"), size_arg(size), fill);
   });
 }
 

@@ -32,25 +32,6 @@ std::vector<Array> arrays_arg(const aj_array* xs, std::size_t n) {
   return out;
 }
 
-// c_make for functions with several results: outs[0..n) nulled first, then
-// every handle reserved before any result exists, so either all are written
-// or (on an error) none.
-template <class Make>
-aj_status c_make_many(const char* fn, aj_array* outs, std::int64_t n, Make&& make) noexcept {
-  if (outs) {
-    for (std::int64_t i = 0; i < n; ++i) outs[i] = aj_array{0};
-  }
-  return c_call(fn, [&] {
-    if (!outs && n > 0) throw Error(Error::Kind::user, "null output list");
-    std::vector<Array> r = make();
-    if (static_cast<std::int64_t>(r.size()) != n) {
-      c_error("makes " + std::to_string(r.size()) + " arrays, the output list holds " + std::to_string(n));
-    }
-    std::unique_ptr<Reservation[]> slots(new Reservation[static_cast<std::size_t>(n)]);
-    for (std::int64_t i = 0; i < n; ++i) outs[i] = slots[static_cast<std::size_t>(i)].fill(std::move(r[static_cast<std::size_t>(i)]));
-  });
-}
-
 }  // namespace
 }  // namespace aj::c_api
 

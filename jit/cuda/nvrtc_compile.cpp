@@ -127,9 +127,12 @@ const std::vector<std::string>& extra_flags() {
   }();
   return flags;
 }
-std::string extra_flags_text() {
-  std::string t;
-  for (const auto& f : extra_flags()) t += " " + f;
+const std::string& extra_flags_text() {
+  static const std::string t = [] {
+    std::string s;
+    for (const auto& f : extra_flags()) s += " " + f;
+    return s;
+  }();
   return t;
 }
 
