@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "graph/library.hpp"
 
 namespace aj {
 
@@ -54,6 +55,9 @@ std::string node_payload(const Node& n) {
       if (n.op == Op::Concat || n.op == Op::Sort || n.op == Op::ArgSort || n.op == Op::ScatterAdd ||
           n.op == Op::Scatter) {
         return "axis=" + std::to_string(n.i0);
+      }
+      if (n.op == Op::Linalg) {
+        return std::string(linalg_name(static_cast<LinalgKind>(n.i0))) + " flags=" + std::to_string(n.i1);
       }
       if (n.op == Op::TopK || n.op == Op::ArgTopK) return "axis=" + std::to_string(n.i0) + " k=" + std::to_string(n.i1);
       return "";

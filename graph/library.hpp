@@ -18,12 +18,17 @@
 //    has the input's shape: the values (Sort) or their i64 indices (ArgSort).
 //  - TopK/ArgTopK: the `k` largest of each line along `axis`, largest first
 //    (NaN largest; ties: lower index first); the result has extent k there.
+//  - Linalg: `axis` is the LinalgKind, `k` its flags (below); each matrix of
+//    the operands' last two axes gets one LAPACK routine, the leading axes are
+//    a batch (the operands' already agree). `loc` names the user's line for the
+//    errors a matrix's values cause (singular, not positive definite).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "arrayjit/dtype.hpp"
+#include "arrayjit/error.hpp"
 #include "base/op.hpp"
 
 namespace aj {
@@ -41,8 +46,59 @@ struct LibraryCall {
   std::vector<std::int64_t> shape;
   std::vector<LibraryOperand> inputs;
   std::int64_t axis = 0;
-  std::int64_t k = 0;  // TopK/ArgTopK: how many
+  std::int64_t k = 0;  // TopK/ArgTopK: how many; Linalg: the flags
+  Loc loc;             // where the node was traced (Linalg's value errors)
 };
+
+// The routines of Op::Linalg (node payload i0; flags in i1). Operands are
+// [batch..., rows, cols]; results are row-major. A decomposition with several
+// parts returns them packed in one array, rows of the parts one after
+// another, each part's columns from 0 (the rest of a row is 0); the public
+// functions (core/api/linalg.cpp) slice them apart (views, no copy).
+//   cholesky  a [n, n] -> L [n, n], lower, zeros above (reads a's lower
+//             triangle). Not positive definite: an error.
+//   lu        a [m, n] -> [2 + m, max(m, n)]: row 0 holds the pivots as
+//             numbers: row i was swapped with row pivot[i] (0-based, i <
+//             min(m, n)); row 1 the permutation they make: row i of L U is
+//             row perm[i] of a (i < m); rows 2..m+1 hold L below the
+//             diagonal (unit diagonal not stored) and U on and above it
+//             (LAPACK getrf, partial pivoting). (The short rows first: every
+//             part starts at a fixed row, so a compiled call at new extents
+//             slices them apart without tracing.) Never an error: a zero
+//             pivot leaves U singular.
+//   solve     a [n, n], b [n, k] -> x [n, k] with a x = b (getrf + getrs).
+//             Singular a: an error.
+//   triangular  a [n, n], b [n, k] -> x [n, k] with op(a) x = b, reading one
+//             triangle of a: flags kLower (else upper), kTransposeA, kUnit
+//             (diagonal taken as 1). A zero on the diagonal gives inf/NaN.
+//   qr        a [m, n] -> [m + r, c]: Q [m, q] then R [r, n]; reduced:
+//             q = r = min(m, n); kComplete: q = r = m. c = max(q, n).
+//   svd       a [m, n] -> the singular values [min(m, n)], descending; with
+//             kVectors: [m + 1 + v, c]: U [m, u], then S in one row, then
+//             Vh [v, n]; u = v = min(m, n), kFull: u = m, v = n;
+//             c = max(u, n).
+//   eigh      a [n, n] symmetric (reads the lower triangle; kUpper: the
+//             upper) -> the eigenvalues [n], ascending; with kVectors
+//             [n + 1, n]: the eigenvalues in row 0, then V (column j is the
+//             eigenvector of eigenvalue j).
+enum class LinalgKind : std::int64_t { cholesky, lu, solve, triangular, qr, svd, eigh };
+namespace linalg_flag {
+constexpr std::int64_t kLower = 1, kTransposeA = 2, kUnit = 4;  // triangular
+constexpr std::int64_t kNamedInv = 1;                            // solve: inv's (errors say "inv")
+constexpr std::int64_t kComplete = 1;                            // qr
+constexpr std::int64_t kVectors = 1, kFull = 2;                  // svd (kVectors also eigh)
+constexpr std::int64_t kUpper = 2;                               // eigh
+}  // namespace linalg_flag
+
+const char* linalg_name(LinalgKind kind);
+// The user's op behind a node (inv for a solve flagged kNamedInv): what
+// errors name.
+const char* linalg_op_name(LinalgKind kind, std::int64_t flags);
+
+// The result's shape for operands of these shapes (batch axes equal, ranks
+// >= 2, square where the routine needs it: checked by the caller, who names
+// the user's op); the one rule that tracing, verification and the backends use.
+Shape linalg_shape(LinalgKind kind, std::int64_t flags, const Shape& a, const Shape* b);
 
 // Ops that run as library steps rather than inside kernels.
 constexpr bool is_library_op(Op op) {

@@ -21,7 +21,8 @@ LibraryCall library_call(const Node& n, const std::vector<Layout>& inputs) {
     c.inputs.push_back({in.dtype, in.shape.dims(), inputs[k].strides, inputs[k].offset});
   }
   c.axis = is_reduction(n.op) ? n.ints[0] : n.op == Op::MatMul ? 0 : n.i0;  // concat, sort, scatter: i0
-  c.k = n.i1;  // topk
+  c.k = n.i1;  // topk: k; linalg: the flags (axis: the routine)
+  c.loc = n.loc;
   return c;
 }
 

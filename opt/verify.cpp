@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "graph/library.hpp"
 #include "opt/passes/assign_buffers.hpp"
 #include "opt/passes/fuse.hpp"
 
@@ -220,6 +221,7 @@ class NodeCheck {
                b.shape[r - 1] == n_.shape[r - 1], "matmul extents");
       return;
     }
+    if (n_.op == Op::Linalg) return linalg();
     // Concat
     need(!n_.inputs.empty(), "concat of nothing");
     need(n_.i0 >= 0 && n_.i0 < n_.shape.ndim(), "concat axis out of range");
@@ -232,6 +234,27 @@ class NodeCheck {
       total += in(k).shape[static_cast<int>(n_.i0)];
     }
     need(total == n_.shape[static_cast<int>(n_.i0)], "concat extent is the sum of its inputs'");
+  }
+
+  void linalg() {
+    need(n_.dtype == DType::f32 || n_.dtype == DType::f64, "linalg runs in f32 or f64");
+    need(n_.i0 >= 0 && n_.i0 <= static_cast<std::int64_t>(LinalgKind::eigh), "linalg: a routine of LinalgKind");
+    const auto kind = static_cast<LinalgKind>(n_.i0);
+    const bool two = kind == LinalgKind::solve || kind == LinalgKind::triangular;
+    need(n_.inputs.size() == (two ? 2u : 1u), "linalg: solves take a and b, the others a");
+    for (std::size_t k = 0; k < n_.inputs.size(); ++k) {
+      need(in(k).dtype == n_.dtype && in(k).shape.ndim() >= 2, "linalg operands: the result's dtype, rank >= 2");
+    }
+    const Shape& a = in(0).shape;
+    const int r = a.ndim();
+    const bool square = kind != LinalgKind::lu && kind != LinalgKind::qr && kind != LinalgKind::svd;
+    need(!square || a[r - 1] == a[r - 2], "linalg: this routine takes square matrices");
+    if (two) {
+      const Shape& b = in(1).shape;
+      need(b.ndim() == r && b[r - 2] == a[r - 1], "linalg solves: b has a's rank and its rows");
+      for (int d = 0; d < r - 2; ++d) need(b[d] == a[d], "linalg solves: batch extents agree");
+    }
+    need(n_.shape == linalg_shape(kind, n_.i1, a, two ? &in(1).shape : nullptr), "linalg: the result's shape");
   }
 
   const Graph& g_;

@@ -89,6 +89,12 @@ const Entry kCatalog[] = {
     {"outer, inner, dot, vdot, kron", "shape_functions.hpp", "outer, inner, dot, vdot, kron", "yes", "aj_outer, aj_inner, aj_dot, aj_vdot, aj_kron"},
     {"tensordot, cross", "shape_functions.hpp", "tensordot, cross", "yes", "aj_tensordot, aj_cross"},
     {"einsum, einsum_path", "einsum.hpp", "einsum, einsum_path", "yes", "aj_einsum"},
+    // linear algebra (LAPACK library steps; host only for now)
+    {"linalg::solve, inv, triangular_solve (solve_triangular)", "linalg.hpp", "linalg.solve, inv, scipy.linalg.solve_triangular", "yes", "aj_linalg_solve, aj_linalg_inv, aj_linalg_triangular_solve"},
+    {"linalg::cholesky, lu_factor, lu, qr", "linalg.hpp", "linalg.cholesky, scipy.linalg.lu_factor, lu, linalg.qr", "yes", "aj_linalg_cholesky, aj_linalg_lu_factor, aj_linalg_lu, aj_linalg_qr"},
+    {"linalg::svd, svdvals, eigh, eigvalsh", "linalg.hpp", "linalg.svd, svdvals, eigh, eigvalsh", "yes", "aj_linalg_svd, aj_linalg_svdvals, aj_linalg_eigh, aj_linalg_eigvalsh"},
+    {"linalg::det, slogdet, lstsq, pinv, matrix_power, matrix_rank", "linalg.hpp", "linalg.det, slogdet, lstsq, pinv, matrix_power, matrix_rank", "yes", "aj_linalg_det, aj_linalg_slogdet, aj_linalg_lstsq, aj_linalg_pinv, aj_linalg_matrix_power, aj_linalg_matrix_rank"},
+    {"linalg::norm, vector_norm, matrix_norm", "linalg.hpp", "linalg.norm, vector_norm, matrix_norm", "yes", "aj_linalg_norm, aj_linalg_vector_norm, aj_linalg_matrix_norm"},
     // indexing
     {"take, take_along_axis", "indexing.hpp", "take, take_along_axis", "yes", "aj_take, aj_take_along_axis"},
     {"scatter_add", "indexing.hpp", "add.at", "yes", "aj_scatter_add"},
@@ -150,7 +156,8 @@ std::string generate() {
         "`AJ_WRITE_OPS_MD=1 ./build/aj_tests -tc=\"ops catalog*\"` rewrites it; the test fails\n"
         "when this file is stale, or when a C function it names is not exported). Semantics:\n"
         "[semantics.md](semantics.md). Every op runs on every backend: the host JIT, the kernel\n"
-        "interpreter, the reference interpreter and CUDA (generated kernels and library steps);\n"
+        "interpreter, the reference interpreter and CUDA (generated kernels and library steps),\n"
+        "but for linear algebra, which is not on CUDA yet (an error there, no silent copy);\n"
         "an op is one graph node or a composition of them, so what holds for the nodes holds\n"
         "for it. Derivative: \"yes\" in its floating-point operands (reverse and forward mode),\n"
         "\"0\": defined as zero (piecewise constant), \"-\": no float result.\n\n";

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "arrayjit/error.hpp"
 
@@ -193,6 +194,34 @@ const char* openblas_core_for(IsaLevel level) {
   return "Prescott";
 }
 
+namespace {
+
+// The LAPACK table from the library `h` (whose cblas_sgemm this is).
+template <class T>
+LapackFns<T> lapack_from(void* h, char p) {
+  LapackFns<T> f;
+  auto get = [&](auto& fn, const char* name) {
+    const std::string sym = name[0] == 'c' ? std::string("cblas_") + p + (name + 1) : p + std::string(name);
+    fn = h ? reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, sym.c_str())) : nullptr;
+  };
+  get(f.potrf, "potrf_");
+  get(f.getrf, "getrf_");
+  get(f.getrs, "getrs_");
+  get(f.geqrf, "geqrf_");
+  get(f.orgqr, "orgqr_");
+  get(f.gesdd, "gesdd_");
+  get(f.syevd, "syevd_");
+  get(f.trsm, "ctrsm");
+  return f;
+}
+
+void with_lapack(Blas& b, void* h) {
+  b.lapack_f32 = lapack_from<float>(h, 's');
+  b.lapack_f64 = lapack_from<double>(h, 'd');
+}
+
+}  // namespace
+
 Blas process_openblas() {
   Blas b;
   b.sgemm = &cblas_sgemm;
@@ -201,6 +230,14 @@ Blas process_openblas() {
   b.get_num_threads = &openblas_get_num_threads;
   b.core = openblas_get_corename();
   b.config = openblas_get_config();
+  // Its LAPACK from the same file (another LAPACK loaded first in the process
+  // would win a plain symbol lookup).
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cblas_sgemm), &info) && info.dli_fname) {
+    void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    with_lapack(b, h);
+    if (h) dlclose(h);  // RTLD_NOLOAD took a reference: the library stays loaded
+  }
   return b;
 }
 
@@ -260,6 +297,7 @@ std::optional<Blas> load_private_openblas(const char* core, std::string* why, Pr
   b.core = corename();
   b.config = config();
   b.private_copy = true;
+  with_lapack(b, h);
   // A build for one CPU ignores OPENBLAS_CORETYPE: its copy is no better.
   if (!same_name(b.core, core)) {
     return fail(std::string(info.dli_fname) + " ran core " + b.core + " when asked for " + core +

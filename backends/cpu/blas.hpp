@@ -21,12 +21,35 @@
 // this table, are taken to be made for the CPU that OpenBLAS chose them for).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
 #include "base/cpu_level.hpp"
 
 namespace aj::cpu {
+
+// The LAPACK routines of the same OpenBLAS file (Fortran ABI: arguments by
+// pointer, column-major, each character argument's length passed last), and
+// its triangular solve, for the host linalg (backends/cpu/host_linalg.cpp).
+// One table per element type; null where the file lacks one.
+template <class T>
+struct LapackFns {
+  void (*potrf)(const char* uplo, const int* n, T* a, const int* lda, int* info, std::size_t) = nullptr;
+  void (*getrf)(const int* m, const int* n, T* a, const int* lda, int* ipiv, int* info) = nullptr;
+  void (*getrs)(const char* trans, const int* n, const int* nrhs, const T* a, const int* lda, const int* ipiv, T* b,
+                const int* ldb, int* info, std::size_t) = nullptr;
+  void (*geqrf)(const int* m, const int* n, T* a, const int* lda, T* tau, T* work, const int* lwork,
+                int* info) = nullptr;
+  void (*orgqr)(const int* m, const int* n, const int* k, T* a, const int* lda, const T* tau, T* work,
+                const int* lwork, int* info) = nullptr;
+  void (*gesdd)(const char* jobz, const int* m, const int* n, T* a, const int* lda, T* s, T* u, const int* ldu, T* vt,
+                const int* ldvt, T* work, const int* lwork, int* iwork, int* info, std::size_t) = nullptr;
+  void (*syevd)(const char* jobz, const char* uplo, const int* n, T* a, const int* lda, T* w, T* work,
+                const int* lwork, int* iwork, const int* liwork, int* info, std::size_t, std::size_t) = nullptr;
+  // cblas_?trsm(order, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb)
+  void (*trsm)(int, int, int, int, int, int, int, T, const T*, int, T*, int) = nullptr;
+};
 
 struct Blas {
   void (*sgemm)(int order, int transa, int transb, int m, int n, int k, float alpha, const float* a, int lda,
@@ -35,6 +58,8 @@ struct Blas {
                 const double* b, int ldb, double beta, double* c, int ldc) = nullptr;
   void (*set_num_threads)(int) = nullptr;
   int (*get_num_threads)() = nullptr;
+  LapackFns<float> lapack_f32;
+  LapackFns<double> lapack_f64;
   std::string core;         // openblas_get_corename()
   std::string config;       // openblas_get_config()
   bool private_copy = false;

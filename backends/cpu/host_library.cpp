@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backends/cpu/host_launch.hpp"
+#include "backends/cpu/host_linalg.hpp"
 #include "backends/cpu/host_matmul.hpp"
 #include "backends/cpu/host_scatter.hpp"
 #include "backends/cpu/host_sort.hpp"
@@ -126,6 +127,7 @@ void run_library(const LibraryCall& call, const std::vector<const void*>& inputs
     return sort_lines(call, inputs[0], out, threads);
   }
   if (call.op == Op::ScatterAdd || call.op == Op::Scatter) return scatter(call, inputs, out);
+  if (call.op == Op::Linalg) return run_linalg(call, inputs, out);
   internal_error(std::string("host library: no step for ") + op_name(call.op));
 }
 

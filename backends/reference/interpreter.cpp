@@ -1,6 +1,10 @@
 #include "backends/reference/interpreter.hpp"
 
+#include <Eigen/Cholesky>
 #include <Eigen/Core>
+#include <Eigen/Eigenvalues>
+#include <Eigen/QR>
+#include <Eigen/SVD>
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -10,6 +14,7 @@
 #include "backends/cpu/host_memory.hpp"
 #include "base/index_rules.hpp"
 #include "base/semantics.hpp"
+#include "graph/library.hpp"
 #include "graph/strided_walk.hpp"
 #include "base/stats.hpp"
 
@@ -457,6 +462,189 @@ void run_scatter(NodeId id) {
 
 }  // namespace
 
+namespace {
+
+// Linalg: the routines of graph/library.hpp, written out plainly (LU with
+// partial pivoting, substitutions) or with Eigen (Cholesky, QR, SVD, eigh),
+// per matrix of the batch, in the node's dtype. Vectors of QR, SVD and eigh
+// are unique up to sign: tests compare them so, not bit for bit.
+template <class T>
+void linalg_matrix(const Node& n, const T* a, const T* b, T* out) {
+  using namespace linalg_flag;
+  using M = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+  const Graph& g = graph();
+  const Shape& as = g[n.inputs[0]].shape;
+  const std::int64_t m = as[as.ndim() - 2], cols = as[as.ndim() - 1], k = std::min(m, cols);
+  const std::int64_t width = n.shape[n.shape.ndim() - 1];
+  M A(m, cols);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) A(i, j) = a[i * cols + j];
+  }
+  auto put = [&](const M& x, std::int64_t row0) {
+    for (std::int64_t i = 0; i < x.rows(); ++i) {
+      for (std::int64_t j = 0; j < x.cols(); ++j) out[(row0 + i) * width + j] = x(i, j);
+    }
+  };
+  auto refuse = [&](const std::string& what) {
+    user_error(linalg_op_name(static_cast<LinalgKind>(n.i0), n.i1), what, n.loc);
+  };
+  // LU with partial pivoting (the first largest magnitude), in place in A.
+  auto lu = [&](M& x, std::vector<std::int64_t>& piv) -> std::int64_t {  // first zero pivot + 1, or 0
+    std::int64_t zero = 0;
+    for (std::int64_t c = 0; c < std::min(x.rows(), x.cols()); ++c) {
+      std::int64_t p = c;
+      for (std::int64_t r = c + 1; r < x.rows(); ++r) {
+        if (std::abs(x(r, c)) > std::abs(x(p, c))) p = r;
+      }
+      piv.push_back(p);
+      x.row(c).swap(x.row(p));
+      if (x(c, c) == T(0)) {
+        if (zero == 0) zero = c + 1;
+        continue;
+      }
+      for (std::int64_t r = c + 1; r < x.rows(); ++r) {
+        x(r, c) /= x(c, c);
+        for (std::int64_t j = c + 1; j < x.cols(); ++j) x(r, j) -= x(r, c) * x(c, j);
+      }
+    }
+    return zero;
+  };
+  auto rhs = [&]() {
+    const Shape& bs = g[n.inputs[1]].shape;
+    const std::int64_t r = bs[bs.ndim() - 2], c = bs[bs.ndim() - 1];
+    M B(r, c);
+    for (std::int64_t i = 0; i < r; ++i) {
+      for (std::int64_t j = 0; j < c; ++j) B(i, j) = b[i * c + j];
+    }
+    return B;
+  };
+  switch (static_cast<LinalgKind>(n.i0)) {
+    case LinalgKind::cholesky: {
+      M L = M::Zero(m, m);
+      for (std::int64_t j = 0; j < m; ++j) {
+        T d = A(j, j);
+        for (std::int64_t p = 0; p < j; ++p) d -= L(j, p) * L(j, p);
+        if (!(d > T(0))) refuse("the matrix is not positive definite (its leading minor of order " + std::to_string(j + 1) + " is not positive)");
+        L(j, j) = std::sqrt(d);
+        for (std::int64_t i = j + 1; i < m; ++i) {
+          T s = A(i, j);
+          for (std::int64_t p = 0; p < j; ++p) s -= L(i, p) * L(j, p);
+          L(i, j) = s / L(j, j);
+        }
+      }
+      return put(L, 0);
+    }
+    case LinalgKind::lu: {
+      std::vector<std::int64_t> piv;
+      lu(A, piv);
+      put(A, 2);
+      std::vector<std::int64_t> perm(static_cast<std::size_t>(m));
+      for (std::int64_t r = 0; r < m; ++r) perm[static_cast<std::size_t>(r)] = r;
+      for (std::int64_t p = 0; p < k; ++p) {
+        const auto to = piv[static_cast<std::size_t>(p)];
+        out[p] = static_cast<T>(to);
+        std::swap(perm[static_cast<std::size_t>(p)], perm[static_cast<std::size_t>(to)]);
+      }
+      for (std::int64_t r = 0; r < m; ++r) out[width + r] = static_cast<T>(perm[static_cast<std::size_t>(r)]);
+      return;
+    }
+    case LinalgKind::solve: {
+      M B = rhs();
+      std::vector<std::int64_t> piv;
+      if (lu(A, piv) != 0) {
+        refuse("the matrix is singular (an exactly zero pivot in its LU factors)");
+      }
+      for (std::int64_t c = 0; c < m; ++c) B.row(c).swap(B.row(piv[static_cast<std::size_t>(c)]));
+      for (std::int64_t i = 0; i < m; ++i) {  // L y = P b, unit diagonal
+        for (std::int64_t p = 0; p < i; ++p) B.row(i) -= A(i, p) * B.row(p);
+      }
+      for (std::int64_t i = m; i-- > 0;) {  // U x = y
+        for (std::int64_t p = i + 1; p < m; ++p) B.row(i) -= A(i, p) * B.row(p);
+        B.row(i) /= A(i, i);
+      }
+      return put(B, 0);
+    }
+    case LinalgKind::triangular: {
+      M B = rhs();
+      M T_ = (n.i1 & kTransposeA) ? M(A.transpose()) : A;
+      // op(a)'s own triangle: a transposed lower is upper.
+      const bool lower = bool(n.i1 & kLower) != bool(n.i1 & kTransposeA);
+      const bool unit = n.i1 & kUnit;
+      auto row = [&](std::int64_t i) {
+        for (std::int64_t p = 0; p < m; ++p) {
+          if (p != i && (lower ? p < i : p > i)) B.row(i) -= T_(i, p) * B.row(p);
+        }
+        if (!unit) B.row(i) /= T_(i, i);
+      };
+      if (lower) {
+        for (std::int64_t i = 0; i < m; ++i) row(i);
+      } else {
+        for (std::int64_t i = m; i-- > 0;) row(i);
+      }
+      return put(B, 0);
+    }
+    case LinalgKind::qr: {
+      const std::int64_t q = (n.i1 & kComplete) ? m : k;
+      Eigen::HouseholderQR<M> qr(A);
+      M Q = qr.householderQ() * M::Identity(m, q);
+      M R = M(qr.matrixQR().template triangularView<Eigen::Upper>()).topRows(q);
+      put(Q, 0);
+      return put(R, m);
+    }
+    case LinalgKind::svd: {
+      const bool full = n.i1 & kFull;
+      if (!(n.i1 & kVectors)) {
+        Eigen::JacobiSVD<M> svd(A);
+        for (std::int64_t p = 0; p < k; ++p) out[p] = svd.singularValues()(p);
+        return;
+      }
+      Eigen::JacobiSVD<M> svd(A, full ? (Eigen::ComputeFullU | Eigen::ComputeFullV)
+                                      : (Eigen::ComputeThinU | Eigen::ComputeThinV));
+      put(svd.matrixU(), 0);
+      for (std::int64_t p = 0; p < k; ++p) out[m * width + p] = svd.singularValues()(p);
+      return put(M(svd.matrixV().transpose()), m + 1);
+    }
+    case LinalgKind::eigh: {
+      M S = (n.i1 & kUpper) ? M(A.template selfadjointView<Eigen::Upper>()) : M(A.template selfadjointView<Eigen::Lower>());
+      Eigen::SelfAdjointEigenSolver<M> es(S, (n.i1 & kVectors) ? Eigen::ComputeEigenvectors : Eigen::EigenvaluesOnly);
+      for (std::int64_t p = 0; p < m; ++p) out[p] = es.eigenvalues()(p);
+      if (n.i1 & kVectors) put(es.eigenvectors(), 1);
+      return;
+    }
+  }
+}
+
+void run_linalg(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  const Node& a = g[n.inputs[0]];
+  auto as = materialize(a);
+  std::shared_ptr<Storage> bs = n.inputs.size() > 1 ? materialize(g[n.inputs[1]]) : nullptr;
+  auto s = alloc_for(n);
+  const int r = a.shape.ndim();
+  const std::int64_t a_size = a.shape[r - 2] * a.shape[r - 1];
+  const std::int64_t b_size = bs ? g[n.inputs[1]].shape[r - 2] * g[n.inputs[1]].shape[r - 1] : 0;
+  std::int64_t batches = 1, out_size = 1;
+  for (int d = 0; d < r - 2; ++d) batches *= a.shape[d];
+  for (int d = r - 2; d < n.shape.ndim(); ++d) out_size *= n.shape[d];
+  visit_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      T* out = static_cast<T*>(s->data);
+      std::fill(out, out + n.numel(), T(0));
+      for (std::int64_t bi = 0; bi < batches; ++bi) {
+        linalg_matrix<T>(n, static_cast<const T*>(as->data) + bi * a_size,
+                         bs ? static_cast<const T*>(bs->data) + bi * b_size : nullptr, out + bi * out_size);
+      }
+    } else {
+      internal_error("reference linalg: a dtype other than f32/f64");
+    }
+  });
+  finish(id, std::move(s));
+}
+
+}  // namespace
+
 void evaluate_node(NodeId id) {
   const Op op = graph()[id].op;
   ++detail::stats_mut().kernels_launched;
@@ -478,6 +666,7 @@ void evaluate_node(NodeId id) {
       if (op == Op::Concat) return run_concat(id);
       if (op == Op::ScatterAdd || op == Op::Scatter) return run_scatter(id);
       if (op == Op::MatMul) return run_matmul(id);
+      if (op == Op::Linalg) return run_linalg(id);
       return run_sort(id);
   }
 }

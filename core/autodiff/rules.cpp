@@ -607,6 +607,7 @@ const Rule* rule_for(Op op) {
     case Op::Pad: return &index_rules::pad;
     case Op::ScatterAdd: return &index_rules::scatter_add;
     case Op::Scatter: return &index_rules::scatter;
+    case Op::Linalg: return &linalg_rules::linalg;
   }
   internal_error("autodiff: rule_for of an op outside the table");
 }

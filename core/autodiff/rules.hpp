@@ -69,4 +69,9 @@ namespace index_rules {
 extern const Rule cumsum, cumprod, cumextreme, logcumsumexp, sort, gather, pad, scatter_add, scatter;
 }  // namespace index_rules
 
+// Op::Linalg's rule, by routine (core/autodiff/rules_linalg.cpp).
+namespace linalg_rules {
+extern const Rule linalg;
+}  // namespace linalg_rules
+
 }  // namespace aj::autodiff

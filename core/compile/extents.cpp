@@ -10,6 +10,7 @@
 #include "base/index_rules.hpp"
 #include "base/op.hpp"
 #include "core/api/trace.hpp"
+#include "graph/library.hpp"
 
 namespace aj::detail::extents {
 
@@ -420,6 +421,36 @@ bool derive(Template& t, TNode& n, std::string* why) {
         case Op::ScatterAdd:  // out: a's shape; idx and upd alike, a's but for axis i0
           ok = same_as(0) && in(1).shape.ndim() == rank && unify_but(in(1), in(2), -1) && unify_but(in(0), in(1), n.i0);
           break;
+        case Op::Linalg: {
+          // graph/library.hpp's shapes for a square a [..., n, n] (a guard:
+          // rows = columns), each extent n or n plus a constant (for other
+          // shapes, min(m, n) and max(m, n) appear: traced at new extents).
+          const auto kind = static_cast<LinalgKind>(n.i0);
+          const TNode& a = in(0);
+          const int ar = a.shape.ndim();
+          const int rows = a.dims[static_cast<std::size_t>(ar - 2)], cols = a.dims[static_cast<std::size_t>(ar - 1)];
+          ok = a.shape[ar - 2] == a.shape[ar - 1] && unify(t, rows, cols);
+          if (!ok) break;
+          if (kind == LinalgKind::solve || kind == LinalgKind::triangular) {
+            ok = same_as(1) && unify_but(a, in(1), ar - 1);
+            break;
+          }
+          // [..., n * p + q, n] or [..., n]: the rows as an expression of n.
+          n.dims.assign(a.dims.begin(), a.dims.end() - 2);
+          if (rank == ar) {
+            // For square operands the rows are linear in n: per n + plus,
+            // read off linalg_shape itself at n = 1 and 2.
+            const auto rows_at = [&](std::int64_t e) { return linalg_shape(kind, n.i1, Shape{e, e}, nullptr)[0]; };
+            const std::int64_t per = rows_at(2) - rows_at(1), plus = rows_at(1) - per;
+            ok = n.shape[rank - 2] == per * a.shape[ar - 1] + plus;
+            if (!ok) break;
+            n.dims.push_back(per == 1 && plus == 0 ? cols
+                                                   : new_var(t, Var::Kind::expr, n.shape[rank - 2],
+                                                             add(mul(cst(per), atom(cols)), cst(plus))));
+          }
+          n.dims.push_back(cols);
+          break;
+        }
         default:
           ok = false;
       }

@@ -391,6 +391,9 @@ std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<
     const LibraryOp op = c.op == Op::ScatterAdd ? LibraryOp::scatter_add : LibraryOp::scatter;
     launches.push_back(plan_scatter(op, c.dtype, c.inputs[1].dtype, c.shape, c.inputs[2].shape,
                                     static_cast<int>(c.axis), ref(1), ref(2), out, sms));
+  } else if (c.op == Op::Linalg) {
+    user_error(linalg_op_name(static_cast<LinalgKind>(c.axis), c.k),
+               "is not available on CUDA devices yet (no cuSOLVER path): evaluate it on the host", c.loc);
   } else {
     internal_error(std::string("cuda: no library kernel evaluates ") + op_name(c.op));
   }

@@ -67,7 +67,7 @@ extern "C" {
  * library whose aj_api_version() has the same major and a minor >= its own
  * (new functions and appended struct fields raise the minor). */
 #define AJ_API_VERSION_MAJOR 1
-#define AJ_API_VERSION_MINOR 2
+#define AJ_API_VERSION_MINOR 3
 #define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
 
 AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
@@ -427,6 +427,48 @@ AJ_C_API aj_status aj_argmin(aj_array x, const int32_t* axis, int keepdims, aj_a
 /* NumPy matmul: 1-d operands are promoted and the added axis removed; batch
  * axes broadcast. */
 AJ_C_API aj_status aj_matmul(aj_array a, aj_array b, aj_array* out);
+
+/* ---- numpy.linalg (arrayjit/linalg.hpp; since C API 1.3) -------------------------------------
+ * Over the last two axes, batched over the leading ones; f32/f64 (integers and
+ * bool as f64; halves refused). A decomposition writes each of its parts to
+ * outs[0..] (the count is fixed per function and checked: nouts). A singular
+ * or not positive definite matrix is an AJ_ERROR_USER at evaluation (solve,
+ * inv, cholesky), as NumPy's LinAlgError. */
+typedef enum aj_qr_mode { AJ_QR_REDUCED = 0, AJ_QR_COMPLETE = 1, AJ_QR_R = 2 } aj_qr_mode;
+/* A norm's order: the default (2-norm of a vector, Frobenius of a matrix), a
+ * number p (2, 1, inf, -inf, 0, -1, -2, or any p for vectors), "fro", "nuc". */
+typedef enum aj_norm_ord { AJ_ORD_DEFAULT = 0, AJ_ORD_P = 1, AJ_ORD_FRO = 2, AJ_ORD_NUC = 3 } aj_norm_ord;
+AJ_C_API aj_status aj_linalg_cholesky(aj_array a, int upper, aj_array* out);
+AJ_C_API aj_status aj_linalg_solve(aj_array a, aj_array b, aj_array* out);
+AJ_C_API aj_status aj_linalg_inv(aj_array a, aj_array* out);
+AJ_C_API aj_status aj_linalg_triangular_solve(aj_array a, aj_array b, int lower, int transpose_a, int unit_diagonal,
+                                              aj_array* out);
+/* lu_factor: lu, pivots, permutation (3 outputs); lu: p, l, u (3). */
+AJ_C_API aj_status aj_linalg_lu_factor(aj_array a, aj_array* outs, int32_t nouts);
+AJ_C_API aj_status aj_linalg_lu(aj_array a, aj_array* outs, int32_t nouts);
+/* q, r (2 outputs; AJ_QR_R: r alone, 1 output). */
+AJ_C_API aj_status aj_linalg_qr(aj_array a, aj_qr_mode mode, aj_array* outs, int32_t nouts);
+/* u, s, vh (3 outputs). */
+AJ_C_API aj_status aj_linalg_svd(aj_array a, int full_matrices, aj_array* outs, int32_t nouts);
+AJ_C_API aj_status aj_linalg_svdvals(aj_array a, aj_array* out);
+/* eigenvalues, eigenvectors (2 outputs). */
+AJ_C_API aj_status aj_linalg_eigh(aj_array a, int upper, aj_array* outs, int32_t nouts);
+AJ_C_API aj_status aj_linalg_eigvalsh(aj_array a, int upper, aj_array* out);
+AJ_C_API aj_status aj_linalg_det(aj_array a, aj_array* out);
+/* sign, logabsdet (2 outputs). */
+AJ_C_API aj_status aj_linalg_slogdet(aj_array a, aj_array* outs, int32_t nouts);
+/* x, residuals, rank, s (4 outputs); rcond null: NumPy 2's default. */
+AJ_C_API aj_status aj_linalg_lstsq(aj_array a, aj_array b, const double* rcond, aj_array* outs, int32_t nouts);
+AJ_C_API aj_status aj_linalg_pinv(aj_array a, double rcond, aj_array* out);
+/* axes: null with naxes 0 for NumPy's axis=None, else 1 or 2 axes. */
+AJ_C_API aj_status aj_linalg_norm(aj_array x, aj_norm_ord ord, double p, const int32_t* axes, int32_t naxes,
+                                  int keepdims, aj_array* out);
+AJ_C_API aj_status aj_linalg_vector_norm(aj_array x, double ord, const int32_t* axes, int32_t naxes, int keepdims,
+                                         aj_array* out);
+AJ_C_API aj_status aj_linalg_matrix_norm(aj_array x, aj_norm_ord ord, double p, int keepdims, aj_array* out);
+AJ_C_API aj_status aj_linalg_matrix_power(aj_array a, int64_t n, aj_array* out);
+/* tol null: max(s) * max(m, n) * eps. */
+AJ_C_API aj_status aj_linalg_matrix_rank(aj_array a, const double* tol, aj_array* out);
 /* A copy converted to dtype (the same array when it has that dtype). */
 AJ_C_API aj_status aj_astype(aj_array x, aj_dtype dtype, aj_array* out);
 /* A copy on another device (the same array when it is there already). */

@@ -13,6 +13,7 @@
 #include "arrayjit/indexing.hpp"
 #include "arrayjit/io.hpp"
 #include "arrayjit/jit.hpp"
+#include "arrayjit/linalg.hpp"
 #include "arrayjit/memory.hpp"
 #include "arrayjit/nn.hpp"
 #include "arrayjit/print.hpp"
