@@ -52,7 +52,10 @@ const std::map<std::string, std::string> kCName = {
     {"aj::cuda::borrow", "aj_array_from_cuda_view"},
     {"aj::cuda::current_stream", "aj_cuda_current_stream"},
     {"aj::linalg::trace", "aj_trace"},
-    {"aj::linalg::solve_triangular", "aj_linalg_triangular_solve"},  // scipy's name  // the array API puts it in linalg; C had it first
+    {"aj::linalg::solve_triangular", "aj_linalg_triangular_solve"},  // scipy's name
+    {"aj::conv_transpose1d", "aj_conv_transpose"},  // one C function for the three ranks
+    {"aj::conv_transpose2d", "aj_conv_transpose"},
+    {"aj::conv_transpose3d", "aj_conv_transpose"},  // the array API puts it in linalg; C had it first
     // The array API's / NumPy 2's / SciPy's second names of one function.
     {"aj::asin", "aj_arcsin"},
     {"aj::acos", "aj_arccos"},
@@ -76,6 +79,9 @@ const Reasoned kCppOnly[] = {
     {"aj::jit::matmul_library", "a line of aj_host_info()'s text"},
     {"aj::cuda::no_sync", "(void*)-1 as aj_array_from_cuda_view's producer_stream (documented there)"},
     {"aj::cuda::eval", "aj_cuda_stream_push, then aj_eval_many"},
+    {"aj::conv1d", "PyTorch's convenience over aj_conv_general (the bias added with aj_add)"},
+    {"aj::conv2d", "PyTorch's convenience over aj_conv_general (the bias added with aj_add)"},
+    {"aj::conv3d", "PyTorch's convenience over aj_conv_general (the bias added with aj_add)"},
     {"aj::write_dot", "aj_to_dot gives the text; the caller writes the file (and runs Graphviz) itself"},
 };
 

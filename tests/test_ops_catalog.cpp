@@ -89,6 +89,13 @@ const Entry kCatalog[] = {
     {"outer, inner, dot, vdot, kron", "shape_functions.hpp", "outer, inner, dot, vdot, kron", "yes", "aj_outer, aj_inner, aj_dot, aj_vdot, aj_kron"},
     {"tensordot, cross", "shape_functions.hpp", "tensordot, cross", "yes", "aj_tensordot, aj_cross"},
     {"einsum, einsum_path", "einsum.hpp", "einsum, einsum_path", "yes", "aj_einsum"},
+    // convolution, pooling, resizing (compositions: views, one concatenation, matmul)
+    {"conv_general", "conv.hpp", "jax.lax.conv_general_dilated", "yes", "aj_conv_general"},
+    {"conv1d, conv2d, conv3d", "conv.hpp", "torch.nn.functional.conv1d, conv2d, conv3d", "yes", ""},
+    {"conv_transpose1d, conv_transpose2d, conv_transpose3d", "conv.hpp", "torch.nn.functional.conv_transpose1d, 2d, 3d", "yes", "aj_conv_transpose"},
+    {"max_pool, avg_pool", "conv.hpp", "torch.nn.functional.max_pool1d/2d/3d, avg_pool1d/2d/3d", "yes", "aj_max_pool, aj_avg_pool"},
+    {"reduce_window", "conv.hpp", "jax.lax.reduce_window", "yes", "aj_reduce_window"},
+    {"interpolate", "conv.hpp", "torch.nn.functional.interpolate (nearest, linear)", "yes", "aj_interpolate"},
     // linear algebra (LAPACK library steps; host only for now)
     {"linalg::solve, inv, triangular_solve (solve_triangular)", "linalg.hpp", "linalg.solve, inv, scipy.linalg.solve_triangular", "yes", "aj_linalg_solve, aj_linalg_inv, aj_linalg_triangular_solve"},
     {"linalg::cholesky, lu_factor, lu, qr", "linalg.hpp", "linalg.cholesky, scipy.linalg.lu_factor, lu, linalg.qr", "yes", "aj_linalg_cholesky, aj_linalg_lu_factor, aj_linalg_lu, aj_linalg_qr"},

@@ -83,6 +83,10 @@ aj_status c_make_many(const char* fn, aj_array* outs, std::int64_t n, Make&& mak
   });
 }
 
+// The array of handle argument `name` (a user error naming it when the
+// handle is not a live array).
+inline Array array_arg(aj_array h, const char* name) { return get_array(h, name).array; }
+
 // The DType of a C dtype code; an unknown code is a user error naming `what`.
 DType dtype_arg(int code, const char* what);
 

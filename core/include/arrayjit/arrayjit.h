@@ -469,6 +469,39 @@ AJ_C_API aj_status aj_linalg_matrix_norm(aj_array x, aj_norm_ord ord, double p, 
 AJ_C_API aj_status aj_linalg_matrix_power(aj_array a, int64_t n, aj_array* out);
 /* tol null: max(s) * max(m, n) * eps. */
 AJ_C_API aj_status aj_linalg_matrix_rank(aj_array a, const double* tol, aj_array* out);
+
+/* ---- convolution and pooling (arrayjit/conv.hpp; since C API 1.3) ------------------------------
+ * Lists of int64: a null list with length 0 means the default (1 for strides
+ * and dilations, 0 for padding); one value applies to every spatial axis.
+ * padding: (low, high) pairs, npadding pairs (2 * npadding numbers). */
+typedef enum aj_padding_mode { AJ_PADDING_PAIRS = 0, AJ_PADDING_SAME = 1, AJ_PADDING_VALID = 2 } aj_padding_mode;
+/* JAX's conv_general_dilated; layouts: letters ("NCHW", "OIHW", ...), null
+ * or "" for the default (N, C, spatial; O, I, spatial; out as lhs). */
+AJ_C_API aj_status aj_conv_general(aj_array x, aj_array w, const int64_t* strides, int32_t nstrides,
+                                   aj_padding_mode mode, const int64_t* padding, int32_t npadding,
+                                   const int64_t* lhs_dilation, int32_t nlhs_dilation, const int64_t* rhs_dilation,
+                                   int32_t nrhs_dilation, int64_t groups, const char* lhs_layout,
+                                   const char* rhs_layout, const char* out_layout, aj_array* out);
+/* PyTorch's conv_transpose1d/2d/3d (by x's rank): w [C, O / groups, k...];
+ * padding and output_padding: one number per spatial axis (or one for all). */
+AJ_C_API aj_status aj_conv_transpose(aj_array x, aj_array w, const int64_t* stride, int32_t nstride,
+                                     const int64_t* padding, int32_t npadding, const int64_t* output_padding,
+                                     int32_t noutput_padding, int64_t groups, const int64_t* dilation,
+                                     int32_t ndilation, aj_array* out);
+/* Pooling over the last nwindow axes; padding: one number per axis (symmetric). */
+AJ_C_API aj_status aj_max_pool(aj_array x, const int64_t* window, int32_t nwindow, const int64_t* strides,
+                               int32_t nstrides, const int64_t* padding, int32_t npadding, int ceil_mode,
+                               const int64_t* dilation, int32_t ndilation, aj_array* out);
+AJ_C_API aj_status aj_avg_pool(aj_array x, const int64_t* window, int32_t nwindow, const int64_t* strides,
+                               int32_t nstrides, const int64_t* padding, int32_t npadding, int ceil_mode,
+                               int count_include_pad, aj_array* out);
+/* JAX's reduce_window over every axis; op "sum", "prod", "max" or "min". */
+AJ_C_API aj_status aj_reduce_window(aj_array x, const char* op, const int64_t* window, int32_t nwindow,
+                                    const int64_t* strides, int32_t nstrides, const int64_t* padding,
+                                    int32_t npadding, aj_array* out);
+/* PyTorch's interpolate: mode "nearest", "linear", "bilinear", "trilinear". */
+AJ_C_API aj_status aj_interpolate(aj_array x, const int64_t* size, int32_t nsize, const char* mode,
+                                  int align_corners, aj_array* out);
 /* A copy converted to dtype (the same array when it has that dtype). */
 AJ_C_API aj_status aj_astype(aj_array x, aj_dtype dtype, aj_array* out);
 /* A copy on another device (the same array when it is there already). */

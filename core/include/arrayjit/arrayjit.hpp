@@ -5,6 +5,7 @@
 #include "arrayjit/array.hpp"
 #include "arrayjit/autodiff.hpp"
 #include "arrayjit/compile.hpp"
+#include "arrayjit/conv.hpp"
 #include "arrayjit/cuda.hpp"
 #include "arrayjit/dtype.hpp"
 #include "arrayjit/einsum.hpp"
