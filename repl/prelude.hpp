@@ -16,6 +16,16 @@ using namespace aj;
 
 namespace ajrepl {
 
+// libstdc++'s reference counting (a std::shared_ptr copied or released, so
+// also a copy of an aj::compile function) calls these always_inline
+// functions. The precompiled prelude's object file, which interpreted code
+// takes the prelude's inline functions from, inlined them and kept no copy,
+// so `auto p2 = p;` failed with "Symbols not found: __atomic_add_dispatch".
+// Their addresses make it keep one.
+[[gnu::used]] inline void (*const keep_atomic_add)(_Atomic_word*, int) = &__gnu_cxx::__atomic_add_dispatch;
+[[gnu::used]] inline _Atomic_word (*const keep_exchange_and_add)(_Atomic_word*, int) =
+    &__gnu_cxx::__exchange_and_add_dispatch;
+
 // `show((EXPR, ajrepl::nothing))` prints EXPR's value, or nothing when EXPR
 // is void: the comma below only applies to a value (a void operand takes the
 // built-in comma, whose result is `nothing`).

@@ -124,6 +124,38 @@ status=$?
 [[ $status == 1 ]] && pass "pipe: --fail-on-error exits with status 1" || fail "pipe: --fail-on-error status $status" fail.txt
 has fail.txt "pipe: a non-std exception is reported" '^exception: int'
 
+# --- compiled functions and lambdas held in variables --------------------------------------
+# A variable of a lambda's type is one variable for every later input (it
+# was copied into each one, made again: counts read 0, and `auto r = g(a);`
+# called a g not yet made, SIGSEGV).
+cat >compiled.cpp <<'EOF'
+auto g = aj::compile([](const Array& v) { return v * 2 + 1; });
+auto x = arange(3);
+auto r = g(x);
+r
+auto x10 = x * 10;
+x10
+auto r2 = g(x10);
+r2
+Array r3;
+r3 = g(x);
+std::cout << "traces " << g.counts().traces << " replays " << g.counts().replays << std::endl;
+auto h = [k = 0]() mutable { return ++k; };
+h();
+std::cout << "h " << h() << std::endl;
+auto g2 = g;
+auto r4 = g2(x);
+std::cout << "after a copy: replays " << g.counts().replays << std::endl;
+EOF
+"$REPL" --fail-on-error <compiled.cpp >compiled.txt 2>&1
+status=$?
+[[ $status == 0 ]] && pass "compiled: auto r = g(a) runs (status 0)" || fail "compiled: status $status" compiled.txt
+has compiled.txt "compiled: auto r = g(a) computes" '^array\(\[1, +3, +5\]'
+has compiled.txt "compiled: a second call computes" '^array\(\[ *1, +21, +41\]'
+has compiled.txt "compiled: counts() counts the session's calls" '^traces 1 replays 2$'
+has compiled.txt "compiled: a lambda with state keeps it" '^h 2$'
+has compiled.txt "compiled: a copy shares the function (std::shared_ptr copies link)" '^after a copy: replays 3$'
+
 # --- 2. a session in a terminal ---------------------------------------------------------------
 if ! command -v tmux >/dev/null; then
   echo "SKIP terminal tests: tmux is not installed"
