@@ -143,25 +143,41 @@ int main(int argc, char** argv) {
   std::string input, line;
   int lineno = 0, first = 0;
   bool quit = false;
+  aj::repl::Scan scanned;  // the input's scan so far
+  auto run_input = [&] {
+    std::string text;
+    text.swap(input);
+    scanned = {};
+    return session->run(text, first);
+  };
   for (Read r; (r = reader.read(input.empty() ? kPrompt : kMore, line)) != Read::end;) {
     if (r == Read::interrupted) {
       std::printf("^C\n");
       input.clear();
+      scanned = {};
       continue;
     }
     ++lineno;
+    // A complete input that may go on (an `if` whose `else` may follow, a
+    // `try` whose next `catch` may): this line either continues it or
+    // (another statement, an empty line) the input runs first and this
+    // line starts the next one.
+    if (!input.empty() && scanned.continued_by && !aj::repl::continues(scanned, line) && !run_input()) {
+      quit = true;
+      break;
+    }
     if (echo) std::printf("%s%s\n", input.empty() ? kPrompt : kMore, line.c_str());
     if (input.empty()) first = lineno;
     input += input.empty() ? line : "\n" + line;
-    if (!aj::repl::scan(input).complete) continue;
-    std::string text;
-    text.swap(input);
-    if (!session->run(text, first)) {
+    scanned = aj::repl::scan(input);
+    if (!scanned.complete || scanned.continued_by) continue;
+    if (!run_input()) {
       quit = true;
       break;
     }
   }
-  if (!input.empty()) session->run(input, first);  // an unfinished last input: let clang say what is missing
+  // An unfinished last input (clang says what is missing), or one that might have gone on.
+  if (!quit && !input.empty()) run_input();
   if (tty && !quit) std::printf("\n");  // end the prompt line Ctrl-D left
   reader.save();
   leave(fail_on_error && session->failures() > 0 ? 1 : 0);

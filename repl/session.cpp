@@ -40,6 +40,9 @@ const char* const kHelp = R"(arrayjit REPL: C++20, with <arrayjit/arrayjit.hpp> 
   a * 2                                 a bare expression (no ';') prints its value
   for (int i = 0; i < 3; ++i) {         open brackets continue on the next line
     a = a + 1; }                        (as does a line ending in '\')
+  if (n > 3) { ... }                    an if block waits for the next line: an `else`
+  else { ... }                          there continues it, anything else (or an empty
+                                        line) runs it first; so do catch after try
 
   %explain EXPR   the optimizer's plan for an array: kernels, fused ops, buffers
   %dot EXPR       write the array's plan picture to NAME.dot (NAME is EXPR when it is a
@@ -465,7 +468,7 @@ void Session::run_code(const std::string& text, int line) {
   if (s.code_end == 0) return;  // only comments
   std::string code = text.substr(0, s.code_end);
   std::string body = code.substr(0, s.tail_begin), tail = code.substr(s.tail_begin);
-  if (trim(tail).empty() || trim(tail)[0] == '#' || code.back() == ';') {
+  if (trim(tail).empty() || trim(tail)[0] == '#' || code.back() == ';' || s.tail_is_compound) {
     if (run_statements(text, line) != Outcome::ok) ++failures_;
     return;
   }

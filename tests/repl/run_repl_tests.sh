@@ -156,6 +156,60 @@ has compiled.txt "compiled: counts() counts the session's calls" '^traces 1 repl
 has compiled.txt "compiled: a lambda with state keeps it" '^h 2$'
 has compiled.txt "compiled: a copy shares the function (std::shared_ptr copies link)" '^after a copy: replays 3$'
 
+# --- statements that go on after a block: else, catch, do's while ----------------------------
+# An `if` block is not cut from its `else`, typed on the same line or the
+# next; a line that does not continue it runs it first (so does a blank line).
+cat >blocks.cpp <<'EOF'
+int k = 3;
+if (k > 2) { std::cout << "big" << std::endl; } else { std::cout << "small" << std::endl; }
+if (k > 5) {
+  std::cout << "huge" << std::endl;
+}
+else {
+  std::cout << "not huge" << std::endl;
+}
+if (k > 5) { std::cout << "x" << std::endl; }
+else if (k > 1) { std::cout << "middle" << std::endl; }
+else { std::cout << "y" << std::endl; }
+if (k == 3) { std::cout << "no else" << std::endl; }
+std::cout << "next statement" << std::endl;
+if (k == 3) std::cout << "plain if" << std::endl;
+
+std::cout << "after a blank line" << std::endl;
+try { auto bad = arange(3) + ones({4}); } catch (const aj::Error& e) { std::cout << "caught aj::Error" << std::endl; }
+try {
+  throw std::runtime_error("boom");
+}
+catch (const aj::Error&) { std::cout << "wrong handler" << std::endl; }
+catch (const std::exception& e) { std::cout << "caught " << e.what() << std::endl; }
+do {
+  ++k;
+}
+while (k < 10);
+k
+if (k == 10)
+{
+  k = 11;
+}
+k
+EOF
+"$REPL" --fail-on-error <blocks.cpp >blocks.txt 2>&1
+status=$?
+[[ $status == 0 ]] && pass "blocks: every input compiles (status 0)" || fail "blocks: status $status" blocks.txt
+has blocks.txt "blocks: if {...} else {...} on one line" '^big$'
+has blocks.txt "blocks: else on the line after the block" '^not huge$'
+has blocks.txt "blocks: else if ... else over lines" '^middle$'
+hasnt blocks.txt "blocks: no branch runs twice or wrongly" '^(small|huge|x|y|wrong handler)$'
+if tr '\n' '|' <blocks.txt | grep -q 'no else|next statement|plain if|after a blank line|'; then
+  pass "blocks: an if without else runs before the next line's statement"
+else
+  fail "blocks: an if without else runs before the next line's statement" blocks.txt
+fi
+has blocks.txt "blocks: try {...} catch on one line" '^caught aj::Error$'
+has blocks.txt "blocks: catch clauses on the lines after the block" '^caught boom$'
+has blocks.txt "blocks: do {...} while over lines" '^10$'
+has blocks.txt "blocks: if (c) then its block on the next line" '^11$'
+
 # --- 2. a session in a terminal ---------------------------------------------------------------
 if ! command -v tmux >/dev/null; then
   echo "SKIP terminal tests: tmux is not installed"
@@ -216,6 +270,10 @@ expect "an open bracket asks for more" '^\.\.> '
 type_line '  n = n + 10; }'
 type_line 'n'
 expect "the loop ran" '^23$'
+type_line 'if (n > 1000) { n = 1; }'
+type_line 'else { n = 5; }'
+type_line 'n'
+expect "else typed on the line after an if block" '^5$'
 # Each key goes in once the REPL reads the terminal: keys typed before its
 # prompt is drawn were dropped or reordered with the Ctrl-C when the machine
 # was busy (a ctest -j2 run beside aj_tests).
