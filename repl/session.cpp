@@ -49,7 +49,8 @@ const char* const kHelp = R"(arrayjit REPL: C++20, with <arrayjit/arrayjit.hpp> 
                   variable, else "graph"), and NAME.svg / NAME.png when Graphviz's
                   dot is installed
   %time EXPR      run EXPR once (evaluating an Array result) and print the CPU and
-                  wall time, then the value
+                  wall time, then the value; compiling kernels not seen before is
+                  not counted (the note after the times says how long it took)
   %stats [reset]  aj::stats(): evaluations, kernels, compiles, buffers (reset: zero them)
   %help           this text
   %quit           leave (as does end of input, Ctrl-D)
