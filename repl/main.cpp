@@ -38,10 +38,27 @@ const char* kUsage = R"(usage: arrayjit-repl [--echo] [--fail-on-error] [--no-pc
 Type %help in the session for its commands.
 )";
 
-// Ctrl-C on a terminal drops the line being typed instead of ending the
-// session (a computation already running is not interrupted: it finishes).
+// Ctrl-C while an input runs asks arrayjit to stop (aj::interrupt: the
+// evaluation throws aj::Error "interrupted" at its next kernel step or block,
+// the input is undone and the session goes on). While a line is typed, on a
+// terminal it drops the line; from a pipe it ends the process, as it did
+// before the handler. (Plain C++ that evaluates nothing runs on to its end.)
 volatile sig_atomic_t g_interrupted = 0;
-void on_interrupt(int) { g_interrupted = 1; }
+volatile sig_atomic_t g_running = 0;  // an input runs
+volatile sig_atomic_t g_tty = 0;
+void on_interrupt(int) {
+  if (g_running) {
+    aj::interrupt();  // async-signal-safe
+    if (g_tty) (void)!write(STDERR_FILENO, "\n", 1);  // the report starts after the terminal's "^C"
+    return;
+  }
+  if (!g_tty) {  // the default action: end
+    signal(SIGINT, SIG_DFL);
+    raise(SIGINT);
+    return;
+  }
+  g_interrupted = 1;
+}
 
 // One physical line, with or without line editing.
 enum class Read { line, interrupted, end };
@@ -133,9 +150,13 @@ int main(int argc, char** argv) {
     std::printf("arrayjit %s REPL (clang %s, C++20). %%help for help, %%quit to leave.\n", aj::version(),
                 aj::llvm_version());
   }
-  if (tty) {
+  g_tty = tty;
+  {
     struct sigaction sa = {};
-    sa.sa_handler = on_interrupt;  // no SA_RESTART: the terminal read returns
+    sa.sa_handler = on_interrupt;
+    // On a terminal no SA_RESTART: the read returns and drops the line. From
+    // a pipe the read goes on (std::getline would take EINTR for the end).
+    sa.sa_flags = tty ? 0 : SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
   }
@@ -148,7 +169,11 @@ int main(int argc, char** argv) {
     std::string text;
     text.swap(input);
     scanned = {};
-    return session->run(text, first);
+    aj::interrupt(false);  // a Ctrl-C that came before this input is not for it
+    g_running = 1;
+    const bool go_on = session->run(text, first);
+    g_running = 0;
+    return go_on;
   };
   for (Read r; (r = reader.read(input.empty() ? kPrompt : kMore, line)) != Read::end;) {
     if (r == Read::interrupted) {

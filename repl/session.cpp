@@ -56,7 +56,9 @@ const char* const kHelp = R"(arrayjit REPL: C++20, with <arrayjit/arrayjit.hpp> 
   %quit           leave (as does end of input, Ctrl-D)
 
 An exception prints its message and the line it came from; the input that threw
-is undone and every earlier variable keeps its value.
+is undone and every earlier variable keeps its value. Ctrl-C while an input runs
+interrupts its evaluation the same way (aj::Error "aj: interrupted", at the next
+kernel launch or block of a long kernel); while typing, it drops the line.
 )";
 
 // Clang's diagnostics, printed as "<input>:LINE:COL: error: ..." with the

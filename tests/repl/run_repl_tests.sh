@@ -221,6 +221,58 @@ has blocks.txt "blocks: catch clauses on the lines after the block" '^caught boo
 has blocks.txt "blocks: do {...} while over lines" '^10$'
 has blocks.txt "blocks: if (c) then its block on the next line" '^11$'
 
+# --- Ctrl-C (SIGINT) interrupts a running evaluation -----------------------------------------
+# y's kernel has 1e11 points (minutes); SIGINT comes once it runs: the
+# evaluation stops between the kernel's blocks with aj::Error "interrupted",
+# that input is undone, and the session goes on with its arrays intact.
+cat >interrupt.cpp <<'EOF'
+auto xr = arange(1000000).astype(DType::f32).reshape({1000000, 1});
+auto yc = arange(100000).astype(DType::f32).reshape({1, 100000});
+auto keep = arange(4) * 3;
+keep
+auto y = sum(sin(xr * yc), 1);
+std::cout << "long evaluation starts" << std::endl; y.eval();
+std::cout << "the session goes on" << std::endl;
+keep + 1
+sum(xr.reshape({-1}) * 0 + 1)
+Array acc = zeros({8});
+std::cout << "many evaluations start" << std::endl; for (long i = 0; i < 2000000000L; ++i) { acc = acc + 1; acc.eval(); }
+acc.shape()
+EOF
+# wait_line FILE ERE: until FILE has a match (60 s at most).
+wait_line() {
+  local deadline=$((SECONDS + 60))
+  while ((SECONDS < deadline)); do grep -Eq -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+"$REPL" <interrupt.cpp >intr.txt 2>&1 &
+repl_pid=$!
+t_start=$SECONDS
+wait_line intr.txt 'long evaluation starts' && sleep 1 && kill -INT $repl_pid
+wait_line intr.txt 'many evaluations start' && sleep 1 && kill -INT $repl_pid
+# Not interrupted, the two would run for hours: ended, it was the interrupts.
+deadline=$((SECONDS + 120))
+while kill -0 $repl_pid 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+if kill -0 $repl_pid 2>/dev/null; then
+  kill -KILL $repl_pid
+  fail "interrupt: SIGINT ends both evaluations (still running after $((SECONDS - t_start)) s)" intr.txt
+else
+  wait $repl_pid
+  status=$?
+  [[ $status == 0 ]] && pass "interrupt: the session ends normally after two interrupts" ||
+    fail "interrupt: exit status $status" intr.txt
+fi
+if [[ $(grep -c '^aj::Error: aj: interrupted' intr.txt) == 2 ]]; then
+  pass "interrupt: a long kernel and a loop of evaluations are each interrupted"
+else
+  fail "interrupt: a long kernel and a loop of evaluations are each interrupted" intr.txt
+fi
+has intr.txt "interrupt: the error names the input" 'at line 6: std::cout << "long evaluation starts"'
+has intr.txt "interrupt: the session goes on" '^the session goes on$'
+has intr.txt "interrupt: earlier arrays are intact" '^array\(\[ *1, +4, +7, +10\]'
+has intr.txt "interrupt: the interrupted kernel's inputs are intact" '^array\(1000000\., dtype=f32'
+has intr.txt "interrupt: the input after the loop runs" '^\[8\]$'
+
 # --- 2. a session in a terminal ---------------------------------------------------------------
 if ! command -v tmux >/dev/null; then
   echo "SKIP terminal tests: tmux is not installed"
@@ -306,6 +358,16 @@ if pane | grep -q 'not C++.*error\|undeclared identifier .this'; then
 else
   pass "tty: the dropped line did not run"
 fi
+# Ctrl-C while an evaluation runs stops it; the session goes on.
+type_line 'auto big = sum(sin(arange(1000000).astype(DType::f32).reshape({1000000, 1}) * arange(100000).astype(DType::f32).reshape({1, 100000})), 1);'
+wait_prompt
+type_line 'std::cout << "evaluating" << std::endl; big.eval();'
+wait_for '^evaluating$' 60 && sleep 1
+tmux -L "$socket" send-keys -t repl C-c
+expect "Ctrl-C interrupts a running evaluation" '^aj::Error: aj: interrupted'
+wait_prompt
+type_line 'a + 2'
+expect "and the session goes on" '2, +5, +8, +11'
 type_line '%explain a * 2'
 expect "%explain" 'kernel'
 type_line '%time sum(a)'

@@ -11,6 +11,7 @@
 #include "arrayjit/error.hpp"
 #include "arrayjit/explain.hpp"
 #include "arrayjit/indexing.hpp"
+#include "arrayjit/interrupt.hpp"
 #include "arrayjit/io.hpp"
 #include "arrayjit/jit.hpp"
 #include "arrayjit/memory.hpp"
