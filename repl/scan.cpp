@@ -253,6 +253,7 @@ bool continues(const Scan& s, std::string_view line) {
   if (!s.continued_by) return false;
   std::size_t b = line.find_first_not_of(" \t\r");
   if (b == std::string_view::npos) return false;
+  if (line.substr(b, 2) == "//" || line.substr(b, 2) == "/*") return true;  // a comment between: read on
   std::string_view w = s.continued_by;
   return line.substr(b, w.size()) == w && (b + w.size() == line.size() || !is_word(line[b + w.size()]));
 }

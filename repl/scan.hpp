@@ -32,7 +32,7 @@ struct Scan {
 Scan scan(std::string_view text);
 
 // Whether `line` (the next line typed) continues an input whose scan is `s`:
-// its first word is s.continued_by.
+// its first word is s.continued_by, or it starts with a comment.
 bool continues(const Scan& s, std::string_view line);
 
 }  // namespace aj::repl

@@ -176,6 +176,7 @@ if (k > 2) { std::cout << "big" << std::endl; } else { std::cout << "small" << s
 if (k > 5) {
   std::cout << "huge" << std::endl;
 }
+// a comment between the block and its else
 else {
   std::cout << "not huge" << std::endl;
 }
@@ -208,7 +209,7 @@ EOF
 status=$?
 [[ $status == 0 ]] && pass "blocks: every input compiles (status 0)" || fail "blocks: status $status" blocks.txt
 has blocks.txt "blocks: if {...} else {...} on one line" '^big$'
-has blocks.txt "blocks: else on the line after the block" '^not huge$'
+has blocks.txt "blocks: else on a line after the block (a comment between)" '^not huge$'
 has blocks.txt "blocks: else if ... else over lines" '^middle$'
 hasnt blocks.txt "blocks: no branch runs twice or wrongly" '^(small|huge|x|y|wrong handler)$'
 if tr '\n' '|' <blocks.txt | grep -q 'no else|next statement|plain if|after a blank line|'; then
