@@ -146,6 +146,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "arrayjit-repl: the interpreter did not start: %s\n", error.c_str());
     leave(2);
   }
+  // The host JIT's one-time setup (LLVM's target machine for this CPU, about
+  // 1-2 ms) is done now, not by the session's first evaluation, where a
+  // %time of a small expression would show it.
+  (void)aj::jit::target_description();
   if (tty) {
     std::printf("arrayjit %s REPL (clang %s, C++20). %%help for help, %%quit to leave.\n", aj::version(),
                 aj::llvm_version());
