@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "base/interrupt.hpp"
 #include "base/stats.hpp"
 #include "opt/verify.hpp"
 
@@ -149,6 +150,9 @@ class Runner {
     } empty_after{lists};
     compile_ahead();
     for (std::size_t k = 0; k < p_.steps.size(); ++k) {
+      // Between steps every value made is set and none is half-written:
+      // where an interrupt (aj::interrupt) stops the run.
+      detail::check_interrupt();
       const ProgramStep& st = p_.steps[k];
       switch (st.kind) {
         case ProgramStep::Kind::kernel: kernel_step(k); break;

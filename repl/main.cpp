@@ -38,10 +38,27 @@ const char* kUsage = R"(usage: arrayjit-repl [--echo] [--fail-on-error] [--no-pc
 Type %help in the session for its commands.
 )";
 
-// Ctrl-C on a terminal drops the line being typed instead of ending the
-// session (a computation already running is not interrupted: it finishes).
+// Ctrl-C while an input runs asks arrayjit to stop (aj::interrupt: the
+// evaluation throws aj::Error "interrupted" at its next kernel step or block,
+// the input is undone and the session goes on). While a line is typed, on a
+// terminal it drops the line; from a pipe it ends the process, as it did
+// before the handler. (Plain C++ that evaluates nothing runs on to its end.)
 volatile sig_atomic_t g_interrupted = 0;
-void on_interrupt(int) { g_interrupted = 1; }
+volatile sig_atomic_t g_running = 0;  // an input runs
+volatile sig_atomic_t g_tty = 0;
+void on_interrupt(int) {
+  if (g_running) {
+    aj::interrupt();  // async-signal-safe
+    if (g_tty) (void)!write(STDERR_FILENO, "\n", 1);  // the report starts after the terminal's "^C"
+    return;
+  }
+  if (!g_tty) {  // the default action: end
+    signal(SIGINT, SIG_DFL);
+    raise(SIGINT);
+    return;
+  }
+  g_interrupted = 1;
+}
 
 // One physical line, with or without line editing.
 enum class Read { line, interrupted, end };
@@ -129,13 +146,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "arrayjit-repl: the interpreter did not start: %s\n", error.c_str());
     leave(2);
   }
+  // The host JIT's one-time setup (LLVM's target machine for this CPU, about
+  // 1-2 ms) is done now, not by the session's first evaluation, where a
+  // %time of a small expression would show it.
+  (void)aj::jit::target_description();
   if (tty) {
     std::printf("arrayjit %s REPL (clang %s, C++20). %%help for help, %%quit to leave.\n", aj::version(),
                 aj::llvm_version());
   }
-  if (tty) {
+  g_tty = tty;
+  {
     struct sigaction sa = {};
-    sa.sa_handler = on_interrupt;  // no SA_RESTART: the terminal read returns
+    sa.sa_handler = on_interrupt;
+    // On a terminal no SA_RESTART: the read returns and drops the line. From
+    // a pipe the read goes on (std::getline would take EINTR for the end).
+    sa.sa_flags = tty ? 0 : SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
   }
@@ -143,25 +168,45 @@ int main(int argc, char** argv) {
   std::string input, line;
   int lineno = 0, first = 0;
   bool quit = false;
+  aj::repl::Scan scanned;  // the input's scan so far
+  auto run_input = [&] {
+    std::string text;
+    text.swap(input);
+    scanned = {};
+    aj::interrupt(false);  // a Ctrl-C that came before this input is not for it
+    g_running = 1;
+    const bool go_on = session->run(text, first);
+    g_running = 0;
+    return go_on;
+  };
   for (Read r; (r = reader.read(input.empty() ? kPrompt : kMore, line)) != Read::end;) {
     if (r == Read::interrupted) {
       std::printf("^C\n");
       input.clear();
+      scanned = {};
       continue;
     }
     ++lineno;
+    // A complete input that may go on (an `if` whose `else` may follow, a
+    // `try` whose next `catch` may): this line either continues it or
+    // (another statement, an empty line) the input runs first and this
+    // line starts the next one.
+    if (!input.empty() && scanned.continued_by && !aj::repl::continues(scanned, line) && !run_input()) {
+      quit = true;
+      break;
+    }
     if (echo) std::printf("%s%s\n", input.empty() ? kPrompt : kMore, line.c_str());
     if (input.empty()) first = lineno;
     input += input.empty() ? line : "\n" + line;
-    if (!aj::repl::scan(input).complete) continue;
-    std::string text;
-    text.swap(input);
-    if (!session->run(text, first)) {
+    scanned = aj::repl::scan(input);
+    if (!scanned.complete || scanned.continued_by) continue;
+    if (!run_input()) {
       quit = true;
       break;
     }
   }
-  if (!input.empty()) session->run(input, first);  // an unfinished last input: let clang say what is missing
+  // An unfinished last input (clang says what is missing), or one that might have gone on.
+  if (!quit && !input.empty()) run_input();
   if (tty && !quit) std::printf("\n");  // end the prompt line Ctrl-D left
   reader.save();
   leave(fail_on_error && session->failures() > 0 ? 1 : 0);

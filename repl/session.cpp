@@ -3,6 +3,7 @@
 #include <arrayjit/arrayjit.hpp>
 #include <clang/AST/Decl.h>
 #include <clang/AST/DeclCXX.h>
+#include <clang/AST/DeclTemplate.h>
 #include <clang/AST/Stmt.h>
 #include <clang/Basic/DiagnosticSema.h>
 #include <clang/Frontend/CompilerInstance.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -38,19 +40,25 @@ const char* const kHelp = R"(arrayjit REPL: C++20, with <arrayjit/arrayjit.hpp> 
   a * 2                                 a bare expression (no ';') prints its value
   for (int i = 0; i < 3; ++i) {         open brackets continue on the next line
     a = a + 1; }                        (as does a line ending in '\')
+  if (n > 3) { ... }                    an if block waits for the next line: an `else`
+  else { ... }                          there continues it, anything else (or an empty
+                                        line) runs it first; so do catch after try
 
   %explain EXPR   the optimizer's plan for an array: kernels, fused ops, buffers
   %dot EXPR       write the array's plan picture to NAME.dot (NAME is EXPR when it is a
                   variable, else "graph"), and NAME.svg / NAME.png when Graphviz's
                   dot is installed
   %time EXPR      run EXPR once (evaluating an Array result) and print the CPU and
-                  wall time, then the value
+                  wall time, then the value; compiling kernels not seen before is
+                  not counted (the note after the times says how long it took)
   %stats [reset]  aj::stats(): evaluations, kernels, compiles, buffers (reset: zero them)
   %help           this text
   %quit           leave (as does end of input, Ctrl-D)
 
 An exception prints its message and the line it came from; the input that threw
-is undone and every earlier variable keeps its value.
+is undone and every earlier variable keeps its value. Ctrl-C while an input runs
+interrupts its evaluation the same way (aj::Error "aj: interrupted", at the next
+kernel launch or block of a long kernel); while typing, it drops the line.
 )";
 
 // Clang's diagnostics, printed as "<input>:LINE:COL: error: ..." with the
@@ -340,27 +348,89 @@ Session::Outcome Session::call_wrapped(const std::string& body, int line, bool q
   return ptu ? call(*ptu, fn, line) : Outcome::compile_error;
 }
 
+namespace {
+
+// Whether `t` is, or is built on (a pointer to, a template argument of), a
+// lambda's closure type.
+bool has_closure_type(clang::QualType t) {
+  if (t.isNull()) return false;
+  t = t.getCanonicalType().getNonReferenceType();
+  while (t->isPointerType() || t->isArrayType()) {
+    t = t->isPointerType() ? t->getPointeeType() : clang::QualType(t->getArrayElementTypeNoTypeQual(), 0);
+  }
+  const clang::CXXRecordDecl* rd = t->getAsCXXRecordDecl();
+  if (!rd) return false;
+  if (rd->isLambda()) return true;
+  auto* spec = llvm::dyn_cast<clang::ClassTemplateSpecializationDecl>(rd);
+  if (!spec) return false;
+  std::function<bool(const clang::TemplateArgument&)> arg = [&](const clang::TemplateArgument& a) {
+    if (a.getKind() == clang::TemplateArgument::Type) return has_closure_type(a.getAsType());
+    if (a.getKind() == clang::TemplateArgument::Pack) {
+      for (const clang::TemplateArgument& e : a.pack_elements())
+        if (arg(e)) return true;
+    }
+    return false;
+  };
+  for (const clang::TemplateArgument& a : spec->getTemplateArgs().asArray())
+    if (arg(a)) return true;
+  return false;
+}
+
+}  // namespace
+
 // Statements run inside a function; an input that declares something at its
 // outer level (a variable, a struct, a using-directive: a DeclStmt when put
 // in a function) or that a function cannot hold (a function definition, a
 // template, #include) runs at the top level, where its names stay.
+//
+// There, a variable whose type is a lambda's (`auto f = [](...) {...};`,
+// `auto g = aj::compile([](...) {...});`) is declared `inline`. A lambda at
+// namespace scope has no linkage, so neither has the variable, and clang's
+// incremental code generation then emits an internal copy of the variable,
+// initialized again, in every later input that names it: each input saw a
+// fresh `g` (g.counts() read 0), and in `auto r = g(a);` the copy's
+// initializer ran after r's, which called a `g` not yet made (SIGSEGV). In
+// an inline variable's initializer a lambda has linkage (the variable is its
+// context), so every input refers to the one variable.
 Session::Outcome Session::run_statements(const std::string& body, int line) {
+  std::vector<std::size_t> make_inline;  // offsets in `body` where "inline " goes
   if (body.find_first_not_of(" \t\r\n") != std::string::npos && trim(body)[0] != '#') {
     std::string fn;
-    clang::PartialTranslationUnit* ptu = parse(new_wrapper(body, line, fn), /*quiet=*/true);
+    const std::string wrapper = new_wrapper(body, line, fn);
+    const std::size_t body_at = wrapper.size() - body.size() - 2;  // the wrapper ends with "\n}"
+    clang::PartialTranslationUnit* ptu = parse(wrapper, /*quiet=*/true);
     bool declares = false;
     if (ptu) {
+      const clang::SourceManager& sm = interp_->getCompilerInstance()->getSourceManager();
       for (clang::Decl* d : ptu->TUPart->decls()) {
         auto* spec = llvm::dyn_cast<clang::LinkageSpecDecl>(d);  // the extern "C" around it
         auto* f = spec ? llvm::dyn_cast_or_null<clang::FunctionDecl>(*spec->decls_begin()) : nullptr;
         if (!f || f->getName() != fn || !f->getBody()) continue;
-        for (clang::Stmt* st : f->getBody()->children()) declares |= llvm::isa<clang::DeclStmt>(st);
+        for (clang::Stmt* st : f->getBody()->children()) {
+          auto* ds = llvm::dyn_cast<clang::DeclStmt>(st);
+          if (!ds) continue;
+          declares = true;
+          bool closure = false;
+          for (clang::Decl* e : ds->decls()) {
+            auto* v = llvm::dyn_cast<clang::VarDecl>(e);
+            if (!v || llvm::isa<clang::DecompositionDecl>(v) || v->getStorageClass() != clang::SC_None) {
+              closure = false;  // (static, extern, a structured binding: cannot be inline)
+              break;
+            }
+            closure |= has_closure_type(v->getType());
+          }
+          clang::SourceLocation at = sm.getExpansionLoc(ds->getBeginLoc());
+          const std::size_t offset = sm.getFileOffset(at);
+          if (closure && offset >= body_at && offset < body_at + body.size()) make_inline.push_back(offset - body_at);
+        }
       }
     }
     if (ptu && !declares) return call(*ptu, fn, line);
     if (ptu) undo();  // parsed, never run
   }
-  return execute(line_directive(line) + body + "\n", line, false);
+  std::string code = body;
+  for (auto it = make_inline.rbegin(); it != make_inline.rend(); ++it) code.insert(*it, "inline ");
+  return execute(line_directive(line) + code + "\n", line, false);
 }
 
 void Session::report_exception(const std::string& kind, const std::string& what, int line) {
@@ -401,7 +471,7 @@ void Session::run_code(const std::string& text, int line) {
   if (s.code_end == 0) return;  // only comments
   std::string code = text.substr(0, s.code_end);
   std::string body = code.substr(0, s.tail_begin), tail = code.substr(s.tail_begin);
-  if (trim(tail).empty() || trim(tail)[0] == '#' || code.back() == ';') {
+  if (trim(tail).empty() || trim(tail)[0] == '#' || code.back() == ';' || s.tail_is_compound) {
     if (run_statements(text, line) != Outcome::ok) ++failures_;
     return;
   }

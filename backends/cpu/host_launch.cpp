@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "arrayjit/error.hpp"
+#include "base/interrupt.hpp"
 #include "base/stats.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "graph/kernel_split.hpp"
@@ -30,6 +31,25 @@ std::atomic<int>& jit_flag() {
 std::atomic<int> g_threads{0};
 
 constexpr std::int64_t kOuterChunk = 1024;
+
+// An interrupt (aj::interrupt) stops a long kernel between blocks of about
+// this much work (points x instructions: some milliseconds), so that Ctrl-C
+// in the REPL does not wait for a kernel of minutes. A block this large
+// makes the check (one relaxed load) cost nothing.
+constexpr long long kBlockWork = 1LL << 24;
+
+// Whether a launch may be abandoned halfway: none of its outputs is written
+// over one of its inputs (an in-place donation: the input would be half
+// overwritten, and the values still to compute read it). The rest of the
+// outputs are new buffers nothing holds yet, dropped when the run throws.
+bool abandonable(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+  for (const void* o : outputs) {
+    for (const void* i : inputs) {
+      if (o == i) return false;
+    }
+  }
+  return true;
+}
 
 // A kernel's extents, strides and offsets as HostArgs reads them, made once
 // for a prepared kernel (a launch then only fills in its pointers).
@@ -154,11 +174,13 @@ bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const st
     const std::vector<void*>* outs;
     jit::HostKernelFn fn;
     std::int64_t extent;
-  } ctx{&sp, &inputs, &pouts, fn, extent};
+    bool abandonable;
+  } ctx{&sp, &inputs, &pouts, fn, extent, abandonable(inputs, outputs)};
   parallel_chunks([](const void* c, std::int64_t lo, std::int64_t hi) {
     auto* x = static_cast<const Ctx*>(c);
     const SplitReduction& s = *x->sp;
     for (std::int64_t part = lo; part < hi; ++part) {
+      if (x->abandonable && detail::interrupt_requested()) return;  // the launch throws below
       Args a(s.partial, *x->inputs, *x->outs);
       a.restrict_axis(s.axis, x->extent * part / s.parts, x->extent * (part + 1) / s.parts);
       // Scratch slots: this part's row (their stride on the split axis is 0).
@@ -167,6 +189,7 @@ bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const st
       x->fn(a.get(), 0, s.outer);
     }
   }, &ctx, parts, parts, threads);
+  if (ctx.abandonable) detail::check_interrupt();
   // Arg reductions' indices counted from their part's first point: make
   // them indices along the whole axis.
   for (std::size_t r = 0; r < sp.slots.size(); ++r) {
@@ -227,25 +250,38 @@ void launch(const Kernel& k, const KScalar* scalars, const std::vector<const voi
   if (layout) made.emplace(*layout, inputs, outputs, scalars);
   else made.emplace(k, inputs, outputs, scalars);
   const Args& args = *made;
-  if (work < kParallelWork || threads <= 1) {
-    fn(args.get(), 0, outer);
-    return;
-  }
-  // Contiguous chunks, a few per thread, taken by whichever thread is free.
   // A chunk of an outer-axis reduction walks every row of its outputs, so
   // it spans at least kOuterChunk of them (long row pieces for the
   // prefetchers; jit/llvm/codegen.hpp's accumulator blocks are of that order).
-  std::int64_t chunks = static_cast<std::int64_t>(threads) * 8;
   const bool outer_axis_reduction = k.is_reduction() && k.reduce_axes.back() != static_cast<std::int64_t>(k.shape.size()) - 1;
+  // Blocks an interrupt may stop the launch between (kBlockWork each); one
+  // when the launch may not be abandoned.
+  const bool may_abandon = work >= 2 * kBlockWork && abandonable(inputs, outputs);
+  std::int64_t blocks = may_abandon ? std::min<std::int64_t>(outer, work / kBlockWork) : 1;
+  if (outer_axis_reduction) blocks = std::clamp<std::int64_t>(outer / kOuterChunk, 1, blocks);
+  if (work < kParallelWork || threads <= 1) {
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      if (may_abandon) detail::check_interrupt();
+      fn(args.get(), outer * b / blocks, outer * (b + 1) / blocks);
+    }
+    return;
+  }
+  // Contiguous chunks, a few per thread (and at most a block each), taken by
+  // whichever thread is free; an outer-axis reduction's of kOuterChunk rows
+  // at least.
+  std::int64_t chunks = std::max<std::int64_t>(static_cast<std::int64_t>(threads) * 8, blocks);
   if (outer_axis_reduction) chunks = std::clamp<std::int64_t>(outer / kOuterChunk, threads, chunks);
   struct Ctx {
     jit::HostKernelFn fn;
     const jit::HostArgs* args;
-  } ctx{fn, args.get()};
+    bool may_abandon;
+  } ctx{fn, args.get(), may_abandon};
   parallel_chunks([](const void* c, std::int64_t lo, std::int64_t hi) {
     auto* x = static_cast<const Ctx*>(c);
+    if (x->may_abandon && detail::interrupt_requested()) return;  // the launch throws below
     x->fn(x->args, lo, hi);
   }, &ctx, outer, chunks, threads);
+  if (may_abandon) detail::check_interrupt();
 }
 
 }  // namespace

@@ -90,6 +90,25 @@ has out.txt "pipe: a loop over lines ran" '2, +5, +8, +11'
 has out.txt "pipe: %explain prints the plan" 'kernel'
 has out.txt "pipe: %time prints the times" '^CPU time: .*Wall time: '
 has out.txt "pipe: %time prints the value" '^array\(26'
+# The first %time of a small expression: its kernel is new (HOME is fresh,
+# so the disk cache is empty), and its compile is not counted but said.
+has out.txt "pipe: the first %time says the JIT compile it did not count" \
+  'Wall time: .* \(not counted: [0-9.]+ (ms|s|µs) compiling 1 new kernel\)$'
+# first_time_at_most_5ms FILE NAME: the first %time in FILE took at most 5 ms (wall).
+first_time_at_most_5ms() {
+  local t
+  t=$(grep -m1 '^CPU time: ' "$1" | sed -E 's/.*Wall time: ([0-9.e+-]+) (ns|µs|ms|s).*/\1 \2/')
+  if awk -v t="$t" 'BEGIN { split(t, p, " "); f = p[2] == "s" ? 1e3 : p[2] == "ms" ? 1 : p[2] == "µs" ? 1e-3 : 1e-6;
+                            exit !(p[1] != "" && p[1] * f <= 5) }'; then
+    pass "$2 ($t)"
+  else
+    fail "$2 ($t)" "$1"
+  fi
+}
+first_time_at_most_5ms out.txt "pipe: the first %time of a 4-element sum is at most 5 ms"
+# As the session's first evaluation too (the host JIT is set up at startup).
+printf '%%time sum(arange(6))\n' | "$REPL" >time_first.txt 2>&1
+first_time_at_most_5ms time_first.txt "pipe: a first input %time sum(arange(6)) is at most 5 ms"
 has out.txt "pipe: %stats prints aj::stats()" 'evals [0-9]+, kernels'
 has out.txt "pipe: %dot reports the files" '^wrote a\.dot'
 [[ -s a.dot ]] && grep -q digraph a.dot && pass "pipe: %dot wrote a.dot" || fail "pipe: %dot wrote a.dot" all.txt
@@ -123,6 +142,145 @@ printf 'throw 1;\n' | "$REPL" --fail-on-error >fail.txt 2>&1
 status=$?
 [[ $status == 1 ]] && pass "pipe: --fail-on-error exits with status 1" || fail "pipe: --fail-on-error status $status" fail.txt
 has fail.txt "pipe: a non-std exception is reported" '^exception: int'
+
+# --- compiled functions and lambdas held in variables --------------------------------------
+# A variable of a lambda's type is one variable for every later input (it
+# was copied into each one, made again: counts read 0, and `auto r = g(a);`
+# called a g not yet made, SIGSEGV).
+cat >compiled.cpp <<'EOF'
+auto g = aj::compile([](const Array& v) { return v * 2 + 1; });
+auto x = arange(3);
+auto r = g(x);
+r
+auto x10 = x * 10;
+x10
+auto r2 = g(x10);
+r2
+Array r3;
+r3 = g(x);
+std::cout << "traces " << g.counts().traces << " replays " << g.counts().replays << std::endl;
+auto h = [k = 0]() mutable { return ++k; };
+h();
+std::cout << "h " << h() << std::endl;
+auto g2 = g;
+auto r4 = g2(x);
+std::cout << "after a copy: replays " << g.counts().replays << std::endl;
+EOF
+"$REPL" --fail-on-error <compiled.cpp >compiled.txt 2>&1
+status=$?
+[[ $status == 0 ]] && pass "compiled: auto r = g(a) runs (status 0)" || fail "compiled: status $status" compiled.txt
+has compiled.txt "compiled: auto r = g(a) computes" '^array\(\[1, +3, +5\]'
+has compiled.txt "compiled: a second call computes" '^array\(\[ *1, +21, +41\]'
+has compiled.txt "compiled: counts() counts the session's calls" '^traces 1 replays 2$'
+has compiled.txt "compiled: a lambda with state keeps it" '^h 2$'
+has compiled.txt "compiled: a copy shares the function (std::shared_ptr copies link)" '^after a copy: replays 3$'
+
+# --- statements that go on after a block: else, catch, do's while ----------------------------
+# An `if` block is not cut from its `else`, typed on the same line or the
+# next; a line that does not continue it runs it first (so does a blank line).
+cat >blocks.cpp <<'EOF'
+int k = 3;
+if (k > 2) { std::cout << "big" << std::endl; } else { std::cout << "small" << std::endl; }
+if (k > 5) {
+  std::cout << "huge" << std::endl;
+}
+// a comment between the block and its else
+else {
+  std::cout << "not huge" << std::endl;
+}
+if (k > 5) { std::cout << "x" << std::endl; }
+else if (k > 1) { std::cout << "middle" << std::endl; }
+else { std::cout << "y" << std::endl; }
+if (k == 3) { std::cout << "no else" << std::endl; }
+std::cout << "next statement" << std::endl;
+if (k == 3) std::cout << "plain if" << std::endl;
+
+std::cout << "after a blank line" << std::endl;
+try { auto bad = arange(3) + ones({4}); } catch (const aj::Error& e) { std::cout << "caught aj::Error" << std::endl; }
+try {
+  throw std::runtime_error("boom");
+}
+catch (const aj::Error&) { std::cout << "wrong handler" << std::endl; }
+catch (const std::exception& e) { std::cout << "caught " << e.what() << std::endl; }
+do {
+  ++k;
+}
+while (k < 10);
+k
+if (k == 10)
+{
+  k = 11;
+}
+k
+EOF
+"$REPL" --fail-on-error <blocks.cpp >blocks.txt 2>&1
+status=$?
+[[ $status == 0 ]] && pass "blocks: every input compiles (status 0)" || fail "blocks: status $status" blocks.txt
+has blocks.txt "blocks: if {...} else {...} on one line" '^big$'
+has blocks.txt "blocks: else on a line after the block (a comment between)" '^not huge$'
+has blocks.txt "blocks: else if ... else over lines" '^middle$'
+hasnt blocks.txt "blocks: no branch runs twice or wrongly" '^(small|huge|x|y|wrong handler)$'
+if tr '\n' '|' <blocks.txt | grep -q 'no else|next statement|plain if|after a blank line|'; then
+  pass "blocks: an if without else runs before the next line's statement"
+else
+  fail "blocks: an if without else runs before the next line's statement" blocks.txt
+fi
+has blocks.txt "blocks: try {...} catch on one line" '^caught aj::Error$'
+has blocks.txt "blocks: catch clauses on the lines after the block" '^caught boom$'
+has blocks.txt "blocks: do {...} while over lines" '^10$'
+has blocks.txt "blocks: if (c) then its block on the next line" '^11$'
+
+# --- Ctrl-C (SIGINT) interrupts a running evaluation -----------------------------------------
+# y's kernel has 1e11 points (minutes); SIGINT comes once it runs: the
+# evaluation stops between the kernel's blocks with aj::Error "interrupted",
+# that input is undone, and the session goes on with its arrays intact.
+cat >interrupt.cpp <<'EOF'
+auto xr = arange(1000000).astype(DType::f32).reshape({1000000, 1});
+auto yc = arange(100000).astype(DType::f32).reshape({1, 100000});
+auto keep = arange(4) * 3;
+keep
+auto y = sum(sin(xr * yc), 1);
+std::cout << "long evaluation starts" << std::endl; y.eval();
+std::cout << "the session goes on" << std::endl;
+keep + 1
+sum(xr.reshape({-1}) * 0 + 1)
+Array acc = zeros({8});
+std::cout << "many evaluations start" << std::endl; for (long i = 0; i < 2000000000L; ++i) { acc = acc + 1; acc.eval(); }
+acc.shape()
+EOF
+# wait_line FILE ERE: until FILE has a match (60 s at most).
+wait_line() {
+  local deadline=$((SECONDS + 60))
+  while ((SECONDS < deadline)); do grep -Eq -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+"$REPL" <interrupt.cpp >intr.txt 2>&1 &
+repl_pid=$!
+t_start=$SECONDS
+wait_line intr.txt 'long evaluation starts' && sleep 1 && kill -INT $repl_pid
+wait_line intr.txt 'many evaluations start' && sleep 1 && kill -INT $repl_pid
+# Not interrupted, the two would run for hours: ended, it was the interrupts.
+deadline=$((SECONDS + 120))
+while kill -0 $repl_pid 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+if kill -0 $repl_pid 2>/dev/null; then
+  kill -KILL $repl_pid
+  fail "interrupt: SIGINT ends both evaluations (still running after $((SECONDS - t_start)) s)" intr.txt
+else
+  wait $repl_pid
+  status=$?
+  [[ $status == 0 ]] && pass "interrupt: the session ends normally after two interrupts" ||
+    fail "interrupt: exit status $status" intr.txt
+fi
+if [[ $(grep -c '^aj::Error: aj: interrupted' intr.txt) == 2 ]]; then
+  pass "interrupt: a long kernel and a loop of evaluations are each interrupted"
+else
+  fail "interrupt: a long kernel and a loop of evaluations are each interrupted" intr.txt
+fi
+has intr.txt "interrupt: the error names the input" 'at line 6: std::cout << "long evaluation starts"'
+has intr.txt "interrupt: the session goes on" '^the session goes on$'
+has intr.txt "interrupt: earlier arrays are intact" '^array\(\[ *1, +4, +7, +10\]'
+has intr.txt "interrupt: the interrupted kernel's inputs are intact" '^array\(1000000\., dtype=f32'
+has intr.txt "interrupt: the input after the loop runs" '^\[8\]$'
 
 # --- 2. a session in a terminal ---------------------------------------------------------------
 if ! command -v tmux >/dev/null; then
@@ -184,6 +342,10 @@ expect "an open bracket asks for more" '^\.\.> '
 type_line '  n = n + 10; }'
 type_line 'n'
 expect "the loop ran" '^23$'
+type_line 'if (n > 1000) { n = 1; }'
+type_line 'else { n = 5; }'
+type_line 'n'
+expect "else typed on the line after an if block" '^5$'
 # Each key goes in once the REPL reads the terminal: keys typed before its
 # prompt is drawn were dropped or reordered with the Ctrl-C when the machine
 # was busy (a ctest -j2 run beside aj_tests).
@@ -205,6 +367,16 @@ if pane | grep -q 'not C++.*error\|undeclared identifier .this'; then
 else
   pass "tty: the dropped line did not run"
 fi
+# Ctrl-C while an evaluation runs stops it; the session goes on.
+type_line 'auto big = sum(sin(arange(1000000).astype(DType::f32).reshape({1000000, 1}) * arange(100000).astype(DType::f32).reshape({1, 100000})), 1);'
+wait_prompt
+type_line 'std::cout << "evaluating" << std::endl; big.eval();'
+wait_for '^evaluating$' 60 && sleep 1
+tmux -L "$socket" send-keys -t repl C-c
+expect "Ctrl-C interrupts a running evaluation" '^aj::Error: aj: interrupted'
+wait_prompt
+type_line 'a + 2'
+expect "and the session goes on" '2, +5, +8, +11'
 type_line '%explain a * 2'
 expect "%explain" 'kernel'
 type_line '%time sum(a)'

@@ -12,6 +12,7 @@
 #include "arrayjit/error.hpp"
 #include "arrayjit/explain.hpp"
 #include "arrayjit/indexing.hpp"
+#include "arrayjit/interrupt.hpp"
 #include "arrayjit/io.hpp"
 #include "arrayjit/jit.hpp"
 #include "arrayjit/linalg.hpp"
