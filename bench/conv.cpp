@@ -168,7 +168,7 @@ void layer(int n, int c, int o, int hw, int k) {
                             std::to_string(o) + ", " + std::to_string(hw) + ", " + std::to_string(hw) +
                             ")\nF = torch.nn.functional";
   const std::string conv = "F.conv2d(x, w, padding=" + std::to_string(p) + ")";
-  const double torch_f = torch_ms(setup, "with torch.no_grad(): " + conv);
+  const double torch_f = torch_ms(setup + "\ntorch.set_grad_enabled(False)", conv);
   const double torch_b = torch_ms(setup, "torch.autograd.grad(" + conv + ", (x, w), g)");
   const std::string name = std::to_string(k) + "x" + std::to_string(k) + " " + std::to_string(c) + "->" +
                            std::to_string(o) + " " + std::to_string(hw) + "^2 batch " + std::to_string(n);

@@ -109,7 +109,6 @@ const Reasoned kNotYet[] = {
     {"aj::load_npz", "file I/O: a named-arrays result needs a names-out convention in C"},
     {"aj::load_safetensors", "file I/O: a named-arrays result needs a names-out convention in C"},
     {"aj::safetensors_metadata", "file I/O: a string map result"},
-    {"aj::interrupt", "an aj_interrupt(int on) for C callers' signal handlers (arrayjit.h was being changed beside it)"},
 };
 
 std::string read(const std::filesystem::path& p) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tests/autodiff_check.hpp"
+#include "tests/cuda_fake_driver.hpp"
 #include "tests/jit_switch.hpp"
 
 namespace {
@@ -396,4 +397,37 @@ TEST_CASE("convolution and pooling: the C functions give the C++ results") {
   CHECK(std::string(aj_last_error()).find("null window with length 2") != std::string::npos);
   aj_array_release(cx);
   aj_array_release(cw);
+}
+
+TEST_CASE("cuda fake driver: convolution, pooling and resizing run on a device as on the host") {
+  if (!ajtest::fake_cuda::have_cxx()) {
+    MESSAGE("no host C++ compiler: skipped");
+    return;
+  }
+  const Array x = aj::from_vector(normals(2 * 3 * 6 * 5, 70), Shape{2, 3, 6, 5}).astype(DType::f32);
+  const Array w = aj::from_vector(normals(4 * 3 * 3 * 3, 71), Shape{4, 3, 3, 3}).astype(DType::f32);
+  auto all = [](const Array& xa, const Array& wa) {
+    const Array c = aj::conv2d(xa, wa, Array(), {2, 1}, 1);
+    return std::vector<Array>{c, aj::max_pool(xa, {2, 2}, {}, {}, true), aj::avg_pool(xa, {3, 3}, {2, 2}, {1, 1}),
+                              aj::interpolate(xa, {9, 7}, "bilinear")};
+  };
+  const std::vector<Array> host = all(x, w);
+  std::vector<std::vector<double>> want;
+  for (const Array& h : host) want.push_back(h.to_vector<double>());
+  ajtest::fake_cuda::FakeGpu gpu;
+  // The fake driver's two passes: the first collects the kernels' sources,
+  // the second runs them, compiled for the host.
+  const std::vector<std::vector<double>> got = gpu.twice([&] {
+    const std::vector<Array> dev = all(x.to(aj::Device::cuda(0)), w.to(aj::Device::cuda(0)));
+    std::vector<std::vector<double>> r;
+    for (const Array& d : dev) {
+      CHECK(d.device() == aj::Device::cuda(0));
+      r.push_back(d.to(aj::Device::cpu()).to_vector<double>());
+    }
+    return r;
+  });
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    close(got[i], want[i], 1e-5, "on the device");
+  }
 }

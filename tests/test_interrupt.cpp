@@ -4,11 +4,14 @@
 // stays lazy, so evaluating again gives the right values.
 #include <doctest/doctest.h>
 
+#include <arrayjit/arrayjit.h>
 #include <arrayjit/arrayjit.hpp>
+#include <arrayjit/c_handle.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -22,6 +25,21 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 }  // namespace
 
 TEST_SUITE("interrupt") {
+
+TEST_CASE("interrupt: from C, aj_interrupt stops the next evaluation with a runtime error") {
+  aj_array a = aj::to_c(aj::arange(8) * 3);
+  aj_interrupt(1);
+  CHECK(aj_eval(a) == AJ_ERROR_RUNTIME);
+  CHECK(std::string(aj_last_error()).find("interrupted") != std::string::npos);
+  CHECK(aj_eval(a) == AJ_OK);
+  CHECK(aj::from_c(a).to_vector<std::int64_t>()[7] == 21);
+  aj_interrupt(1);
+  aj_interrupt(0);
+  aj_array b = aj::to_c(aj::arange(3));
+  CHECK(aj_eval(b) == AJ_OK);
+  aj_array_release(b);
+  aj_array_release(a);
+}
 
 TEST_CASE("interrupt: a request stops the next evaluation once; interrupt(false) withdraws it") {
   aj::Array a = aj::arange(10) * 2;

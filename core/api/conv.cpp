@@ -574,15 +574,18 @@ Array interpolate(const Array& x_in, Ints size, const std::string& mode, bool al
       i1[k] = std::min<std::int64_t>(i0[k] + 1, in - 1);
       frac[k] = src - static_cast<double>(i0[k]);
     }
-    const Array lo = take(x, from_vector(i0, loc), ax, loc);
+    // The indices and weights are made here, on the host: moved to x's
+    // device (no copy when that is the host).
+    const Device dev = x.device(loc);
+    const Array lo = take(x, from_vector(i0, loc).to(dev, loc), ax, loc);
     if (!linear) {
       x = lo;
       continue;
     }
     std::vector<std::int64_t> wd(static_cast<std::size_t>(nd - ax), 1);
     wd[0] = out;
-    const Array w = reshape(from_vector(frac, loc).astype(x.dtype(), loc), Shape(wd), loc);
-    const Array hi = take(x, from_vector(i1, loc), ax, loc);
+    const Array w = reshape(from_vector(frac, loc).astype(x.dtype(), loc).to(dev, loc), Shape(wd), loc);
+    const Array hi = take(x, from_vector(i1, loc).to(dev, loc), ax, loc);
     x = at.o(lo) + at.o(at.o(w) * at.o(at.o(hi) - at.o(lo)));
   }
   return x;

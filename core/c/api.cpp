@@ -490,6 +490,7 @@ const char* aj_llvm_version(void) { return aj::llvm_version(); }
 
 int aj_jit_enabled(void) { return aj::jit::enabled() ? 1 : 0; }
 void aj_jit_set_enabled(int on) { aj::jit::set_enabled(on != 0); }
+void aj_interrupt(int on) { aj::interrupt(on != 0); }
 int32_t aj_jit_num_threads(void) { return aj::jit::num_threads(); }
 aj_status aj_jit_set_num_threads(int32_t n) {
   return c_call("aj_jit_set_num_threads", [&] {

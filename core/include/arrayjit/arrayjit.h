@@ -650,6 +650,11 @@ AJ_C_API const char* aj_llvm_version(void);
  * setting "" disables it); forgetting the compiled kernels kept in memory. */
 AJ_C_API int aj_jit_enabled(void);
 AJ_C_API void aj_jit_set_enabled(int on);
+/* Asks the evaluations running now to stop (on != 0; 0 withdraws a request
+ * none has seen): the one that sees it fails with AJ_ERROR_RUNTIME "aj:
+ * interrupted", values computed before stay. Async-signal-safe: a SIGINT
+ * handler may call it (arrayjit/interrupt.hpp). Since C API 1.3. */
+AJ_C_API void aj_interrupt(int on);
 AJ_C_API int32_t aj_jit_num_threads(void);
 AJ_C_API aj_status aj_jit_set_num_threads(int32_t n);
 AJ_C_API aj_status aj_jit_cache_dir(char* buf, size_t cap, size_t* len);
