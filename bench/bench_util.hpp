@@ -1,11 +1,15 @@
-// What the dispatch benchmarks share: this thread's CPU time, medians of
-// repeated batches, and the 10-op chain they time.
+// What the benchmarks share: this thread's CPU time, medians of repeated
+// batches, wall-clock medians of long calls, a number printed by a peer
+// script, and the 10-op chain the dispatch benchmarks time.
 #pragma once
 
 #include <arrayjit/arrayjit.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <string>
 #include <utility>
 #include <ctime>
 #include <functional>
@@ -32,6 +36,32 @@ inline double median_us(const std::function<void()>& f, int calls, int runs = 9)
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// Median wall time in ms of `runs` calls after `warm` unmeasured ones (for
+// calls of milliseconds that use several threads).
+inline double wall_median_ms(const std::function<void()>& f, int runs, int warm = 1) {
+  for (int i = 0; i < warm; ++i) f();
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// The number a peer's command prints (a Python script timing NumPy or
+// PyTorch), or -1 when it cannot be run.
+inline double command_number(const std::string& cmd) {
+  FILE* f = ::popen(cmd.c_str(), "r");
+  double v = -1;
+  if (f) {
+    if (std::fscanf(f, "%lf", &v) != 1) v = -1;
+    ::pclose(f);
+  }
+  return v;
 }
 
 // The 10-op elementwise chain of the dispatch target (x held by the caller,

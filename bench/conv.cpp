@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
+
 namespace {
 
 using aj::Array;
@@ -25,18 +27,7 @@ using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor
 
 int g_runs = 7, g_threads = 1;
 
-double median_ms(const std::function<void()>& f) {
-  f();
-  f();
-  std::vector<double> t;
-  for (int i = 0; i < g_runs; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+double median_ms(const std::function<void()>& f) { return ajbench::wall_median_ms(f, g_runs, 2); }
 
 // PyTorch's median in ms for `stmt` after `setup`; -1 when torch cannot run.
 double torch_ms(const std::string& setup, const std::string& stmt) {
@@ -45,13 +36,7 @@ double torch_ms(const std::string& setup, const std::string& stmt) {
                           stmt + "\nt = []\nfor i in range(" + std::to_string(g_runs) +
                           "):\n t0 = time.perf_counter(); " + stmt +
                           "; t.append(time.perf_counter() - t0)\nprint(sorted(t)[len(t) // 2] * 1e3)\" 2>/dev/null";
-  FILE* f = ::popen(cmd.c_str(), "r");
-  double ms = -1;
-  if (f) {
-    if (std::fscanf(f, "%lf", &ms) != 1) ms = -1;
-    ::pclose(f);
-  }
-  return ms;
+  return ajbench::command_number(cmd);
 }
 
 std::string torch_version() {

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
+
 namespace {
 
 namespace la = aj::linalg;
@@ -24,17 +26,7 @@ using M = Eigen::MatrixXd;
 
 int g_runs = 7;
 
-double median_ms(const std::function<void()>& f) {
-  f();  // warm: compiles, plans, page faults
-  std::vector<double> t;
-  for (int i = 0; i < g_runs; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+double median_ms(const std::function<void()>& f) { return ajbench::wall_median_ms(f, g_runs, 1); }
 
 // NumPy's median in ms of `stmt` after `setup` (the same matrices' shapes),
 // one thread; -1 when NumPy cannot be run.
@@ -43,13 +35,7 @@ double numpy_ms(const std::string& setup, const std::string& stmt) {
                           "rng = np.random.default_rng(1)\n" + setup + "\n" + stmt + "\nt = []\nfor i in range(" +
                           std::to_string(g_runs) + "):\n t0 = time.perf_counter(); " + stmt +
                           "; t.append(time.perf_counter() - t0)\nprint(sorted(t)[len(t) // 2] * 1e3)\" 2>/dev/null";
-  FILE* f = ::popen(cmd.c_str(), "r");
-  double ms = -1;
-  if (f) {
-    if (std::fscanf(f, "%lf", &ms) != 1) ms = -1;
-    ::pclose(f);
-  }
-  return ms;
+  return ajbench::command_number(cmd);
 }
 
 aj::Array random(aj::Shape s, std::uint64_t seed) {
