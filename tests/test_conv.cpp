@@ -431,3 +431,26 @@ TEST_CASE("cuda fake driver: convolution, pooling and resizing run on a device a
     close(got[i], want[i], 1e-5, "on the device");
   }
 }
+
+TEST_CASE("conv_general and pooling in f16 and bf16: the f32 result, rounded once per step") {
+  const Ints xd{2, 3, 6, 5}, wd{4, 3, 3, 3};
+  const auto xv = normals(Shape(xd).numel(), 80), wv = normals(Shape(wd).numel(), 81);
+  const auto [want, od] = naive_conv(xv, xd, wv, wd, Conv{{1, 2}, {1, 1}, {1, 1}, {{1, 1}, {1, 0}}, 1});
+  double scale = 0;
+  for (double v : want) scale = std::max(scale, std::fabs(v));
+  for (DType t : {DType::f16, DType::bf16}) {
+    CAPTURE(aj::dtype_name(t));
+    // Inputs rounded to the half type first: the reference sees the same operands.
+    const Array x = make(xv, xd, t), w = make(wv, wd, t);
+    const auto [ref, rd] = naive_conv(x.to_vector<double>(), xd, w.to_vector<double>(), wd,
+                                      Conv{{1, 2}, {1, 1}, {1, 1}, {{1, 1}, {1, 0}}, 1});
+    const Array r = aj::conv_general(x, w, {1, 2}, aj::ConvPadding({{1, 1}, {1, 0}}));
+    CHECK(r.dtype() == t);
+    CHECK(r.shape() == Shape(od));
+    // One rounding of an f32 accumulation: half an ulp of the type at the result's size.
+    close(r.to_vector<double>(), ref, t == DType::f16 ? 2e-3 : 1.6e-2, "half conv");
+    CHECK(aj::max_pool(x, {2, 2}).dtype() == t);
+    close(aj::max_pool(x, {2, 2}).to_vector<double>(), aj::max_pool(x.astype(DType::f32), {2, 2}).to_vector<double>(), 0,
+          "half max_pool: exact");
+  }
+}
