@@ -175,6 +175,32 @@ TEST_CASE("linalg: solvers and factorizations against Eigen, f32 and f64, batche
   });
 }
 
+TEST_CASE("linalg: solve at the sizes of both paths (our small elimination up to 32, LAPACK above), singular in both") {
+  for (std::int64_t n : {1, 7, 32, 33, 60}) {
+    CAPTURE(n);
+    for (DType t : {DType::f64, DType::f32}) {
+      const Array a = conditioned({3, n, n}, 100 + static_cast<std::uint64_t>(n), t);
+      const Array b = random({3, n, 5}, 200, DType::f64).astype(t);
+      const Array x = la::solve(a, b), ai = la::inv(a);
+      for (std::int64_t k = 0; k < 3; ++k) {
+        const M am = matrix(a, k);
+        close(matrix(x, k), am.partialPivLu().solve(matrix(b, k)), tol(t) * 10, "solve");
+        close(matrix(ai, k), am.inverse(), tol(t) * 10, "inv");
+      }
+    }
+    // A zero column: an exactly zero pivot, whichever path.
+    std::vector<double> v = normals(n * n, 300);
+    for (std::int64_t r = 0; r < n; ++r) v[static_cast<std::size_t>(r * n + n / 2)] = 0;
+    std::string msg = "no error";
+    try {
+      la::inv(aj::from_vector(v, Shape{n, n})).eval();
+    } catch (const aj::Error& e) {
+      msg = e.what();
+    }
+    CHECK(msg.find("aj::inv: the matrix is singular") != std::string::npos);
+  }
+}
+
 TEST_CASE("linalg: qr, svd and eigh by their defining identities and against Eigen's values") {
   ajtest::on_both([] {
     for (DType t : {DType::f64, DType::f32}) {

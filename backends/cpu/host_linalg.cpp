@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -58,6 +59,58 @@ struct Failure {
     if (batch.compare_exchange_strong(none, b)) info = i;
   }
 };
+
+// Small systems (n <= kSmallSolve): LAPACK's per-call overhead (its buffer
+// pool, thread checks, two calls) is most of a 32 x 32 solve, so these run
+// an LU with partial pivoting (the first largest magnitude, as getrf) and
+// the two substitutions on row-major copies, in code compiled for the CPU's
+// vector width (one clone per level, chosen at load time). Returns 0, or
+// the 1-based column of the first exactly zero pivot (singular).
+constexpr std::int64_t kSmallSolve = 32;
+
+template <class T>
+[[gnu::always_inline]] inline int small_solve_body(T* a, T* b, int n, int k) {
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    T best = std::fabs(a[c * n + c]);
+    for (int r = c + 1; r < n; ++r) {
+      const T v = std::fabs(a[r * n + c]);
+      if (v > best) best = v, p = r;
+    }
+    if (best == T(0)) return c + 1;
+    if (p != c) {
+      std::swap_ranges(a + c * n, a + c * n + n, a + p * n);
+      std::swap_ranges(b + c * k, b + c * k + k, b + p * k);
+    }
+    const T inv = T(1) / a[c * n + c];
+    const T* ac = a + c * n;
+    const T* bc = b + c * k;
+    for (int r = c + 1; r < n; ++r) {
+      T* ar = a + r * n;
+      T* br = b + r * k;
+      const T f = ar[c] * inv;
+      ar[c] = f;
+      for (int j = c + 1; j < n; ++j) ar[j] -= f * ac[j];
+      for (int j = 0; j < k; ++j) br[j] -= f * bc[j];
+    }
+  }
+  for (int r = n - 1; r >= 0; --r) {
+    T* br = b + r * k;
+    for (int p = r + 1; p < n; ++p) {
+      const T f = a[r * n + p];
+      const T* bp = b + p * k;
+      for (int j = 0; j < k; ++j) br[j] -= f * bp[j];
+    }
+    const T inv = T(1) / a[r * n + r];
+    for (int j = 0; j < k; ++j) br[j] *= inv;
+  }
+  return 0;
+}
+
+[[gnu::target_clones("avx512f", "avx2", "default"), gnu::optimize("O3")]]
+int small_solve(double* a, double* b, int n, int k) { return small_solve_body(a, b, n, k); }
+[[gnu::target_clones("avx512f", "avx2", "default"), gnu::optimize("O3")]]
+int small_solve(float* a, float* b, int n, int k) { return small_solve_body(a, b, n, k); }
 
 template <class T>
 class Runner {
@@ -190,6 +243,13 @@ class Runner {
     Work<T>& w = work_of<T>();
     fit(w.a, n_ * n_);
     fit(w.b, n_ * nrhs);
+    if (n_ <= kSmallSolve) {  // row-major copies, our own elimination (see small_solve)
+      load(0, b, w.a.data(), n_, true);
+      load(1, b, w.b.data(), nrhs, true);
+      if (const int zero = small_solve(w.a.data(), w.b.data(), n, nrhs)) return fail_.note(b, zero);
+      store(w.b.data(), nrhs, n_, nrhs, out, 0, all, true);
+      return;
+    }
     fit(w.ipiv, n_);
     // LU of A^T (A's elements as they lie), then (A^T)^T x = b.
     load(0, b, w.a.data(), n_, true);
