@@ -35,10 +35,7 @@ using M = Eigen::MatrixXd;
 
 std::vector<double> normals(std::int64_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::normal_distribution<double> d(0.0, 1.0);
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (double& x : v) x = d(rng);
-  return v;
+  return ajtest::normal_values(static_cast<std::size_t>(n), rng);
 }
 
 Array random(Shape s, std::uint64_t seed, DType t = DType::f64) {

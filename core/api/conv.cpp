@@ -32,11 +32,7 @@ namespace {
 using trace::describe;
 using Ints = std::vector<std::int64_t>;
 
-struct At {
-  Loc loc;
-  Operand o(const Array& a) const { return Operand(a, loc); }
-  Operand o(double c) const { return Operand(c, loc); }
-};
+using trace::At;
 
 // One value per spatial axis: empty -> `dflt`, one -> repeated, else d of them.
 Ints per_axis(const Ints& v, std::size_t d, std::int64_t dflt, const char* what, const char* op, const Loc& loc) {
@@ -63,29 +59,30 @@ Array tap(const Array& x, int axis, std::int64_t k, std::int64_t dilation, std::
   return slice(x, axis, start, start + (out - 1) * stride + 1, stride, loc);
 }
 
-// Every window offset's view of x over `axes` (row-major over the window),
-// folded by `fold` (elementwise), or collected when fold is null.
-template <class Fold>
-Array fold_windows(const Array& x, const std::vector<int>& axes, const Ints& window, const Ints& strides,
-                   const Ints& dilation, const Ints& out, Fold fold, std::vector<Array>* collect, const Loc& loc) {
+// Every window offset's view of x over `axes`, row-major over the window.
+std::vector<Array> window_views(const Array& x, const std::vector<int>& axes, const Ints& window, const Ints& strides,
+                                const Ints& dilation, const Ints& out, const Loc& loc) {
   const std::size_t d = axes.size();
+  std::vector<Array> views;
   Ints k(d, 0);
-  Array acc;
   while (true) {
     Array v = x;
     for (std::size_t i = 0; i < d; ++i) v = tap(v, axes[i], k[i], dilation[i], strides[i], out[i], loc);
-    if (collect) {
-      collect->push_back(v);
-    } else {
-      acc = acc.valid() ? fold(acc, v) : v;
-    }
+    views.push_back(v);
     std::size_t i = d;
     while (i-- > 0) {
       if (++k[i] < window[i]) break;
       k[i] = 0;
     }
-    if (i == static_cast<std::size_t>(-1)) break;
+    if (i == static_cast<std::size_t>(-1)) return views;
   }
+}
+
+// The views combined by `f` (elementwise: one fused kernel), first to last.
+template <class F>
+Array fold_views(const std::vector<Array>& views, F f) {
+  Array acc = views.front();
+  for (std::size_t i = 1; i < views.size(); ++i) acc = f(acc, views[i]);
   return acc;
 }
 
@@ -241,17 +238,9 @@ Array conv_general(const Array& x_in, const Array& w_in, Ints strides, ConvPaddi
     out = zeros(Shape(canon_dims), t, loc);
   } else {
     // The column matrix [N, C, taps, positions...]: one view per tap.
-    Array cols;
     const bool unit = taps == 1 && std::all_of(strides.begin(), strides.end(), [](std::int64_t s) { return s == 1; });
-    if (unit) {
-      cols = xp;
-    } else {
-      std::vector<Array> views;
-      fold_windows(xp, axes, kernel, strides, rhs_dilation, out_sp, [](const Array& a, const Array&) { return a; },
-                   &views, loc);
-      cols = stack(views, 2, loc);
-    }
-    cols = reshape(cols, Shape{n, g, (c / g) * taps, positions}, loc);
+    const Array cols = reshape(unit ? xp : stack(window_views(xp, axes, kernel, strides, rhs_dilation, out_sp, loc), 2, loc),
+                               Shape{n, g, (c / g) * taps, positions}, loc);
     const Array wm = reshape(w, Shape{1, g, og, ig * taps}, loc);
     out = reshape(matmul(wm, cols, loc), Shape(canon_dims), loc);
   }
@@ -457,8 +446,8 @@ Array max_pool(const Array& x_in, Ints window, Ints strides, Ints padding, bool 
     return zeros(Shape(dims), x.dtype(), loc);
   }
   const Array xp = pad_axes(x, p.axes, pairs_of(p, true), lowest(x.dtype()), loc);
-  return fold_windows(xp, p.axes, p.window, p.strides, p.dilation, p.out,
-                      [&](const Array& a, const Array& b) { return maximum(at.o(a), at.o(b)); }, nullptr, loc);
+  return fold_views(window_views(xp, p.axes, p.window, p.strides, p.dilation, p.out, loc),
+                    [&](const Array& a, const Array& b) { return maximum(at.o(a), at.o(b)); });
 }
 
 Array avg_pool(const Array& x_in, Ints window, Ints strides, Ints padding, bool ceil_mode, bool count_include_pad,
@@ -475,8 +464,9 @@ Array avg_pool(const Array& x_in, Ints window, Ints strides, Ints padding, bool 
     return zeros(Shape(dims), x.dtype(), loc);
   }
   const auto add_views = [&](const Array& a, const Array& b) { return at.o(a) + at.o(b); };
-  const Array sums = fold_windows(pad_axes(x, p.axes, pairs_of(p, true), 0, loc), p.axes, p.window, p.strides,
-                                  p.dilation, p.out, add_views, nullptr, loc);
+  const Array sums = fold_views(
+      window_views(pad_axes(x, p.axes, pairs_of(p, true), 0, loc), p.axes, p.window, p.strides, p.dilation, p.out, loc),
+      add_views);
   // The divisor per output position over the spatial axes alone: the same
   // windows over ones (the input, or the input and its padding) padded with
   // zeros.
@@ -491,7 +481,8 @@ Array avg_pool(const Array& x_in, Ints window, Ints strides, Ints padding, bool 
     mask_pads.emplace_back(count_include_pad ? 0 : p.pads[i], p.extra[i] + (count_include_pad ? 0 : p.pads[i]));
   }
   const Array ones_ = pad_axes(ones(Shape(sd), x.dtype(), loc), local_axes, mask_pads, 0, loc);
-  const Array count = fold_windows(ones_, local_axes, p.window, p.strides, p.dilation, p.out, add_views, nullptr, loc);
+  const Array count =
+      fold_views(window_views(ones_, local_axes, p.window, p.strides, p.dilation, p.out, loc), add_views);
   return at.o(sums) / at.o(count);
 }
 
@@ -535,7 +526,7 @@ Array reduce_window(const Array& x_in, const std::string& op, Ints window, Ints 
   if (std::any_of(out.begin(), out.end(), [](std::int64_t o) { return o == 0; })) {
     return zeros(Shape(out), x.dtype(), loc);
   }
-  return fold_windows(xp, axes, window, strides, dil, out, fold, nullptr, loc);
+  return fold_views(window_views(xp, axes, window, strides, dil, out, loc), fold);
 }
 
 Array interpolate(const Array& x_in, Ints size, const std::string& mode, bool align_corners, Loc loc) {

@@ -26,11 +26,7 @@ using trace::describe;
 using namespace linalg_flag;
 
 // Ops at the caller's line.
-struct At {
-  Loc loc;
-  Operand o(const Array& a) const { return Operand(a, loc); }
-  Operand o(double c) const { return Operand(c, loc); }
-};
+using trace::At;
 
 std::int64_t rows(const Array& a) { return a.shape()[a.ndim() - 2]; }
 std::int64_t cols(const Array& a) { return a.shape()[a.ndim() - 1]; }

@@ -131,4 +131,12 @@ using ::aj::describe;  // graph/dump.hpp
 std::string describe(const Scalar& v);
 std::string describe(const Array& a);
 
+// Operands at the user's line: a composition's ops are traced there, so
+// explain(), dumps and error messages point at the user's code.
+struct At {
+  Loc loc;
+  Operand o(const Array& a) const { return Operand(a, loc); }
+  Operand o(double c) const { return Operand(c, loc); }
+};
+
 }  // namespace aj::trace

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "arrayjit/array.hpp"
+#include "core/api/trace.hpp"
 #include "base/op.hpp"
 
 namespace aj::autodiff {
@@ -51,6 +52,27 @@ using JvpFn = Array (*)(const NodeInfo& n, const std::vector<Array>& t);
 struct Rule {
   VjpFn vjp = nullptr;
   JvpFn jvp = nullptr;
+};
+
+// Backward ops are traced at the forward op's source line, so explain(),
+// dumps and error messages point at the user's code, not at this file.
+struct At : trace::At {
+  Array mul(const Operand& a, const Operand& b) const { return multiply(a, b); }
+  Array mul(const Array& a, const Array& b) const { return multiply(o(a), o(b)); }
+  Array mul(const Array& a, double c) const { return multiply(o(a), o(c)); }
+  Array div(const Array& a, const Array& b) const { return divide(o(a), o(b)); }
+  Array add(const Array& a, const Array& b) const { return aj::add(o(a), o(b)); }
+  Array add(const Array& a, double c) const { return aj::add(o(a), o(c)); }
+  Array sub(const Array& a, const Array& b) const { return subtract(o(a), o(b)); }
+  Array rsub(double c, const Array& a) const { return subtract(o(c), o(a)); }
+  Array neg(const Array& a) const { return negative(o(a)); }
+  Array eq(const Array& a, const Array& b) const { return aj::operator==(o(a), o(b)); }
+  Array eq(const Array& a, double c) const { return aj::operator==(o(a), o(c)); }
+  // where(c, a, 0): a where c holds, else zero of a's dtype.
+  Array keep(const Array& c, const Array& a) const { return where(o(c), o(a), o(0.0)); }
+  Array select(const Array& c, const Array& a, const Array& b) const { return where(o(c), o(a), o(b)); }
+  Array select(const Array& c, double v, const Array& b) const { return where(o(c), o(v), o(b)); }
+  Array ne(const Array& a, double c) const { return aj::operator!=(o(a), o(c)); }
 };
 
 // How derivatives pass through `op`:

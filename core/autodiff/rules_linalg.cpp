@@ -32,18 +32,11 @@ namespace {
 
 using namespace linalg_flag;
 
-// The ops of a rule, at the forward op's line.
-struct L {
-  Loc loc;
-  Operand o(const Array& a) const { return Operand(a, loc); }
-  Operand o(double c) const { return Operand(c, loc); }
+// The rules' ops (core/autodiff/rules.hpp's At) and the matrix ones, at
+// the forward op's line.
+struct L : At {
   Array mT(const Array& x) const { return matrix_transpose(x, loc); }
   Array mm(const Array& a, const Array& b) const { return matmul(a, b, loc); }
-  Array add(const Array& a, const Array& b) const { return o(a) + o(b); }
-  Array sub(const Array& a, const Array& b) const { return o(a) - o(b); }
-  Array mul(const Array& a, const Array& b) const { return o(a) * o(b); }
-  Array scale(const Array& a, double c) const { return o(a) * Operand(c, loc); }
-  Array neg(const Array& a) const { return -o(a); }
   // op(a)^-1 b for the triangle of a.
   Array tri(const Array& a, const Array& b, bool lower, bool transpose = false, bool unit = false) const {
     return linalg::triangular_solve(a, b, lower, transpose, unit, loc);
@@ -53,7 +46,7 @@ struct L {
   Array tri_right(const Array& b, const Array& a, bool lower, bool unit = false) const {
     return mT(tri(a, mT(b), lower, true, unit));
   }
-  Array sym(const Array& t) const { return scale(add(t, mT(t)), 0.5); }
+  Array sym(const Array& t) const { return mul(add(t, mT(t)), 0.5); }
   Array eye_like(std::int64_t n, DType t) const { return eye(n, std::nullopt, 0, t, loc); }
   // Rows [r0, r0 + n) and columns [0, c) of the last two axes.
   Array part(const Array& x, std::int64_t r0, std::int64_t n, std::int64_t c) const {
@@ -137,7 +130,7 @@ Array jvp_cholesky(const NodeInfo& n, const Array& t) {
   const L l{n.loc};
   const Array& c = n.out;
   const Array inner = l.tri(c, l.mT(l.tri(c, l.sym(t), true)), true);  // L^-1 S L^-T (S symmetric)
-  const Array phi = l.sub(tril(inner, 0, n.loc), l.scale(l.mul(inner, l.eye_like(rows(c), c.dtype())), 0.5));
+  const Array phi = l.sub(tril(inner, 0, n.loc), l.mul(l.mul(inner, l.eye_like(rows(c), c.dtype())), 0.5));
   return l.mm(c, phi);
 }
 

@@ -83,9 +83,36 @@ aj_status c_make_many(const char* fn, aj_array* outs, std::int64_t n, Make&& mak
   });
 }
 
-// The array of handle argument `name` (a user error naming it when the
-// handle is not a live array).
-inline Array array_arg(aj_array h, const char* name) { return get_array(h, name).array; }
+// The argument readers every C function shares; each bad argument is a user
+// error naming it.
+// The array of handle argument `name`.
+inline Array arg(aj_array h, const char* name) { return get_array(h, name).array; }
+// A C list of n values (a null pointer only with n = 0).
+template <class T>
+std::vector<T> list_arg(const T* v, std::int64_t n, const char* what) {
+  if (n < 0) c_error(std::string("negative length ") + std::to_string(n) + " of " + what);
+  if (!v && n > 0) c_error(std::string("null ") + what + " with length " + std::to_string(n));
+  return std::vector<T>(v, v + n);
+}
+// A list of axes or other ints.
+inline std::vector<int> ints_arg(const std::int32_t* v, std::int32_t n, const char* what) {
+  const std::vector<std::int32_t> a = list_arg(v, n, what);
+  return std::vector<int>(a.begin(), a.end());
+}
+// A C axis list (NULL: all axes, whatever naxes says; see arrayjit.h).
+inline Axes axes_arg(const std::int32_t* axes, std::int32_t naxes) {
+  if (!axes) return Axes::all();
+  if (naxes < 0) c_error("negative number of axes " + std::to_string(naxes));
+  return Axes(std::vector<int>(axes, axes + naxes));
+}
+// A C list of n array handles.
+inline std::vector<Array> arrays_arg(const aj_array* xs, std::size_t n) {
+  if (!xs && n > 0) c_error("null array list with n " + std::to_string(n));
+  std::vector<Array> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) out.push_back(get_array(xs[i], "an array of the list").array);
+  return out;
+}
 
 // The DType of a C dtype code; an unknown code is a user error naming `what`.
 DType dtype_arg(int code, const char* what);

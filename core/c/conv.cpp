@@ -12,14 +12,8 @@ namespace aj::c_api {
 
 namespace {
 
-std::vector<std::int64_t> list(const std::int64_t* v, std::int32_t n, const char* what) {
-  if (n < 0) c_error(std::string("negative length ") + std::to_string(n) + " of " + what);
-  if (!v && n > 0) c_error(std::string("null ") + what + " with length " + std::to_string(n));
-  return std::vector<std::int64_t>(v, v + n);
-}
-
 std::vector<std::pair<std::int64_t, std::int64_t>> pairs(const std::int64_t* v, std::int32_t n, const char* what) {
-  const std::vector<std::int64_t> flat = list(v, n < 0 ? n : 2 * n, what);
+  const std::vector<std::int64_t> flat = list_arg(v, n < 0 ? n : 2 * n, what);
   std::vector<std::pair<std::int64_t, std::int64_t>> r;
   for (std::size_t i = 0; i + 1 < flat.size(); i += 2) r.emplace_back(flat[i], flat[i + 1]);
   return r;
@@ -45,9 +39,9 @@ aj_status aj_conv_general(aj_array x, aj_array w, const int64_t* strides, int32_
       case AJ_PADDING_VALID: p = aj::ConvPadding("VALID"); break;
       default: c_error("unknown padding mode " + std::to_string(static_cast<int>(mode)));
     }
-    return aj::conv_general(array_arg(x, "x"), array_arg(w, "w"), list(strides, nstrides, "strides"), p,
-                            list(lhs_dilation, nlhs_dilation, "lhs_dilation"),
-                            list(rhs_dilation, nrhs_dilation, "rhs_dilation"), groups,
+    return aj::conv_general(arg(x, "x"), arg(w, "w"), list_arg(strides, nstrides, "strides"), p,
+                            list_arg(lhs_dilation, nlhs_dilation, "lhs_dilation"),
+                            list_arg(rhs_dilation, nrhs_dilation, "rhs_dilation"), groups,
                             aj::ConvLayout{text(lhs_layout), text(rhs_layout), text(out_layout)});
   });
 }
@@ -56,9 +50,9 @@ aj_status aj_conv_transpose(aj_array x, aj_array w, const int64_t* stride, int32
                             int32_t npadding, const int64_t* output_padding, int32_t noutput_padding, int64_t groups,
                             const int64_t* dilation, int32_t ndilation, aj_array* out) {
   return c_make("aj_conv_transpose", out, [&] {
-    const aj::Array xa = array_arg(x, "x"), wa = array_arg(w, "w");
-    const auto s = list(stride, nstride, "stride"), p = list(padding, npadding, "padding");
-    const auto op = list(output_padding, noutput_padding, "output_padding"), d = list(dilation, ndilation, "dilation");
+    const aj::Array xa = arg(x, "x"), wa = arg(w, "w");
+    const auto s = list_arg(stride, nstride, "stride"), p = list_arg(padding, npadding, "padding");
+    const auto op = list_arg(output_padding, noutput_padding, "output_padding"), d = list_arg(dilation, ndilation, "dilation");
     switch (wa.ndim()) {
       case 3: return aj::conv_transpose1d(xa, wa, aj::Array(), s, p, op, groups, d);
       case 4: return aj::conv_transpose2d(xa, wa, aj::Array(), s, p, op, groups, d);
@@ -72,23 +66,23 @@ aj_status aj_max_pool(aj_array x, const int64_t* window, int32_t nwindow, const 
                       const int64_t* padding, int32_t npadding, int ceil_mode, const int64_t* dilation,
                       int32_t ndilation, aj_array* out) {
   return c_make("aj_max_pool", out, [&] {
-    return aj::max_pool(array_arg(x, "x"), list(window, nwindow, "window"), list(strides, nstrides, "strides"),
-                        list(padding, npadding, "padding"), ceil_mode != 0, list(dilation, ndilation, "dilation"));
+    return aj::max_pool(arg(x, "x"), list_arg(window, nwindow, "window"), list_arg(strides, nstrides, "strides"),
+                        list_arg(padding, npadding, "padding"), ceil_mode != 0, list_arg(dilation, ndilation, "dilation"));
   });
 }
 
 aj_status aj_avg_pool(aj_array x, const int64_t* window, int32_t nwindow, const int64_t* strides, int32_t nstrides,
                       const int64_t* padding, int32_t npadding, int ceil_mode, int count_include_pad, aj_array* out) {
   return c_make("aj_avg_pool", out, [&] {
-    return aj::avg_pool(array_arg(x, "x"), list(window, nwindow, "window"), list(strides, nstrides, "strides"),
-                        list(padding, npadding, "padding"), ceil_mode != 0, count_include_pad != 0);
+    return aj::avg_pool(arg(x, "x"), list_arg(window, nwindow, "window"), list_arg(strides, nstrides, "strides"),
+                        list_arg(padding, npadding, "padding"), ceil_mode != 0, count_include_pad != 0);
   });
 }
 
 aj_status aj_reduce_window(aj_array x, const char* op, const int64_t* window, int32_t nwindow, const int64_t* strides,
                            int32_t nstrides, const int64_t* padding, int32_t npadding, aj_array* out) {
   return c_make("aj_reduce_window", out, [&] {
-    return aj::reduce_window(array_arg(x, "x"), text(op), list(window, nwindow, "window"), list(strides, nstrides, "strides"),
+    return aj::reduce_window(arg(x, "x"), text(op), list_arg(window, nwindow, "window"), list_arg(strides, nstrides, "strides"),
                              pairs(padding, npadding, "padding"));
   });
 }
@@ -96,6 +90,6 @@ aj_status aj_reduce_window(aj_array x, const char* op, const int64_t* window, in
 aj_status aj_interpolate(aj_array x, const int64_t* size, int32_t nsize, const char* mode, int align_corners,
                          aj_array* out) {
   return c_make("aj_interpolate", out, [&] {
-    return aj::interpolate(array_arg(x, "x"), list(size, nsize, "size"), mode ? mode : "nearest", align_corners != 0);
+    return aj::interpolate(arg(x, "x"), list_arg(size, nsize, "size"), mode ? mode : "nearest", align_corners != 0);
   });
 }

@@ -31,30 +31,6 @@ inline Array gelu_tanh(const Operand& x) { return gelu(x, true); }
 
 namespace {
 
-// The handle of argument `name`, as an array or an elementwise operand.
-Array arg(aj_array h, const char* name) { return get_array(h, name).array; }
-
-// A C axis list (NULL: all axes, whatever naxes says; see arrayjit.h).
-Axes axes_arg(const std::int32_t* axes, std::int32_t naxes) {
-  if (!axes) return Axes::all();
-  if (naxes < 0) c_error("negative number of axes " + std::to_string(naxes));
-  return Axes(std::vector<int>(axes, axes + naxes));
-}
-
-std::vector<int> ints_arg(const std::int32_t* v, std::int32_t n, const char* what) {
-  if (n < 0) c_error(std::string("negative length ") + std::to_string(n) + " of " + what);
-  if (!v && n > 0) c_error(std::string("null ") + what + " with length " + std::to_string(n));
-  return std::vector<int>(v, v + n);
-}
-
-std::vector<Array> arrays_arg(const aj_array* xs, std::size_t n) {
-  if (!xs && n > 0) c_error("null array list with n " + std::to_string(n));
-  std::vector<Array> out;
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) out.push_back(get_array(xs[i], "an array of the list").array);
-  return out;
-}
-
 std::optional<std::int64_t> bound(std::int64_t v) {
   if (v == AJ_SLICE_NONE) return std::nullopt;
   return v;

@@ -10,31 +10,6 @@
 #include "arrayjit/shape_functions.hpp"
 #include "core/c/boundary.hpp"
 
-namespace aj::c_api {
-namespace {
-
-Array arg(aj_array h, const char* name) { return get_array(h, name).array; }
-
-template <class T>
-std::vector<T> list_arg(const T* v, std::int64_t n, const char* what) {
-  if (n < 0) c_error(std::string("negative length ") + std::to_string(n) + " of " + what);
-  if (!v && n > 0) c_error(std::string("null ") + what + " with length " + std::to_string(n));
-  return std::vector<T>(v, v + n);
-}
-std::vector<int> axes_list(const std::int32_t* v, std::int32_t n, const char* what) {
-  const std::vector<std::int32_t> a = list_arg(v, n, what);
-  return std::vector<int>(a.begin(), a.end());
-}
-std::vector<Array> arrays_arg(const aj_array* xs, std::size_t n) {
-  if (!xs && n > 0) c_error("null array list with n " + std::to_string(n));
-  std::vector<Array> out;
-  for (std::size_t i = 0; i < n; ++i) out.push_back(get_array(xs[i], "an array of the list").array);
-  return out;
-}
-
-}  // namespace
-}  // namespace aj::c_api
-
 using namespace aj::c_api;
 using aj::Array;
 
@@ -42,7 +17,7 @@ extern "C" {
 
 aj_status aj_flip(aj_array x, const int32_t* axes, int32_t naxes, aj_array* out) {
   return c_make("aj_flip", out, [&] {
-    return aj::flip(arg(x, "x"), axes ? aj::Axes(axes_list(axes, naxes, "axes")) : aj::Axes::all());
+    return aj::flip(arg(x, "x"), axes ? aj::Axes(ints_arg(axes, naxes, "axes")) : aj::Axes::all());
   });
 }
 aj_status aj_swapaxes(aj_array x, int32_t axis1, int32_t axis2, aj_array* out) {
@@ -50,7 +25,7 @@ aj_status aj_swapaxes(aj_array x, int32_t axis1, int32_t axis2, aj_array* out) {
 }
 aj_status aj_moveaxis(aj_array x, const int32_t* source, const int32_t* destination, int32_t n, aj_array* out) {
   return c_make("aj_moveaxis", out, [&] {
-    return aj::moveaxis(arg(x, "x"), axes_list(source, n, "source"), axes_list(destination, n, "destination"));
+    return aj::moveaxis(arg(x, "x"), ints_arg(source, n, "source"), ints_arg(destination, n, "destination"));
   });
 }
 aj_status aj_tile(aj_array x, const int64_t* reps, int32_t nreps, aj_array* out) {
@@ -119,7 +94,7 @@ AJ_PRODUCT_OPS(AJ_DEFINE_PRODUCT_)
 #undef AJ_DEFINE_PRODUCT_
 aj_status aj_tensordot(aj_array a, aj_array b, const int32_t* a_axes, const int32_t* b_axes, int32_t n, aj_array* out) {
   return c_make("aj_tensordot", out, [&] {
-    return aj::tensordot(arg(a, "a"), arg(b, "b"), axes_list(a_axes, n, "a_axes"), axes_list(b_axes, n, "b_axes"));
+    return aj::tensordot(arg(a, "a"), arg(b, "b"), ints_arg(a_axes, n, "a_axes"), ints_arg(b_axes, n, "b_axes"));
   });
 }
 aj_status aj_cross(aj_array a, aj_array b, int32_t axis, aj_array* out) {
