@@ -61,7 +61,15 @@ bool close_to(const std::vector<double>& got, const std::vector<double>& want) {
 bool failure_reached() { return t_allocations_until_failure < 0; }
 }  // namespace
 
+// The largest operator-new request on this thread since the last call
+// (tests/test_io.cpp: saving copies no array's values).
+namespace {
+thread_local std::size_t t_largest_new = 0;
+}
+std::size_t aj_test_largest_new_since_last_call() { return std::exchange(t_largest_new, 0); }
+
 void* operator new(std::size_t n) {
+  t_largest_new = std::max(t_largest_new, n);
   bool fail = t_allocations_until_failure >= 0 && t_allocations_until_failure-- == 0;
   for (;;) {
     if (!fail) {

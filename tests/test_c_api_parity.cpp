@@ -102,13 +102,6 @@ const Reasoned kNotYet[] = {
     {"aj::cuda::kernel_source", "text of the CUDA kernels"},
     {"aj::cuda::trim_memory", "facility"},
     {"aj::cuda::release_borrowed", "facility"},
-    {"aj::save", "file I/O (arrayjit/io.hpp): C functions with the archive forms"},
-    {"aj::savez", "file I/O: named arrays in, a names-in convention in C"},
-    {"aj::save_safetensors", "file I/O: named arrays and a string map in"},
-    {"aj::load", "file I/O (arrayjit/io.hpp): C functions with the archive forms"},
-    {"aj::load_npz", "file I/O: a named-arrays result needs a names-out convention in C"},
-    {"aj::load_safetensors", "file I/O: a named-arrays result needs a names-out convention in C"},
-    {"aj::safetensors_metadata", "file I/O: a string map result"},
 };
 
 std::string read(const std::filesystem::path& p) {

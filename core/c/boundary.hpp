@@ -23,6 +23,11 @@ void clear_last_error();
 // A user error for a C caller (c_call puts the function's name first).
 [[noreturn]] void c_error(const std::string& msg);
 
+// Text handed to C by snprintf's rule (arrayjit.h, aj_array_to_string): at
+// most cap - 1 bytes and a NUL into buf; *len (when len is not null) the
+// full length.
+void give_text(const std::string& text, char* buf, std::size_t cap, std::size_t* len);
+
 template <class Body>
 aj_status c_call(const char* fn, Body&& body) noexcept {
   try {

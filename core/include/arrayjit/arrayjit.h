@@ -67,7 +67,7 @@ extern "C" {
  * library whose aj_api_version() has the same major and a minor >= its own
  * (new functions and appended struct fields raise the minor). */
 #define AJ_API_VERSION_MAJOR 1
-#define AJ_API_VERSION_MINOR 3
+#define AJ_API_VERSION_MINOR 4
 #define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
 
 AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
@@ -709,6 +709,35 @@ AJ_C_API aj_status aj_stats(aj_stats_counts* out);
 /* Zero the counters (aj::reset_stats; not live_bytes and live_nodes, which
  * count what lives now; peak_live_bytes restarts at live_bytes). */
 AJ_C_API void aj_reset_stats(void);
+
+/* ---- files: .npy, .npz, safetensors (arrayjit/io.hpp; since C API 1.4) ------------------------
+ * As the C++ functions: loading maps the file and the arrays borrow it
+ * (nothing is copied until a value is needed); saving evaluates the arrays
+ * and writes their buffers, into a temporary renamed into place (a failed
+ * save leaves no file). Errors name the file and what is wrong with it.
+ *
+ * Named arrays in: names[i] (NUL-terminated) names arrays[i], i < n.
+ * Named arrays out (aj_load_npz, aj_load_safetensors): the members in name
+ * order, their arrays into arrays[0 .. *count) and their names into `names`,
+ * each ended by a NUL (*names_len bytes in all, the NULs included). With
+ * arrays NULL the call only sets *count and *names_len (nothing is made);
+ * with cap < *count or names_cap < *names_len it makes nothing, sets both
+ * and fails (AJ_ERROR_USER), so a second call with room gets them all. */
+AJ_C_API aj_status aj_save(const char* path, aj_array a);
+AJ_C_API aj_status aj_load(const char* path, aj_array* out);
+AJ_C_API aj_status aj_savez(const char* path, const char* const* names, const aj_array* arrays, size_t n);
+AJ_C_API aj_status aj_savez_compressed(const char* path, const char* const* names, const aj_array* arrays, size_t n);
+AJ_C_API aj_status aj_load_npz(const char* path, aj_array* arrays, size_t cap, size_t* count, char* names,
+                               size_t names_cap, size_t* names_len);
+/* Metadata: keys[i] maps to values[i], i < n_metadata (keys unique). */
+AJ_C_API aj_status aj_save_safetensors(const char* path, const char* const* names, const aj_array* arrays, size_t n,
+                                       const char* const* keys, const char* const* values, size_t n_metadata);
+AJ_C_API aj_status aj_load_safetensors(const char* path, aj_array* arrays, size_t cap, size_t* count, char* names,
+                                       size_t names_cap, size_t* names_len);
+/* The metadata as "key\0value\0" pairs in key order, into buf by
+ * aj_array_to_string's rule (snprintf's: *len is the full length without
+ * the final NUL the rule adds). */
+AJ_C_API aj_status aj_safetensors_metadata(const char* path, char* buf, size_t cap, size_t* len);
 
 /* ---- traced functions (compile once, replay) ---------------------------------------------------
  * An aj_function wraps a C callback that builds its outputs from its inputs
