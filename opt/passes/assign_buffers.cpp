@@ -168,19 +168,61 @@ class Planner {
         continue;
       }
       if (st.kind != Step::Kind::kernel) continue;
+      // Pairs (output, input) in order of how directly the output is
+      // computed from the input (fewest fused ops between them), then in
+      // output and input order: the outputs of an optimizer's update
+      // (w - lr * m', m', v') each take their own old value's buffer, not
+      // that of another same-sized operand further down their expressions.
+      struct Pair {
+        int depth;
+        std::size_t j, e;
+      };
+      std::vector<Pair> pairs;
       for (std::size_t j = 0; j < st.outputs.size(); ++j) {
         if (into(st, j) != kNoNode) continue;  // goes into a concatenate's buffer
+        const std::unordered_map<NodeId, int> depth = depths(st, st.outputs[j]);
         for (std::size_t e = 0; e < st.inputs.size(); ++e) {
-          NodeId from = st.inputs[e];
+          const NodeId from = st.inputs[e];
           if (from == kNoNode || st.kernel.inputs[e].index_only) continue;
-          if (refusal(k, j, from)) continue;
-          taken_.emplace(from, st.outputs[j]);
-          p_.donations.push_back({static_cast<int>(k), static_cast<int>(j), from, st.outputs[j]});
-          p_.values[index_.at(st.outputs[j])].donor = from;
-          break;
+          const auto it = depth.find(from);
+          pairs.push_back({it == depth.end() ? 1 << 20 : it->second, j, e});
         }
       }
+      std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.depth < b.depth; });
+      std::vector<char> done(st.outputs.size(), 0);
+      for (const Pair& pr : pairs) {
+        if (done[pr.j]) continue;
+        const NodeId from = st.inputs[pr.e];
+        if (refusal(k, pr.j, from)) continue;
+        done[pr.j] = 1;
+        taken_.emplace(from, st.outputs[pr.j]);
+        p_.values[index_.at(st.outputs[pr.j])].donor = from;
+      }
+      for (std::size_t j = 0; j < st.outputs.size(); ++j) {  // (listed in output order)
+        if (!done[j]) continue;
+        const NodeId to = st.outputs[j];
+        p_.donations.push_back({static_cast<int>(k), static_cast<int>(j), p_.values[index_.at(to)].donor, to});
+      }
     }
+  }
+
+  // The fewest ops between kernel output `out` and each node its fused
+  // expression reads (breadth first through the step's computed nodes).
+  std::unordered_map<NodeId, int> depths(const Step& st, NodeId out) const {
+    std::unordered_map<NodeId, int> d{{out, 0}};
+    std::vector<NodeId> level{out}, next;
+    for (int depth = 1; !level.empty(); ++depth) {
+      next.clear();
+      for (NodeId n : level) {
+        const bool fused = n == out || std::find(st.computed.begin(), st.computed.end(), n) != st.computed.end();
+        if (!fused) continue;
+        for (NodeId in : g_[n].inputs) {
+          if (d.emplace(in, depth).second) next.push_back(in);
+        }
+      }
+      std::swap(level, next);
+    }
+    return d;
   }
 
  public:
