@@ -111,3 +111,14 @@ void reset_counters() {
 }
 
 }  // namespace aj::detail
+
+#include "base/allocation_limit.hpp"
+
+namespace aj::detail {
+
+AllocationLimit*& allocation_limit() {
+  thread_local AllocationLimit* limit = nullptr;
+  return limit;
+}
+
+}  // namespace aj::detail

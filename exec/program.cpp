@@ -16,6 +16,8 @@ namespace {
 
 std::atomic<DestinationHook> g_destination{nullptr};
 
+thread_local int t_current_step = -1;
+
 // Where a run's values live, as run_program sees them: the slot holding a
 // value's buffer, whether nothing else holds it, making and releasing values.
 class VectorSlots {
@@ -146,10 +148,15 @@ class Runner {
     lists_ = &lists;
     struct Empty {  // no buffer stays referenced from here, however the run ends
       Lists& l;
-      ~Empty() { l.clear(); }
-    } empty_after{lists};
+      int step;
+      ~Empty() {
+        l.clear();
+        t_current_step = step;
+      }
+    } empty_after{lists, t_current_step};
     compile_ahead();
     for (std::size_t k = 0; k < p_.steps.size(); ++k) {
+      t_current_step = static_cast<int>(k);
       // Between steps every value made is set and none is half-written:
       // where an interrupt (aj::interrupt) stops the run.
       detail::check_interrupt();
@@ -456,6 +463,8 @@ class Runner {
 };
 
 }  // namespace
+
+int current_step() { return t_current_step; }
 
 void run_program(const Program& p, Backend& target, VectorValues& values, const std::vector<ScalarOverride>& overrides) {
   values.storage.resize(static_cast<std::size_t>(p.values));

@@ -61,6 +61,10 @@ void run_program(const Program& p, Backend& target, VectorValues& values,
 void run_program(const Program& p, Backend& target, GraphValues& values,
                  const std::vector<ScalarOverride>& overrides = {});
 
+// The step of the program the calling thread is running now (-1: none):
+// what aj::compile's allocation limit names when it refuses a buffer.
+int current_step();
+
 // Makes every kernel step ready for many launches on `target`
 // (Backend::prepare_kernel), before the program is shared.
 void prepare_program(Program& p, Backend& target);

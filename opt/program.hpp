@@ -66,6 +66,11 @@ struct Program {
   std::vector<Shape> result_shapes;
   std::vector<Layout> result_layouts;
   Device device;
+  // aj::compile's contract (CompileOptions), filled when its trace is
+  // captured: per bound value, why no result takes over its buffer ("" when
+  // one does); per step, its op and the user's line ("matmul at f.cpp:12").
+  std::vector<std::string> not_in_place;
+  std::vector<std::string> step_where;
 };
 
 // The program of plan `p` (graph lock held; the plan's evaluated leaves are

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "arrayjit/error.hpp"
+#include "base/allocation_limit.hpp"
 #include "base/stats.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -310,6 +311,7 @@ std::shared_ptr<Storage> host_alloc(std::size_t bytes) {
   if (p) {
     AJ_ASAN_UNPOISON(p, visible_bytes(bytes));  // the slack stays poisoned
   } else {
+    detail::before_system_alloc(cls.size);  // (aj::compile's max_allocations may refuse it)
     p = system_alloc(cls.size);
     if (!p) {
       // The cache may hold what the system lacks: release it and try once more.

@@ -26,12 +26,33 @@ namespace {
 thread_local const Function* t_tracing = nullptr;
 }  // namespace
 
+// The contract a desc asks for (fields since C API 1.4, when its struct_size has them).
+aj::CompileOptions options_of(const aj_function_desc& d) {
+  aj::CompileOptions o;
+  constexpr std::size_t v14 = offsetof(aj_function_desc, n_in_place) + sizeof(std::int32_t);
+  if (d.struct_size < v14) return o;
+  if (d.check_allocations) {
+    if (d.max_allocations < 0) c_error("max_allocations " + std::to_string(d.max_allocations) + " with check_allocations set");
+    o.max_allocations = d.max_allocations;
+  }
+  if (d.n_in_place < 0) c_error("negative n_in_place " + std::to_string(d.n_in_place));
+  if (d.n_in_place > 0 && !d.in_place) c_error("null in_place with n_in_place " + std::to_string(d.n_in_place));
+  for (std::int32_t i = 0; i < d.n_in_place; ++i) {
+    if (d.in_place[i] < 0 || d.in_place[i] >= d.n_inputs) {
+      c_error("in_place[" + std::to_string(i) + "] is " + std::to_string(d.in_place[i]) + "; the function has " +
+              std::to_string(d.n_inputs) + " inputs");
+    }
+    o.in_place.push_back(d.in_place[i]);
+  }
+  return o;
+}
+
 class Function {
  public:
   explicit Function(const aj_function_desc& d)
       : trace_fn_(d.trace), context_(d.context), release_(d.release), n_inputs_(d.n_inputs),
         n_outputs_(d.n_outputs), name_(d.name ? d.name : "(unnamed)"),
-        core_(aj::detail::make_compiled_core("the C function '" + name_ + "'")) {}
+        core_(aj::detail::make_compiled_core("the C function '" + name_ + "'", options_of(d))) {}
   ~Function() {
     if (armed_ && release_) release_(context_);
   }
@@ -210,6 +231,7 @@ aj_status aj_function_call_donate(aj_function f, aj_array* inputs, const int* do
       } give_up{inputs, {}};
       for (int i = 0; i < n_in; ++i) {
         auto& c = cargs[static_cast<std::size_t>(i)];
+        c.position = i;
         const ArrayRef& r = args[static_cast<std::size_t>(i)];
         if (r.weak) {
           c.is_scalar = true;

@@ -28,6 +28,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/allocation_limit.hpp"
 #include "base/log.hpp"
 #include "base/stats.hpp"
 #include "core/api/evaluate.hpp"
@@ -35,6 +36,8 @@
 #include "core/api/trace.hpp"
 #include "core/compile/extents.hpp"
 #include "exec/program.hpp"
+#include "graph/dump.hpp"
+#include "opt/passes/assign_buffers.hpp"
 #include "opt/plan_cache.hpp"
 
 namespace aj::detail {
@@ -187,8 +190,9 @@ std::shared_ptr<Storage> window_storage(const Node& n, std::size_t bytes) {
 
 class CompiledCore {
  public:
-  explicit CompiledCore(std::string where, std::optional<Loc> loc = std::nullopt)
-      : where_(std::move(where)), loc_(loc) {}
+  explicit CompiledCore(std::string where, std::optional<Loc> loc = std::nullopt, CompileOptions options = {})
+      : where_(std::move(where)), loc_(loc), options_(std::move(options)),
+        contract_(options_.max_allocations >= 0 || !options_.in_place.empty()) {}
 
   std::vector<Array> call(std::vector<CallArg>& args, const std::function<std::vector<Array>()>& trace);
   const std::string& where() const { return where_; }  // aj::compile's file:line
@@ -246,8 +250,16 @@ class CompiledCore {
                                                             std::vector<std::vector<ScalarSource>>* sources = nullptr);
   void keep(const Key& exact, std::shared_ptr<const exec::Program> prog);  // mu_ held
 
+  // Throws when options_.in_place names no array argument of this call.
+  void check_positions(const std::vector<CallArg>& args) const;
+  // Throws when this replay would break options_.in_place (before it runs:
+  // nothing is taken). `values`: the arguments' buffers, bound.
+  void check_in_place(const exec::Program& p, const std::vector<CallArg>& args, const exec::VectorValues& values) const;
+
   std::string where_;
   std::optional<Loc> loc_;  // aj::compile's, where there is one: errors evaluating arguments name it
+  CompileOptions options_;
+  bool contract_ = false;  // options_ ask for anything
   mutable std::mutex mu_;
   Programs exact_{kMaxPrograms};
   // Per signature without scalar values: the last program traced (to learn
@@ -363,6 +375,7 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
       values.storage[next++] = window ? window_storage(n, window) : n.storage;
     }
   }
+  if (!options_.in_place.empty()) check_in_place(p, args, values);
   for (CallArg& a : args) {
     if (!a.donated || a.is_scalar) continue;
     Array given_up = std::move(*a.array);  // its buffer may now be ours alone
@@ -374,7 +387,36 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
     const KScalar& slot = p.steps[static_cast<std::size_t>(b.step)].kernel.scalars[static_cast<std::size_t>(b.scalar)];
     overrides.push_back({b.step, b.scalar, as_kernel_scalar(args[static_cast<std::size_t>(b.arg)].scalar, slot.dtype)});
   }
-  exec::run_program(p, backend_for(p.device), values, overrides);
+  if (options_.max_allocations >= 0) {
+    // Buffers from the system are counted, and the one over the limit refused.
+    struct Limit final : AllocationLimit {
+      const CompiledCore& core;
+      const exec::Program& program;
+      std::int64_t left;
+      AllocationLimit* outer;
+      Limit(const CompiledCore& c, const exec::Program& p, std::int64_t n) : core(c), program(p), left(n), outer(allocation_limit()) {
+        allocation_limit() = this;
+      }
+      ~Limit() override { allocation_limit() = outer; }
+      void before(std::size_t bytes) override {
+        if (left-- > 0) return;
+        const int k = exec::current_step();
+        const std::string where = k >= 0 && static_cast<std::size_t>(k) < program.step_where.size()
+                                      ? "step " + std::to_string(k) + ", the " + program.step_where[static_cast<std::size_t>(k)]
+                                      : "a step";
+        throw Error(Error::Kind::user,
+                    "aj::compile: a call of the function compiled at " + core.where_ + " would take a buffer of " +
+                        std::to_string(bytes) + " bytes from the system at " + where + ", over its max_allocations = " +
+                        std::to_string(core.options_.max_allocations) +
+                        " (the pool held no free buffer of that size: an array from an earlier call still holds one, "
+                        "or a result is not written in place; aj::explain on the function's results shows its plan); "
+                        "the call stopped there (at " + core.where_ + ")");
+      }
+    } limit(*this, p, options_.max_allocations);
+    exec::run_program(p, backend_for(p.device), values, overrides);
+  } else {
+    exec::run_program(p, backend_for(p.device), values, overrides);
+  }
   if (counted) ++stats_mut().compiled_replays;
   trace::Scope scope;
   std::vector<Array> out;
@@ -387,7 +429,146 @@ std::vector<Array> CompiledCore::replay(const Entry& e, std::vector<CallArg>& ar
   return out;
 }
 
+void CompiledCore::check_positions(const std::vector<CallArg>& args) const {
+  int positions = 0;
+  for (const CallArg& a : args) positions = std::max(positions, a.position + 1);
+  for (int want : options_.in_place) {
+    if (want >= positions) {
+      throw Error(Error::Kind::user, "aj::compile: in_place names argument " + std::to_string(want) + "; the function compiled at " +
+                                         where_ + " was called with " + std::to_string(positions) + " (at " + where_ + ")");
+    }
+    for (const CallArg& a : args) {
+      if (a.position == want && a.is_scalar && !a.structural) {
+        throw Error(Error::Kind::user, "aj::compile: in_place names argument " + std::to_string(want) + ", a scalar (at " + where_ + ")");
+      }
+    }
+  }
+}
+
+void CompiledCore::check_in_place(const exec::Program& p, const std::vector<CallArg>& args,
+                                  const exec::VectorValues& values) const {
+  for (int want : options_.in_place) {
+    int value = 0;  // the program value of each array argument, in order
+    ArgNodes node_of;
+    for (const CallArg& a : args) {
+      if (a.is_scalar) continue;
+      const int v = value++;
+      if (a.position != want) continue;
+      const Node& n = node_of(a);
+      const std::string what = "argument " + std::to_string(want) + " (" + describe(n.dtype, n.shape) + ", made at " + loc_str(n.loc) + ")";
+      auto broken = [&](const std::string& why) {
+        throw Error(Error::Kind::user, "aj::compile: in_place: " + what + " would not be written in place: " + why +
+                                           "; nothing was run and no argument taken (the function compiled at " + where_ + ")");
+      };
+      if (!a.donated) broken("it is not donated (pass it as std::move(x) or aj::donate(x))");
+      const std::shared_ptr<Storage>& s = values.storage[static_cast<std::size_t>(v)];
+      if (s->borrowed) broken(n.storage->borrowed ? "it is borrowed memory (never written)" : "it is a view into a larger buffer");
+      // Held by the argument's node and by this replay's values; the node by the caller's handle only.
+      // (The C API's caller handle is one more, released when the call takes it.)
+      const std::uint32_t own = a.give_up ? 2 : 1;
+      if (a.array->graph_of()->ext_count(a.array->node_id()) > own) {
+        broken("another handle to it is still alive (drop it, or move it into the call)");
+      }
+      if (n.uses > 0) broken("a lazy array made from it still reads it (evaluate or drop that array first)");
+      if (s.use_count() > 2) broken("its buffer is shared with another array (a view of it, or a copy of its handle)");
+      const std::string& why = static_cast<std::size_t>(v) < p.not_in_place.size() ? p.not_in_place[static_cast<std::size_t>(v)]
+                                                                                    : std::string();
+      if (!why.empty()) broken(why);
+    }
+  }
+}
+
 namespace {
+
+// "matmul at f.cpp:12": node `id`'s op and the user's line.
+std::string op_at(NodeId id) {
+  const Node& n = graph()[id];
+  return std::string(op_name(n.op)) + " at " + loc_str(n.loc);
+}
+
+// Why the planner did not write `out` (a step's output) in place of `input`.
+std::string refusal_text(const NotInPlace& r, NodeId out) {
+  using W = NotInPlace::Why;
+  const Graph& g = graph();
+  const std::string by = "the " + op_at(out);
+  switch (r.why) {
+    case W::taken: return "its buffer went to " + op_at(r.other) + ", which is no result";
+    case W::other_index: return by + " reads it at another index or layout than it writes (a transposed, shifted or broadcast read)";
+    case W::item_size:
+      return by + " makes " + std::to_string(itemsize(g[out].dtype)) + "-byte elements from its " +
+             std::to_string(itemsize(g[r.input].dtype)) + "-byte ones (a dtype change)";
+    case W::sizes_differ: return by + " makes a result of another size (a broadcast or a reduction)";
+    case W::borrowed: return "it is borrowed memory (never written)";
+    case W::view: return "it is a view: its storage belongs to another array";
+    case W::shared: return "its storage is shared with another array";
+    case W::held: return "a handle made at " + loc_str(g[r.input].loc) + " still holds it";
+    case W::read_outside: return "a node outside the function reads it";
+    case W::root: return "it is itself a result of the function";
+    case W::later_reader:
+      return (r.other == kNoNode ? std::string("a later step") : "the " + op_at(r.other)) + " reads it after " + by;
+  }
+  return "not in place";
+}
+
+// Per bound value of `prog` (made from plan `p`; `value_nodes`: the node of
+// each value): why no result takes over its buffer ("" when one does,
+// through a chain of steps each writing in place of the one before).
+std::vector<std::string> not_in_place_reasons(const opt::Plan& p, const exec::Program& prog,
+                                              const std::vector<NodeId>& value_nodes) {
+  std::vector<std::string> out(static_cast<std::size_t>(prog.bound));
+  const std::vector<NotInPlace> refused = not_in_place(p.schedule, p.buffers);
+  auto is_result = [&](int v) { return std::find(prog.results.begin(), prog.results.end(), v) != prog.results.end(); };
+  for (int a = 0; a < prog.bound; ++a) {
+    int v = a;
+    for (bool moved = true; moved && !is_result(v);) {
+      moved = false;
+      for (const exec::ProgramStep& st : prog.steps) {
+        for (std::size_t j = 0; j < st.donors.size() && !moved; ++j) {
+          if (st.donors[j] == v && (st.into.size() <= j || st.into[j] < 0)) v = st.outputs[j], moved = true;
+        }
+        if (moved) break;
+      }
+    }
+    if (is_result(v)) continue;
+    const NodeId node = static_cast<std::size_t>(v) < value_nodes.size() ? value_nodes[static_cast<std::size_t>(v)] : kNoNode;
+    std::string why;
+    if (v != a) why = "its buffer went to the " + (node == kNoNode ? std::string("step") : op_at(node)) + ", and then ";
+    // The planner's reasons, the most telling first.
+    const NotInPlace* best = nullptr;
+    auto rank = [](NotInPlace::Why w) {
+      using W = NotInPlace::Why;
+      switch (w) {
+        case W::other_index: case W::item_size: case W::sizes_differ: return 0;
+        case W::borrowed: case W::view: case W::shared: return 1;
+        case W::taken: case W::later_reader: case W::root: case W::read_outside: return 2;
+        case W::held: return 3;
+      }
+      return 4;
+    };
+    for (const NotInPlace& r : refused) {
+      if (r.input == node && (!best || rank(r.why) < rank(best->why))) best = &r;
+    }
+    if (best) {
+      const NodeId o = p.schedule.steps[static_cast<std::size_t>(best->step)].outputs[static_cast<std::size_t>(best->output)];
+      out[static_cast<std::size_t>(a)] = why + refusal_text(*best, o);
+      continue;
+    }
+    // No kernel could have taken it: read by a library step only, or by nothing.
+    std::string reader;
+    for (const Step& st : p.schedule.steps) {
+      if (st.kind != Step::Kind::library) continue;
+      const auto& in = graph()[st.node].inputs;
+      if (std::find(in.begin(), in.end(), node) != in.end()) {
+        reader = op_at(st.node);
+        break;
+      }
+    }
+    out[static_cast<std::size_t>(a)] =
+        why + (reader.empty() ? std::string("no step of the function writes a result in place of it")
+                              : "it is read by the library step " + reader + ", which writes a new buffer");
+  }
+  return out;
+}
 
 // Collects the plan of the results' evaluation into a program.
 struct Capture final : EvalObserver {
@@ -395,9 +576,19 @@ struct Capture final : EvalObserver {
   const std::vector<NodeId>* results = nullptr;
   std::unique_ptr<exec::Program> program;
   std::vector<std::vector<ScalarSource>>* sources = nullptr;  // when given: each step's, taken out
+  bool contract = false;  // CompileOptions: what a broken contract names is kept
   void planned(const opt::Plan& p, Device device) override {
-    program = opt::make_program(p, *args, *results, device, /*capture_leaves=*/true);
+    std::vector<NodeId> value_nodes;
+    program = opt::make_program(p, *args, *results, device, /*capture_leaves=*/true, contract ? &value_nodes : nullptr);
     if (!program) return;
+    if (contract) {
+      program->not_in_place = not_in_place_reasons(p, *program, value_nodes);
+      for (const exec::ProgramStep& st : program->steps) {
+        const int v = st.outputs.empty() ? -1 : st.outputs[0];
+        const NodeId n = v >= 0 && static_cast<std::size_t>(v) < value_nodes.size() ? value_nodes[static_cast<std::size_t>(v)] : kNoNode;
+        program->step_where.push_back(n == kNoNode ? std::string("a step") : op_at(n));
+      }
+    }
     // Its scalars' sources name nodes of the trace's graph: a replay takes
     // its scalar arguments through its bindings instead.
     if (sources) sources->clear();
@@ -490,6 +681,7 @@ std::shared_ptr<const exec::Program> CompiledCore::evaluate_and_capture(const st
   capture.args = &arg_nodes;
   capture.results = &result_nodes;
   capture.sources = sources;
+  capture.contract = contract_;
   std::vector<NodeId> roots;
   for (NodeId r : result_nodes) {
     if (!graph()[r].evaluated()) roots.push_back(r);
@@ -757,6 +949,7 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
   // their function, the ops are recorded inline (a replay here would run now
   // and its results would be taken as constants).
   if (trace::observed()) return trace();
+  if (!options_.in_place.empty()) check_positions(args);
   // Arguments are evaluated first (together: one plan): a program starts
   // from buffers.
   std::vector<Array> pending;
@@ -837,10 +1030,18 @@ std::vector<Array> CompiledCore::call(std::vector<CallArg>& args, const std::fun
   return trace_call(args, trace, traced_key, shifted ? Key{} : scalar_free_key, generic, std::move(first), std::move(trusted));
 }
 
-std::shared_ptr<CompiledCore> make_compiled_core(Loc where) {
-  return std::make_shared<CompiledCore>(loc_str(where), where);
+std::shared_ptr<CompiledCore> make_compiled_core(Loc where, CompileOptions options) {
+  for (int a : options.in_place) {
+    if (a < 0) user_error("compile", "in_place names argument " + std::to_string(a) + " (positions start at 0)", where);
+  }
+  if (options.max_allocations < -1) {
+    user_error("compile", "max_allocations " + std::to_string(options.max_allocations) + " (-1 for no limit)", where);
+  }
+  return std::make_shared<CompiledCore>(loc_str(where), where, std::move(options));
 }
-std::shared_ptr<CompiledCore> make_compiled_core(std::string name) { return std::make_shared<CompiledCore>(std::move(name)); }
+std::shared_ptr<CompiledCore> make_compiled_core(std::string name, CompileOptions options) {
+  return std::make_shared<CompiledCore>(std::move(name), std::nullopt, std::move(options));
+}
 
 namespace {
 // What the failed call made is unwound; the kept programs are as before.

@@ -785,6 +785,13 @@ typedef struct aj_function_desc {
   int32_t n_outputs;     /* at least 1 */
   aj_release_fn release; /* called once with context when the function dies; may be NULL */
   const char* name;      /* for messages (copied); may be NULL */
+  /* Since C API 1.4: aj::compile's checked contract (CompileOptions), held by
+   * every call after the first of each signature; a call that would break it
+   * fails (AJ_ERROR_USER) naming the input, the op, the line and why. */
+  int32_t check_allocations; /* nonzero: a call takes at most max_allocations buffers from the system */
+  int64_t max_allocations;   /* (a call over it stops at that allocation; its donated inputs are consumed) */
+  const int32_t* in_place;   /* inputs an output must take over in place (donated, nothing else holding */
+  int32_t n_in_place;        /* them): checked before the call runs, so a refusal consumes nothing */
 } aj_function_desc;
 
 /* A function handle. On failure release is not called. */

@@ -52,6 +52,28 @@
 
 namespace aj {
 
+// A contract a compiled function's calls are held to after warm-up (the
+// first call of each signature, which traces it or plans it at new
+// extents): a replay that would break it throws an aj::Error naming the
+// argument, the op and the user's line that break it, and why
+// (docs/semantics.md, "Compiled functions").
+//
+//   auto step = aj::compile(sgd, {.max_allocations = 0, .in_place = {0}});
+//   w = step(std::move(w), x, y);   // throws if w's buffer would not become the new w
+struct CompileOptions {
+  // Buffers a replay may take from the system (what stats().system_allocs
+  // counts; buffers the pool already holds are free); -1: any number. A
+  // replay over it stops at that allocation, before it is made: the results
+  // are not made, and donated arguments are lost as on running out of memory.
+  std::int64_t max_allocations = -1;
+  // Arguments (positions in the call; every element of a std::vector
+  // argument) whose buffer a result must take over: each must be donated,
+  // its buffer held by nothing else, and written in place by a step whose
+  // value becomes a result. Checked before the replay runs: a broken
+  // contract changes nothing and takes no argument.
+  std::vector<int> in_place = {};
+};
+
 // An argument given up to a compiled call (see above).
 struct Donated {
   Array array;
@@ -76,13 +98,19 @@ struct CallArg {
   void* give_up_context = nullptr;
   std::size_t give_up_index = 0;
   Scalar scalar;
+  int position = -1;  // which argument of the call it is (aj::compile's; -1: not known)
 };
 
+// The arguments described since the last call are argument `position`.
+inline void mark_position(std::vector<CallArg>& args, int position) {
+  for (std::size_t i = args.size(); i-- > 0 && args[i].position < 0;) args[i].position = position;
+}
+
 class CompiledCore;
-std::shared_ptr<CompiledCore> make_compiled_core(Loc where);
+std::shared_ptr<CompiledCore> make_compiled_core(Loc where, CompileOptions options = {});
 // The runtime aj::Error of a call that ran out of memory (naming aj::compile's line).
 [[noreturn]] void compiled_out_of_memory(const CompiledCore& core);
-std::shared_ptr<CompiledCore> make_compiled_core(std::string name);  // named for messages (the C API)
+std::shared_ptr<CompiledCore> make_compiled_core(std::string name, CompileOptions options = {});  // named for messages (the C API)
 
 // One call: replays a program kept for arguments like these, or calls
 // `trace` (the user's function, results flattened) and keeps its program.
@@ -191,13 +219,16 @@ class Compiled {
  public:
   explicit Compiled(F f, Loc where = Loc::current())
       : f_(std::move(f)), core_(detail::make_compiled_core(where)) {}
+  Compiled(F f, CompileOptions options, Loc where = Loc::current())
+      : f_(std::move(f)), core_(detail::make_compiled_core(where, std::move(options))) {}
 
   template <class... Args>
   auto operator()(Args&&... args) const try {
     using R = std::decay_t<decltype(std::invoke(f_, detail::pass(std::forward<Args>(args))...))>;
     std::vector<detail::CallArg> cargs;
     cargs.reserve(sizeof...(Args) + 16);  // vector arguments add their elements
-    (detail::describe_arg(cargs, std::forward<Args>(args)), ...);
+    [[maybe_unused]] int position = 0;
+    ((detail::describe_arg(cargs, std::forward<Args>(args)), detail::mark_position(cargs, position++)), ...);
     auto trace = [&] { return detail::flatten(std::invoke(f_, detail::pass(std::forward<Args>(args))...)); };
     // Through std::ref: a std::function holds a reference_wrapper without
     // allocating (the lambda's captures would not fit in it).
@@ -227,6 +258,10 @@ class Compiled {
 template <class F>
 Compiled<std::decay_t<F>> compile(F&& f, Loc where = Loc::current()) {
   return Compiled<std::decay_t<F>>(std::forward<F>(f), where);
+}
+template <class F>
+Compiled<std::decay_t<F>> compile(F&& f, CompileOptions options, Loc where = Loc::current()) {
+  return Compiled<std::decay_t<F>>(std::forward<F>(f), std::move(options), where);
 }
 
 }  // namespace aj
