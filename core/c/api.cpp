@@ -94,16 +94,6 @@ void read_out(const Array& a, DType as, char* dst, const std::vector<std::int64_
   sem::visit_dtype(d.dtype, [&](auto from) { convert_to<decltype(from)>(as, src, src_strides, dst, dst_strides, d.shape); });
 }
 
-// snprintf's rule for text handed to C.
-void give_text(const std::string& text, char* buf, std::size_t cap, std::size_t* len) {
-  if (cap > 0 && !buf) c_error("null buffer with capacity " + std::to_string(cap));
-  if (len) *len = text.size();
-  if (cap == 0) return;
-  const std::size_t n = std::min(cap - 1, text.size());
-  std::memcpy(buf, text.data(), n);
-  buf[n] = '\0';
-}
-
 }  // namespace
 
 void set_last_error(const char* fn, const char* what) {
