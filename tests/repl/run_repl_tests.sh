@@ -56,6 +56,7 @@ for (int i = 0; i < 2; ++i) {
 a
 %explain a * 2 + 1
 %time sum(a)
+%profile sum(a * 2.5f)
 %stats
 %dot a
 %help
@@ -109,6 +110,15 @@ first_time_at_most_5ms out.txt "pipe: the first %time of a 4-element sum is at m
 # As the session's first evaluation too (the host JIT is set up at startup).
 printf '%%time sum(arange(6))\n' | "$REPL" >time_first.txt 2>&1
 first_time_at_most_5ms time_first.txt "pipe: a first input %time sum(arange(6)) is at most 5 ms"
+has out.txt "pipe: %profile prints the table of kernels by time" 'kernels and library steps by time'
+has out.txt "pipe: %profile names the kernel, 1 call" '^ +[0-9.]+ +[0-9.]+ +1 .*mul\+sum'
+has out.txt "pipe: %profile says where the trace went" '^wrote profile\.json \(Chrome trace'
+has out.txt "pipe: %profile prints the value" '^array\(65'
+if [[ -s profile.json ]] && python3 -c 'import json,sys; d=json.load(open("profile.json")); sys.exit(0 if any(e.get("cat")=="kernel" and e["name"].endswith("mul+sum") for e in d["traceEvents"]) else 1)' 2>/dev/null; then
+  pass "pipe: %profile wrote profile.json with the kernel"
+else
+  fail "pipe: %profile wrote profile.json with the kernel" all.txt
+fi
 has out.txt "pipe: %stats prints aj::stats()" 'evals [0-9]+, kernels'
 has out.txt "pipe: %dot reports the files" '^wrote a\.dot'
 [[ -s a.dot ]] && grep -q digraph a.dot && pass "pipe: %dot wrote a.dot" || fail "pipe: %dot wrote a.dot" all.txt
