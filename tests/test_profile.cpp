@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -284,6 +285,18 @@ TEST_CASE("profile: a known program's trace parses, with its kernels, ops, lines
     CHECK((*c)["ts"].num() + (*c)["dur"].num() <= (*kernels[0])["ts"].num() + (*kernels[0])["dur"].num() + 0.002);
   }
   CHECK(whole);
+  // The summary counts a compile made at the launch as compile time, not
+  // the kernel's: its kernels line is the launches less the compiles inside.
+  double launches = 0, inside_first = 0;
+  for (const Json* k : kernels) launches += (*k)["dur"].num();
+  for (const Json* c : compiles) {
+    if (inside(*c, *kernels[0])) inside_first += (*c)["dur"].num();
+  }
+  const std::string table = aj::profile_summary();
+  const std::size_t at = table.find("  kernels 3 (");
+  REQUIRE(at != std::string::npos);
+  const double kernels_ms = std::stod(table.substr(at + 13));
+  CHECK(std::abs(kernels_ms - (launches - inside_first) / 1e3) < 0.002);
   // Every event's thread is named.
   for (const Json& e : t.events) CHECK(t.threads.count(static_cast<int>(e["tid"].num())) == 1);
   fs::remove(path);

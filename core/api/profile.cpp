@@ -216,10 +216,27 @@ std::string summary_text(const std::vector<ProfileEvent>& events, std::size_t to
     std::uint64_t bytes = 0;
   };
   std::map<std::string, Total> totals;
-  for (const ProfileEvent& e : events) {
+  // A kernel compiled at its launch: the compile's time is the compile's,
+  // not the kernel's (the trace shows it inside the launch).
+  std::vector<double> compiled_inside(events.size(), 0.0);
+  std::map<std::uint32_t, std::size_t> launch_of_thread;  // the last kernel or library event per thread
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const ProfileEvent& e = events[i];
+    if (e.category == "kernel" || e.category == "library") launch_of_thread[e.thread] = i;
+    if (e.category != "compile") continue;
+    auto it = launch_of_thread.find(e.thread);
+    if (it == launch_of_thread.end()) continue;
+    const ProfileEvent& k = events[it->second];
+    if (e.start_us >= k.start_us && e.start_us + e.duration_us <= k.start_us + k.duration_us + 0.001) {
+      compiled_inside[it->second] += e.duration_us;
+    }
+  }
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const ProfileEvent& e = events[i];
+    const double us = std::max(0.0, e.duration_us - compiled_inside[i]);
     Total& t = totals[e.category];
     ++t.n;
-    t.us += e.duration_us;
+    t.us += us;
     t.bytes += e.bytes;
     if (e.category != "kernel" && e.category != "library") continue;
     Row& r = rows[e.name + '\0' + e.where + '\0' + e.device];
@@ -227,7 +244,7 @@ std::string summary_text(const std::vector<ProfileEvent>& events, std::size_t to
     r.where = e.where;
     r.device = e.device;
     ++r.calls;
-    r.us += e.duration_us;
+    r.us += us;
     r.bytes += e.bytes;
   }
   std::vector<Row> sorted;
