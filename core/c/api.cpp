@@ -112,6 +112,16 @@ void clear_last_error() {
 
 void c_error(const std::string& msg) { throw Error(Error::Kind::user, msg); }
 
+void give_text(const std::string& text, char* buf, std::size_t cap, std::size_t* len) {
+  if (cap > 0 && !buf) c_error("null buffer with capacity " + std::to_string(cap));
+  if (len) *len = text.size();
+  if (cap == 0) return;
+  const std::size_t n = std::min(cap - 1, text.size());
+  std::memcpy(buf, text.data(), n);
+  buf[n] = '\0';
+}
+
+
 DType dtype_arg(int code, const char* what) {
   if (code < 0 || code >= kNumDTypes) c_error(std::string(what) + " " + std::to_string(code) + " is not a dtype");
   return static_cast<DType>(code);

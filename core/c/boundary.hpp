@@ -3,9 +3,7 @@
 // for aj_last_error().
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -24,6 +22,11 @@ void clear_last_error();
 
 // A user error for a C caller (c_call puts the function's name first).
 [[noreturn]] void c_error(const std::string& msg);
+
+// Text handed to C by snprintf's rule (arrayjit.h, aj_array_to_string): at
+// most cap - 1 bytes and a NUL into buf; *len (when len is not null) the
+// full length.
+void give_text(const std::string& text, char* buf, std::size_t cap, std::size_t* len);
 
 template <class Body>
 aj_status c_call(const char* fn, Body&& body) noexcept {
@@ -83,17 +86,6 @@ aj_status c_make_many(const char* fn, aj_array* outs, std::int64_t n, Make&& mak
     std::unique_ptr<Reservation[]> slots(new Reservation[static_cast<std::size_t>(n)]);
     for (std::int64_t i = 0; i < n; ++i) outs[i] = slots[static_cast<std::size_t>(i)].fill(std::move(r[static_cast<std::size_t>(i)]));
   });
-}
-
-// Text out, snprintf's rule: *len (if given) is the whole length; up to
-// cap - 1 bytes and a '\0' are written (nothing when cap is 0).
-inline void give_text(const std::string& text, char* buf, std::size_t cap, std::size_t* len) {
-  if (cap > 0 && !buf) c_error("null buffer with capacity " + std::to_string(cap));
-  if (len) *len = text.size();
-  if (cap == 0) return;
-  const std::size_t n = std::min(cap - 1, text.size());
-  std::memcpy(buf, text.data(), n);
-  buf[n] = '\0';
 }
 
 // The argument readers every C function shares; each bad argument is a user
