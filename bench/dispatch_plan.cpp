@@ -15,6 +15,12 @@
 //                     (target: <= 1.5 us including the launch)
 //   compiled, lr      the chain with a C++ scalar argument that changes
 //                     every call (x * lr): replayed, the scalar rebound
+//   profiling on      the compiled replay and the full call while an
+//                     aj::profile records (arrayjit/profile.hpp): a replay
+//                     is one kernel event, a full call three (evaluation,
+//                     plan, kernel); off, the rows above pay one relaxed
+//                     load and branch per launch (target: on, <= 1 us more
+//                     per launch)
 //   new extents       a compiled call at extents it has not seen (every call
 //                     another length near 1,000): from the kept trace (made
 //                     at the new extents, no tracing) and the kept plan with
@@ -111,6 +117,13 @@ int main(int argc, char** argv) {
   }, calls);
   const auto cc = compiled.counts();
   const auto cl = compiled_lr.counts();
+  // The same calls while a profile records (fewer: each call keeps its events).
+  double replay_profiled = 0, full_profiled = 0;
+  {
+    aj::profile p;
+    replay_profiled = median_us([&] { aj::Array y = compiled(x); }, calls / 10 + 1);
+    full_profiled = median_us(full_call, calls / 10 + 1);
+  }
 
   // New extents: each call another length, arrays made beforehand; each
   // kind its own lengths (1,000 + 100 k ...), so no plan is cached before
@@ -154,6 +167,10 @@ int main(int argc, char** argv) {
   std::printf("  %-32s %8.2f us   <- target <= 1.5\n", "compiled replay (aj::compile)", replay);
   std::printf("  %-32s %8.2f us\n", "compiled replay, changing lr", replay_lr);
   std::printf("  %-32s %8.2f us\n", "compiled replay - kernel", replay - kernel);
+  std::printf("  %-32s %8.2f us   (+%.2f us: 1 event)\n", "compiled replay, profiling on", replay_profiled,
+              replay_profiled - replay);
+  std::printf("  %-32s %8.2f us   (+%.2f us: 3 events)\n", "full call, profiling on", full_profiled,
+              full_profiled - full);
   std::printf("  %-32s %8.2f us   <- no trace, no plan\n", "new extents, compiled", new_kept);
   std::printf("  %-32s %8.2f us\n", "new extents, traced each time", new_traced);
   std::printf("  %-32s %8.2f us\n", "new extents, uncompiled call", new_uncompiled);

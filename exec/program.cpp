@@ -7,10 +7,13 @@
 #include <string>
 
 #include "base/interrupt.hpp"
+#include "base/profile.hpp"
 #include "base/stats.hpp"
 #include "opt/verify.hpp"
 
 namespace aj::exec {
+
+namespace prof = detail::prof;
 
 namespace {
 
@@ -129,6 +132,52 @@ class OverlapCheck {
   };
   std::vector<Owner> live_;
 };
+
+// The profiler's record of a step (arrayjit/profile.hpp): what the kernel
+// computes and where the user wrote it, the bytes it moves at least (every
+// element of a stream it reads or writes once: broadcast axes do not count),
+// its time. Only while a profile records.
+std::uint64_t stream_bytes(const Kernel& k, const std::vector<std::int64_t>& strides, DType dt) {
+  std::uint64_t n = 1;
+  for (std::size_t i = 0; i < strides.size() && i < k.shape.size(); ++i) {
+    if (strides[i] != 0) n *= static_cast<std::uint64_t>(k.shape[i]);
+  }
+  return n * itemsize(dt);
+}
+
+std::uint64_t kernel_bytes(const Kernel& k) {
+  std::uint64_t b = 0;
+  for (const KStream& s : k.inputs) {
+    if (!s.index_only) b += stream_bytes(k, s.strides, s.dtype);
+  }
+  for (const KOutput& o : k.outputs) b += stream_bytes(k, o.stream.strides, o.stream.dtype);
+  return b;
+}
+
+void profile_step(prof::Kind kind, std::size_t step, const ProgramStep& st, const Kernel* k, Device d,
+                  std::int64_t t0, std::uint64_t bytes) {
+  prof::Event e;
+  e.kind = kind;
+  e.start_ns = t0;
+  e.dur_ns = prof::now_ns() - t0;
+  e.step = static_cast<std::int32_t>(step);
+  e.set_loc(st.loc);
+  e.device_kind = static_cast<std::int8_t>(d.kind);
+  e.device_index = static_cast<std::int8_t>(d.index);
+  if (kind == prof::Kind::library) e.set_name(op_name(st.call.op));
+  if (k) {
+    profile_kernel(e, *k);
+    if (kind == prof::Kind::kernel) bytes += kernel_bytes(*k);
+  }
+  e.bytes = bytes;
+  prof::record(e);
+}
+
+std::uint64_t storage_bytes(const std::vector<const Storage*>& ss) {
+  std::uint64_t b = 0;
+  for (const Storage* s : ss) b += s ? s->bytes : 0;
+  return b;
+}
 
 template <class Slots>
 class Runner {
@@ -335,9 +384,11 @@ class Runner {
     // for another device).
     const std::shared_ptr<const PreparedKernel> prepared = cell ? cell->kernel : nullptr;
     if (check_) OverlapCheck::outputs_apart(k, spans(l.ins), l.out_ptrs, l.taken);
+    const std::int64_t t0 = prof::on() ? prof::now_ns() : 0;
     {
       [[maybe_unused]] typename Slots::Unlocked unlocked;
       target_.run_prepared(prepared.get(), st.kernel, scalars, l.ins, l.out_ptrs);
+      if (t0) [[unlikely]] profiled(prof::Kind::kernel, k, st, &st.kernel, t0, 0);
     }
     l.staged.clear();
     set_outputs(k, st);
@@ -383,9 +434,11 @@ class Runner {
       }
       call = &c;
     }
+    const std::int64_t t0 = prof::on() ? prof::now_ns() : 0;
     {
       [[maybe_unused]] typename Slots::Unlocked unlocked;
       target_.run_library(*call, l.ins, *out);
+      if (t0) [[unlikely]] profiled(prof::Kind::library, k, st, nullptr, t0, storage_bytes(l.ins) + out->bytes);
     }
     l.staged.clear();
     if (work) ++detail::stats_mut().kernels_launched;
@@ -427,6 +480,7 @@ class Runner {
       for (const Storage* i : l.ins) apart &= !overlap(span_of(*o), span_of(*i));
     }
     if (check_) OverlapCheck::outputs_apart(k + 1, spans(l.epilogue_ins), l.out_ptrs, l.taken);
+    const std::int64_t t0 = prof::on() ? prof::now_ns() : 0;
     {
       [[maybe_unused]] typename Slots::Unlocked unlocked;
       if (apart) {
@@ -435,10 +489,24 @@ class Runner {
         target_.run_library(st.call, l.ins, *product);
         target_.run_kernel(scalars ? bound : ep.kernel, l.epilogue_ins, l.out_ptrs);
       }
+      // One event: the product and its epilogue (the epilogue's ops listed).
+      if (t0) [[unlikely]] {
+        profiled(prof::Kind::library, k, st, &ep.kernel, t0,
+                 storage_bytes(l.ins) + product->bytes + storage_bytes(l.out_ptrs));
+      }
     }
     l.staged.clear();
     ++detail::stats_mut().kernels_launched;  // the product; set_outputs counts the epilogue
     set_outputs(k + 1, ep);
+  }
+
+  // The profiler's event of step k, which started at t0. A device's work is
+  // waited for first, so the event lasts as long as the work (profiling
+  // serializes a device's steps).
+  void profiled(prof::Kind kind, std::size_t k, const ProgramStep& st, const Kernel* kernel, std::int64_t t0,
+                std::uint64_t bytes) {
+    if (!device_.is_host()) target_.synchronize();
+    profile_step(kind, k, st, kernel, device_, t0, bytes);
   }
 
   // After step k: the values it was the last reader of are let go.

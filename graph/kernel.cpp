@@ -1,11 +1,13 @@
 #include "graph/kernel.hpp"
 
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <sstream>
 
 #include "graph/dump.hpp"
+#include "base/profile.hpp"
 
 namespace aj {
 
@@ -209,6 +211,22 @@ std::uint64_t structural_hash(const Kernel& k) {
   std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
   for (unsigned char c : kernel_key(k, {}, true)) h = (h ^ c) * 0x100000001b3ull;
   return h;
+}
+
+void profile_kernel(detail::prof::Event& e, const Kernel& k) {
+  for (const KInstr& in : k.instrs) {
+    if (in.kind == KOp::Load || in.kind == KOp::Const) continue;
+    if (e.nops == detail::prof::Event::kMaxOps) {
+      e.more_ops = true;
+      break;
+    }
+    e.ops[e.nops++] = in.op;
+  }
+  e.rank = static_cast<std::uint8_t>(std::min<std::size_t>(k.shape.size(), 6));
+  for (std::size_t i = 0; i < e.rank; ++i) e.shape[i] = k.shape[i];
+  for (int a : k.reduce_axes) {
+    if (a >= 0 && a < 8) e.reduced |= static_cast<std::uint8_t>(1u << a);
+  }
 }
 
 std::string dump(const Kernel& k) {

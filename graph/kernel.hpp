@@ -57,6 +57,10 @@
 #include "base/op.hpp"
 
 namespace aj {
+namespace detail::prof {
+struct Event;
+}  // namespace detail::prof
+
 
 enum class KOp : std::uint8_t {
   Load,    // arg = input index; b (or -1): an i64 value added to the element
@@ -174,6 +178,10 @@ std::uint64_t structural_hash(const Kernel& k);
 
 // Readable, deterministic text: "v3 = add f64 v1, v2".
 std::string dump(const Kernel& k);
+
+// What the profiler (base/profile.hpp) notes of a kernel: the ops it
+// computes, in order (loads and constants left out), and its iteration space.
+void profile_kernel(detail::prof::Event& e, const Kernel& k);
 
 // What a backend keeps of a kernel it launches many times
 // (exec::Backend::prepare_kernel): for a compiled function's program, and

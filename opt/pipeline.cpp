@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "base/log.hpp"
+#include "base/profile.hpp"
 #include "base/stats.hpp"
 #include "graph/dump.hpp"
 #include "opt/explain.hpp"
@@ -126,7 +127,31 @@ Plan plan(const std::vector<NodeId>& roots, bool use_cache, bool whole) {
   return p;
 }
 
+namespace {
+
+// The profiler's record of one planning (arrayjit/profile.hpp), made when it
+// ends however it ends; `hit`: the plan came from the plan cache.
+struct ProfilePlan {
+  std::int64_t t0 = detail::prof::on() ? detail::prof::now_ns() : 0;
+  bool hit = false;
+  std::size_t steps = 0;
+  ~ProfilePlan() {
+    if (!t0) return;
+    detail::prof::Event e;
+    e.kind = detail::prof::Kind::plan;
+    e.start_ns = t0;
+    e.dur_ns = detail::prof::now_ns() - t0;
+    e.flag = hit;
+    e.step = static_cast<std::int32_t>(steps);
+    e.set_name(hit ? "plan (cache hit)" : "plan");
+    detail::prof::record(e);
+  }
+};
+
+}  // namespace
+
 void plan_into(const std::vector<NodeId>& roots, Plan* into, bool use_cache, bool whole) {
+  ProfilePlan profiled;
   g_logging = detail::log_any();
   Plan& p = *into;
   std::vector<NodeId> order;  // simplify's walk, for the key when it changed nothing
@@ -138,6 +163,8 @@ void plan_into(const std::vector<NodeId>& roots, Plan* into, bool use_cache, boo
   if (use_cache && cached_plan(roots, order, &key, &p, whole)) {
     ++detail::stats_mut().plan_cache_hits;
     count_stored(p.schedule);
+    profiled.hit = true;
+    profiled.steps = p.program ? p.program->steps.size() : 0;
     return;
   }
   ++detail::stats_mut().plans_built;
@@ -165,6 +192,7 @@ void plan_into(const std::vector<NodeId>& roots, Plan* into, bool use_cache, boo
   // Kept (and run) with its kernels prepared on their first run.
   if (key) plan_cache::insert(*key, &p);
   if (use_cache) count_stored(p.schedule);  // an evaluation (explain passes false)
+  profiled.steps = p.program ? p.program->steps.size() : 0;
 }
 
 std::string plan_text(const std::vector<NodeId>& roots) {

@@ -156,6 +156,7 @@ std::unique_ptr<Program> make_program(const Plan& p, const std::vector<NodeId>& 
       case Step::Kind::kernel: {
         ps.kind = ProgramStep::Kind::kernel;
         ps.kernel = st.kernel;
+        if (!st.outputs.empty()) ps.loc = g[st.outputs[0]].loc;
         ps.scalar_sources = st.scalar_sources;
         for (std::size_t e = 0; e < st.inputs.size(); ++e) {
           const int v = st.kernel.inputs[e].index_only ? -1 : value_of(st.inputs[e]);
@@ -211,6 +212,7 @@ std::unique_ptr<Program> make_program(const Plan& p, const std::vector<NodeId>& 
           layouts.push_back(layout_of_value[static_cast<std::size_t>(v)]);
         }
         ps.call = library_call(n, layouts);
+        ps.loc = n.loc;
         ps.bytes.push_back(bytes_of(st.node));
         ps.layouts.push_back(contiguous_layout(n.shape));
         ps.outputs.push_back(made(st.node, ps.layouts[0]));

@@ -54,6 +54,9 @@ struct ProgramStep {
   // was made for; a plan-cache hit reads them again from its own graph).
   std::vector<ScalarSource> scalar_sources;
   std::vector<int> release;  // values whose last reader this step is (not bound ones)
+  // Where the user traced the value this step makes (its first output), for
+  // the profiler (arrayjit/profile.hpp).
+  Loc loc;
 };
 
 struct Program {

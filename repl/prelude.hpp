@@ -165,6 +165,29 @@ void time_it(F f) {
   }
 }
 
+// %profile: EXPR run (and evaluated) under an aj::profile; the table of its
+// kernels, where the trace went, then the value.
+template <class F>
+void profile_it(F f, const char* path) {
+  auto done = [&](aj::profile& p) {
+    p.stop();
+    std::cout << p.summary() << "wrote " << path
+              << " (Chrome trace: open it in https://ui.perfetto.dev or chrome://tracing)\n";
+  };
+  if constexpr (std::is_void_v<decltype(f())>) {
+    aj::profile p(path);
+    f();
+    done(p);
+  } else {
+    aj::profile p(path);
+    decltype(auto) v = f();
+    force(v);
+    done(p);
+    put(std::cout, v);
+    std::cout << '\n';
+  }
+}
+
 // %dot: the graph's text goes to a file the REPL then hands to Graphviz.
 inline void write_text(const char* path, const std::string& text) {
   std::FILE* f = std::fopen(path, "w");

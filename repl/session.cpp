@@ -51,6 +51,9 @@ const char* const kHelp = R"(arrayjit REPL: C++20, with <arrayjit/arrayjit.hpp> 
   %time EXPR      run EXPR once (evaluating an Array result) and print the CPU and
                   wall time, then the value; compiling kernels not seen before is
                   not counted (the note after the times says how long it took)
+  %profile EXPR   run EXPR once under aj::profile: a table of its kernels by time (calls,
+                  GB/s, % of the triad), the trace in profile.json (Perfetto,
+                  chrome://tracing), then the value
   %stats [reset]  aj::stats(): evaluations, kernels, compiles, buffers (reset: zero them)
   %help           this text
   %quit           leave (as does end of input, Ctrl-D)
@@ -521,6 +524,11 @@ bool Session::command(const std::string& text, int line) {
         run_ok("ajrepl::time_it([]() -> decltype(auto) { return (" + arg + "); });", true) ==
             Outcome::compile_error)
       run_ok("ajrepl::time_it([] { " + arg + "; });");
+  } else if (name == "profile") {
+    if (need_arg() &&
+        run_ok("ajrepl::profile_it([]() -> decltype(auto) { return (" + arg + "); }, \"profile.json\");", true) ==
+            Outcome::compile_error)
+      run_ok("ajrepl::profile_it([] { " + arg + "; }, \"profile.json\");");
   } else if (name == "dot") {
     if (need_arg()) dot(arg, line);
   } else {

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/profile.hpp"
+
 namespace aj::cpu {
 
 namespace {
@@ -72,6 +74,9 @@ class Pool {
   static constexpr auto kSpin = std::chrono::microseconds(50);
 
   void work(int index) {
+    static const char* const kNames[] = {"aj pool 1", "aj pool 2", "aj pool 3", "aj pool 4", "aj pool 5",
+                                         "aj pool 6", "aj pool 7", "aj pool 8"};
+    detail::prof::set_thread_name(index < 8 ? kNames[index] : "aj pool");
     std::uint64_t seen = 0;
     bool helped = false;  // only a worker the last job used spins (on a wide machine the rest do not)
     for (;;) {

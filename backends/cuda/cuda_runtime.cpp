@@ -15,6 +15,7 @@
 #include "arrayjit/error.hpp"
 #include "backends/cuda/cuda_borrowed.hpp"
 #include "backends/cpu/host_memory.hpp"
+#include "base/profile.hpp"
 #include "jit/cuda/cuda_source.hpp"
 #include "jit/cuda/nvrtc_compile.hpp"
 
@@ -349,7 +350,25 @@ std::optional<CUstream> last_stream_of(const Storage& s) {
   return it->second;
 }
 
+namespace {
+// The profiler's record of a copy between host and device (waited for, so
+// that it lasts as long as the copy).
+void profile_transfer(const char* what, std::int64_t t0, std::size_t bytes, int index, CUstream s) {
+  if (s) require_driver().cuStreamSynchronize(s);
+  detail::prof::Event e;
+  e.kind = detail::prof::Kind::transfer;
+  e.start_ns = t0;
+  e.dur_ns = detail::prof::now_ns() - t0;
+  e.bytes = bytes;
+  e.device_kind = static_cast<std::int8_t>(Device::Kind::cuda);
+  e.device_index = static_cast<std::int8_t>(index);
+  e.set_name(what);
+  detail::prof::record(e);
+}
+}  // namespace
+
 std::shared_ptr<Storage> upload(const Storage& host, int index) {
+  const std::int64_t t0 = detail::prof::on() ? detail::prof::now_ns() : 0;
   device(index);
   release_finished(false);
   CUstream s = stream_of(index);
@@ -361,10 +380,12 @@ std::shared_ptr<Storage> upload(const Storage& host, int index) {
                                                         host.bytes, s);
   pinned_put(pb, r == CUDA_SUCCESS ? s : nullptr);
   if (r != CUDA_SUCCESS) throw_cu("cuMemcpyHtoDAsync", r);
+  if (t0) profile_transfer("host to device", t0, host.bytes, index, s);
   return dst;
 }
 
 std::shared_ptr<Storage> download(const Storage& dev) {
+  const std::int64_t t0 = detail::prof::on() ? detail::prof::now_ns() : 0;
   const int index = dev.device.index;
   device(index);
   release_finished(false);
@@ -379,6 +400,7 @@ std::shared_ptr<Storage> download(const Storage& dev) {
   if (r == CUDA_SUCCESS) std::memcpy(host->data, pb.p, dev.bytes);
   pinned_put(pb, nullptr);
   if (r != CUDA_SUCCESS) throw_cu("cuMemcpyDtoHAsync/cuStreamSynchronize", r);
+  if (t0) profile_transfer("device to host", t0, dev.bytes, index, nullptr);
   return host;
 }
 

@@ -5,6 +5,7 @@
 #include "backends/cuda/cuda_runtime.hpp"
 #include "backends/reference/interpreter.hpp"
 #include "base/log.hpp"
+#include "base/profile.hpp"
 #include "core/api/device.hpp"
 #include "core/api/executor.hpp"
 #include "exec/execute.hpp"
@@ -123,6 +124,19 @@ void evaluate(const std::vector<NodeId>& roots_in) {
     }
     return ref::evaluate(roots);  // runs with the lock held throughout
   }
+  // The profiler's record of the whole evaluation (planning and steps).
+  struct ProfileEval {
+    std::int64_t t0 = detail::prof::on() ? detail::prof::now_ns() : 0;
+    ~ProfileEval() {
+      if (!t0) return;
+      detail::prof::Event e;
+      e.kind = detail::prof::Kind::eval;
+      e.start_ns = t0;
+      e.dur_ns = detail::prof::now_ns() - t0;
+      e.set_name("eval");
+      detail::prof::record(e);
+    }
+  } profiled;
   const char* dot_dir = std::getenv("AJ_DUMP_DOT");
   const bool dump_dot = dot_dir && *dot_dir;
   PlanSlot slot;

@@ -1,6 +1,7 @@
 // NVRTC compilation with a memory and a disk cache (see nvrtc_compile.hpp).
 #include "jit/cuda/nvrtc_compile.hpp"
 
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "jit/cuda/cuda_api.hpp"
 #include "jit/disk_cache.hpp"
 #include "base/log.hpp"
+#include "base/profile.hpp"
 
 namespace aj::cuda {
 
@@ -227,7 +229,17 @@ std::shared_ptr<const Image> compile(const KernelSource& src, int arch, const Co
     from_disk = true;
   }
   if (!from_disk) {
+    const std::int64_t t0 = detail::prof::on() ? detail::prof::now_ns() : 0;
     *img = run_nvrtc(src, arch, opt.ptx_only);
+    if (t0) {
+      detail::prof::Event e;
+      e.kind = detail::prof::Kind::compile;
+      e.start_ns = t0;
+      e.dur_ns = detail::prof::now_ns() - t0;
+      e.set_name(("NVRTC aj_" + hex(src.hash)).c_str());
+      e.device_kind = 1;
+      detail::prof::record(e);
+    }
     if (disk.enabled()) disk.write(disk_key, (img->cubin ? "c" : "p") + img->bytes);
   }
   std::lock_guard<std::mutex> lock(c.mu);

@@ -34,6 +34,7 @@
 #include "arrayjit/error.hpp"
 #include "base/cpu_level.hpp"
 #include "base/log.hpp"
+#include "base/profile.hpp"
 #include "base/stats.hpp"
 #include "jit/disk_cache.hpp"
 #include "jit/host_kernel.hpp"
@@ -218,6 +219,16 @@ class HostJit {
       disk.trim(kMaxDiskEntries);
     }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    if (detail::prof::on()) {
+      detail::prof::Event e;
+      e.kind = detail::prof::Kind::compile;
+      e.dur_ns = ns;
+      e.start_ns = detail::prof::now_ns() - ns;
+      e.flag = from_disk;
+      e.set_name(from_disk ? "host kernel (disk cache)" : "host kernel (LLVM)");
+      profile_kernel(e, k);
+      detail::prof::record(e);
+    }
     detail::Counters& s = detail::stats_mut();
     if (from_disk) {
       ++s.kernel_disk_hits;

@@ -56,6 +56,7 @@ for (int i = 0; i < 2; ++i) {
 a
 %explain a * 2 + 1
 %time sum(a)
+%profile sum(a * 2.5f)
 %stats
 %dot a
 %help
@@ -109,6 +110,15 @@ first_time_at_most_5ms out.txt "pipe: the first %time of a 4-element sum is at m
 # As the session's first evaluation too (the host JIT is set up at startup).
 printf '%%time sum(arange(6))\n' | "$REPL" >time_first.txt 2>&1
 first_time_at_most_5ms time_first.txt "pipe: a first input %time sum(arange(6)) is at most 5 ms"
+has out.txt "pipe: %profile prints the table of kernels by time" 'kernels and library steps by time'
+has out.txt "pipe: %profile names the kernel, 1 call" '^ +[0-9.]+ +[0-9.]+ +1 .*mul\+sum'
+has out.txt "pipe: %profile says where the trace went" '^wrote profile\.json \(Chrome trace'
+has out.txt "pipe: %profile prints the value" '^array\(65'
+if [[ -s profile.json ]] && python3 -c 'import json,sys; d=json.load(open("profile.json")); sys.exit(0 if any(e.get("cat")=="kernel" and e["name"].endswith("mul+sum") for e in d["traceEvents"]) else 1)' 2>/dev/null; then
+  pass "pipe: %profile wrote profile.json with the kernel"
+else
+  fail "pipe: %profile wrote profile.json with the kernel" all.txt
+fi
 has out.txt "pipe: %stats prints aj::stats()" 'evals [0-9]+, kernels'
 has out.txt "pipe: %dot reports the files" '^wrote a\.dot'
 [[ -s a.dot ]] && grep -q digraph a.dot && pass "pipe: %dot wrote a.dot" || fail "pipe: %dot wrote a.dot" all.txt
@@ -133,7 +143,9 @@ has eof.txt "pipe: output before end of input" '2\., +2\.'
 has pch.txt "pipe: the precompiled prelude loads" 'prelude precompiled'
 "$REPL" --no-pch --verbose <script.cpp >nopch.txt 2>nopch_err.txt
 has nopch_err.txt "pipe: --no-pch parses the prelude" 'prelude parsed'
-if diff <(grep -Ev 'time:|^evals' out.txt) <(grep -Ev 'time:|^evals' nopch.txt) >diff.txt; then
+# (times differ: %time's line, %profile's table, %stats' counters)
+notimes='time:|^evals|^profile: |^  kernels [0-9]|^top [0-9]+ of|^ +[0-9.]+ +[0-9.]+ +[0-9]+ '
+if diff <(grep -Ev "$notimes" out.txt) <(grep -Ev "$notimes" nopch.txt) >diff.txt; then
   pass "pipe: --no-pch prints the same"
 else
   fail "pipe: --no-pch prints the same" diff.txt

@@ -622,6 +622,30 @@ AJ_C_API aj_status aj_array_is_evaluated(aj_array a, int* out);
 AJ_C_API aj_status aj_array_to_string(aj_array a, char* buf, size_t cap, size_t* len);
 AJ_C_API aj_status aj_array_dump(aj_array a, char* buf, size_t cap, size_t* len);
 
+/* ---- profiler (since C API 1.4) --------------------------------------------------------------------
+ * arrayjit/profile.hpp for C: while a profile records, every kernel launch,
+ * library step, compile, planning, transfer and evaluation is an event (its
+ * start, duration, thread, plan step, fused ops, the tracing file:line, bytes
+ * moved and bandwidth), written as Chrome trace-event JSON (Perfetto,
+ * chrome://tracing). AJ_TRACE=file.json records a whole process. */
+
+/* Starts a profile that writes its trace to `trace_path` when it ends (NULL
+ * or "": kept for aj_profile_summary only). The file is opened now: a path
+ * that cannot be written is AJ_ERROR_USER. Profiles nest. */
+AJ_C_API aj_status aj_profile_begin(const char* trace_path);
+/* Ends the profile begun last (of those begun with aj_profile_begin) and
+ * writes its trace; AJ_ERROR_USER when none is recording. */
+AJ_C_API aj_status aj_profile_end(void);
+/* The table of the top `top` kernels and library steps by time of the last
+ * profile ended (calls, mean, GB/s, % of the host's triad), as
+ * aj::profile_summary; "" when none has recorded. Text as aj_array_to_string. */
+AJ_C_API aj_status aj_profile_summary(size_t top, char* buf, size_t cap, size_t* len);
+/* A named range of this thread in the trace (aj::profile_range), from push
+ * to pop; ranges nest. Popping with no range pushed on this thread is
+ * AJ_ERROR_USER. */
+AJ_C_API aj_status aj_profile_range_push(const char* name);
+AJ_C_API aj_status aj_profile_range_pop(void);
+
 /* ---- inspection, switches, counters (since C API 1.2) ---------------------------------------------
  * The C++ API's facilities (arrayjit/explain.hpp, jit.hpp, memory.hpp,
  * print.hpp, stats.hpp, indexing.hpp's debug checks). Text follows

@@ -19,6 +19,7 @@
 #include "arrayjit/memory.hpp"
 #include "arrayjit/nn.hpp"
 #include "arrayjit/print.hpp"
+#include "arrayjit/profile.hpp"
 #include "arrayjit/random.hpp"
 #include "arrayjit/scan_sort.hpp"
 #include "arrayjit/search.hpp"
