@@ -8,6 +8,7 @@
 #include <arrayjit/arrayjit.h>
 #include <arrayjit/arrayjit.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -228,4 +229,27 @@ TEST_CASE("compile contract: the C API's aj_function_desc asks for it too") {
   aj_array_release(w);
   aj_array_release(g);
   aj_function_release(f);
+}
+
+TEST_CASE("compile contract: a fused Adam update writes w, m and v each in place of its own old value") {
+  // The gradient is a matrix-vector product (read through a reshape) and
+  // feeds all three outputs; m feeds m' and w', v feeds v' and w'. Chosen
+  // in input order, v' took g's buffer and w' took v's (w not in place).
+  const Array X = random_f32({64, 8}, 20), y = random_f32({64}, 21);
+  auto step = aj::compile(
+      [&](Array w, Array m, Array v, double c1, double c2) {
+        const Array g = aj::matmul(X.T(), aj::matmul(X, w) - y) * (2.0 / 64);
+        m = 0.9f * m + 0.1f * g;
+        v = 0.999f * v + 0.001f * g * g;
+        w = w - 0.05f * (m / c1) / (aj::sqrt(v / c2) + 1e-8f);
+        return std::vector<Array>{w, m, v};
+      },
+      aj::CompileOptions{.max_allocations = 0, .in_place = {0, 1, 2}});
+  Array w = random_f32({8}, 22), m = aj::zeros({8}), v = aj::zeros({8});
+  for (int t = 1; t <= 6; ++t) {
+    auto out = step(std::move(w), std::move(m), std::move(v), 1 - std::pow(0.9, t), 1 - std::pow(0.999, t));
+    w = std::move(out[0]), m = std::move(out[1]), v = std::move(out[2]);
+  }
+  CHECK(step.counts().replays >= 3);
+  CHECK(std::isfinite(aj::sum(w).item<float>()));
 }

@@ -553,6 +553,20 @@ std::vector<std::string> not_in_place_reasons(const opt::Plan& p, const exec::Pr
       out[static_cast<std::size_t>(a)] = why + refusal_text(*best, o);
       continue;
     }
+    // A kernel reading it wrote its outputs over other inputs' buffers.
+    std::string other;
+    for (const Donation& d : p.buffers.donations) {
+      const Step& st = p.schedule.steps[static_cast<std::size_t>(d.step)];
+      if (d.from != node && st.kind == Step::Kind::kernel && std::find(st.inputs.begin(), st.inputs.end(), node) != st.inputs.end()) {
+        other = "the kernel reading it (step " + std::to_string(d.step) + ") wrote the " + op_at(d.to) +
+                " over the buffer of another input, the " + op_at(d.from);
+        break;
+      }
+    }
+    if (!other.empty()) {
+      out[static_cast<std::size_t>(a)] = why + other;
+      continue;
+    }
     // No kernel could have taken it: read by a library step only, or by nothing.
     std::string reader;
     for (const Step& st : p.schedule.steps) {

@@ -168,27 +168,33 @@ class Planner {
         continue;
       }
       if (st.kind != Step::Kind::kernel) continue;
-      // Pairs (output, input) in order of how directly the output is
-      // computed from the input (fewest fused ops between them), then in
-      // output and input order: the outputs of an optimizer's update
-      // (w - lr * m', m', v') each take their own old value's buffer, not
-      // that of another same-sized operand further down their expressions.
+      // Pairs (output, input) in order of ownership: an input that fewer of
+      // the kernel's outputs are computed from first (an optimizer's state
+      // m feeds m' alone, the gradient g feeds m', v' and w'), then how
+      // directly (fewest fused ops between them), then output and input
+      // order. The outputs of a fused update (m', v', w - lr m'/...) then
+      // each take their own old value's buffer, not the gradient's.
       struct Pair {
-        int depth;
+        int readers, depth;
         std::size_t j, e;
       };
+      std::vector<std::unordered_map<NodeId, int>> depth(st.outputs.size());
+      for (std::size_t j = 0; j < st.outputs.size(); ++j) depth[j] = depths(st, st.outputs[j]);
       std::vector<Pair> pairs;
       for (std::size_t j = 0; j < st.outputs.size(); ++j) {
         if (into(st, j) != kNoNode) continue;  // goes into a concatenate's buffer
-        const std::unordered_map<NodeId, int> depth = depths(st, st.outputs[j]);
         for (std::size_t e = 0; e < st.inputs.size(); ++e) {
           const NodeId from = st.inputs[e];
           if (from == kNoNode || st.kernel.inputs[e].index_only) continue;
-          const auto it = depth.find(from);
-          pairs.push_back({it == depth.end() ? 1 << 20 : it->second, j, e});
+          const auto it = depth[j].find(from);
+          int readers = 0;
+          for (const auto& d : depth) readers += d.count(from) > 0;
+          pairs.push_back({readers, it == depth[j].end() ? 1 << 20 : it->second, j, e});
         }
       }
-      std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.depth < b.depth; });
+      std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
+        return a.readers != b.readers ? a.readers < b.readers : a.depth < b.depth;
+      });
       std::vector<char> done(st.outputs.size(), 0);
       for (const Pair& pr : pairs) {
         if (done[pr.j]) continue;
@@ -207,14 +213,18 @@ class Planner {
   }
 
   // The fewest ops between kernel output `out` and each node its fused
-  // expression reads (breadth first through the step's computed nodes).
+  // expression reads (breadth first through the step's computed nodes and
+  // the views they read through: a matrix-vector product's result is read
+  // through a reshape).
   std::unordered_map<NodeId, int> depths(const Step& st, NodeId out) const {
     std::unordered_map<NodeId, int> d{{out, 0}};
     std::vector<NodeId> level{out}, next;
     for (int depth = 1; !level.empty(); ++depth) {
       next.clear();
       for (NodeId n : level) {
-        const bool fused = n == out || std::find(st.computed.begin(), st.computed.end(), n) != st.computed.end();
+        const bool input = std::find(st.inputs.begin(), st.inputs.end(), n) != st.inputs.end();
+        const bool fused = n == out || std::find(st.computed.begin(), st.computed.end(), n) != st.computed.end() ||
+                           (!input && !g_[n].evaluated() && is_view(g_[n].op));
         if (!fused) continue;
         for (NodeId in : g_[n].inputs) {
           if (d.emplace(in, depth).second) next.push_back(in);
