@@ -455,7 +455,9 @@ void CompiledCore::check_in_place(const exec::Program& p, const std::vector<Call
       const int v = value++;
       if (a.position != want) continue;
       const Node& n = node_of(a);
-      const std::string what = "argument " + std::to_string(want) + " (" + describe(n.dtype, n.shape) + ", made at " + loc_str(n.loc) + ")";
+      // (An array a compiled call returned has no line of its own.)
+      const std::string made = n.loc.line() ? ", made at " + loc_str(n.loc) : std::string(", a result of a compiled call");
+      const std::string what = "argument " + std::to_string(want) + " (" + describe(n.dtype, n.shape) + made + ")";
       auto broken = [&](const std::string& why) {
         throw Error(Error::Kind::user, "aj::compile: in_place: " + what + " would not be written in place: " + why +
                                            "; nothing was run and no argument taken (the function compiled at " + where_ + ")");
