@@ -580,6 +580,8 @@ TEST_CASE("io: files that lie are errors naming the file and what is wrong, neve
     const std::size_t c2 = s.rfind(std::string("PK\x01\x02", 4));
     put32(s, c2 + 24, 9999);  // the uncompressed size lies
     expect_error(npz(s), "does not inflate to 9999 bytes");
+    put32(s, c2 + 24, 0xfffffff0u);  // a size no deflate stream of this length makes (never allocated)
+    expect_error(npz(s), "more than deflate makes of");
   }
   CHECK_FALSE(std::filesystem::exists(tmp_path("lie.npz.aj-tmp")));
 }

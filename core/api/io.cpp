@@ -709,7 +709,12 @@ Bytes zip_member(const char* op, const Bytes& s, const ZipEntry& e, const std::s
   if (data_at > s.n || e.csize > s.n - data_at) user_error(op, member + " is truncated", loc);
   Bytes data = s.sub(static_cast<std::size_t>(data_at), static_cast<std::size_t>(e.csize));
   if (e.deflated) {
-    if (e.usize > (std::uint64_t{1} << 62)) user_error(op, member + ": an uncompressed size of " + std::to_string(e.usize) + " bytes", loc);
+    // Deflate makes at most 1032 bytes of each byte it reads: a larger size is a lie.
+    if (e.usize > e.csize * 1032 + 1024) {
+      user_error(op, member + ": an uncompressed size of " + std::to_string(e.usize) + " bytes, more than deflate makes of " +
+                         std::to_string(e.csize) + " bytes",
+                 loc);
+    }
     auto buf = std::shared_ptr<char[]>(new char[std::max<std::size_t>(static_cast<std::size_t>(e.usize), 1)]);
     z_stream z{};
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK) runtime_error("aj::" + std::string(op) + ": zlib's inflateInit2 failed");
