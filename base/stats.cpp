@@ -1,6 +1,8 @@
 // Per-thread counter blocks (see stats.hpp).
 #include "base/stats.hpp"
 
+#include "base/allocation_limit.hpp"
+
 #include <mutex>
 #include <vector>
 
@@ -111,8 +113,6 @@ void reset_counters() {
 }
 
 }  // namespace aj::detail
-
-#include "base/allocation_limit.hpp"
 
 namespace aj::detail {
 

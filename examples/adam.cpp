@@ -126,10 +126,7 @@ int main() {
     if (t == 3) warm = stats();
   }
   const Stats s2 = stats();
-  std::cout << ">>> adam_step.counts(), stats() after step 3\n    " << adam_step.counts().traces << " traces, "
-            << adam_step.counts().replays << " replays; " << s2.system_allocs - warm.system_allocs
-            << " buffers from the system, " << (s2.inplace_reuses - warm.inplace_reuses) / (kSteps - 3)
-            << " outputs written in place per step\n";
+  example::show_compiled("adam_step", adam_step.counts(), warm, s2, kSteps - 3);
   check("compiled: loss at every step, as the eager loop's", losses2, losses, 1e-12, 1e-15);
   check("compiled: no buffer from the system after warm-up", double(s2.system_allocs - warm.system_allocs), 0.0, 0);
 

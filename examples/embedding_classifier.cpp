@@ -203,10 +203,7 @@ int main() {
     if (t == 3) warm = stats();
   }
   const Stats s2 = stats();
-  std::cout << ">>> train_step.counts(), stats() after step 3\n    " << train_step.counts().traces << " traces, "
-            << train_step.counts().replays << " replays; " << s2.system_allocs - warm.system_allocs
-            << " buffers from the system, " << (s2.inplace_reuses - warm.inplace_reuses) / (kSteps - 3)
-            << " outputs written in place per step\n";
+  example::show_compiled("train_step", train_step.counts(), warm, s2, kSteps - 3);
 
   STEP(Array predicted = argmax(matmul(mean(take(params[0], tokens, 0), 1), params[1]) + params[2], 1));
   STEP(double accuracy = mean(predicted == reshape(labels, {kDocs})).item<double>());

@@ -146,10 +146,7 @@ int main() {
     if (t == 3) warm = stats();
   }
   const Stats s2 = stats();
-  std::cout << ">>> train_step.counts(), stats() after step 3\n    " << train_step.counts().traces << " traces, "
-            << train_step.counts().replays << " replays; " << s2.system_allocs - warm.system_allocs
-            << " buffers from the system, " << (s2.inplace_reuses - warm.inplace_reuses) / (kSteps - 3)
-            << " outputs written in place per step\n";
+  example::show_compiled("train_step", train_step.counts(), warm, s2, kSteps - 3);
 
   const ByHand by_hand = train_by_hand(values(X), values(y));
   check("loss at every step, against scalar loops", losses, by_hand.losses, 1e-9, 1e-12);

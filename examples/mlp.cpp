@@ -208,10 +208,7 @@ int main() {
     if (t == 3) warm = stats();
   }
   const Stats s2 = stats();
-  std::cout << ">>> train_step.counts(), stats() after step 3\n    " << train_step.counts().traces << " traces, "
-            << train_step.counts().replays << " replays; " << s2.system_allocs - warm.system_allocs
-            << " buffers from the system, " << (s2.inplace_reuses - warm.inplace_reuses) / (kSteps - 3)
-            << " outputs written in place per step\n";
+  example::show_compiled("train_step", train_step.counts(), warm, s2, kSteps - 3);
 
   STEP(Array predicted = argmax(matmul(tanh(matmul(X, params[0]) + params[1]), params[2]) + params[3], 1));
   STEP(double accuracy = mean(predicted == labels).item<double>());

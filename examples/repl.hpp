@@ -27,6 +27,17 @@
 
 namespace example {
 
+// What a compiled training step did: its traces and replays, and the buffers
+// from the system and outputs in place of the `steps` calls between `warm`
+// and `end` (stats() after warm-up and at the end).
+inline void show_compiled(const std::string& name, const aj::detail::CompiledCounts& c, const aj::Stats& warm,
+                          const aj::Stats& end, int steps) {
+  std::cout << ">>> " << name << ".counts(), stats() after step 3\n    " << c.traces << " traces, " << c.replays
+            << " replays; " << end.system_allocs - warm.system_allocs << " buffers from the system, "
+            << (end.inplace_reuses - warm.inplace_reuses) / static_cast<std::uint64_t>(steps)
+            << " outputs written in place per step\n";
+}
+
 inline std::string number(double v) {
   std::ostringstream os;
   os << v;

@@ -120,7 +120,7 @@ std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dim
 // A copy of `n` elements of dtype `t` at `p` (little-endian, or big-endian
 // with `swap`), row-major in `shape`.
 Array copied(DType t, const Shape& shape, const char* p, bool swap, const Loc& loc) {
-  const std::size_t n = static_cast<std::size_t>(shape.numel()), item = itemsize(t);
+  const std::size_t n = static_cast<std::size_t>(shape.numel());
   auto typed = [&](auto zero) {
     using T = decltype(zero);
     std::vector<T> v(n);
@@ -146,7 +146,6 @@ Array copied(DType t, const Shape& shape, const char* p, bool swap, const Loc& l
     case DType::f16: return typed(f16{});
     case DType::bf16: return typed(bf16{});
   }
-  (void)item;
   internal_error("io: a dtype with no reader");
 }
 
@@ -281,6 +280,21 @@ HostData host_data(const Array& a, bool fortran_ok, const Loc& loc) {
     h.p = h.copy.data();
   }
   return h;
+}
+
+// Named arrays to write: each name non-empty, once, not `reserved`; every
+// handle valid; then evaluated together (one plan).
+void check_and_eval(const char* op, const std::vector<std::pair<std::string, Array>>& arrays, const char* reserved,
+                    const Loc& loc) {
+  std::set<std::string> seen;
+  std::vector<Array> all;
+  for (const auto& [name, a] : arrays) {
+    if (name.empty() || (reserved && name == reserved)) user_error(op, "the name '" + name + "' cannot be used", loc);
+    if (!seen.insert(name).second) user_error(op, "the name '" + name + "' twice", loc);
+    if (!a.valid()) user_error(op, "'" + name + "' is an empty Array handle", loc);
+    all.push_back(a);
+  }
+  eval(all, loc);
 }
 
 // zlib's 32-bit lengths: big buffers go in pieces.
@@ -481,19 +495,11 @@ std::uint64_t deflate_to(Out& out, const std::vector<std::pair<const char*, std:
 
 void write_npz(const char* op, const std::string& path, const std::vector<std::pair<std::string, Array>>& arrays, bool compress,
                const Loc& loc) {
-  std::set<std::string> seen;
   for (const auto& [name, a] : arrays) {
-    if (name.empty()) user_error(op, "an empty name", loc);
     if (name.size() > 60000) user_error(op, "a name of " + std::to_string(name.size()) + " bytes", loc);
-    if (!seen.insert(name).second) user_error(op, "the name '" + name + "' twice", loc);
-    if (!a.valid()) user_error(op, "'" + name + "' is an empty Array handle", loc);
-    (void)npy_descr(op, a.dtype(), loc);  // bf16: an error before any file exists
+    if (a.valid()) (void)npy_descr(op, a.dtype(), loc);  // bf16: an error before any file exists
   }
-  {
-    std::vector<Array> all;
-    for (const auto& na : arrays) all.push_back(na.second);
-    eval(all, loc);
-  }
+  check_and_eval(op, arrays, nullptr, loc);
   const std::uint64_t limit = g_zip64_limit.load(std::memory_order_relaxed);
   Out out(op, path, loc);
   std::vector<ZipEntry> entries;
@@ -1040,17 +1046,7 @@ StFile st_read(const char* op, const std::string& path, const Loc& loc) {
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Array>>& arrays,
                       const std::map<std::string, std::string>& metadata, Loc loc) {
   const char* op = "save_safetensors";
-  std::set<std::string> seen;
-  for (const auto& [name, a] : arrays) {
-    if (name.empty() || name == "__metadata__") user_error(op, "the name '" + name + "' cannot be used", loc);
-    if (!seen.insert(name).second) user_error(op, "the name '" + name + "' twice", loc);
-    if (!a.valid()) user_error(op, "'" + name + "' is an empty Array handle", loc);
-  }
-  {
-    std::vector<Array> all;
-    for (const auto& na : arrays) all.push_back(na.second);
-    eval(all, loc);
-  }
+  check_and_eval(op, arrays, "__metadata__", loc);
   std::string header = "{";
   bool first = true;
   auto sep = [&] {

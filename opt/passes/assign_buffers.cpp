@@ -178,8 +178,9 @@ class Planner {
         int readers, depth;
         std::size_t j, e;
       };
+      const std::unordered_set<NodeId> computed(st.computed.begin(), st.computed.end());
       std::vector<std::unordered_map<NodeId, int>> depth(st.outputs.size());
-      for (std::size_t j = 0; j < st.outputs.size(); ++j) depth[j] = depths(st, st.outputs[j]);
+      for (std::size_t j = 0; j < st.outputs.size(); ++j) depth[j] = depths(st, computed, st.outputs[j]);
       std::vector<Pair> pairs;
       for (std::size_t j = 0; j < st.outputs.size(); ++j) {
         if (into(st, j) != kNoNode) continue;  // goes into a concatenate's buffer
@@ -216,14 +217,14 @@ class Planner {
   // expression reads (breadth first through the step's computed nodes and
   // the views they read through: a matrix-vector product's result is read
   // through a reshape).
-  std::unordered_map<NodeId, int> depths(const Step& st, NodeId out) const {
+  std::unordered_map<NodeId, int> depths(const Step& st, const std::unordered_set<NodeId>& computed, NodeId out) const {
     std::unordered_map<NodeId, int> d{{out, 0}};
     std::vector<NodeId> level{out}, next;
     for (int depth = 1; !level.empty(); ++depth) {
       next.clear();
       for (NodeId n : level) {
         const bool input = std::find(st.inputs.begin(), st.inputs.end(), n) != st.inputs.end();
-        const bool fused = n == out || std::find(st.computed.begin(), st.computed.end(), n) != st.computed.end() ||
+        const bool fused = n == out || computed.count(n) ||
                            (!input && !g_[n].evaluated() && is_view(g_[n].op));
         if (!fused) continue;
         for (NodeId in : g_[n].inputs) {
