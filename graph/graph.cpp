@@ -24,6 +24,7 @@ std::size_t structural_hash(const Node& n) {
   h = mix(h, static_cast<std::uint64_t>(n.dtype));
   for (auto d : n.shape) h = mix(h, static_cast<std::uint64_t>(d));
   for (auto i : n.inputs) h = mix(h, i);
+  h = mix(h, n.after);
   h = mix(h, static_cast<std::uint64_t>(n.i0));
   h = mix(h, static_cast<std::uint64_t>(n.i1));
   h = mix(h, std::bit_cast<std::uint64_t>(n.f0));
@@ -105,7 +106,7 @@ struct Graph::CseTable {
 
 bool Graph::same_structure(const Node& a, const Node& b) const {
   return a.op == b.op && a.dtype == b.dtype && a.shape == b.shape && a.inputs == b.inputs &&
-         a.i0 == b.i0 && a.i1 == b.i1 &&
+         a.after == b.after && a.i0 == b.i0 && a.i1 == b.i1 &&
          std::bit_cast<std::uint64_t>(a.f0) == std::bit_cast<std::uint64_t>(b.f0) &&
          std::bit_cast<std::uint64_t>(a.f1) == std::bit_cast<std::uint64_t>(b.f1) &&
          a.ints == b.ints;
@@ -176,16 +177,19 @@ NodeId Graph::add_leaf(DType dtype, const Shape& shape, std::shared_ptr<Storage>
 // another constant of the step would share its node and build a new plan.
 // Each scalar the trace makes is its own node; an op over the same nodes is
 // still one node.
+// Annotated views are not merged either: each carries its own annotation.
 static bool takes_part_in_cse(const Node& n) {
-  return n.op != Op::Input && !n.storage && n.op != Op::Constant && !is_generator(n.op);
+  return n.op != Op::Input && !n.storage && n.op != Op::Constant && !is_generator(n.op) &&
+         !(n.op == Op::Reshape && n.i0 == kAnnotatedViewMark);
 }
 
 void Node::reset() {
   op = Op::Input;
   dtype = DType::f32;
-  alive = in_cse = false;
+  alive = in_cse = inline_only = false;
   ext = uses = claim = 0;
   inputs.clear();
+  after = kNoNode;
   i0 = i1 = 0;
   f0 = f1 = 0.0;
   ints.clear();
@@ -238,9 +242,11 @@ NodeId Graph::add(Node&& n) {
     throw;
   }
   for (NodeId in : n.inputs) ++(*this)[in].uses;
+  if (n.after != kNoNode) ++(*this)[n.after].uses;
   s.alive = true;
   s.in_cse = cse;
   assign_list(s.inputs, n.inputs);
+  s.after = n.after;
   assign_shape(s.shape, n.shape);
   s.storage = std::move(n.storage);
   assign_list(s.strides, n.strides);
@@ -304,7 +310,7 @@ void Graph::release_use(NodeId id) {
 // stack and the free list have room for every id issued (grow reserves it).
 void Graph::maybe_free(NodeId first) {
   auto unreferenced = [&](const Node& n) {
-    return n.alive && (n.claim == 0 || n.storage) && n.uses == 0 &&
+    return n.alive && (n.claim == 0 || n.storage || n.inline_only) && n.uses == 0 &&
            std::atomic_ref<std::uint32_t>(const_cast<Node&>(n).ext).load(std::memory_order_acquire) == 0;
   };
   if (!unreferenced((*this)[first])) return;  // the common case: still referenced
@@ -321,11 +327,13 @@ void Graph::maybe_free(NodeId first) {
     Node& n = (*this)[id];
     if (!unreferenced(n)) continue;
     cse_erase(id);
-    for (NodeId in : n.inputs) {
+    auto release = [&](NodeId in) {
       Node& m = (*this)[in];
       --m.uses;
       if (unreferenced(m)) work.push_back(in);
-    }
+    };
+    for (NodeId in : n.inputs) release(in);
+    if (n.after != kNoNode) release(n.after);
     // Drops the storage (back to the allocator now). The vectors keep their
     // memory for add and add_leaf; a dead node's contents are never read.
     n.reset();
@@ -350,7 +358,10 @@ void Graph::set_result(NodeId id, std::shared_ptr<Storage> storage,
   n.offset = offset;
   std::vector<NodeId> inputs = std::move(n.inputs);
   n.inputs.clear();
+  const NodeId after = n.after;
+  n.after = kNoNode;
   for (NodeId in : inputs) release_use(in);
+  if (after != kNoNode) release_use(after);
 }
 
 void Graph::rewrite(NodeId id, const Node& like) {
@@ -377,6 +388,7 @@ std::uint32_t Graph::claim(const std::vector<NodeId>& ids) {
     Node& n = (*this)[id];
     if (n.claim != 0) internal_error("Graph::claim of a node another evaluation has claimed");
     if (!n.evaluated()) n.claim = next_claim_;
+    n.inline_only = false;
   }
   ++claims_;
   return next_claim_;
@@ -385,12 +397,20 @@ std::uint32_t Graph::claim(const std::vector<NodeId>& ids) {
 void Graph::unclaim(const std::vector<NodeId>& ids, std::uint32_t token) {
   for (NodeId id : ids) {
     Node& n = (*this)[id];
-    if (n.alive && n.claim == token) n.claim = 0;
+    if (n.alive && n.claim == token) n.claim = 0, n.inline_only = false;
   }
   // Consumers first (ids are inputs first): a dead chain goes in one walk.
   for (auto it = ids.rbegin(); it != ids.rend(); ++it) maybe_free(*it);
   --claims_;
   if (waiters_ > 0) claims_cv_.notify_all();
+}
+
+void Graph::set_inline_only(const std::vector<NodeId>& ids, const std::vector<NodeId>& written) {
+  for (NodeId id : ids) {
+    Node& n = (*this)[id];
+    if (n.alive && n.claim != 0 && !n.evaluated()) n.inline_only = true;
+  }
+  for (NodeId id : written) (*this)[id].inline_only = false;
 }
 
 void Graph::wait_for_claims() {
@@ -413,6 +433,7 @@ std::vector<NodeId> Graph::unevaluated_order(const std::vector<NodeId>& roots) {
   order.reserve(walk_last_size_);  // a loop repeats one graph: allocate once
   auto& stack = walk_stack_;
   stack.clear();
+  bool ordered_after = false;  // a node with an ordering-only input was met
   for (NodeId r : roots) {
     if ((*this)[r].evaluated() || walk_seen_[r] == epoch) continue;
     stack.push_back({r, 0});
@@ -420,20 +441,152 @@ std::vector<NodeId> Graph::unevaluated_order(const std::vector<NodeId>& roots) {
     while (!stack.empty()) {
       auto& [id, next] = stack.back();
       const Node& n = (*this)[id];
-      if (next < n.inputs.size()) {
-        NodeId in = n.inputs[next++];
+      if (next < walk_inputs(n)) {
+        NodeId in = walk_input(n, next++);
         if (!(*this)[in].evaluated() && walk_seen_[in] != epoch) {
           walk_seen_[in] = epoch;
           stack.push_back({in, 0});
         }
       } else {
+        ordered_after |= n.after != kNoNode;
         order.push_back(id);
         stack.pop_back();
       }
     }
   }
   walk_last_size_ = order.size();
+  if (ordered_after) hoist_result_tails(order, roots);
   return order;
+}
+
+// Depth first, the inputs of the first root are all placed before anything
+// of the second: the gradients of value_and_grad, roots in argument order,
+// end up at the very end (the first layer's pulls in the whole backward
+// pass), and every value they read lives until then. Recomputation
+// (checkpoint's backward, whose aliases carry an ordering-only input) is
+// worthless so: the recomputed values must die where the backward of their
+// segment ends. So, in a walk with an ordering-only input, the nodes that
+// only lead to results (a result, or read by such nodes only: their values
+// are kept to the end anyway) move up to the first place where all their
+// inputs are computed and every other reader of those inputs' buffers has
+// been placed (a reader of a view of one counts: the inputs die there, and
+// a result may still take over an input's buffer, as an optimizer update
+// waits for the backward's last reader of its weight). A node not moved up
+// keeps its place; nothing moves later.
+void Graph::hoist_result_tails(std::vector<NodeId>& order, const std::vector<NodeId>& roots) {
+  const std::size_t n = order.size();
+  std::unordered_map<NodeId, std::uint32_t> at;
+  at.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) at.emplace(order[i], static_cast<std::uint32_t>(i));
+  // The walk inputs in the order (by position) and each one's readers.
+  std::vector<std::vector<std::uint32_t>> ins(n), readers(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Node& nd = (*this)[order[i]];
+    for (std::size_t k = 0; k < walk_inputs(nd); ++k) {
+      auto it = at.find(walk_input(nd, k));
+      if (it == at.end()) continue;  // evaluated
+      ins[i].push_back(it->second);
+      readers[it->second].push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  std::vector<char> tail(n, 0), done(n, 0);
+  for (NodeId r : roots) {
+    auto it = at.find(r);
+    if (it != at.end()) tail[it->second] = 1;
+  }
+  for (std::size_t i = n; i-- > 0;) {  // readers come later in the order
+    if (tail[i] || readers[i].empty()) continue;
+    bool all = true;
+    for (std::uint32_t c : readers[i]) all = all && tail[c];
+    tail[i] = all;
+  }
+  // The buffers node i reads: each input (evaluated or not), and up through
+  // the views of the order to what they view.
+  auto sources = [&](std::size_t i) {
+    std::vector<NodeId> src;
+    for (NodeId in : (*this)[order[i]].inputs) {
+      for (NodeId s = in;;) {
+        if (std::find(src.begin(), src.end(), s) == src.end()) src.push_back(s);
+        auto it = at.find(s);
+        const Node& m = (*this)[s];
+        if (it == at.end() || !is_view(m.op) || m.inputs.empty()) break;
+        s = m.inputs[0];
+      }
+    }
+    return src;
+  };
+  std::vector<std::vector<NodeId>> src(n);
+  std::unordered_map<NodeId, std::vector<std::uint32_t>> interested;  // buffer -> tail nodes reading it
+  std::unordered_map<NodeId, std::uint32_t> other_readers;            // buffer -> non-tail readers
+  for (std::size_t i = 0; i < n; ++i) {
+    src[i] = sources(i);
+    for (NodeId b : src[i]) {
+      if (tail[i]) interested[b].push_back(static_cast<std::uint32_t>(i));
+      else ++other_readers[b];
+    }
+  }
+  // What a tail node waits for: its inputs, and the other readers of the
+  // buffers it reads that are not tail nodes.
+  std::vector<std::uint32_t> wait(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!tail[i]) continue;
+    wait[i] = static_cast<std::uint32_t>(ins[i].size());
+    for (NodeId b : src[i]) {
+      auto it = other_readers.find(b);
+      if (it != other_readers.end()) wait[i] += it->second;
+    }
+  }
+  std::vector<NodeId> out;
+  out.reserve(n);
+  std::vector<std::uint32_t> ready;
+  auto emit = [&](std::uint32_t first) {
+    ready.push_back(first);
+    while (!ready.empty()) {
+      const std::uint32_t x = ready.back();
+      ready.pop_back();
+      if (done[x]) continue;
+      done[x] = 1;
+      out.push_back(order[x]);
+      auto count_down = [&](std::uint32_t e) {
+        if (tail[e] && !done[e] && wait[e] > 0 && --wait[e] == 0) ready.push_back(e);
+      };
+      for (std::uint32_t c : readers[x]) count_down(c);
+      if (!tail[x]) {
+        for (NodeId b : src[x]) {
+          auto it = interested.find(b);
+          if (it == interested.end()) continue;
+          for (std::uint32_t e : it->second) count_down(e);
+        }
+      }
+    }
+  };
+  // A tail node reached in the order with inputs still waiting (tail nodes
+  // held back for readers that come later) places them first.
+  std::vector<std::uint32_t> stack;
+  auto place = [&](std::uint32_t i) {
+    stack.push_back(i);
+    while (!stack.empty()) {
+      const std::uint32_t x = stack.back();
+      if (done[x]) {
+        stack.pop_back();
+        continue;
+      }
+      bool inputs_done = true;
+      for (std::uint32_t j : ins[x]) {
+        if (!done[j]) {
+          stack.push_back(j);
+          inputs_done = false;
+        }
+      }
+      if (!inputs_done) continue;
+      stack.pop_back();
+      emit(x);
+    }
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!done[i]) place(static_cast<std::uint32_t>(i));
+  }
+  order = std::move(out);
 }
 
 std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots) {

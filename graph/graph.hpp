@@ -57,6 +57,10 @@ struct Node {
   DType dtype = DType::f32;
   bool alive = false;
   bool in_cse = false;  // listed in the CSE table (removed when evaluated or freed)
+  // Claimed by an evaluation that computes it only inside kernels (never
+  // writes it): freed as soon as nothing refers to it, as an unclaimed node,
+  // so the values it reads go when their last kernel ran (set_inline_only).
+  bool inline_only = false;
   // User handles. Copying a handle adds one without the graph lock (a handle
   // exists, so the node is alive); use Graph::ext_count to read it. Dropping
   // the last one locks the graph (Graph::release_ext).
@@ -65,6 +69,11 @@ struct Node {
   // The evaluation that has planned this node (0: none); see the header.
   std::uint32_t claim = 0;
   std::vector<NodeId> inputs;
+  // An ordering-only input (kNoNode: none): the node is scheduled after it
+  // (unevaluated_order visits it before the inputs) but never reads it; it
+  // holds a use of it like an input. autodiff's recomputation in checkpoint's
+  // backward waits for the cotangent so (core/autodiff/custom.hpp).
+  NodeId after = kNoNode;
   Shape shape;
 
   // Payload, by op (see arrayjit/ops.def): scalar values and small integer lists.
@@ -95,6 +104,19 @@ struct Node {
   // (A field added to Node is reset here and copied by Graph::add.)
   void reset();
 };
+
+// The payload (i0) of a Reshape that is an annotated view (core/api/
+// annotations.hpp): a plain alias to every pass, never merged by CSE.
+inline constexpr std::int64_t kAnnotatedViewMark = -2;
+
+// The nodes a walk inputs-first visits before node n: its ordering-only
+// input (if any), then its inputs in order. Every topological walk that must
+// agree with unevaluated_order (the plan cache's key) uses these.
+inline std::size_t walk_inputs(const Node& n) { return n.inputs.size() + (n.after != kNoNode); }
+inline NodeId walk_input(const Node& n, std::size_t k) {
+  if (n.after == kNoNode) return n.inputs[k];
+  return k == 0 ? n.after : n.inputs[k - 1];
+}
 
 // Copies what an op is (op, dtype) and its payload (i0, i1, f0, f1, ints)
 // between a Node and a struct that mirrors it (autodiff's NodeInfo,
@@ -172,6 +194,10 @@ class Graph {
   // Ends that claim: frees the claimed nodes nothing refers to any more and
   // wakes the evaluations waiting for them.
   void unclaim(const std::vector<NodeId>& ids, std::uint32_t token);
+  // Marks the claimed nodes of `ids` but `written` (the nodes the
+  // evaluation's steps write) as computed only inside kernels: see
+  // Node::inline_only (graph lock held; the claim's end clears it).
+  void set_inline_only(const std::vector<NodeId>& ids, const std::vector<NodeId>& written);
   // Whether any evaluation holds a claim now (the common answer, no, lets an
   // evaluation skip looking for claimed nodes).
   bool any_claims() const { return claims_ != 0; }
@@ -185,6 +211,8 @@ class Graph {
 
   // The walk behind unevaluated_order (its marks are reused across calls).
   std::vector<NodeId> unevaluated_order(const std::vector<NodeId>& roots);
+  // Its schedule for recomputation (graph.cpp says why).
+  void hoist_result_tails(std::vector<NodeId>& order, const std::vector<NodeId>& roots);
 
  private:
   friend class GraphScope;

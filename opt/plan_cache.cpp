@@ -225,6 +225,7 @@ const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>&
     for (NodeId in : n.inputs) {
       if (g[in].evaluated()) leaf_pos(in);
     }
+    if (n.after != kNoNode && g[n.after].evaluated()) leaf_pos(n.after);
     // A constant's value and a generator's payload reach the plan only as
     // kernel scalars, which a hit takes from this graph (lookup's overrides):
     // they are not part of the key, so a changed learning rate hits. What
@@ -238,7 +239,8 @@ const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>&
     // Counts first, so the words say where each list ends: equal words are
     // equal graphs.
     w.push_back(kNode | static_cast<std::uint64_t>(n.op) << 16 | static_cast<std::uint64_t>(n.dtype) << 24 |
-                nonzero << 32 | static_cast<std::uint64_t>(n.shape.ndim()) << 40);
+                nonzero << 32 | static_cast<std::uint64_t>(n.after != kNoNode) << 36 |
+                static_cast<std::uint64_t>(n.shape.ndim()) << 40);
     w.push_back(n.ints.size() | static_cast<std::uint64_t>(n.inputs.size()) << 32);
     for (auto d : n.shape) put_number(d);
     for (int f = 0; f < 4; ++f) {
@@ -255,6 +257,8 @@ const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>&
       const std::uint64_t second = i + 1 < n.inputs.size() ? m.pos[n.inputs[i + 1]] : 0;
       w.push_back(m.pos[n.inputs[i]] | second << 32);
     }
+    // An ordering-only input orders the steps: part of the structure.
+    if (n.after != kNoNode) w.push_back(m.pos[n.after]);  // (flagged in the first word)
     // Handles decide donation and which values are stored (fuse.hpp).
     const bool handle = g.ext_count(id) > 0;
     const bool temporary = handle && looks_temporary(id);
@@ -285,9 +289,9 @@ const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>&
       const NodeId id = stack.back().first;
       const Node& n = g[id];
       const std::uint32_t next = stack.back().second;
-      if (next < n.inputs.size()) {
+      if (next < walk_inputs(n)) {
         ++stack.back().second;
-        NodeId in = n.inputs[next];
+        NodeId in = walk_input(n, next);
         if (!g[in].evaluated() && m.stamp[in] != m.epoch) {
           m.stamp[in] = m.epoch;
           m.pos[in] = kPending;

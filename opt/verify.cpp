@@ -277,6 +277,7 @@ void verify(const Graph& g, const char* after_pass) {
     ++live;
     NodeCheck(g, id, after_pass).run();
     for (NodeId in : n.inputs) ++readers[in];
+    if (n.after != kNoNode) ++readers[n.after];
   }
   for (NodeId id = 0; id < g.capacity(); ++id) {
     const Node& n = g[id];

@@ -47,6 +47,14 @@ const std::map<std::string, std::string> kCName = {
     {"aj::dump", "aj_array_dump"},
     {"aj::array2string", "aj_array_to_string"},
     {"aj::compile", "aj_function_new"},
+    // Derivatives: grad and value_and_grad are aj_vjp with a cotangent of
+    // one; a function with its own rules is an aj_function whose desc sets
+    // fwd and bwd, jvp, or checkpoint (C API 1.5).
+    {"aj::grad", "aj_vjp"},
+    {"aj::value_and_grad", "aj_vjp"},
+    {"aj::custom_vjp", "aj_function_new"},
+    {"aj::custom_jvp", "aj_function_new"},
+    {"aj::checkpoint", "aj_function_new"},
     {"aj::donate", "aj_function_call_donate"},
     {"aj::jit::host_info", "aj_host_info"},
     {"aj::cuda::borrow", "aj_array_from_cuda_view"},
@@ -89,10 +97,6 @@ const Reasoned kCppOnly[] = {
 // point 1). The test fails when one of them gets a C function, so this list
 // only shrinks.
 const Reasoned kNotYet[] = {
-    {"aj::vjp", "autodiff over a C callback (an aj_function-style trace)"},
-    {"aj::jvp", "autodiff over a C callback"},
-    {"aj::grad", "autodiff over a C callback"},
-    {"aj::value_and_grad", "autodiff over a C callback"},
     {"aj::einsum_path", "a planning report over shapes (einsum itself is aj_einsum)"},
     {"aj::cuda::available", "CUDA queries"},
     {"aj::cuda::unavailable_reason", "CUDA queries"},

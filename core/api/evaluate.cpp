@@ -6,6 +6,7 @@
 #include "backends/reference/interpreter.hpp"
 #include "base/log.hpp"
 #include "base/profile.hpp"
+#include "core/api/annotations.hpp"
 #include "core/api/device.hpp"
 #include "core/api/executor.hpp"
 #include "exec/execute.hpp"
@@ -114,6 +115,9 @@ void set_eval_observer(EvalObserver* observer) { t_observer = observer; }
 void evaluate(const std::vector<NodeId>& roots_in) {
   Graph& g = graph();
   if (!holds_lock(g)) internal_error("detail::evaluate without the graph lock");
+  // The views the roots reach become leaves: their custom rules are spent,
+  // and the arrays those hold must not keep a buffer from being reused.
+  trace::drop_annotations(roots_in);
   std::vector<NodeId> roots = roots_in;
   if (!wait_for_others(g, roots)) return;
   if (executor() == Executor::reference) {
@@ -144,6 +148,10 @@ void evaluate(const std::vector<NodeId>& roots_in) {
   opt::plan_into(roots, &slot.plan(), true, /*whole=*/dump_dot || t_observer != nullptr);
   const opt::Plan& p = slot.plan();
   const Claim claim(g, p.schedule.order);
+  // The nodes no step writes (computed inside kernels) go as soon as their
+  // readers are done, and with them the values they read: the run's memory
+  // is the buffer plan's, whose liveness assumes so.
+  if (p.program) g.set_inline_only(p.schedule.order, p.value_nodes);
   if (log_any() && log_enabled("plan")) log("plan", describe_plan(p.schedule, p.buffers));
   if (log_any() && log_enabled("program") && p.program) log("program", opt::dump(*p.program));
   if (dump_dot) {

@@ -27,6 +27,7 @@
 
 #include "core/api/observer.hpp"
 #include "core/api/trace.hpp"
+#include "core/autodiff/custom.hpp"
 #include "core/autodiff/rules.hpp"
 
 namespace aj {
@@ -115,20 +116,33 @@ class Trace {
 // The nodes from the roots down to the tracers, inputs first, and which of
 // them carry a derivative (floating point, reached from a tracer of this
 // trace other than through stop_gradient).
+// The output of a custom function (core/autodiff/custom.hpp) is where the
+// walk goes to the call's arguments instead of its inputs.
 struct Walk {
   std::vector<NodeId> order;
   std::unordered_map<NodeId, std::size_t> index;
   std::vector<char> active;
+  std::unordered_map<NodeId, std::shared_ptr<const autodiff::CustomOutput>> custom;  // by output node
   std::size_t at(NodeId id) const { return index.at(id); }
+  const autodiff::CustomOutput* custom_at(NodeId id) const {
+    auto it = custom.find(id);
+    return it == custom.end() ? nullptr : it->second.get();
+  }
 };
 
-Walk walk(const Trace& tr, const std::vector<NodeId>& roots) {
+Walk walk(const Trace& tr, const std::vector<NodeId>& roots, const char* what) {
   Graph& g = graph();
   Walk w;
+  // What the walk goes down to from a node: a custom output's arguments, or its inputs.
+  auto down = [&](NodeId id) -> const std::vector<NodeId>& {
+    auto it = w.custom.find(id);
+    return it != w.custom.end() ? it->second->call->arg_ids : g[id].inputs;
+  };
   std::vector<std::pair<NodeId, std::size_t>> stack;
   auto visit = [&](NodeId id) {
     if (w.index.count(id)) return;
     w.index.emplace(id, kNoNode);  // on the stack
+    if (auto c = autodiff::custom_output(id, what)) w.custom.emplace(id, std::move(c));
     stack.push_back({id, 0});
   };
   for (NodeId r : roots) {
@@ -138,8 +152,8 @@ Walk walk(const Trace& tr, const std::vector<NodeId>& roots) {
       const Node& n = g[done];
       // Tracers (any trace's) and stop_gradient are where the walk ends.
       const bool leaf = is_tracer(n) || is_stop(n);
-      if (!leaf && stack.back().second < n.inputs.size()) {
-        visit(n.inputs[stack.back().second++]);  // may grow the stack
+      if (!leaf && stack.back().second < down(done).size()) {
+        visit(down(done)[stack.back().second++]);  // may grow the stack
         continue;
       }
       stack.pop_back();
@@ -149,7 +163,7 @@ Walk walk(const Trace& tr, const std::vector<NodeId>& roots) {
         if (is_tracer(d)) {
           act = tr.is_ours(done);
         } else {
-          for (NodeId in : d.inputs) act = act || w.active[w.index.at(in)];
+          for (NodeId in : down(done)) act = act || w.active[w.index.at(in)];
         }
       }
       w.index[done] = w.order.size();
@@ -220,17 +234,46 @@ void check_primals(const std::vector<Array>& primals, const char* what, const Lo
 
 // The cotangents of the primals from those of the outputs (empty: zero).
 std::vector<Array> reverse(const Trace& tr, std::size_t n_primals, const std::vector<Array>& outs,
-                           const std::vector<Array>& seeds) {
+                           const std::vector<Array>& seeds, const char* what) {
   std::vector<NodeId> roots;
   for (const Array& o : outs) roots.push_back(o.node_id());
-  const Walk w = walk(tr, roots);
+  const Walk w = walk(tr, roots, what);
   std::vector<Array> ct(w.order.size());
+  // A custom call runs its rule once, at the first of its outputs in the
+  // order (the last the reverse loop meets): by then every output's
+  // cotangent is complete, and its arguments come earlier still.
+  std::unordered_map<const autodiff::CustomCall*, std::size_t> first_out;
+  std::unordered_map<const autodiff::CustomCall*, std::vector<Array>> out_cts;
+  for (const auto& [id, c] : w.custom) {
+    auto [it, fresh] = first_out.emplace(c->call.get(), w.at(id));
+    if (!fresh) it->second = std::min(it->second, w.at(id));
+  }
   for (std::size_t j = 0; j < outs.size(); ++j) {
     const std::size_t k = w.at(outs[j].node_id());
     if (w.active[k] && seeds[j].valid()) ct[k] = add_to(ct[k], seeds[j], graph()[outs[j].node_id()].loc);
   }
   for (std::size_t k = w.order.size(); k-- > 0;) {
     const NodeId id = w.order[k];
+    if (const autodiff::CustomOutput* co = w.custom_at(id)) {
+      const autodiff::CustomCall* call = co->call.get();
+      if (w.active[k] && ct[k].valid()) {
+        std::vector<Array>& v = out_cts[call];
+        v.resize(call->outs.size());
+        v[co->index] = std::move(ct[k]);
+      }
+      ct[k] = Array();
+      if (first_out.at(call) != k) continue;
+      auto got = out_cts.find(call);
+      if (got == out_cts.end()) continue;  // no output of the call has a cotangent
+      const std::vector<Array> cts = autodiff::custom_vjp_of(*call, got->second);
+      out_cts.erase(got);
+      for (std::size_t i = 0; i < cts.size(); ++i) {
+        if (!cts[i].valid()) continue;
+        const std::size_t ki = w.at(call->arg_ids[i]);
+        if (w.active[ki]) ct[ki] = add_to(std::move(ct[ki]), cts[i], call->loc);
+      }
+      continue;
+    }
     if (!w.active[k] || !ct[k].valid() || is_tracer(graph()[id])) continue;
     const autodiff::Rule* rule = autodiff::rule_for(graph()[id].op);
     if (!rule) continue;
@@ -367,7 +410,7 @@ std::pair<std::vector<Array>, std::vector<Array>> vjp(const VectorFn& f,
       if (is_float(outs[j].dtype())) seeds[j] = c.astype(outs[j].dtype(), loc);
     }
     trace::Scope scope;  // the walk reads the node table
-    grads = reverse(tr, primals.size(), outs, seeds);
+    grads = reverse(tr, primals.size(), outs, seeds, what);
   }
   fill_zeros(grads, primals, loc);
   return {std::move(outs), std::move(grads)};
@@ -405,8 +448,10 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp(const VectorFn& f,
     trace::Scope scope;  // the walk reads the node table
     std::vector<NodeId> roots;
     for (const Array& o : outs) roots.push_back(o.node_id());
-    const Walk w = walk(tr, roots);
+    const Walk w = walk(tr, roots, what);
     std::vector<Array> tan(w.order.size());
+    // A custom call's rule runs once, at the first of its outputs met.
+    std::unordered_map<const autodiff::CustomCall*, std::vector<Array>> out_tans;
     for (std::size_t i = 0; i < primals.size(); ++i) {
       const NodeId t = tr.tracer_of(i);
       auto it = t == kNoNode ? w.index.end() : w.index.find(t);
@@ -415,6 +460,21 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp(const VectorFn& f,
     for (std::size_t k = 0; k < w.order.size(); ++k) {
       const NodeId id = w.order[k];
       if (!w.active[k] || is_tracer(graph()[id])) continue;
+      if (const autodiff::CustomOutput* co = w.custom_at(id)) {
+        const autodiff::CustomCall* call = co->call.get();
+        auto it = out_tans.find(call);
+        if (it == out_tans.end()) {
+          std::vector<Array> t(call->args.size());
+          for (std::size_t i = 0; i < t.size(); ++i) {
+            const std::size_t ki = w.at(call->arg_ids[i]);
+            if (w.active[ki]) t[i] = tan[ki];
+          }
+          it = out_tans.emplace(call, autodiff::custom_jvp_of(*call, t)).first;
+        }
+        tan[k] = it->second[co->index];
+        check_derivative(tan[k], Array::from_node(id), "jvp", Op::Reshape);
+        continue;
+      }
       const autodiff::Rule* rule = autodiff::rule_for(graph()[id].op);
       if (!rule) continue;
       const autodiff::NodeInfo n = info_of(id);
@@ -473,7 +533,7 @@ std::pair<Array, std::vector<Array>> value_and_grad(const VectorFn& f, const std
     value = outs[0];
     const Array seed = ones({}, value.dtype(), loc);
     trace::Scope scope;  // the walk reads the node table
-    grads = reverse(tr, primals.size(), outs, {seed});
+    grads = reverse(tr, primals.size(), outs, {seed}, what);
   }
   std::vector<Array> picked;
   for (int a : argnums) {

@@ -27,7 +27,7 @@ thread_local const char* t_fallback = nullptr;
 // own sources (the line an op names is the caller's, and for C that is
 // here), and no "aj::<fn>: " repeating the C function's own name.
 std::string without_own_lines(const char* fn, std::string s) {
-  static constexpr const char* kOwn[] = {"api.cpp", "dlpack.cpp", "function.cpp", "handles.cpp", "ops.cpp",
+  static constexpr const char* kOwn[] = {"api.cpp", "derivatives.cpp", "dlpack.cpp", "function.cpp", "handles.cpp", "ops.cpp",
                                          "shape_functions.cpp", "view.cpp"};
   std::size_t from = 0;
   while ((from = s.find(" (at ", from)) != std::string::npos) {
@@ -167,6 +167,16 @@ const char* aj_host_info(void) {
 }
 
 const char* aj_last_error(void) { return t_fallback ? t_fallback : t_last_error.c_str(); }
+
+void aj_set_error(const char* message) {
+  if (!message) return clear_last_error();
+  try {
+    t_last_error = message;
+    t_fallback = nullptr;
+  } catch (...) {
+    t_fallback = "out of memory (the error message could not be stored)";
+  }
+}
 
 const char* aj_dtype_name(aj_dtype dtype) {
   if (dtype < 0 || dtype >= aj::kNumDTypes) return nullptr;

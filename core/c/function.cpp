@@ -9,11 +9,13 @@
 // scalars (a changing learning rate replays). Inside another callback's
 // trace (or a C++ compiled function's) the ops are recorded inline.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "arrayjit/autodiff.hpp"
 #include "arrayjit/compile.hpp"
 #include "core/api/evaluate.hpp"
 #include "core/api/observer.hpp"
@@ -47,12 +49,49 @@ aj::CompileOptions options_of(const aj_function_desc& d) {
   return o;
 }
 
+// The derivative fields a desc sets (since C API 1.5).
+struct Rules {
+  aj_trace_fn fwd = nullptr;
+  aj_rule_fn bwd = nullptr;
+  int n_residuals = 0;
+  aj_rule_fn jvp = nullptr;
+  bool checkpoint = false;
+  bool any() const { return fwd || bwd || jvp || checkpoint; }
+};
+
+Rules rules_of(const aj_function_desc& d) {
+  Rules r;
+  constexpr std::size_t v15 = offsetof(aj_function_desc, checkpoint) + sizeof(std::int32_t);
+  if (d.struct_size < v15) return r;
+  r.fwd = d.fwd;
+  r.bwd = d.bwd;
+  r.n_residuals = d.n_residuals;
+  r.jvp = d.jvp;
+  r.checkpoint = d.checkpoint != 0;
+  if (!r.fwd != !r.bwd) c_error(std::string("desc->") + (r.fwd ? "bwd" : "fwd") + " is null but desc->" + (r.fwd ? "fwd" : "bwd") + " is set (custom_vjp takes both)");
+  if ((r.fwd != nullptr) + (r.jvp != nullptr) + r.checkpoint > 1) {
+    c_error("set at most one kind of derivative: fwd and bwd (custom_vjp), jvp (custom_jvp), or checkpoint");
+  }
+  if (r.n_residuals < 0) c_error("negative n_residuals " + std::to_string(r.n_residuals));
+  if (r.n_residuals > 0 && !r.fwd) c_error("n_residuals " + std::to_string(r.n_residuals) + " without fwd");
+  return r;
+}
+
+// Runs a C callback that records ops: `call` gets new handles for `inputs`
+// (released when it returns, with every handle it made and did not return)
+// and writes n_out handles; `nulls` says whether a null one is allowed (a
+// zero derivative: an empty Array). A failing callback is a StatusError
+// naming `who` with its message. `tracing`: the traced function it belongs
+// to (null: the one tracing now, if any, stays).
+std::vector<ArrayRef> run_recording(const std::string& who, const Function* tracing, const std::vector<ArrayRef>& inputs,
+                                    int n_out, bool nulls, const std::function<aj_status(const aj_array*, aj_array*)>& call);
+
 class Function {
  public:
   explicit Function(const aj_function_desc& d)
       : trace_fn_(d.trace), context_(d.context), release_(d.release), n_inputs_(d.n_inputs),
         n_outputs_(d.n_outputs), name_(d.name ? d.name : "(unnamed)"),
-        core_(aj::detail::make_compiled_core("the C function '" + name_ + "'", options_of(d))) {}
+        core_(aj::detail::make_compiled_core("the C function '" + name_ + "'", options_of(d))), rules_(rules_of(d)) {}
   ~Function() {
     if (armed_ && release_) release_(context_);
   }
@@ -70,6 +109,10 @@ class Function {
   // makes are released when it returns; a failed callback is a StatusError
   // with its status and message.
   std::vector<ArrayRef> trace(const std::vector<ArrayRef>& inputs) const;
+  // The function recorded inline in another trace: with its derivative
+  // rules (a custom call) when it has them. `self` keeps it alive as long as
+  // a traced call's rules may run.
+  static std::vector<ArrayRef> record(const std::shared_ptr<const Function>& self, const std::vector<ArrayRef>& inputs);
 
  private:
   aj_trace_fn trace_fn_;
@@ -78,6 +121,7 @@ class Function {
   int n_inputs_, n_outputs_;
   std::string name_;
   std::shared_ptr<aj::detail::CompiledCore> core_;  // its kept programs
+  Rules rules_;
   bool armed_ = false;
 };
 
@@ -89,7 +133,7 @@ class TracingScope {
  public:
   TracingScope(const Function* f, std::vector<aj_array>* made)
       : previous_function_(t_tracing), previous_recorder_(record_new_arrays(made)) {
-    t_tracing = f;
+    if (f) t_tracing = f;
   }
   ~TracingScope() {
     t_tracing = previous_function_;
@@ -115,7 +159,8 @@ std::string prefix(const Function& f) { return "function '" + f.name() + "': "; 
 
 }  // namespace
 
-std::vector<ArrayRef> Function::trace(const std::vector<ArrayRef>& inputs) const {
+std::vector<ArrayRef> run_recording(const std::string& who, const Function* tracing, const std::vector<ArrayRef>& inputs,
+                                    int n_out, bool nulls, const std::function<aj_status(const aj_array*, aj_array*)>& call) {
   std::vector<aj_array> made;
   struct ReleaseMade {  // also when something below throws
     std::vector<aj_array>& made;
@@ -126,30 +171,94 @@ std::vector<ArrayRef> Function::trace(const std::vector<ArrayRef>& inputs) const
       }
     }
   } release{made};
-  std::vector<aj_array> in, out(static_cast<std::size_t>(n_outputs_), aj_array{0});
+  std::vector<aj_array> in, out(static_cast<std::size_t>(n_out), aj_array{0});
   aj_status status;
   {
-    TracingScope scope(this, &made);
+    TracingScope scope(tracing, &made);
     for (const ArrayRef& r : inputs) in.push_back(new_array(r));
     clear_last_error();
-    status = trace_fn_(context_, in.data(), out.data());
+    status = call(in.data(), out.data());
   }
   if (status != AJ_OK) {
     const std::string why = *aj_last_error() ? std::string(aj_last_error())
                                              : "it returned status " + std::to_string(status);
-    throw StatusError(status, prefix(*this) + "the traced callback failed: " + why);
+    throw StatusError(status, who + "failed: " + why);
   }
   std::vector<ArrayRef> outputs;
-  for (int i = 0; i < n_outputs_; ++i) {
-    const std::string what = "output " + std::to_string(i) + " of " + prefix(*this);
+  for (int i = 0; i < n_out; ++i) {
+    const aj_array h = out[static_cast<std::size_t>(i)];
+    if (nulls && h._id == 0) {
+      outputs.emplace_back();
+      continue;
+    }
+    const std::string what = "output " + std::to_string(i) + " of " + who;
     try {
-      outputs.push_back(get_array(out[static_cast<std::size_t>(i)], what.c_str()));
+      outputs.push_back(get_array(h, what.c_str()));
     } catch (const HandleError& e) {
       throw StatusError(AJ_ERROR_USER, std::string(e.what()) + " (the callback must write a handle to every output)");
     }
     outputs.back().weak = false;  // results are never weak
   }
   return outputs;
+}
+
+std::vector<ArrayRef> Function::trace(const std::vector<ArrayRef>& inputs) const {
+  return run_recording(prefix(*this) + "the traced callback ", this, inputs, n_outputs_, false,
+                       [&](const aj_array* in, aj_array* out) { return trace_fn_(context_, in, out); });
+}
+
+namespace {
+std::vector<aj::Array> arrays_of(const std::vector<ArrayRef>& v) {
+  std::vector<aj::Array> a;
+  for (const ArrayRef& r : v) a.push_back(r.array);
+  return a;
+}
+std::vector<ArrayRef> refs_of(const std::vector<aj::Array>& v) {
+  std::vector<ArrayRef> r;
+  for (const aj::Array& a : v) r.push_back(ArrayRef{a, false, aj::Scalar()});
+  return r;
+}
+}  // namespace
+
+std::vector<ArrayRef> Function::record(const std::shared_ptr<const Function>& self, const std::vector<ArrayRef>& inputs) {
+  const Rules& r = self->rules_;
+  if (!r.any()) return self->trace(inputs);
+  // The rules run later (when the outputs are differentiated): they hold
+  // the function, so its context stays alive until they are dropped.
+  const aj::VectorFn f = [self](const std::vector<aj::Array>& in) { return arrays_of(self->trace(refs_of(in))); };
+  const std::vector<aj::Array> args = arrays_of(inputs);
+  const aj::Loc loc = aj::Loc::current();
+  if (r.checkpoint) return refs_of(aj::detail::checkpoint(f, args, loc));
+  // A rule's two lists go to the callback as one: the first n, then the rest.
+  auto two_lists = [self](aj_rule_fn rule, const char* name, const std::vector<aj::Array>& a,
+                          const std::vector<aj::Array>& b, int n_out) {
+    std::vector<aj::Array> both = a;
+    both.insert(both.end(), b.begin(), b.end());
+    const std::size_t split = a.size();
+    return arrays_of(run_recording(prefix(*self) + name + " ", nullptr, refs_of(both), n_out, true,
+                                   [&](const aj_array* in, aj_array* out) {
+                                     return rule(self->context_, in, in + split, out);
+                                   }));
+  };
+  if (r.jvp) {
+    const aj::JvpRuleFn jvp = [self, two_lists](const std::vector<aj::Array>& a, const std::vector<aj::Array>& t) {
+      return two_lists(self->rules_.jvp, "jvp", a, t, self->n_outputs_);
+    };
+    return refs_of(aj::detail::custom_jvp(f, jvp, args, loc));
+  }
+  const aj::VjpFwdFn fwd = [self](const std::vector<aj::Array>& in) {
+    const int n_out = self->n_outputs_;
+    std::vector<aj::Array> all =
+        arrays_of(run_recording(prefix(*self) + "fwd ", nullptr, refs_of(in), n_out + self->rules_.n_residuals, false,
+                                [&](const aj_array* a, aj_array* o) { return self->rules_.fwd(self->context_, a, o); }));
+    std::vector<aj::Array> res(all.begin() + n_out, all.end());
+    all.resize(static_cast<std::size_t>(n_out));
+    return std::pair{std::move(all), std::move(res)};
+  };
+  const aj::VjpBwdFn bwd = [self, two_lists](const std::vector<aj::Array>& res, const std::vector<aj::Array>& cts) {
+    return two_lists(self->rules_.bwd, "bwd", res, cts, self->n_inputs_);
+  };
+  return refs_of(aj::detail::custom_vjp(f, fwd, bwd, args, loc));
 }
 
 void check_not_tracing(const char* fn) {
@@ -206,8 +315,9 @@ aj_status aj_function_call_donate(aj_function f, aj_array* inputs, const int* do
     for (int i = 0; i < n_out; ++i) slots.push_back(std::make_unique<Reservation>());
     std::vector<ArrayRef> results;
     if (t_tracing || aj::trace::observed()) {
-      // Inside another trace: the ops are recorded inline, nothing runs.
-      results = fun->trace(args);
+      // Inside another trace: the ops are recorded inline, nothing runs
+      // (with the function's own derivative rules, when it has them).
+      results = Function::record(fun, args);
       args.clear();
       if (donate) {
         std::unordered_set<std::uint64_t> released;

@@ -31,6 +31,7 @@
 #include "base/allocation_limit.hpp"
 #include "base/log.hpp"
 #include "base/stats.hpp"
+#include "core/api/annotations.hpp"
 #include "core/api/evaluate.hpp"
 #include "core/api/observer.hpp"
 #include "core/api/trace.hpp"
@@ -893,6 +894,11 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
     // (Held, the dropped ops would be kept alive and stored by the plan, and
     // the arguments could not be donated.)
     watch.made_arrays.clear();
+    // The results are evaluated next: the custom derivative rules they reach
+    // are spent, and so are those of outputs just freed (the loss grad
+    // dropped); what those hold (a custom function's arguments) must not
+    // count as handles when the arguments' fate is read below.
+    trace::drop_annotations(result_nodes);
     for (std::size_t k = 0; k < held.size(); ++k) {
       if (held[k].graph_of() == &graph() && only_held(arg_nodes[k])) arg_nodes[k] = kNoNode;  // freed now
     }

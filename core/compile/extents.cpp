@@ -121,6 +121,7 @@ struct TNode {
   Shape shape;             // in this trace
   std::vector<int> dims;   // a variable per axis
   std::vector<int> inputs;  // template nodes
+  int after = -1;           // the ordering-only input (graph/graph.hpp: Node::after), or -1
   int arg = -1;            // an argument leaf: its number among the array arguments
   std::shared_ptr<Storage> storage;  // another evaluated leaf: held as it is
   std::vector<std::int64_t> strides;
@@ -634,6 +635,10 @@ std::shared_ptr<Template> capture(const std::vector<NodeId>& args, const std::ve
       if (g[in].evaluated()) leaf(in);
       n.inputs.push_back(index.at(in));
     }
+    if (a.after != kNoNode) {
+      if (g[a.after].evaluated()) leaf(a.after);
+      n.after = index.at(a.after);
+    }
     if (!derive(*t, n, why)) return nullptr;
     index.emplace(id, static_cast<int>(t->nodes.size()));
     t->nodes.push_back(std::move(n));
@@ -694,7 +699,7 @@ bool same_graph(const Template& t, const Template& u, std::string* why) {
   for (std::size_t k = 0; k < t.nodes.size(); ++k) {
     const TNode &a = t.nodes[k], &b = u.nodes[k];
     const std::string where = std::string("the ") + op_name(a.op) + " traced at " + loc_str(a.loc);
-    if (a.op != b.op || a.dtype != b.dtype || a.arg != b.arg || a.inputs != b.inputs ||
+    if (a.op != b.op || a.dtype != b.dtype || a.arg != b.arg || a.inputs != b.inputs || a.after != b.after ||
         a.shape.ndim() != b.shape.ndim() || a.storage != b.storage || a.ints.size() != b.ints.size() ||
         a.given != b.given) {
       return fail("the second trace made another graph at " + where);
@@ -1233,6 +1238,7 @@ bool instantiate(const Template& t, const std::vector<NodeId>& args, const std::
     n.shape = Shape(std::move(shape));
     for (std::size_t d = 0; d < tn.starts.size(); ++d) n.ints[2 * d] = *eval(tn.starts[d], vals);
     for (int in : tn.inputs) n.inputs.push_back(made[static_cast<std::size_t>(in)].node_id());
+    if (tn.after >= 0) n.after = made[static_cast<std::size_t>(tn.after)].node_id();
     made[k] = trace::make(std::move(n), tn.loc);
   }
   if (made_of) {

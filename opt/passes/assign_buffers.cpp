@@ -21,6 +21,7 @@ class Planner {
   explicit Planner(const Schedule& s) : s_(s), g_(graph()) {
     for (NodeId id : s.order) {
       for (NodeId in : g_[id].inputs) consumers_[in].push_back(id);
+      if (g_[id].after != kNoNode) ++waiters_[g_[id].after];
     }
     // release_[n]: the last step after which node n no longer holds its
     // inputs: its own step if a step produces it, else (a node computed
@@ -57,6 +58,10 @@ class Planner {
     const Node& n = g_[id];
     auto it = consumers_.find(id);
     std::size_t inside = it == consumers_.end() ? 0 : it->second.size();
+    // Nodes of this evaluation ordered after it (Node::after) use it but
+    // never read it.
+    auto w = waiters_.find(id);
+    if (w != waiters_.end()) inside += w->second;
     return g_.ext_count(id) > 0 || n.uses != inside;
   }
 
@@ -457,6 +462,7 @@ class Planner {
   Graph& g_;
   BufferPlan p_;
   std::unordered_map<NodeId, std::vector<NodeId>> consumers_;
+  std::unordered_map<NodeId, std::size_t> waiters_;  // nodes of the order ordered after it (Node::after)
   std::unordered_map<NodeId, int> release_;
   std::unordered_map<NodeId, std::size_t> index_;
   std::unordered_map<NodeId, NodeId> taken_;  // donor -> the output that took its buffer

@@ -67,7 +67,7 @@ extern "C" {
  * library whose aj_api_version() has the same major and a minor >= its own
  * (new functions and appended struct fields raise the minor). */
 #define AJ_API_VERSION_MAJOR 1
-#define AJ_API_VERSION_MINOR 4
+#define AJ_API_VERSION_MINOR 5
 #define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
 
 AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
@@ -97,6 +97,10 @@ enum aj_status_code {
  * string belongs to arrayjit; it stays valid until this thread's next failing
  * call. */
 AJ_C_API const char* aj_last_error(void);
+/* Sets this thread's last error message (since C API 1.5): a callback (a
+ * traced function's, a derivative rule's) that fails says why, and the
+ * caller's error message includes it. NULL clears it. */
+AJ_C_API void aj_set_error(const char* message);
 
 /* ---- types ------------------------------------------------------------------------ */
 
@@ -800,6 +804,12 @@ AJ_C_API aj_status aj_safetensors_metadata(const char* path, char* buf, size_t c
  * place when nothing else holds its buffer, as on the first call.
  */
 typedef aj_status (*aj_trace_fn)(void* context, const aj_array* inputs, aj_array* outputs);
+/* A derivative rule of a traced function (since C API 1.5; see the fields of
+ * aj_function_desc below). It records ops like a trace callback: `a` and `b`
+ * are owned by arrayjit for the call; it writes new handles to `out` (a
+ * null handle, {0}, for a zero derivative) and returns AJ_OK or an error
+ * status (with aj_set_error's message). */
+typedef aj_status (*aj_rule_fn)(void* context, const aj_array* a, const aj_array* b, aj_array* out);
 
 typedef struct aj_function_desc {
   size_t struct_size;    /* sizeof(aj_function_desc) */
@@ -816,6 +826,28 @@ typedef struct aj_function_desc {
   int64_t max_allocations;   /* (a call over it stops at that allocation; its donated inputs are consumed) */
   const int32_t* in_place;   /* inputs an output must take over in place (donated, nothing else holding */
   int32_t n_in_place;        /* them): checked before the call runs, so a refusal consumes nothing */
+  /* Since C API 1.5: derivatives of its own (arrayjit/autodiff.hpp), used
+   * when the function is called inside a trace that is differentiated (the
+   * callback of aj_vjp or aj_jvp, or an aj_function callback calling those).
+   * At most one of the three kinds; all zero: ops are differentiated as
+   * recorded. Its value is always trace's.
+   *  - custom_vjp (fwd and bwd set): fwd(context, inputs, outs) writes
+   *    n_outputs outputs (trace's shapes and dtypes), then n_residuals
+   *    residuals; bwd(context, residuals, output cotangents, input
+   *    cotangents) writes one per input (an output without a cotangent
+   *    gets zeros). Forward mode through it is an error, as in JAX.
+   *  - custom_jvp (jvp set): jvp(context, inputs, input tangents, output
+   *    tangents), linear in the tangents (zeros for those not given);
+   *    reverse mode transposes it.
+   *  - checkpoint (nonzero): the backward computes trace's values again
+   *    from the inputs instead of keeping them (aj::checkpoint).
+   * The callbacks and context live as long as the function or any traced
+   * call of it whose outputs are not evaluated yet (release waits). */
+  aj_trace_fn fwd;
+  aj_rule_fn bwd;
+  int32_t n_residuals;
+  aj_rule_fn jvp;
+  int32_t checkpoint;
 } aj_function_desc;
 
 /* A function handle. On failure release is not called. */
@@ -833,6 +865,28 @@ AJ_C_API aj_status aj_function_call(aj_function f, const aj_array* inputs, aj_ar
  * callback) consumes nothing; once it runs, the donated inputs are consumed
  * even if running fails (their buffers may have been written). */
 AJ_C_API aj_status aj_function_call_donate(aj_function f, aj_array* inputs, const int* donate, aj_array* outputs);
+
+/* ---- derivatives (arrayjit/autodiff.hpp; since C API 1.5) ---------------------------------------
+ * f is called once, traced on stand-ins for the primals (the rules of an
+ * aj_function callback hold: it records ops, evaluates nothing), and the
+ * derivative is built from the ops it recorded. Results are new lazy
+ * handles: evaluating them with f's outputs fuses the forward and the
+ * backward work. Only floating-point values carry derivatives: integer and
+ * bool primals get zeros. These may be called inside a traced callback (a
+ * training step's gradient inside an aj_function) and inside f itself
+ * (derivatives of derivatives). */
+
+/* f's n_outputs outputs and, for each of its n_inputs primals, the sum over
+ * the outputs of cotangent^T d output / d primal. cotangents: one per output
+ * of its shape (a null handle: zero). outputs and grads may be NULL when not
+ * wanted. */
+AJ_C_API aj_status aj_vjp(aj_trace_fn f, void* context, int32_t n_inputs, int32_t n_outputs, const aj_array* primals,
+                          const aj_array* cotangents, aj_array* outputs, aj_array* grads);
+/* f's outputs and their tangents: d output / d primals applied to the
+ * tangents (one per primal of its shape; a null handle: zero). outputs may be
+ * NULL. */
+AJ_C_API aj_status aj_jvp(aj_trace_fn f, void* context, int32_t n_inputs, int32_t n_outputs, const aj_array* primals,
+                          const aj_array* tangents, aj_array* outputs, aj_array* tangents_out);
 
 /* ---- strided views ------------------------------------------------------------------------------ */
 
