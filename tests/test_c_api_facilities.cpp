@@ -187,3 +187,46 @@ TEST_CASE("c api: print options and counters read and set what C++ does") {
   CHECK(error_says("aj_stats", "struct_size is 8"));
   CHECK(aj_stats(nullptr) == AJ_ERROR_USER);
 }
+
+TEST_CASE("c api: what CUDA there is, its kernels' source, and einsum's order, as C++ gives them") {
+  CHECK(aj_cuda_available() == (aj::cuda::available() ? 1 : 0));
+  CHECK(aj_cuda_device_count() == aj::cuda::device_count());
+  CHECK(aj_cuda_compiler_available() == (aj::cuda::compiler_available() ? 1 : 0));
+  CHECK(text_of([](char* b, size_t c, size_t* l) { return aj_cuda_unavailable_reason(b, c, l); }) ==
+        aj::cuda::unavailable_reason());
+  CHECK(text_of([](char* b, size_t c, size_t* l) { return aj_cuda_compiler_reason(b, c, l); }) ==
+        aj::cuda::compiler_reason());
+  const aj::Array x = aj::from_vector<float>({1, 2, 3, 4});
+  const aj::Array y = aj::exp(x) * 2.0f + aj::sum(x);
+  aj_array h = aj::to_c(y);
+  CHECK(text_of([&](char* b, size_t c, size_t* l) { return aj_cuda_kernel_source(&h, 1, b, c, l); }) ==
+        aj::cuda::kernel_source({y}));
+  CHECK(aj_cuda_kernel_source(&h, 0, nullptr, 0, nullptr) == AJ_ERROR_USER);
+  aj_array_release(h);
+  // Without a device these fail as C++ does (a runtime error), else succeed.
+  bool cpp_ok = true;
+  try {
+    aj::cuda::trim_memory(0);
+  } catch (const aj::Error&) {
+    cpp_ok = false;
+  }
+  CHECK((aj_cuda_trim_memory(0) == AJ_OK) == cpp_ok);
+  CHECK(aj_cuda_release_borrowed(1) == AJ_OK);
+
+  const int64_t a[] = {2, 3}, b[] = {3, 4}, c[] = {4, 5};
+  const int64_t* shapes[] = {a, b, c};
+  const int32_t ndims[] = {2, 2, 2};
+  int32_t steps[4] = {-1, -1, -1, -1};
+  const std::string report = text_of([&](char* buf, size_t cap, size_t* l) {
+    return aj_einsum_path("ij,jk,kl->il", shapes, ndims, 3, steps, buf, cap, l);
+  });
+  const aj::EinsumPath want = aj::einsum_path("ij,jk,kl->il", {aj::Shape{2, 3}, aj::Shape{3, 4}, aj::Shape{4, 5}});
+  CHECK(report == want.str());
+  REQUIRE(want.steps.size() == 2);
+  for (int k = 0; k < 2; ++k) {
+    CHECK(steps[2 * k] == want.steps[static_cast<std::size_t>(k)].first);
+    CHECK(steps[2 * k + 1] == want.steps[static_cast<std::size_t>(k)].second);
+  }
+  CHECK(aj_einsum_path("ij,jk->ik", shapes, ndims, 3, nullptr, nullptr, 0, nullptr) == AJ_ERROR_USER);
+  CHECK(aj_einsum_path(nullptr, shapes, ndims, 2, nullptr, nullptr, 0, nullptr) == AJ_ERROR_USER);
+}

@@ -95,18 +95,8 @@ const Reasoned kCppOnly[] = {
 
 // Public C++ functions with no C function yet: the known gaps (issue 36
 // point 1). The test fails when one of them gets a C function, so this list
-// only shrinks.
-const Reasoned kNotYet[] = {
-    {"aj::einsum_path", "a planning report over shapes (einsum itself is aj_einsum)"},
-    {"aj::cuda::available", "CUDA queries"},
-    {"aj::cuda::unavailable_reason", "CUDA queries"},
-    {"aj::cuda::device_count", "CUDA queries"},
-    {"aj::cuda::compiler_available", "CUDA queries"},
-    {"aj::cuda::compiler_reason", "CUDA queries"},
-    {"aj::cuda::kernel_source", "text of the CUDA kernels"},
-    {"aj::cuda::trim_memory", "facility"},
-    {"aj::cuda::release_borrowed", "facility"},
-};
+// only shrinks. (Empty since C API 1.5; kept, so a gap must be named here.)
+const std::vector<Reasoned> kNotYet = {};
 
 std::string read(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -235,7 +225,7 @@ TEST_CASE("c api parity: every public C++ function has a C function, or a listed
     const std::string cn = c_name_for(q);
     const bool has_c = c.count(cn) == 1;
     const bool cpp_only = listed(std::begin(kCppOnly), std::end(kCppOnly), q);
-    const bool not_yet = listed(std::begin(kNotYet), std::end(kNotYet), q);
+    const bool not_yet = listed(kNotYet.data(), kNotYet.data() + kNotYet.size(), q);
     CAPTURE(q);
     CAPTURE(cn);
     if (has_c) {
@@ -258,12 +248,11 @@ TEST_CASE("c api parity: every public C++ function has a C function, or a listed
 
   // Every listed name is still a public C++ function (no stale lines), and
   // every renamed one's C function exists.
-  for (const Reasoned* l : {std::begin(kCppOnly), std::begin(kNotYet)}) {
-    const Reasoned* end = l == std::begin(kCppOnly) ? std::end(kCppOnly) : std::end(kNotYet);
-    for (const Reasoned* r = l; r != end; ++r) {
-      CAPTURE(r->name);
-      CHECK(cpp.count(r->name) == 1);
-    }
+  std::vector<Reasoned> listed_names(std::begin(kCppOnly), std::end(kCppOnly));
+  listed_names.insert(listed_names.end(), kNotYet.begin(), kNotYet.end());
+  for (const Reasoned& r : listed_names) {
+    CAPTURE(r.name);
+    CHECK(cpp.count(r.name) == 1);
   }
   for (const auto& [q, cn] : kCName) {
     CAPTURE(q);

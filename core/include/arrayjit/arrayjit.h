@@ -584,6 +584,13 @@ AJ_C_API aj_status aj_cross(aj_array a, aj_array b, int32_t axis, aj_array* out)
  * implicit output without "->", "..." for broadcast axes), contracted
  * pairwise in the cheapest order (matmul where a pair sums a shared letter). */
 AJ_C_API aj_status aj_einsum(const char* subscripts, const aj_array* xs, size_t n, aj_array* out);
+/* The order aj_einsum contracts n operands of these shapes in (shapes[i]:
+ * ndims[i] extents): steps (may be NULL; room for 2 (n - 1) ints) receives
+ * each step's pair of positions in the current list (np.einsum_path's list),
+ * buf the report (the subscripts, the multiply-adds against the naive loop's,
+ * the steps) by aj_array_to_string's rule. Since C API 1.5. */
+AJ_C_API aj_status aj_einsum_path(const char* subscripts, const int64_t* const* shapes, const int32_t* ndims, size_t n,
+                                  int32_t* steps, char* buf, size_t cap, size_t* len);
 
 /* ---- evaluation, reading out ---------------------------------------------------------------- */
 
@@ -961,6 +968,26 @@ AJ_C_API aj_status aj_cuda_current_stream(int32_t device_id, void** out);
  * nest; pop in reverse order (a pop of another device's stream is an error). */
 AJ_C_API aj_status aj_cuda_stream_push(int32_t device_id, void* stream);
 AJ_C_API aj_status aj_cuda_stream_pop(int32_t device_id);
+
+/* ---- CUDA: what there is (arrayjit/cuda.hpp; since C API 1.5) ---------------------------------
+ * Texts by aj_array_to_string's rule (snprintf's). */
+/* 1 when the driver is loaded and a device exists, else 0 (never fails);
+ * the number of devices (0 when unavailable); why not ("" when available). */
+AJ_C_API int aj_cuda_available(void);
+AJ_C_API int aj_cuda_device_count(void);
+AJ_C_API aj_status aj_cuda_unavailable_reason(char* buf, size_t cap, size_t* len);
+/* 1 when NVRTC is found (kernels compile, with or without a GPU); why not. */
+AJ_C_API int aj_cuda_compiler_available(void);
+AJ_C_API aj_status aj_cuda_compiler_reason(char* buf, size_t cap, size_t* len);
+/* The CUDA C source of every kernel evaluating the n arrays on a GPU would
+ * run, in order (computes nothing; needs no GPU, driver or NVRTC). */
+AJ_C_API aj_status aj_cuda_kernel_source(const aj_array* arrays, size_t n, char* buf, size_t cap, size_t* len);
+/* Gives device `device`'s cached memory (pool and pinned staging) back. */
+AJ_C_API aj_status aj_cuda_trim_memory(int32_t device);
+/* Runs the release callbacks of borrowed device memory whose arrays died
+ * (aj_array_from_cuda_view); with `wait` nonzero, first waits for arrayjit's
+ * work on those buffers. */
+AJ_C_API aj_status aj_cuda_release_borrowed(int wait);
 
 #ifdef __cplusplus
 }
