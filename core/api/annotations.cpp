@@ -44,16 +44,9 @@ bool is_annotated_view(const Node& n) {
 }
 
 Array annotated_view(const Array& x, std::shared_ptr<const Annotation> a, const Loc& loc) {
-  const Node& in = node(x);
   Table& t = *table(true);
   if (t.by_node.size() >= t.sweep_at) sweep(t);
-  Node n;
-  n.op = Op::Reshape;
-  n.dtype = in.dtype;
-  n.shape = in.shape;
-  n.inputs = {x.node_id()};
-  n.i0 = kAnnotatedViewMark;
-  Array v = make(std::move(n), loc);
+  Array v = marked_alias(x, kAnnotatedViewMark, loc);
   t.by_node[v.node_id()] = std::move(a);  // replaces a stale entry of a freed view with this id
   return v;
 }

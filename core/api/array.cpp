@@ -280,16 +280,20 @@ Array make(Node&& n, const Loc& loc) {
   return a;
 }
 
-Array stop_gradient_view(const Array& x, const Loc& loc) {
+Array marked_alias(const Array& x, std::int64_t mark, const Loc& loc, NodeId after) {
   const Node& in = node(x);
-  if (!is_float(in.dtype)) return x;
   Node n;
   n.op = Op::Reshape;
   n.dtype = in.dtype;
   n.shape = in.shape;
   n.inputs = {x.node_id()};
-  n.i0 = kStopGradientMark;
+  n.after = after;
+  n.i0 = mark;
   return make(std::move(n), loc);
+}
+
+Array stop_gradient_view(const Array& x, const Loc& loc) {
+  return is_float(node(x).dtype) ? marked_alias(x, kStopGradientMark, loc) : x;
 }
 
 std::string describe(const Scalar& v) {

@@ -74,6 +74,10 @@ NodeId id(const Array& a, const char* op, const Loc& loc);
 // depend on (var's shift) should send nothing back.
 inline constexpr std::int64_t kStopGradientMark = -1;
 Array stop_gradient_view(const Array& x, const Loc& loc);
+// An alias of x (a Reshape to its own shape) whose payload is `mark` (the
+// marks above, kAnnotatedViewMark, autodiff's), ordered after `after` when
+// given (Node::after). x is local; inside a trace::Scope.
+Array marked_alias(const Array& x, std::int64_t mark, const Loc& loc, NodeId after = kNoNode);
 
 // Record a node and hand back a handle to it (graph/graph.hpp: Graph::add
 // copies `n`, or takes what it cannot copy without allocating).

@@ -109,6 +109,19 @@ std::vector<Array> per_arg(const std::vector<Array>& got, const CustomCall& c, c
   return out;
 }
 
+// A call of kind `kind` on `args` (checked), f traced on them.
+std::shared_ptr<CustomCall> new_call(CustomKind kind, const char* what, const VectorFn& f,
+                                     const std::vector<Array>& args, const Loc& loc) {
+  check_args(args, what, loc);
+  auto c = std::make_shared<CustomCall>();
+  c->kind = kind;
+  c->what = what;
+  c->loc = loc;
+  c->args = args;
+  c->outs = f(args);
+  return c;
+}
+
 }  // namespace
 
 std::shared_ptr<const CustomOutput> custom_output(NodeId id, const char* what) {
@@ -168,16 +181,7 @@ std::vector<Array> custom_vjp_of(const CustomCall& c, const std::vector<Array>& 
         for (const Array& a : c.args) {
           Array x = a;
           if (is_float(x.dtype())) {
-            for (NodeId w : waits) {
-              Node n;
-              n.op = Op::Reshape;
-              n.dtype = trace::node(x).dtype;
-              n.shape = trace::node(x).shape;
-              n.inputs = {x.node_id()};
-              n.after = w;
-              n.i0 = kRecomputeMark;
-              x = trace::make(std::move(n), c.loc);
-            }
+            for (NodeId w : waits) x = trace::marked_alias(x, kRecomputeMark, c.loc, w);
           }
           aliases.push_back(x);
         }
@@ -227,21 +231,15 @@ namespace aj::detail {
 
 using autodiff::CustomCall;
 using autodiff::CustomKind;
-using autodiff::check_args;
 using autodiff::index_word;
+using autodiff::new_call;
 using autodiff::wrap_outputs;
 using trace::describe;
 
 std::vector<Array> custom_vjp(const VectorFn& f, const VjpFwdFn& fwd, const VjpBwdFn& bwd,
                               const std::vector<Array>& args, const Loc& loc) try {
-  check_args(args, "custom_vjp", loc);
-  auto c = std::make_shared<CustomCall>();
-  c->kind = CustomKind::vjp;
-  c->what = "custom_vjp";
-  c->loc = loc;
-  c->args = args;
+  std::shared_ptr<CustomCall> c = new_call(CustomKind::vjp, "custom_vjp", f, args, loc);
   c->bwd = bwd;
-  c->outs = f(args);
   auto [fwd_outs, residuals] = fwd(args);
   if (fwd_outs.size() != c->outs.size()) {
     user_error("custom_vjp", "fwd returned " + std::to_string(fwd_outs.size()) + " outputs but f returned " +
@@ -270,28 +268,16 @@ std::vector<Array> custom_vjp(const VectorFn& f, const VjpFwdFn& fwd, const VjpB
 
 std::vector<Array> custom_jvp(const VectorFn& f, const JvpRuleFn& rule, const std::vector<Array>& args,
                               const Loc& loc) try {
-  check_args(args, "custom_jvp", loc);
-  auto c = std::make_shared<CustomCall>();
-  c->kind = CustomKind::jvp;
-  c->what = "custom_jvp";
-  c->loc = loc;
-  c->args = args;
+  std::shared_ptr<CustomCall> c = new_call(CustomKind::jvp, "custom_jvp", f, args, loc);
   c->jvp = rule;
-  c->outs = f(args);
   return wrap_outputs(std::move(c));
 } catch (const std::bad_alloc&) {
   out_of_memory("custom_jvp", loc);
 }
 
 std::vector<Array> checkpoint(const VectorFn& f, const std::vector<Array>& args, const Loc& loc) try {
-  check_args(args, "checkpoint", loc);
-  auto c = std::make_shared<CustomCall>();
-  c->kind = CustomKind::checkpoint;
-  c->what = "checkpoint";
-  c->loc = loc;
-  c->args = args;
+  std::shared_ptr<CustomCall> c = new_call(CustomKind::checkpoint, "checkpoint", f, args, loc);
   c->f = f;
-  c->outs = f(args);
   return wrap_outputs(std::move(c));
 } catch (const std::bad_alloc&) {
   out_of_memory("checkpoint", loc);
