@@ -22,9 +22,13 @@
 //    the operands' last two axes gets one LAPACK routine, the leading axes are
 //    a batch (the operands' already agree). `loc` names the user's line for the
 //    errors a matrix's values cause (singular, not positive definite).
+//  - HostCall: the user's function `host` over the operands (host memory, as
+//    laid out), its results packed one after another in the result
+//    (graph/host_call.hpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "arrayjit/dtype.hpp"
@@ -40,6 +44,8 @@ struct LibraryOperand {
   bool in_place = false;  // Concat: already in its slice of the result
 };
 
+struct HostCallFn;  // graph/host_call.hpp
+
 struct LibraryCall {
   Op op = Op::MatMul;
   DType dtype = DType::f32;
@@ -48,6 +54,11 @@ struct LibraryCall {
   std::int64_t axis = 0;
   std::int64_t k = 0;  // TopK/ArgTopK: how many; Linalg: the flags
   Loc loc;             // where the node was traced (Linalg's value errors)
+  // HostCall: the function (not held: its nodes hold it while they may run,
+  // and aj::compile's kept programs; graph/host_call.hpp) and its results'
+  // shapes (the node's payload ints).
+  std::weak_ptr<const HostCallFn> host;
+  std::vector<std::int64_t> ints;
 };
 
 // The routines of Op::Linalg (node payload i0; flags in i1). Operands are

@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "graph/host_call.hpp"
 #include "opt/pipeline.hpp"
 #include "opt/verify.hpp"
 
@@ -23,6 +24,11 @@ LibraryCall library_call(const Node& n, const std::vector<Layout>& inputs) {
   c.axis = is_reduction(n.op) ? n.ints[0] : n.op == Op::MatMul ? 0 : n.i0;  // concat, sort, scatter: i0
   c.k = n.i1;  // topk: k; linalg: the flags (axis: the routine)
   c.loc = n.loc;
+  if (n.op == Op::HostCall) {
+    c.host = find_host_call(n.i0);
+    if (c.host.expired()) internal_error("a host_call node whose function is gone");
+    c.ints = n.ints;
+  }
   return c;
 }
 

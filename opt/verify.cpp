@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "graph/host_call.hpp"
 #include "graph/library.hpp"
 #include "opt/passes/assign_buffers.hpp"
 #include "opt/passes/fuse.hpp"
@@ -201,7 +202,20 @@ class NodeCheck {
     }
   }
 
+  // A host call's results, packed: one of them is the node; several fill a
+  // flat node exactly. Its function still exists.
+  void host_call() {
+    const std::vector<Shape> rs = host_call_results(n_.ints);
+    need(!rs.empty(), "host_call: at least one result");
+    std::int64_t total = 0;
+    for (const Shape& r : rs) total += r.numel();
+    need(rs.size() == 1 ? n_.shape == rs[0] : (n_.shape.ndim() == 1 && n_.shape[0] == total),
+         "host_call: the node is its result, or its results packed flat");
+    need(find_host_call(n_.i0) != nullptr, "host_call: its function is held");
+  }
+
   void other() {
+    if (n_.op == Op::HostCall) return host_call();
     if (n_.op == Op::Sort || n_.op == Op::ArgSort || n_.op == Op::TopK || n_.op == Op::ArgTopK) return sorting();
     if (n_.op == Op::ScatterAdd || n_.op == Op::Scatter) {
       need(in(0).dtype == n_.dtype && in(2).dtype == n_.dtype && in(0).shape == n_.shape,

@@ -10,6 +10,7 @@
 #include "backends/cpu/host_scatter.hpp"
 #include "backends/cpu/host_sort.hpp"
 #include "backends/cpu/kernel_interpreter.hpp"
+#include "graph/host_call.hpp"
 #include "backends/cpu/thread_pool.hpp"
 #include "base/semantics.hpp"
 #include "graph/graph.hpp"
@@ -128,6 +129,19 @@ void run_library(const LibraryCall& call, const std::vector<const void*>& inputs
   }
   if (call.op == Op::ScatterAdd || call.op == Op::Scatter) return scatter(call, inputs, out);
   if (call.op == Op::Linalg) return run_linalg(call, inputs, out);
+  if (call.op == Op::HostCall) {
+    std::vector<HostBuffer> in;
+    for (std::size_t k = 0; k < call.inputs.size(); ++k) {
+      const LibraryOperand& o = call.inputs[k];
+      HostBuffer b;
+      b.data = const_cast<char*>(static_cast<const char*>(inputs[k])) + o.offset * static_cast<std::int64_t>(itemsize(o.dtype));
+      b.dtype = o.dtype;
+      b.shape = Shape(o.shape);
+      b.strides = o.strides;
+      in.push_back(std::move(b));
+    }
+    return run_host_call(*host_function(call.host), call.dtype, call.ints, in, out);
+  }
   internal_error(std::string("host library: no step for ") + op_name(call.op));
 }
 

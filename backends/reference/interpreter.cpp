@@ -14,6 +14,7 @@
 #include "backends/cpu/host_memory.hpp"
 #include "base/index_rules.hpp"
 #include "base/semantics.hpp"
+#include "graph/host_call.hpp"
 #include "graph/library.hpp"
 #include "graph/strided_walk.hpp"
 #include "base/stats.hpp"
@@ -643,6 +644,29 @@ void run_linalg(NodeId id) {
   finish(id, std::move(s));
 }
 
+// The user's function over the inputs as they are laid out (a constant's
+// one element is read through zero strides), its results packed in one
+// buffer (graph/host_call.hpp).
+void run_host_call(NodeId id) {
+  Graph& g = graph();
+  const Node& n = g[id];
+  std::shared_ptr<const HostCallFn> f = find_host_call(n.i0);
+  if (!f) internal_error("reference: a host_call node whose function is gone");
+  std::vector<HostBuffer> in;
+  for (NodeId i : n.inputs) {
+    const Node& x = g[i];
+    HostBuffer b;
+    b.data = static_cast<char*>(x.storage->data) + x.offset * static_cast<std::int64_t>(itemsize(x.dtype));
+    b.dtype = x.dtype;
+    b.shape = x.shape;
+    b.strides = x.strides;
+    in.push_back(std::move(b));
+  }
+  auto s = alloc_for(n);
+  aj::run_host_call(*f, n.dtype, n.ints, in, s->data);
+  finish(id, std::move(s));
+}
+
 }  // namespace
 
 void evaluate_node(NodeId id) {
@@ -667,6 +691,7 @@ void evaluate_node(NodeId id) {
       if (op == Op::ScatterAdd || op == Op::Scatter) return run_scatter(id);
       if (op == Op::MatMul) return run_matmul(id);
       if (op == Op::Linalg) return run_linalg(id);
+      if (op == Op::HostCall) return run_host_call(id);
       return run_sort(id);
   }
 }

@@ -10,6 +10,7 @@
 #include "core/api/device.hpp"
 #include "core/api/executor.hpp"
 #include "exec/execute.hpp"
+#include "graph/host_call.hpp"
 #include "opt/explain.hpp"
 #include "opt/program.hpp"
 
@@ -118,6 +119,11 @@ void evaluate(const std::vector<NodeId>& roots_in) {
   // The views the roots reach become leaves: their custom rules are spent,
   // and the arrays those hold must not keep a buffer from being reused.
   trace::drop_annotations(roots_in);
+  // However it ends, the host callbacks of nodes it evaluated (or that were
+  // freed) are let go (graph/host_call.hpp).
+  struct SweepHostCalls {
+    ~SweepHostCalls() { sweep_host_calls(); }
+  } sweep_host_calls_after;
   std::vector<NodeId> roots = roots_in;
   if (!wait_for_others(g, roots)) return;
   if (executor() == Executor::reference) {

@@ -8,6 +8,7 @@
 
 #include "arrayjit/autodiff.hpp"
 #include "core/api/trace.hpp"
+#include "graph/host_call.hpp"
 
 namespace aj::autodiff {
 
@@ -448,6 +449,21 @@ constexpr Rule elementwise{&vjp_elementwise<P>, &jvp_elementwise<P>};
 
 }  // namespace
 
+// A host callback's derivative is what its vjp callback says (a custom_vjp
+// around the node, core/autodiff/host_callback.cpp): a walk that reaches the
+// node itself has none to give.
+[[noreturn]] void no_host_call_derivative(const NodeInfo& n) {
+  const std::shared_ptr<const HostCallFn> f = find_host_call(n.i0);
+  user_error("grad", "host_callback '" + (f ? f->name : std::string("?")) +
+                         "' has no derivative: give it a vjp callback (aj::HostCallback(fn, vjp) or "
+                         "host_callback(fn, vjp, ...)), or stop_gradient its inputs",
+             n.loc);
+}
+const Rule host_call{[](const NodeInfo& n, const Array&, const std::vector<bool>&, std::vector<Array>&) {
+                       no_host_call_derivative(n);
+                     },
+                     [](const NodeInfo& n, const std::vector<Array>&) -> Array { no_host_call_derivative(n); }};
+
 const Rule* rule_for(Op op) {
   static constexpr Rule neg = elementwise<d_neg>, abs = elementwise<d_abs>, exp = elementwise<d_exp>,
                         log = elementwise<d_log>, log1p = elementwise<d_log1p>,
@@ -584,6 +600,7 @@ const Rule* rule_for(Op op) {
     case Op::ScatterAdd: return &index_rules::scatter_add;
     case Op::Scatter: return &index_rules::scatter;
     case Op::Linalg: return &linalg_rules::linalg;
+    case Op::HostCall: return &host_call;
   }
   internal_error("autodiff: rule_for of an op outside the table");
 }

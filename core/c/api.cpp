@@ -27,7 +27,7 @@ thread_local const char* t_fallback = nullptr;
 // own sources (the line an op names is the caller's, and for C that is
 // here), and no "aj::<fn>: " repeating the C function's own name.
 std::string without_own_lines(const char* fn, std::string s) {
-  static constexpr const char* kOwn[] = {"api.cpp", "cuda_queries.cpp", "derivatives.cpp", "dlpack.cpp", "function.cpp", "handles.cpp", "ops.cpp",
+  static constexpr const char* kOwn[] = {"api.cpp", "cuda_queries.cpp", "derivatives.cpp", "dlpack.cpp", "function.cpp", "handles.cpp", "host_callback.cpp", "ops.cpp",
                                          "shape_functions.cpp", "view.cpp"};
   std::size_t from = 0;
   while ((from = s.find(" (at ", from)) != std::string::npos) {

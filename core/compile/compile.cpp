@@ -38,6 +38,7 @@
 #include "core/compile/extents.hpp"
 #include "exec/program.hpp"
 #include "graph/dump.hpp"
+#include "graph/host_call.hpp"
 #include "opt/passes/assign_buffers.hpp"
 #include "opt/plan_cache.hpp"
 
@@ -62,13 +63,26 @@ struct ScalarBinding {
   int arg = 0;               // the call argument
 };
 
+// The host callbacks a program runs (graph/host_call.hpp): a kept program
+// holds them, since it runs after the nodes that held them are gone.
+std::vector<std::shared_ptr<const HostCallFn>> host_functions(const exec::Program& p) {
+  std::vector<std::shared_ptr<const HostCallFn>> fns;
+  for (const auto& st : p.steps) {
+    if (st.call.op == Op::HostCall) fns.push_back(host_function(st.call.host));
+  }
+  return fns;
+}
+
 struct Entry {
+  Entry(std::shared_ptr<const exec::Program> p, std::vector<ScalarBinding> b, std::vector<std::pair<int, Scalar>> pin)
+      : program(std::move(p)), bindings(std::move(b)), pinned(std::move(pin)), host_fns(host_functions(*program)) {}
   std::shared_ptr<const exec::Program> program;
   std::vector<ScalarBinding> bindings;  // empty for an exact-scalar entry
   // Scalar arguments the program holds at one value (under the signature
   // without scalar values): (call argument, value). `1 - beta1^t` rounds to
   // 1 from some step on and `m / c1` is then simplified to `m`.
   std::vector<std::pair<int, Scalar>> pinned;
+  std::vector<std::shared_ptr<const HostCallFn>> host_fns;
 };
 
 // Kept programs by signature, with the last one found: calls in a loop with

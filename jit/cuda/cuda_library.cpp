@@ -394,6 +394,9 @@ std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<
   } else if (c.op == Op::Linalg) {
     user_error(linalg_op_name(static_cast<LinalgKind>(c.axis), c.k),
                "is not available on CUDA devices yet (no cuSOLVER path): evaluate it on the host", c.loc);
+  } else if (c.op == Op::HostCall) {
+    user_error("host_callback", "runs on the host: its inputs are on a CUDA device (move them with "
+                                ".to(Device::cpu()) first)", c.loc);
   } else {
     internal_error(std::string("cuda: no library kernel evaluates ") + op_name(c.op));
   }

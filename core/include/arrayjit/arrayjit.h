@@ -989,6 +989,37 @@ AJ_C_API aj_status aj_cuda_trim_memory(int32_t device);
  * work on those buffers. */
 AJ_C_API aj_status aj_cuda_release_borrowed(int wait);
 
+/* ---- host callbacks (arrayjit/host_callback.hpp; since C API 1.5) -------------------------------
+ * A C function over evaluated host buffers as a node of the graph: it runs
+ * when its results are evaluated, as a step ordered with the kernels, also
+ * in every replay of a traced aj_function (the trace does not call it).
+ * `inputs` are the arrays as laid out (aj_view: byte strides, readonly set;
+ * a broadcast input has zero strides); `outputs` one row-major buffer per
+ * result, to be filled. It returns AJ_OK, or an error status (with
+ * aj_set_error's message: the evaluation fails naming the callback). It is
+ * treated as pure (called once per evaluation of its results, maybe not at
+ * all when nothing reads them). The results share one dtype. Host only.
+ * Derivatives: with `vjp`, reverse mode calls it with inputs = (the call's
+ * inputs, its results, the results' cotangents) and outputs = one cotangent
+ * per floating-point input; without, differentiating it is an error. */
+typedef aj_status (*aj_host_fn)(void* context, const aj_view* inputs, int32_t n_inputs, const aj_view* outputs,
+                                int32_t n_outputs);
+typedef struct aj_host_callback_desc {
+  size_t struct_size;    /* sizeof(aj_host_callback_desc) */
+  aj_host_fn fn;         /* required */
+  aj_host_fn vjp;        /* may be NULL */
+  void* context;         /* passed to fn, vjp and release */
+  aj_release_fn release; /* called once, when nothing can run fn any more (its results evaluated or
+                            gone, no kept program holding it); may be NULL */
+  const char* name;      /* for messages (copied); may be NULL */
+} aj_host_callback_desc;
+/* The n_results results (lazy) of desc->fn over n_inputs arrays: result i
+ * has dtype `dtype` and shape shapes[i][0..ndims[i]). On failure release is
+ * not called. */
+AJ_C_API aj_status aj_host_callback(const aj_host_callback_desc* desc, aj_dtype dtype, const int64_t* const* shapes,
+                                    const int32_t* ndims, int32_t n_results, const aj_array* inputs, int32_t n_inputs,
+                                    aj_array* outs);
+
 #ifdef __cplusplus
 }
 #endif

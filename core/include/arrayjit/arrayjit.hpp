@@ -13,6 +13,7 @@
 #include "arrayjit/explain.hpp"
 #include "arrayjit/indexing.hpp"
 #include "arrayjit/interrupt.hpp"
+#include "arrayjit/host_callback.hpp"
 #include "arrayjit/io.hpp"
 #include "arrayjit/jit.hpp"
 #include "arrayjit/linalg.hpp"
