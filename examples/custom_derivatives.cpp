@@ -1,9 +1,10 @@
 // Derivatives of your own, as JAX has them: a numerically stable softplus
 // whose gradient is written by hand (custom_vjp), a clipped exponential whose
-// tangent rule also gives its gradient (custom_jvp), and a deep network whose
+// tangent rule also gives its gradient (custom_jvp), a deep network whose
 // backward recomputes blocks instead of keeping their activations
-// (checkpoint), with the memory it saves read from stats(). Each is checked
-// against a closed form or the plain function.
+// (checkpoint), with the memory it saves read from stats(); and plain C++
+// code as a step of the graph with its own derivative (host_callback). Each
+// is checked against a closed form, a loop or the plain function.
 #include <cmath>
 
 #include "repl.hpp"
@@ -78,5 +79,31 @@ int main() {
             << plain << ", checkpointed " << ck << "\n";
   check("checkpoint: the same gradients", values(g_ck[0]), values(g_plain[0]), 1e-4, 1e-6);
   check("checkpoint: saves at least 16 activations", plain - ck >= 16 ? 1.0 : 0.0, 1.0, 0);
+
+  // A loop in plain C++ as a step of the graph (a running maximum), with its
+  // derivative by another callback: the cotangent goes to the element each
+  // running maximum was taken from.
+  STEP(auto running_max = [](const std::vector<HostBuffer>& in, const std::vector<HostBuffer>& out) {
+    double m = -INFINITY;
+    for (std::int64_t i = 0; i < in[0].numel(); ++i) out[0].as<double>()[i] = m = std::max(m, in[0].at<double>(i));
+  });
+  STEP(auto running_max_vjp = [](const std::vector<HostBuffer>& in, const std::vector<HostBuffer>& out) {
+    // in: x, the running maxima, their cotangents; out: x's cotangent
+    const std::int64_t n = in[0].numel();
+    std::int64_t arg = 0;
+    for (std::int64_t i = 0; i < n; ++i) out[0].as<double>()[i] = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (in[0].at<double>(i) > in[0].at<double>(arg)) arg = i;
+      out[0].as<double>()[arg] += in[2].at<double>(i);
+    }
+  });
+  STEP(HostCallback cummax_host(running_max, running_max_vjp, "running_max"));
+  STEP(Array s = from_vector<double>({0.5, 2, 1, 3, -1}));
+  SHOW(cummax_host({{s.shape(), DType::f64}}, {s})[0]);
+  SHOW(grad([&](const Array& a) { return sum(cummax_host({{a.shape(), DType::f64}}, {a})[0] * arange(1.0, 6.0)); })(s));
+  check("host_callback's value", values(cummax_host({{s.shape(), DType::f64}}, {s})[0]), {0.5, 2, 2, 3, 3}, 0);
+  check("host_callback's vjp", values(grad([&](const Array& a) {
+          return sum(cummax_host({{a.shape(), DType::f64}}, {a})[0] * arange(1.0, 6.0));
+        })(s)), {1, 2 + 3, 0, 4 + 5, 0}, 0);
   return example::finish();
 }
