@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "graph/dump.hpp"
+#include "graph/host_call.hpp"
 #include "arrayjit/error.hpp"
 
 namespace aj {
@@ -146,7 +147,11 @@ std::string describe_plan(const Schedule& s, const BufferPlan& b) {
       continue;
     }
     if (st.kind == Step::Kind::library) {
-      os << "library " << name(st.node) << " = " << op_name(g[st.node].op) << note(st.node);
+      os << "library " << name(st.node) << " = " << op_name(g[st.node].op);
+      if (g[st.node].op == Op::HostCall) {  // the user's function, by the name it was given
+        if (auto f = find_host_call(g[st.node].i0)) os << " '" << f->name << "' (made at " << loc_str(f->loc) << ")";
+      }
+      os << note(st.node);
       for (const Donation& d : b.donations) {
         if (d.step == static_cast<int>(k)) os << " (in place of " << name(d.from) << ")";
       }

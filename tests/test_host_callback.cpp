@@ -90,6 +90,9 @@ TEST_CASE("host_callback: a function over the inputs as laid out, kernels around
   const Array xt = aj::transpose(aj::from_vector(v, aj::Shape{4, 3}));
   const Array yt = rmax({{aj::Shape{3, 4}, DType::f64}}, {xt})[0];
   CHECK(yt.to_vector<double>() == running_max_of(v, 3, 4, true));
+  // explain names the step by the callback's name and line.
+  const std::string plan = aj::explain(rmax({{aj::Shape{3, 4}, DType::f64}}, {x})[0]);
+  CHECK(plan.find("= host_call 'running_max' (made at test_host_callback.cpp:") != std::string::npos);
   // The same function on the same array twice: one call (it is pure).
   calls = 0;
   const Array a = rmax({{aj::Shape{3, 4}, DType::f64}}, {x})[0];
