@@ -19,7 +19,12 @@ struct HostBuffer {
   Shape shape;
   std::vector<std::int64_t> strides;
 
-  std::int64_t numel() const { return shape.numel(); }
+  // (Inline, so a loop `i < b.numel()` costs nothing per iteration.)
+  std::int64_t numel() const {
+    std::int64_t n = 1;
+    for (std::int64_t d : shape) n *= d;
+    return n;
+  }
   bool contiguous() const {
     std::int64_t acc = 1;
     for (int d = shape.ndim(); d-- > 0;) {
