@@ -187,6 +187,26 @@ has compiled.txt "compiled: counts() counts the session's calls" '^traces 1 repl
 has compiled.txt "compiled: a lambda with state keeps it" '^h 2$'
 has compiled.txt "compiled: a copy shares the function (std::shared_ptr copies link)" '^after a copy: replays 3$'
 
+# --- functions with derivatives of their own and host callbacks, typed in a session ----------
+# (clang-repl compiles with clang, which checks what gcc lets pass: a
+# custom_vjp's bwd once failed to compile there.)
+cat >custom.cpp <<'EOF'
+auto sp = custom_vjp([](const Array& x) { return log1p(exp(x)); }, [](const Array& x) { return std::pair{log1p(exp(x)), std::vector<Array>{x}}; }, [](const std::vector<Array>& r, const Array& g) { return g * sigmoid(r[0]); });
+auto xs = from_vector<double>({-1, 0, 800});
+grad([&](const Array& a) { return sum(sp(a)); })(xs)
+auto ck = checkpoint([](const Array& a) { return tanh(a) * 2.0; });
+grad([&](const Array& a) { return sum(ck(a)); })(from_vector<double>({0}))
+HostCallback dbl([](const std::vector<HostBuffer>& in, const std::vector<HostBuffer>& out) { for (std::int64_t i = 0; i < in[0].numel(); ++i) out[0].as<double>()[i] = 2 * in[0].at<double>(i); });
+dbl({{xs.shape(), DType::f64}}, {xs})[0]
+EOF
+"$REPL" --fail-on-error <custom.cpp >custom.txt 2>&1
+status=$?
+[[ $status == 0 ]] && pass "custom: custom_vjp, checkpoint and HostCallback compile and run (status 0)" ||
+  fail "custom: status $status" custom.txt
+has custom.txt "custom: custom_vjp's rule gives the gradient (sigmoid, 1 at 800)" '^array\(\[0\.26894142, 0\.5 +, 1\. +\]'
+has custom.txt "custom: checkpoint's gradient (2 at 0)" '^array\(\[2\.\]'
+has custom.txt "custom: a host callback's value" '^array\(\[ *-2\., +0\., +1600\.\]'
+
 # --- statements that go on after a block: else, catch, do's while ----------------------------
 # An `if` block is not cut from its `else`, typed on the same line or the
 # next; a line that does not continue it runs it first (so does a blank line).

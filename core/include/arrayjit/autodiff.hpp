@@ -152,6 +152,14 @@ std::vector<Array> args_vector(const A&... args) {
     return std::vector<Array>{Array(args)...};
   }
 }
+// bwd called with the cotangents as f returned its outputs: one Array, or a
+// vector. (A template of R, so that compilers check the call only for the
+// R at hand: clang checks a non-dependent call even in a discarded branch.)
+template <class R, class Bwd>
+std::vector<Array> call_bwd(Bwd& bwd, const std::vector<Array>& res, const std::vector<Array>& cts) {
+  if constexpr (std::same_as<R, Array>) return as_vector(bwd(res, cts[0]));
+  else return as_vector(bwd(res, cts));
+}
 template <class R>
 decltype(auto) first_or_all(std::vector<Array>&& v) {
   if constexpr (std::same_as<R, Array>) return Array(std::move(v[0]));
@@ -296,8 +304,7 @@ auto custom_vjp(F f, Fwd fwd, Bwd bwd, Loc loc = Loc::current()) {
                                                                std::vector<Array>(std::move(r)));
     };
     VjpBwdFn bwdv = [fs](const std::vector<Array>& res, const std::vector<Array>& cts) {
-      if constexpr (std::same_as<R, Array>) return detail::as_vector(std::get<2>(*fs)(res, cts[0]));
-      else return detail::as_vector(std::get<2>(*fs)(res, cts));
+      return detail::call_bwd<R>(std::get<2>(*fs), res, cts);
     };
     return detail::first_or_all<R>(detail::custom_vjp(fv, fwdv, bwdv, detail::args_vector(args...), loc));
   };
