@@ -117,18 +117,13 @@ int main() {
                "...                        1 - std::pow(beta1, t), 1 - std::pow(beta2, t));\n"
                "...   w2 = std::move(out[0]), m2 = std::move(out[1]), v2 = std::move(out[2]);\n"
                "... }\n";
-  std::vector<double> losses2;
-  Stats warm;
-  for (int t = 1; t <= kSteps; ++t) {
+  const example::Trained compiled = example::train_compiled("adam_step", adam_step, kSteps, [&](int t) {
     auto out = adam_step(std::move(w2), std::move(m2), std::move(v2), 1 - std::pow(beta1, t), 1 - std::pow(beta2, t));
     w2 = std::move(out[0]), m2 = std::move(out[1]), v2 = std::move(out[2]);
-    losses2.push_back(out[3].item<double>());
-    if (t == 3) warm = stats();
-  }
-  const Stats s2 = stats();
-  example::show_compiled("adam_step", adam_step.counts(), warm, s2, kSteps - 3);
-  check("compiled: loss at every step, as the eager loop's", losses2, losses, 1e-12, 1e-15);
-  check("compiled: no buffer from the system after warm-up", double(s2.system_allocs - warm.system_allocs), 0.0, 0);
+    return out[3].item<double>();
+  });
+  check("compiled: loss at every step, as the eager loop's", compiled.losses, losses, 1e-12, 1e-15);
+  check("compiled: no buffer from the system after warm-up", double(compiled.system_allocs_after_warmup), 0.0, 0);
 
   const ByHand by_hand = adam_by_hand(values(X), values(y));
   // Same formulas in f64; only the matmul's summation order differs.

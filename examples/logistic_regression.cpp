@@ -136,17 +136,13 @@ int main() {
                "...   auto out = train_step(std::move(state), c1, c2);   // state = {w, b, mw, vw, mb, vb}\n"
                "...   loss = out.back(); out.pop_back(); state = std::move(out);\n"
                "... }\n";
-  std::vector<double> losses2;
-  Stats warm;
-  for (int t = 1; t <= kSteps; ++t) {
+  const example::Trained compiled = example::train_compiled("train_step", train_step, kSteps, [&](int t) {
     std::vector<Array> out = train_step(std::move(state), 1 - std::pow(kBeta1, t), 1 - std::pow(kBeta2, t));
-    losses2.push_back(out.back().item<double>());
+    const double loss = out.back().item<double>();
     out.pop_back();
     state = std::move(out);
-    if (t == 3) warm = stats();
-  }
-  const Stats s2 = stats();
-  example::show_compiled("train_step", train_step.counts(), warm, s2, kSteps - 3);
+    return loss;
+  });
 
   const ByHand by_hand = train_by_hand(values(X), values(y));
   check("loss at every step, against scalar loops", losses, by_hand.losses, 1e-9, 1e-12);
@@ -154,8 +150,8 @@ int main() {
   check("bias", values(b)[0], by_hand.b, 1e-8, 1e-10);
   check("the loss fell below half its start", losses.back() < 0.5 * losses.front() ? 1.0 : 0.0, 1.0, 0);
   check("no compiles and no allocations after warm-up (3 steps)", double(s.kernels_compiled + s.system_allocs), 0.0, 0);
-  check("compiled: loss at every step, as the eager loop's", losses2, losses, 1e-12, 1e-15);
+  check("compiled: loss at every step, as the eager loop's", compiled.losses, losses, 1e-12, 1e-15);
   check("compiled: w as the eager loop's", values(state[0]), values(w), 1e-12, 1e-15);
-  check("compiled: no buffer from the system after warm-up", double(s2.system_allocs - warm.system_allocs), 0.0, 0);
+  check("compiled: no buffer from the system after warm-up", double(compiled.system_allocs_after_warmup), 0.0, 0);
   return example::finish();
 }

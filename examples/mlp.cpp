@@ -197,18 +197,13 @@ int main() {
                "...   auto out = train_step(std::move(p2), std::move(m2), std::move(v2), c1, c2);\n"
                "...   p2, m2, v2 = out[0..4), out[4..8), out[8..12) (moved); the loss is out[12]\n"
                "... }\n";
-  std::vector<double> losses2;
-  Stats warm;
-  for (int t = 1; t <= kSteps; ++t) {
+  const example::Trained compiled = example::train_compiled("train_step", train_step, kSteps, [&](int t) {
     auto out = train_step(std::move(p2), std::move(m2), std::move(v2), 1 - std::pow(kBeta1, t), 1 - std::pow(kBeta2, t));
     p2.assign(std::make_move_iterator(out.begin()), std::make_move_iterator(out.begin() + 4));
     m2.assign(std::make_move_iterator(out.begin() + 4), std::make_move_iterator(out.begin() + 8));
     v2.assign(std::make_move_iterator(out.begin() + 8), std::make_move_iterator(out.begin() + 12));
-    losses2.push_back(out[12].item<double>());
-    if (t == 3) warm = stats();
-  }
-  const Stats s2 = stats();
-  example::show_compiled("train_step", train_step.counts(), warm, s2, kSteps - 3);
+    return out[12].item<double>();
+  });
 
   STEP(Array predicted = argmax(matmul(tanh(matmul(X, params[0]) + params[1]), params[2]) + params[3], 1));
   STEP(double accuracy = mean(predicted == labels).item<double>());
@@ -223,7 +218,7 @@ int main() {
         losses.back() < 0.1 * losses.front() ? 1.0 : 0.0, 1.0, 0);
   check("accuracy above 95%", accuracy > 0.95 ? 1.0 : 0.0, 1.0, 0);
   check("no compiles and no allocations after warm-up (3 steps)", double(s.kernels_compiled + s.system_allocs), 0.0, 0);
-  check("compiled: loss at every step, as the eager loop's", losses2, losses, 1e-9, 1e-12);
-  check("compiled: no buffer from the system after warm-up", double(s2.system_allocs - warm.system_allocs), 0.0, 0);
+  check("compiled: loss at every step, as the eager loop's", compiled.losses, losses, 1e-9, 1e-12);
+  check("compiled: no buffer from the system after warm-up", double(compiled.system_allocs_after_warmup), 0.0, 0);
   return example::finish();
 }

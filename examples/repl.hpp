@@ -38,6 +38,27 @@ inline void show_compiled(const std::string& name, const aj::detail::CompiledCou
             << " outputs written in place per step\n";
 }
 
+// Runs `steps` calls of a compiled training step `fn` (aj::compile), `call(t)`
+// making step t's call and returning its loss, and prints what the steps
+// after warm-up did (show_compiled: stats() after step 3 and at the end).
+struct Trained {
+  std::vector<double> losses;              // one per step
+  std::uint64_t system_allocs_after_warmup;  // buffers from the system after step 3
+};
+template <class Fn, class Call>
+Trained train_compiled(const std::string& name, const Fn& fn, int steps, Call&& call) {
+  Trained r;
+  aj::Stats warm;
+  for (int t = 1; t <= steps; ++t) {
+    r.losses.push_back(call(t));
+    if (t == 3) warm = aj::stats();
+  }
+  const aj::Stats end = aj::stats();
+  show_compiled(name, fn.counts(), warm, end, steps - 3);
+  r.system_allocs_after_warmup = end.system_allocs - warm.system_allocs;
+  return r;
+}
+
 inline std::string number(double v) {
   std::ostringstream os;
   os << v;
