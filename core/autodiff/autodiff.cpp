@@ -35,6 +35,7 @@ namespace aj {
 namespace {
 
 using trace::describe;
+using autodiff::local_all;
 
 // Reshape payloads (i0) that mark autodiff's nodes; plain Reshapes have 0
 // (trace::kStopGradientMark: a constant to autodiff).
@@ -200,17 +201,6 @@ Array add_to(Array acc, const Array& term, const Loc& loc) {
   return acc.valid() ? add(Operand(acc, loc), Operand(term, loc)) : term;
 }
 
-// Arrays of this thread's graph for the handles in `v`: an array of another
-// thread's graph becomes a leaf of this one sharing its evaluated storage
-// (evaluated there first; trace::local), held by the handle returned. Empty
-// handles stay empty (the callers say what they mean).
-std::vector<Array> local_all(const std::vector<Array>& v, const char* what, const Loc& loc) {
-  trace::Scope scope;
-  std::vector<Array> out;
-  out.reserve(v.size());
-  for (const Array& a : v) out.push_back(a.valid() ? trace::local(a, what, loc) : Array());
-  return out;
-}
 
 // f on the tracers; its outputs as arrays of this thread's graph (an output
 // f took from another thread's graph is a constant: imported).

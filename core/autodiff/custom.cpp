@@ -33,13 +33,6 @@ auto unlocked(F&& fn) {
   return fn();
 }
 
-std::vector<Array> local_all(const std::vector<Array>& v, const char* what, const Loc& loc) {
-  std::vector<Array> out;
-  out.reserve(v.size());
-  for (const Array& a : v) out.push_back(a.valid() ? trace::local(a, what, loc) : Array());
-  return out;
-}
-
 void check_args(const std::vector<Array>& args, const char* what, const Loc& loc) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (!args[i].valid()) user_error(what, "argument " + std::to_string(i) + " is an empty Array handle", loc);
@@ -123,6 +116,14 @@ std::shared_ptr<CustomCall> new_call(CustomKind kind, const char* what, const Ve
 }
 
 }  // namespace
+
+std::vector<Array> local_all(const std::vector<Array>& v, const char* what, const Loc& loc) {
+  trace::Scope scope;
+  std::vector<Array> out;
+  out.reserve(v.size());
+  for (const Array& a : v) out.push_back(a.valid() ? trace::local(a, what, loc) : Array());
+  return out;
+}
 
 std::shared_ptr<const CustomOutput> custom_output(NodeId id, const char* what) {
   const Node& n = graph()[id];

@@ -49,6 +49,12 @@ struct CustomOutput final : trace::Annotation {
   std::size_t index = 0;  // position among the call's outputs
 };
 
+// Arrays of this thread's graph for the handles in `v`: an array of another
+// thread's graph becomes a leaf of this one sharing its evaluated storage
+// (evaluated there first; trace::local), held by the handle returned. Empty
+// handles stay empty (the callers say what they mean).
+std::vector<Array> local_all(const std::vector<Array>& v, const char* what, const Loc& loc);
+
 // The call behind node `id` (an annotated view): null when `id` is not a
 // custom function's output. An output whose annotation was dropped (an
 // evaluation of it failed) is a user error naming `what`.
