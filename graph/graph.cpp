@@ -4,6 +4,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "base/caller_loc.hpp"
 #include "base/stats.hpp"
 
 #include <algorithm>
@@ -251,7 +252,7 @@ NodeId Graph::add(Node&& n) {
   s.storage = std::move(n.storage);
   assign_list(s.strides, n.strides);
   s.offset = n.offset;
-  s.loc = n.loc;
+  s.loc = detail::effective_loc(n.loc);  // a C API caller's line (base/caller_loc.hpp)
   s.hash = n.hash;
   s.dev_epoch = n.dev_epoch;
   s.has_dev = n.has_dev;

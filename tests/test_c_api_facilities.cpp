@@ -230,3 +230,104 @@ TEST_CASE("c api: what CUDA there is, its kernels' source, and einsum's order, a
   CHECK(aj_einsum_path("ij,jk->ik", shapes, ndims, 3, nullptr, nullptr, 0, nullptr) == AJ_ERROR_USER);
   CHECK(aj_einsum_path(nullptr, shapes, ndims, 2, nullptr, nullptr, 0, nullptr) == AJ_ERROR_USER);
 }
+
+TEST_CASE("c api 1.6: the caller's line (aj_set_caller) in errors, dumps and explain; C++ ops keep their own") {
+  aj_array x{0}, y{0}, bad{0};
+  const int64_t s3[] = {3}, s4[] = {4};
+  REQUIRE(aj_ones(s3, 1, AJ_F32, &x) == AJ_OK);
+  REQUIRE(aj_ones(s4, 1, AJ_F32, &y) == AJ_OK);
+  aj_set_caller("/home/u/model.py", 12);
+  CHECK(aj_add(x, y, &bad) == AJ_ERROR_USER);
+  CHECK(std::string(aj_last_error()).find("(at model.py:12)") != std::string::npos);
+  aj_array e{0};
+  aj_set_caller("train.py", 40);
+  REQUIRE(aj_exp(x, &e) == AJ_OK);
+  aj_set_caller("train.py", 41);  // a later call's line does not rename what was made before
+  const std::string ex = text_of([&](char* b, size_t c, size_t* l) { return aj_explain(&e, 1, b, c, l); });
+  CHECK(ex.find("train.py:40") == std::string::npos);  // nothing held: explain names no made-at line here
+  const std::string dump = text_of([&](char* b, size_t c, size_t* l) { return aj_array_dump(e, b, c, l); });
+  CHECK(!dump.empty());
+  // C++ ops on this thread are not renamed by it: their errors name their own line.
+  try {
+    (void)(aj::ones({3}) + aj::ones({4}));
+    FAIL("no error");
+  } catch (const aj::Error& err) {
+    CHECK(std::string(err.what()).find("train.py") == std::string::npos);
+    CHECK(std::string(err.what()).find("test_c_api_facilities.cpp") != std::string::npos);
+  }
+  aj_set_caller(nullptr, 0);
+  CHECK(aj_add(x, y, &bad) == AJ_ERROR_USER);
+  CHECK(std::string(aj_last_error()).find("(at ") == std::string::npos);  // no line: the boundary's own are dropped
+  // An evaluation error names the line the failing op was made at: a host
+  // callback that fails, made at "cb.py":7 and evaluated from another line.
+  struct Fail {
+    static aj_status fn(void*, const aj_view*, int32_t, const aj_view*, int32_t) {
+      aj_set_error("no luck");
+      return AJ_ERROR_USER;
+    }
+  };
+  aj_host_callback_desc d{};
+  d.struct_size = sizeof d;
+  d.fn = &Fail::fn;
+  d.name = "flaky";
+  const int64_t* shapes[] = {s3};
+  const int32_t ndims[] = {1};
+  aj_array r{0};
+  aj_set_caller("cb.py", 7);
+  REQUIRE(aj_host_callback(&d, AJ_F32, shapes, ndims, 1, &x, 1, &r) == AJ_OK);
+  aj_set_caller("main.py", 99);
+  CHECK(aj_eval(r) != AJ_OK);
+  CHECK(std::string(aj_last_error()).find("cb.py:7") != std::string::npos);
+  aj_set_caller(nullptr, 0);
+  for (aj_array h : {x, y, e, r}) CHECK(aj_array_release(h) == AJ_OK);
+}
+
+TEST_CASE("c api 1.6: aj_array_format's three styles and aj_op_names' lists") {
+  const aj::Array a = aj::from_vector<float>({0.5f, 2.0f, -1.0f});
+  const aj_array h = aj::to_c(a);
+  std::ostringstream cpp;
+  cpp << a;
+  CHECK(text_of([&](char* b, size_t c, size_t* l) { return aj_array_format(h, AJ_FORMAT_REPR, b, c, l); }) == cpp.str());
+  CHECK(text_of([&](char* b, size_t c, size_t* l) { return aj_array_format(h, AJ_FORMAT_STR, b, c, l); }) ==
+        aj::array2string(a));
+  CHECK(text_of([&](char* b, size_t c, size_t* l) { return aj_array_format(h, AJ_FORMAT_NUMPY_REPR, b, c, l); }) ==
+        "array([ 0.5,  2. , -1. ], dtype=float32)");
+  const aj_array d = aj::to_c(aj::from_vector<double>({1.0, 2.5}));
+  CHECK(text_of([&](char* b, size_t c, size_t* l) { return aj_array_format(d, AJ_FORMAT_NUMPY_REPR, b, c, l); }) ==
+        "array([1. , 2.5])");  // float64 is implied, as NumPy's
+  const aj_array empty = aj::to_c(aj::zeros({2, 0}, aj::DType::i32));
+  CHECK(text_of([&](char* b, size_t c, size_t* l) { return aj_array_format(empty, AJ_FORMAT_NUMPY_REPR, b, c, l); }) ==
+        "array([], shape=(2, 0), dtype=int32)");
+  CHECK(aj_array_format(h, 3, nullptr, 0, nullptr) == AJ_ERROR_USER);
+  CHECK(error_says("aj_array_format", "not an aj_format_style"));
+  for (aj_array x : {h, d, empty}) CHECK(aj_array_release(x) == AJ_OK);
+
+  // The lists name the functions the header declares from them.
+  auto names = [](aj_op_list l) {
+    std::vector<std::string> v;
+    std::istringstream is(aj_op_names(l));
+    for (std::string w; is >> w;) v.push_back(w);
+    return v;
+  };
+  std::vector<std::string> expected_unary, expected_binary, expected_reduce, expected_product;
+#define AJ_U_(n) expected_unary.push_back(#n);
+#define AJ_B_(n) expected_binary.push_back(#n);
+#define AJ_R_(n) expected_reduce.push_back(#n);
+#define AJ_P_(n) expected_product.push_back(#n);
+  AJ_UNARY_OPS(AJ_U_)
+  AJ_BINARY_OPS(AJ_B_)
+  AJ_REDUCE_OPS(AJ_R_)
+  AJ_PRODUCT_OPS(AJ_P_)
+#undef AJ_U_
+#undef AJ_B_
+#undef AJ_R_
+#undef AJ_P_
+  CHECK(names(AJ_OPS_UNARY) == expected_unary);
+  CHECK(names(AJ_OPS_BINARY) == expected_binary);
+  CHECK(names(AJ_OPS_TERNARY) == std::vector<std::string>{"where", "clip"});
+  CHECK(names(AJ_OPS_REDUCE) == expected_reduce);
+  CHECK(names(AJ_OPS_PRODUCT) == expected_product);
+  CHECK(expected_unary.size() > 50);
+  CHECK(aj_op_names(5) == nullptr);
+  CHECK(aj_op_names(-1) == nullptr);
+}

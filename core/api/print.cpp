@@ -41,6 +41,7 @@
 #include "arrayjit/array.hpp"
 #include "arrayjit/print.hpp"
 #include "base/semantics.hpp"
+#include "core/api/print_numpy.hpp"
 
 namespace aj {
 
@@ -515,6 +516,43 @@ std::ostream& operator<<(std::ostream& os, const Array& a) {
   const std::size_t last_line = text.size() - (text.rfind('\n') + 1);  // npos + 1 == 0
   const bool own_line = last_line + trailer.size() + 1 > static_cast<std::size_t>(o.linewidth);
   return os << text << (own_line ? "\n" + std::string(prefix.size(), ' ') : " ") << trailer;
+}
+
+std::string numpy_dtype_name(DType t) {
+  const DTypeInfo& info = kDTypeInfo[static_cast<int>(t)];
+  const std::string bits = std::to_string(info.itemsize * 8);
+  switch (info.kind) {
+    case DTypeKind::Bool: return "bool";
+    case DTypeKind::Unsigned: return "uint" + bits;
+    case DTypeKind::Signed: return "int" + bits;
+    case DTypeKind::Float: return t == DType::bf16 ? "bfloat16" : "float" + bits;  // ml_dtypes' name
+  }
+  return info.name;
+}
+
+std::string numpy_repr(const Array& a) {
+  if (!a.valid()) user_error("numpy_repr", "empty Array handle (default-constructed or moved-from)", Loc::current());
+  const PrintOptions o = printoptions();
+  const std::string prefix = "array(";
+  const DType t = a.dtype();
+  // NumPy 1.24's _array_repr_implementation: the dtype is implied for
+  // float64, int64 and bool unless the array is empty; an empty array shows
+  // its shape unless it is (0,).
+  const bool skip_dtype = (t == DType::f64 || t == DType::i64 || t == DType::bool_) && a.size() > 0;
+  std::string text = prefix;
+  if (a.size() > 0 || a.ndim() == 1) {
+    text += format_values(a, ", ", prefix.size(), o.linewidth - 1, o, Loc::current());
+  } else {  // rank >= 2 with no elements
+    std::string shape;
+    for (int i = 0; i < a.ndim(); ++i) shape += (i ? ", " : "") + std::to_string(a.shape()[i]);
+    text += "[], shape=(" + shape + ")";
+  }
+  if (skip_dtype) return text + ")";
+  text += ",";
+  const std::string trailer = "dtype=" + numpy_dtype_name(t) + ")";
+  const std::size_t last_line = text.size() - (text.rfind('\n') + 1);
+  const bool own_line = last_line + trailer.size() + 1 > static_cast<std::size_t>(o.linewidth);
+  return text + (own_line ? "\n" + std::string(prefix.size(), ' ') : " ") + trailer;
 }
 
 const char* version() { return "0.1.0"; }

@@ -13,6 +13,7 @@
 #include "arrayjit/arrayjit.hpp"
 #include "arrayjit/c_handle.hpp"
 #include "base/semantics.hpp"
+#include "core/api/print_numpy.hpp"
 #include "core/api/trace.hpp"
 #include "core/c/boundary.hpp"
 
@@ -25,9 +26,14 @@ thread_local const char* t_fallback = nullptr;
 
 // What a C caller reads: no " (at FILE:LINE)" naming one of the C boundary's
 // own sources (the line an op names is the caller's, and for C that is
-// here), and no "aj::<fn>: " repeating the C function's own name.
+// here): the caller's own line instead when it set one (aj_set_caller), else
+// none; and no "aj::<fn>: " repeating the C function's own name.
 std::string without_own_lines(const char* fn, std::string s) {
-  static constexpr const char* kOwn[] = {"api.cpp", "cuda_queries.cpp", "derivatives.cpp", "dlpack.cpp", "function.cpp", "handles.cpp", "host_callback.cpp", "ops.cpp",
+  const aj::Loc* caller = aj::detail::caller_loc_override();
+  const std::string instead = caller ? " (at " + aj::loc_str(*caller) + ")" : "";
+  static constexpr const char* kOwn[] = {"api.cpp",       "conv.cpp",          "cuda_queries.cpp", "derivatives.cpp",
+                                         "dlpack.cpp",    "function.cpp",      "handles.cpp",      "host_callback.cpp",
+                                         "io.cpp",        "linalg.cpp",        "ops.cpp",          "profile.cpp",
                                          "shape_functions.cpp", "view.cpp"};
   std::size_t from = 0;
   while ((from = s.find(" (at ", from)) != std::string::npos) {
@@ -35,7 +41,8 @@ std::string without_own_lines(const char* fn, std::string s) {
     if (close == std::string::npos) break;
     const std::string file = s.substr(from + 5, s.find(':', from) - (from + 5));
     if (std::find(std::begin(kOwn), std::end(kOwn), file) != std::end(kOwn)) {
-      s.erase(from, close + 1 - from);
+      s.replace(from, close + 1 - from, instead);
+      from += instead.size();
     } else {
       from = close;
     }
@@ -167,6 +174,14 @@ const char* aj_host_info(void) {
 }
 
 const char* aj_last_error(void) { return t_fallback ? t_fallback : t_last_error.c_str(); }
+
+void aj_set_caller(const char* file, int32_t line) {
+  try {
+    aj::detail::set_caller_loc(file, line);
+  } catch (...) {  // out of memory interning the name: ops then name no line
+    aj::detail::set_caller_loc(nullptr, 0);
+  }
+}
 
 void aj_set_error(const char* message) {
   if (!message) return clear_last_error();
@@ -460,6 +475,36 @@ aj_status aj_array_to_string(aj_array a, char* buf, size_t cap, size_t* len) {
 
 aj_status aj_array_dump(aj_array a, char* buf, size_t cap, size_t* len) {
   return c_call("aj_array_dump", [&] { give_text(aj::dump({get_array(a, "the array").array}), buf, cap, len); });
+}
+
+aj_status aj_array_format(aj_array a, aj_format_style style, char* buf, size_t cap, size_t* len) {
+  return c_call("aj_array_format", [&] {
+    check_not_tracing("aj_array_format");
+    const aj::Array& x = get_array(a, "the array").array;
+    switch (style) {
+      case AJ_FORMAT_REPR: {
+        std::ostringstream os;
+        os << x;
+        give_text(os.str(), buf, cap, len);
+        return;
+      }
+      case AJ_FORMAT_STR: give_text(aj::array2string(x), buf, cap, len); return;
+      case AJ_FORMAT_NUMPY_REPR: give_text(aj::numpy_repr(x), buf, cap, len); return;
+    }
+    c_error("style " + std::to_string(style) + " is not an aj_format_style (AJ_FORMAT_REPR, AJ_FORMAT_STR, "
+            "AJ_FORMAT_NUMPY_REPR)");
+  });
+}
+
+const char* aj_op_names(aj_op_list list) {
+#define AJ_NAME_(name) " " #name
+  // Each list's names, the leading space dropped.
+  static const char* const kLists[] = {AJ_UNARY_OPS(AJ_NAME_) + 1, AJ_BINARY_OPS(AJ_NAME_) + 1,
+                                       AJ_TERNARY_OPS(AJ_NAME_) + 1, AJ_REDUCE_OPS(AJ_NAME_) + 1,
+                                       AJ_PRODUCT_OPS(AJ_NAME_) + 1};
+#undef AJ_NAME_
+  if (list < 0 || list >= static_cast<aj_op_list>(std::size(kLists))) return nullptr;
+  return kLists[list];
 }
 
 // ---- inspection, switches, counters ----

@@ -11,6 +11,7 @@
 
 #include "arrayjit/arrayjit.h"
 #include "arrayjit/error.hpp"
+#include "base/caller_loc.hpp"
 #include "core/c/handles.hpp"
 
 namespace aj::c_api {
@@ -30,6 +31,7 @@ void give_text(const std::string& text, char* buf, std::size_t cap, std::size_t*
 
 template <class Body>
 aj_status c_call(const char* fn, Body&& body) noexcept {
+  const aj::detail::CallerScope caller;  // ops made now name the caller's line (aj_set_caller)
   try {
     body();
     return AJ_OK;

@@ -77,7 +77,7 @@ aj_status aj_vjp(aj_trace_fn f, void* context, int32_t n_inputs, int32_t n_outpu
     if (!grads && n_inputs > 0) c_error("null grads (one per primal)");
     const std::vector<aj::Array> p = arrays_arg(primals, static_cast<std::size_t>(n_inputs));
     const std::vector<aj::Array> ct = optional_arrays(cotangents, n_outputs, "cotangent");
-    auto [outs, g] = aj::detail::vjp(callback_fn(f, context, n_outputs, "aj_vjp"), p, ct, "vjp", aj::Loc::current());
+    auto [outs, g] = aj::detail::vjp(callback_fn(f, context, n_outputs, "aj_vjp"), p, ct, "vjp", aj::detail::effective_loc(aj::Loc::current()));
     if (static_cast<int32_t>(outs.size()) != n_outputs) c_error("f wrote " + std::to_string(outs.size()) + " outputs");
     give(std::move(outs), outputs, std::move(g), grads);
   });
@@ -96,7 +96,7 @@ aj_status aj_jvp(aj_trace_fn f, void* context, int32_t n_inputs, int32_t n_outpu
     if (!tangents_out) c_error("null tangents_out (one per output)");
     const std::vector<aj::Array> p = arrays_arg(primals, static_cast<std::size_t>(n_inputs));
     const std::vector<aj::Array> t = optional_arrays(tangents, n_inputs, "tangent");
-    auto [outs, tans] = aj::detail::jvp(callback_fn(f, context, n_outputs, "aj_jvp"), p, t, "jvp", aj::Loc::current());
+    auto [outs, tans] = aj::detail::jvp(callback_fn(f, context, n_outputs, "aj_jvp"), p, t, "jvp", aj::detail::effective_loc(aj::Loc::current()));
     give(std::move(outs), outputs, std::move(tans), tangents_out);
   });
 }

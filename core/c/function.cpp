@@ -227,7 +227,7 @@ std::vector<ArrayRef> Function::record(const std::shared_ptr<const Function>& se
   // the function, so its context stays alive until they are dropped.
   const aj::VectorFn f = [self](const std::vector<aj::Array>& in) { return arrays_of(self->trace(refs_of(in))); };
   const std::vector<aj::Array> args = arrays_of(inputs);
-  const aj::Loc loc = aj::Loc::current();
+  const aj::Loc loc = aj::detail::effective_loc(aj::Loc::current());  // the caller's line (aj_set_caller)
   if (r.checkpoint) return refs_of(aj::detail::checkpoint(f, args, loc));
   // A rule's two lists go to the callback as one: the first n, then the rest.
   auto two_lists = [self](aj_rule_fn rule, const char* name, const std::vector<aj::Array>& a,

@@ -93,11 +93,13 @@ aj_status aj_host_callback(const aj_host_callback_desc* desc, aj_dtype dtype, co
     auto ctx = std::make_shared<Context>();
     ctx->context = desc->context;
     aj::HostFn fn = c_fn(desc->fn, ctx, name);
+    // Made at the caller's line (aj_set_caller), if it gave one.
+    const aj::Loc here = aj::detail::effective_loc(aj::Loc::current());
     std::vector<aj::Array> r;
     if (desc->vjp) {
-      r = aj::HostCallback(std::move(fn), c_fn(desc->vjp, ctx, name), name)(specs, in);
+      r = aj::HostCallback(std::move(fn), c_fn(desc->vjp, ctx, name), name, here)(specs, in, here);
     } else {
-      r = aj::HostCallback(std::move(fn), name)(specs, in);
+      r = aj::HostCallback(std::move(fn), name, here)(specs, in, here);
     }
     ctx->release = desc->release;  // from now on the functions' death releases it
     return r;

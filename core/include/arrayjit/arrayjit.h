@@ -67,7 +67,7 @@ extern "C" {
  * library whose aj_api_version() has the same major and a minor >= its own
  * (new functions and appended struct fields raise the minor). */
 #define AJ_API_VERSION_MAJOR 1
-#define AJ_API_VERSION_MINOR 5
+#define AJ_API_VERSION_MINOR 6
 #define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
 
 AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
@@ -101,6 +101,13 @@ AJ_C_API const char* aj_last_error(void);
  * traced function's, a derivative rule's) that fails says why, and the
  * caller's error message includes it. NULL clears it. */
 AJ_C_API void aj_set_error(const char* message);
+/* The caller's own source line (since C API 1.6): until it is set again,
+ * the ops this thread makes through this API record `file`:`line` as where
+ * they were made, as a C++ op records its caller's line: an error names it
+ * ("... (at model.py:12)"), and so do aj_explain, aj_array_dump and an
+ * evaluation's error about that op. A binding sets it before each call (the
+ * Python package does). NULL clears it: messages then name no line. */
+AJ_C_API void aj_set_caller(const char* file, int32_t line);
 
 /* ---- types ------------------------------------------------------------------------ */
 
@@ -305,6 +312,14 @@ AJ_UNARY_OPS(AJ_DECLARE_UNARY_)
 AJ_BINARY_OPS(AJ_DECLARE_BINARY_)
 AJ_TERNARY_OPS(AJ_DECLARE_TERNARY_)
 AJ_REDUCE_OPS(AJ_DECLARE_REDUCE_)
+
+/* The names in one of the lists above, space-separated ("negative abs ..."),
+ * so that a binding makes its functions from the same lists (since C API
+ * 1.6): AJ_OPS_UNARY, AJ_OPS_BINARY, AJ_OPS_TERNARY, AJ_OPS_REDUCE, and
+ * AJ_OPS_PRODUCT (the products below). Static storage; NULL for another code. */
+typedef int32_t aj_op_list;
+enum aj_op_list_code { AJ_OPS_UNARY = 0, AJ_OPS_BINARY = 1, AJ_OPS_TERNARY = 2, AJ_OPS_REDUCE = 3, AJ_OPS_PRODUCT = 4 };
+AJ_C_API const char* aj_op_names(aj_op_list list);
 
 /* NaN -> nan, +inf -> *posinf, -inf -> *neginf (NULL: the dtype's largest /
  * lowest finite value); integers and bool unchanged. */
@@ -632,6 +647,15 @@ AJ_C_API aj_status aj_array_is_evaluated(aj_array a, int* out);
  * ("%3 = add f32[4] %1, %2"). */
 AJ_C_API aj_status aj_array_to_string(aj_array a, char* buf, size_t cap, size_t* len);
 AJ_C_API aj_status aj_array_dump(aj_array a, char* buf, size_t cap, size_t* len);
+/* The values as text in one of three styles (since C API 1.6), evaluating
+ * first, by aj_array_to_string's rule: AJ_FORMAT_REPR is aj_array_to_string's
+ * (the C++ operator<<: "array([1., 2.], dtype=f32, shape=[2])");
+ * AJ_FORMAT_STR NumPy's str(a) ("[1. 2.]"); AJ_FORMAT_NUMPY_REPR NumPy's
+ * repr(a), NumPy's dtype names, none for float64, int64 and bool
+ * ("array([1., 2.], dtype=float32)"). Print options apply to all three. */
+typedef int32_t aj_format_style;
+enum aj_format_style_code { AJ_FORMAT_REPR = 0, AJ_FORMAT_STR = 1, AJ_FORMAT_NUMPY_REPR = 2 };
+AJ_C_API aj_status aj_array_format(aj_array a, aj_format_style style, char* buf, size_t cap, size_t* len);
 
 /* ---- profiler (since C API 1.4) --------------------------------------------------------------------
  * arrayjit/profile.hpp for C: while a profile records, every kernel launch,

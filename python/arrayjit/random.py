@@ -1,0 +1,129 @@
+"""Counter-based random numbers (arrayjit/random.hpp): the values depend only
+on the seed and the number of random arrays made since it was set. `size` is
+the result's shape (NumPy's name); dtype defaults to float64, as NumPy's."""
+import ctypes as C
+
+from ._capi import check, lib, set_caller
+from ._core import _i64s, _index, _shape_arg, dtype as _dtype, float64, int64, new, operand
+
+
+def _shape(size):
+    return _shape_arg(() if size is None else size)
+
+
+def _float(dtype):
+    return (float64 if dtype is None else _dtype(dtype)).code
+
+
+def seed(s):
+    lib.aj_random_seed(int(s) & ((1 << 64) - 1))
+
+
+def uniform(low=0.0, high=1.0, size=None, dtype=None):
+    set_caller()
+    return new(lib.aj_random_uniform, *_shape(size), float(low), float(high), _float(dtype))
+
+
+def random(size=None, dtype=None):
+    return uniform(0.0, 1.0, size, dtype)
+
+
+def normal(loc=0.0, scale=1.0, size=None, dtype=None):
+    set_caller()
+    return new(lib.aj_random_normal, *_shape(size), float(loc), float(scale), _float(dtype))
+
+
+def standard_normal(size=None, dtype=None):
+    return normal(0.0, 1.0, size, dtype)
+
+
+def randint(low, high=None, size=None, dtype=None):
+    """Integers in [low, high) (NumPy's: randint(high) is [0, high))."""
+    set_caller()
+    if high is None:
+        low, high = 0, low
+    return new(lib.aj_random_randint, *_shape(size), _index(low), _index(high),
+               (int64 if dtype is None else _dtype(dtype)).code)
+
+
+integers = randint
+
+
+def permutation(n):
+    """A permutation of 0..n-1; of an array: it shuffled along axis 0."""
+    set_caller()
+    if hasattr(n, "shape") or isinstance(n, (list, tuple)):
+        return shuffle(n, 0)
+    return new(lib.aj_random_permutation, _index(n))
+
+
+def bernoulli(p=0.5, size=None):
+    set_caller()
+    return new(lib.aj_random_bernoulli, *_shape(size), float(p))
+
+
+def exponential(scale=1.0, size=None, dtype=None):
+    set_caller()
+    return new(lib.aj_random_exponential, *_shape(size), float(scale), _float(dtype))
+
+
+def gumbel(loc=0.0, scale=1.0, size=None, dtype=None):
+    set_caller()
+    return new(lib.aj_random_gumbel, *_shape(size), float(loc), float(scale), _float(dtype))
+
+
+def truncated_normal(lower, upper, size=None, dtype=None):
+    set_caller()
+    return new(lib.aj_random_truncated_normal, *_shape(size), float(lower), float(upper), _float(dtype))
+
+
+def gamma(shape, scale=1.0, size=None, dtype=None):
+    set_caller()
+    return new(lib.aj_random_gamma, *_shape(size), float(shape), float(scale), _float(dtype))
+
+
+def beta(a, b, size=None, dtype=None):
+    set_caller()
+    return new(lib.aj_random_beta, *_shape(size), float(a), float(b), _float(dtype))
+
+
+def poisson(lam=1.0, size=None):
+    set_caller()
+    return new(lib.aj_random_poisson, *_shape(size), float(lam))
+
+
+def categorical(logits, axis=-1):
+    """Indices drawn along axis with probabilities softmax(logits)."""
+    set_caller()
+    return new(lib.aj_random_categorical, operand(logits), _index(axis))
+
+
+def multinomial(n, pvals):
+    set_caller()
+    return new(lib.aj_random_multinomial, _index(n), operand(pvals))
+
+
+def choice(a, size=None, replace=True, p=None):
+    """Indices of 0..a-1 (a an int), or elements of the 1-d array a."""
+    set_caller()
+    arr = None
+    if not isinstance(a, int):
+        arr = operand(a)
+        n = arr.shape[0]
+    else:
+        n = a
+    count = 1 if size is None else _index(size)
+    idx = new(lib.aj_random_choice, _index(n), count, 1 if replace else 0, operand(p) if p is not None else 0)
+    if size is None:
+        idx = idx[0]
+    if arr is not None:
+        from ._ops import take
+        return take(arr, idx, 0)
+    return idx
+
+
+def shuffle(x, axis=0):
+    """x shuffled along axis (a new array: arrayjit arrays are immutable)."""
+    set_caller()
+    return new(lib.aj_random_shuffle, operand(x), _index(axis))
+
