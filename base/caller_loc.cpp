@@ -67,7 +67,9 @@ const Loc& effective_loc(const Loc& loc) noexcept {
   if (!o) return loc;
   const std::string_view file = loc.file_name();
   // Sources compile with their path as given to the compiler: ".../core/c/ops.cpp".
-  const bool boundary = file.find("/core/c/") != std::string_view::npos || file.rfind("core/c/", 0) == 0;
+  // (An empty location, one nothing recorded, is the caller's too.)
+  const bool boundary =
+      file.empty() || file.find("/core/c/") != std::string_view::npos || file.rfind("core/c/", 0) == 0;
   return boundary ? *o : loc;
 }
 

@@ -32,7 +32,7 @@ class CallerScope {
 };
 
 // loc, or the caller's location when one is in effect and loc is a line of
-// the C boundary itself (core/c/): a location already recorded (a node's,
+// the C boundary itself (core/c/) or empty: a location already recorded (a node's,
 // made at an earlier call) stays what it was.
 const Loc& effective_loc(const Loc& loc) noexcept;
 

@@ -74,6 +74,10 @@ struct Program {
   // one does); per step, its op and the user's line ("matmul at f.cpp:12").
   std::vector<std::string> not_in_place;
   std::vector<std::string> step_where;
+  // What a kept program runs that the graph held for it when it was traced:
+  // the host callbacks its steps name (weakly, as a plan's steps do), held
+  // from the capture on, since the nodes holding them die before the program.
+  std::vector<std::shared_ptr<const void>> kept;
 };
 
 // The program of plan `p` (graph lock held; the plan's evaluated leaves are

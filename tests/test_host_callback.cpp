@@ -155,6 +155,32 @@ TEST_CASE("host_callback: inside aj::compile every replay calls it with the new 
   CHECK(step.counts().replays >= 2);
 }
 
+TEST_CASE("host_callback: one made inside the traced function lives as long as the kept program") {
+  // The HostCallback is a temporary of the trace (as every C and Python
+  // caller's is): only the kept program holds it after the first call (the
+  // graph's hold ends with the evaluation that ran it). It was dropped there
+  // once: every call failed with "a host_call step whose function is gone".
+  std::mt19937_64 rng(34);
+  std::atomic<int> calls{0};
+  auto step = aj::compile([&](const Array& x) {
+    aj::HostCallback inner([&](const auto& in, const auto& out) {
+      ++calls;
+      running_max(in, out);
+    });
+    return inner({{x.shape(), DType::f64}}, {x + 1.0})[0] * 2.0;
+  });
+  for (int it = 0; it < 3; ++it) {
+    const std::vector<double> v = random_values(rng, 6);
+    const std::vector<double> got = step(aj::from_vector(v, aj::Shape{2, 3})).to_vector<double>();
+    std::vector<double> plus = v;
+    for (double& e : plus) e += 1.0;
+    const std::vector<double> want = running_max_of(plus, 2, 3, false);
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(2 * want[i]).epsilon(1e-15));
+  }
+  CHECK(calls == 3);
+  CHECK(step.counts().replays >= 1);
+}
+
 TEST_CASE("host_callback: a vjp callback gives its gradient; without one, grad is an error") {
   std::mt19937_64 rng(34);
   // y = x^3 elementwise, by the host; its vjp: 3 x^2 g.

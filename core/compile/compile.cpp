@@ -63,26 +63,15 @@ struct ScalarBinding {
   int arg = 0;               // the call argument
 };
 
-// The host callbacks a program runs (graph/host_call.hpp): a kept program
-// holds them, since it runs after the nodes that held them are gone.
-std::vector<std::shared_ptr<const HostCallFn>> host_functions(const exec::Program& p) {
-  std::vector<std::shared_ptr<const HostCallFn>> fns;
-  for (const auto& st : p.steps) {
-    if (st.call.op == Op::HostCall) fns.push_back(host_function(st.call.host));
-  }
-  return fns;
-}
-
 struct Entry {
   Entry(std::shared_ptr<const exec::Program> p, std::vector<ScalarBinding> b, std::vector<std::pair<int, Scalar>> pin)
-      : program(std::move(p)), bindings(std::move(b)), pinned(std::move(pin)), host_fns(host_functions(*program)) {}
+      : program(std::move(p)), bindings(std::move(b)), pinned(std::move(pin)) {}
   std::shared_ptr<const exec::Program> program;
   std::vector<ScalarBinding> bindings;  // empty for an exact-scalar entry
   // Scalar arguments the program holds at one value (under the signature
   // without scalar values): (call argument, value). `1 - beta1^t` rounds to
   // 1 from some step on and `m / c1` is then simplified to `m`.
   std::vector<std::pair<int, Scalar>> pinned;
-  std::vector<std::shared_ptr<const HostCallFn>> host_fns;
 };
 
 // Kept programs by signature, with the last one found: calls in a loop with
@@ -612,6 +601,12 @@ struct Capture final : EvalObserver {
     std::vector<NodeId> value_nodes;
     program = opt::make_program(p, *args, *results, device, /*capture_leaves=*/true, contract ? &value_nodes : nullptr);
     if (!program) return;
+    // The host callbacks it runs (graph/host_call.hpp), held now: the nodes
+    // holding them are swept when this evaluation ends, and a callback made
+    // inside the traced function (the C API's, Python's) has no other owner.
+    for (const exec::ProgramStep& st : program->steps) {
+      if (st.call.op == Op::HostCall) program->kept.push_back(host_function(st.call.host));
+    }
     if (contract) {
       program->not_in_place = not_in_place_reasons(p, *program, value_nodes);
       for (const exec::ProgramStep& st : program->steps) {
