@@ -454,6 +454,8 @@ template <class T> AJ_HD T unary(Op op, T x) {
   AJ_SEM_FAIL(std::string("sem::unary: ") + op_name(op) + " is not a unary op of this dtype");
 }
 
+AJ_HD unsigned long long random_bits(unsigned long long key, unsigned long long index);  // (generators, below)
+
 template <class T> AJ_HD T binary(Op op, T a, T b) {
   if constexpr (is_half_type<T>) {
     return T(binary<float>(op, static_cast<float>(a), static_cast<float>(b)));
@@ -465,7 +467,7 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
       case Op::Min: return a && b;
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Pow:
       case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter: case Op::Fmod:
-      case Op::Logaddexp: case Op::Logaddexp2:
+      case Op::Logaddexp: case Op::Logaddexp2: case Op::RandomBits:
       case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
       return a;  // tracing rejects arithmetic on bool
       AJ_CASES_OUTSIDE(Binary) break;
@@ -481,6 +483,8 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
       case Op::Min: return a < b ? a : b;
       case Op::Pow: return int_pow(a, b);
       case Op::Fmod: return int_fmod(a, b);
+      case Op::RandomBits:  // tracing makes both i64
+        return static_cast<T>(random_bits(static_cast<unsigned long long>(a), static_cast<unsigned long long>(b)));
       case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter:  // tracing makes these float
       case Op::Logaddexp: case Op::Logaddexp2:
       case Op::And: case Op::Or:
@@ -511,7 +515,7 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
       case Op::Logaddexp2:
         if constexpr (same<T, float>) return static_cast<float>(special::logaddexp<double>(a, b, true));
         else return special::logaddexp(a, b, true);
-      case Op::And: case Op::Or:
+      case Op::And: case Op::Or: case Op::RandomBits:  // (random bits are i64: tracing)
       case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
         return a;
       AJ_CASES_OUTSIDE(Binary) break;
@@ -534,7 +538,7 @@ template <class T> AJ_HD bool compare(Op op, T a, T b) {
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Max: case Op::Min:
       case Op::Pow: case Op::And: case Op::Or:
       case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter: case Op::Fmod:
-      case Op::Logaddexp: case Op::Logaddexp2:
+      case Op::Logaddexp: case Op::Logaddexp2: case Op::RandomBits:
       AJ_CASES_OUTSIDE(Binary) break;
     }
   }

@@ -166,6 +166,12 @@ TEST_CASE("cuda compile: every op x dtype x layout compiles with NVRTC") {
   }
   for (DType t : floats) s.add({aj::random::uniform({33}, -1, 1, t) + aj::random::normal({33}, 0, 1, t)});
   s.add({aj::random::randint({33}, -5, 5), aj::random::randint({33}, 0, 9, DType::i32), aj::random::bernoulli({33}, 0.5)});
+  // Keyed draws: the key is a kernel input (Op::RandomBits over (key, counter)).
+  {
+    const aj::random::Key key(aj::full({}, 7, DType::i32).eval());
+    s.add({aj::random::bits(key, {33}), aj::random::uniform(key, {33}, -1, 1) * 2,
+           aj::random::normal(aj::random::fold_in(key, 1), {33}, 0, 1, DType::f64), aj::random::bernoulli(key, {33}, 0.3)});
+  }
   // Multi-output: a full-shape and a reduced root of one reduction.
   Array x = input(DType::f32, {32, 64});
   Array e = aj::exp(x - 1.f);

@@ -120,6 +120,7 @@ const Entry kCatalog[] = {
     {"random::exponential, gumbel, truncated_normal", "random.hpp", "random.exponential, gumbel, jax.random.truncated_normal", "-", "aj_random_exponential, aj_random_gumbel, aj_random_truncated_normal"},
     {"random::gamma, beta, poisson", "random.hpp", "random.gamma, beta, poisson", "-", "aj_random_gamma, aj_random_beta, aj_random_poisson"},
     {"random::categorical, multinomial, choice, shuffle", "random.hpp", "jax.random.categorical, random.multinomial, choice, shuffle", "-", "aj_random_categorical, aj_random_multinomial, aj_random_choice, aj_random_shuffle"},
+    {"random::Key, fold_in, bits; uniform, normal, bernoulli of a Key", "random.hpp", "jax.random.key, fold_in, bits, uniform, normal, bernoulli", "-", "aj_random_fold_in, aj_random_bits, aj_random_key_uniform, aj_random_key_normal, aj_random_key_bernoulli"},
 };
 // clang-format on
 

@@ -502,6 +502,7 @@ const Rule* rule_for(Op op) {
     case Op::RandUniform:
     case Op::RandNormal:
     case Op::RandBits:
+    case Op::RandomBits:
     // ... bool or integer results, ...
     case Op::Not:
     case Op::Eq:

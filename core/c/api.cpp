@@ -269,6 +269,35 @@ aj_status aj_random_permutation(int64_t n, aj_array* out) {
 aj_status aj_random_bernoulli(const int64_t* shape, int32_t ndim, double p, aj_array* out) {
   return c_make("aj_random_bernoulli", out, [&] { return aj::random::bernoulli(shape_arg(shape, ndim), p); });
 }
+aj_status aj_random_fold_in(aj_array key, int64_t data, aj_array* out) {
+  return c_make("aj_random_fold_in", out, [&] {
+    return aj::random::fold_in(aj::random::Key(get_array(key, "key").array), data).array();
+  });
+}
+aj_status aj_random_bits(aj_array key, const int64_t* shape, int32_t ndim, aj_array* out) {
+  return c_make("aj_random_bits", out, [&] {
+    return aj::random::bits(aj::random::Key(get_array(key, "key").array), shape_arg(shape, ndim));
+  });
+}
+aj_status aj_random_key_uniform(aj_array key, const int64_t* shape, int32_t ndim, double lo, double hi, aj_dtype dtype,
+                                aj_array* out) {
+  return c_make("aj_random_key_uniform", out, [&] {
+    return aj::random::uniform(aj::random::Key(get_array(key, "key").array), shape_arg(shape, ndim), lo, hi,
+                               dtype_arg(dtype, "dtype"));
+  });
+}
+aj_status aj_random_key_normal(aj_array key, const int64_t* shape, int32_t ndim, double mean, double stddev,
+                               aj_dtype dtype, aj_array* out) {
+  return c_make("aj_random_key_normal", out, [&] {
+    return aj::random::normal(aj::random::Key(get_array(key, "key").array), shape_arg(shape, ndim), mean, stddev,
+                              dtype_arg(dtype, "dtype"));
+  });
+}
+aj_status aj_random_key_bernoulli(aj_array key, const int64_t* shape, int32_t ndim, double p, aj_array* out) {
+  return c_make("aj_random_key_bernoulli", out, [&] {
+    return aj::random::bernoulli(aj::random::Key(get_array(key, "key").array), shape_arg(shape, ndim), p);
+  });
+}
 aj_status aj_random_exponential(const int64_t* shape, int32_t ndim, double scale, aj_dtype dtype, aj_array* out) {
   return c_make("aj_random_exponential", out,
                 [&] { return aj::random::exponential(shape_arg(shape, ndim), scale, dtype_arg(dtype, "dtype")); });

@@ -211,9 +211,18 @@ class Compiled:
 
     def __call__(self, *args, **kwargs):
         set_caller()
-        leaves, key = self._split(args, kwargs)
-        e = self._entry(leaves, key, args, kwargs)
-        arrays = [_leaf_array(x) for x in leaves]
+        if not kwargs and not self.static_argnums and all(type(a) is Array for a in args):
+            # A flat call of arrays (a replay's usual form: the torch backend's
+            # every call): no tree to walk.
+            e = self._entries.get(len(args))
+            if e is None:
+                leaves, key = self._split(args, kwargs)
+                e = self._entries[len(args)] = self._entry(leaves, key, args, kwargs)
+            arrays = args
+        else:
+            leaves, key = self._split(args, kwargs)
+            e = self._entry(leaves, key, args, kwargs)
+            arrays = [_leaf_array(x) for x in leaves]
         ins = (H * max(1, e.n_in))(*[a._h for a in arrays])
         outs = (H * e.n_out)()
         if e.donate is not None:

@@ -1,6 +1,12 @@
 """Counter-based random numbers (arrayjit/random.hpp): the values depend only
 on the seed and the number of random arrays made since it was set. `size` is
-the result's shape (NumPy's name); dtype defaults to float64, as NumPy's."""
+the result's shape (NumPy's name); dtype defaults to float64, as NumPy's.
+
+With key= (a rank-0 integer array, JAX's style) uniform, normal, bernoulli
+and bits draw from that key instead of the seed: inside a compiled function
+whose argument is the key, every call draws new numbers without tracing
+again (the seed's draws are fixed when the function is traced). fold_in
+derives independent keys from one."""
 import ctypes as C
 
 from ._capi import check, lib, set_caller
@@ -19,22 +25,44 @@ def seed(s):
     lib.aj_random_seed(int(s) & ((1 << 64) - 1))
 
 
-def uniform(low=0.0, high=1.0, size=None, dtype=None):
+def key(seed):
+    """A key: a rank-0 int64 array holding seed."""
+    from ._core import asarray
+    return asarray(int(seed), dtype=int64)
+
+
+def fold_in(key, data):
+    """An independent key for each data (an int), from key."""
     set_caller()
+    return new(lib.aj_random_fold_in, operand(key), int(data))
+
+
+def bits(key, size=None):
+    """64 random bits per element (int64) from key."""
+    set_caller()
+    return new(lib.aj_random_bits, operand(key), *_shape(size))
+
+
+def uniform(low=0.0, high=1.0, size=None, dtype=None, key=None):
+    set_caller()
+    if key is not None:
+        return new(lib.aj_random_key_uniform, operand(key), *_shape(size), float(low), float(high), _float(dtype))
     return new(lib.aj_random_uniform, *_shape(size), float(low), float(high), _float(dtype))
 
 
-def random(size=None, dtype=None):
-    return uniform(0.0, 1.0, size, dtype)
+def random(size=None, dtype=None, key=None):
+    return uniform(0.0, 1.0, size, dtype, key)
 
 
-def normal(loc=0.0, scale=1.0, size=None, dtype=None):
+def normal(loc=0.0, scale=1.0, size=None, dtype=None, key=None):
     set_caller()
+    if key is not None:
+        return new(lib.aj_random_key_normal, operand(key), *_shape(size), float(loc), float(scale), _float(dtype))
     return new(lib.aj_random_normal, *_shape(size), float(loc), float(scale), _float(dtype))
 
 
-def standard_normal(size=None, dtype=None):
-    return normal(0.0, 1.0, size, dtype)
+def standard_normal(size=None, dtype=None, key=None):
+    return normal(0.0, 1.0, size, dtype, key)
 
 
 def randint(low, high=None, size=None, dtype=None):
@@ -57,8 +85,10 @@ def permutation(n):
     return new(lib.aj_random_permutation, _index(n))
 
 
-def bernoulli(p=0.5, size=None):
+def bernoulli(p=0.5, size=None, key=None):
     set_caller()
+    if key is not None:
+        return new(lib.aj_random_key_bernoulli, operand(key), *_shape(size), float(p))
     return new(lib.aj_random_bernoulli, *_shape(size), float(p))
 
 

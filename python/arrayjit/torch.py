@@ -792,8 +792,80 @@ def _topk(x, k, dim=-1, largest=True, sorted=True):
     return aj.top_k(x, k, dim)
 
 
+# random numbers: from the key the graph's caller passes (see _Compiled), one
+# fold_in of it per random node, so a replay draws new numbers every call.
+_RANDOM = set()
+
+
+def _random(*names):
+    def reg(fn):
+        for n in names:
+            _OPS[n] = fn
+            _RANDOM.add(n)
+        return fn
+    return reg
+
+
+@_random("aten.native_dropout.default")
+def _native_dropout(key, x, p, train):
+    if not train or p == 0:
+        return x, aj.ones_like(x, aj.bool_)
+    if p >= 1:
+        return aj.zeros_like(x), aj.zeros_like(x, aj.bool_)
+    keep = aj.random.bernoulli(1 - p, x.shape, key=key)
+    return aj.where(keep, x * (1 / (1 - p)), aj.zeros_like(x)), keep
+
+
+@_op("aten.native_dropout_backward.default")
+def _native_dropout_backward(g, mask, scale):
+    return aj.where(mask, g * scale, aj.zeros_like(g))
+
+
+def _float_dtype(dtype, like=None):
+    if dtype is not None:
+        return _aj_dtype(dtype)
+    return like.dtype if like is not None else aj.float32
+
+
+@_random("aten.rand.default")
+def _rand(key, size, dtype=None, layout=None, device=None, pin_memory=None):
+    return aj.random.uniform(0.0, 1.0, tuple(size), _float_dtype(dtype), key=key)
+
+
+@_random("aten.randn.default")
+def _randn(key, size, dtype=None, layout=None, device=None, pin_memory=None):
+    return aj.random.normal(0.0, 1.0, tuple(size), _float_dtype(dtype), key=key)
+
+
+@_random("aten.rand_like.default")
+def _rand_like(key, x, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return aj.random.uniform(0.0, 1.0, x.shape, _float_dtype(dtype, x), key=key)
+
+
+@_random("aten.randn_like.default")
+def _randn_like(key, x, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return aj.random.normal(0.0, 1.0, x.shape, _float_dtype(dtype, x), key=key)
+
+
+@_random("aten.bernoulli.p")
+def _bernoulli_p(key, x, p=0.5, generator=None):
+    return aj.random.bernoulli(p, x.shape, key=key).astype(x.dtype)
+
+
+@_random("aten.bernoulli_.float")
+def _bernoulli_inplace(key, x, p=0.5, generator=None):
+    """x filled with draws (torch 1.13's dropout: bernoulli_ of an empty_like);
+    the interpreter rebinds x to the result, as the mutation would."""
+    return aj.random.bernoulli(p, x.shape, key=key).astype(x.dtype)
+
+
+@_random("aten.bernoulli.default")
+def _bernoulli(key, x, generator=None):
+    return (aj.random.uniform(0.0, 1.0, x.shape, aj.float64, key=key) < x).astype(x.dtype)
+
+
 _OPS[str(operator.getitem)] = operator.getitem
-SUPPORTED = tuple(sorted(k for k in _OPS if k.startswith("aten.")))
+SUPPORTED = tuple(sorted(k for k in _OPS if k.startswith("aten.")))  # the coverage list (docs/python.md)
 
 
 def _target_name(target):
@@ -812,10 +884,12 @@ def unsupported_ops(gm):
 # ---- running a graph -------------------------------------------------------------------------
 
 
-def _interpret(gm, inputs):
-    """gm's graph with arrayjit arrays (inside a trace: ops are recorded)."""
+def _interpret(gm, inputs, key=None):
+    """gm's graph with arrayjit arrays (inside a trace: ops are recorded);
+    `key`: the random ops' key (an input of the traced function)."""
     env = {}
     it = iter(inputs)
+    n_random = 0
 
     def load(a):
         if isinstance(a, torch.fx.Node):
@@ -840,8 +914,16 @@ def _interpret(gm, inputs):
                 v = getattr(v, part)
             env[n] = to_arrayjit(v) if isinstance(v, torch.Tensor) else v
         elif n.op == "call_function":
-            fn = _OPS[_target_name(n.target)]
-            env[n] = fn(*load(n.args), **load(n.kwargs))
+            name = _target_name(n.target)
+            fn = _OPS[name]
+            if name in _RANDOM:
+                n_random += 1
+                env[n] = fn(aj.random.fold_in(key, n_random), *load(n.args), **load(n.kwargs))
+            else:
+                env[n] = fn(*load(n.args), **load(n.kwargs))
+            if name.startswith("aten.") and name.split(".")[1].endswith("_") and n.args and \
+                    isinstance(n.args[0], torch.fx.Node):
+                env[n.args[0]] = env[n]  # an in-place op: later readers of its operand see the result
         elif n.op == "output":
             out = load(n.args[0])
         else:
@@ -858,7 +940,13 @@ class _Compiled:
         self.gm = gm
         self.name = name
         self.fallback = None
-        self.fn = aj.compile(lambda *xs: _interpret(gm, xs), name=name)
+        # A graph with random ops takes one more input, a key drawn from
+        # torch's generator at every call (torch.manual_seed reproduces a run).
+        self.random = any(n.op == "call_function" and _target_name(n.target) in _RANDOM for n in gm.graph.nodes)
+        if self.random:
+            self.fn = aj.compile(lambda *xs: _interpret(gm, xs[:-1], xs[-1]), name=name)
+        else:
+            self.fn = aj.compile(lambda *xs: _interpret(gm, xs), name=name)
         self.calls = 0
 
     def _fall_back(self, why):
@@ -875,9 +963,11 @@ class _Compiled:
         except NotImplementedError as e:
             self._fall_back(str(e))
             return self(args)
+        if self.random:
+            inputs.append(to_arrayjit(torch.randint(-(1 << 62), 1 << 62, (), dtype=torch.int64)))
         try:
             outs = self.fn(*inputs)
-        except (NotImplementedError, aj.UserError) as e:
+        except Exception as e:  # noqa: B902 (a translation that fails falls back, never crashes)
             if self.calls:
                 raise  # it ran before: this is not a translation gap
             self._fall_back("%s: %s" % (type(e).__name__, e))

@@ -149,3 +149,24 @@ def test_nn_ops(rng):
     np.testing.assert_allclose(y, want, rtol=1e-10)
     np.testing.assert_allclose(aj.nn.max_pool(x, (2, 2)), x.reshape(1, 2, 3, 2, 3, 2).max((3, 5)))
     np.testing.assert_allclose(aj.nn.gelu(aj.asarray([0.0, 1.0])), [0.0, 0.8413447460685429], rtol=1e-12)
+
+
+def test_keyed_random_draws_new_numbers_in_every_replay():
+    k = aj.random.key(5)
+    a = np.asarray(aj.random.uniform(size=8, key=k))
+    np.testing.assert_array_equal(a, np.asarray(aj.random.uniform(size=8, key=aj.random.key(5))))
+    assert not np.array_equal(a, np.asarray(aj.random.uniform(size=8, key=aj.random.fold_in(k, 1))))
+    bits = np.asarray(aj.random.bits(k, 4))
+    assert bits.dtype == np.int64 and len(set(bits.tolist())) == 4
+
+    @aj.compile
+    def noisy(x, key):
+        return x + aj.random.normal(size=x.shape, dtype=aj.float32, key=key)
+
+    x = aj.zeros(1000, aj.float32)
+    aj.reset_stats()
+    draws = [np.asarray(noisy(x, aj.random.key(step))) for step in range(4)]
+    assert all(not np.array_equal(draws[0], d) for d in draws[1:])
+    assert abs(draws[1].mean()) < 0.15 and abs(draws[1].std() - 1) < 0.1
+    s = aj.stats()
+    assert s["compiled_traces"] == 1 and s["compiled_replays"] == 3, s

@@ -91,3 +91,50 @@ def test_torch2_backend_where_torch2_is_installed():
     cm = torch.compile(copy.deepcopy(m), backend=ajt.backend)
     args = batch("mlp", 0)
     assert torch.allclose(cm(*args), m(*args), rtol=1e-5)
+
+
+def test_dropout_in_a_compiled_graph_draws_a_new_mask_every_step():
+    from torch_models import Block
+    torch.manual_seed(0)
+    m = Block(dropout=0.5)
+    eager = copy.deepcopy(m)
+    m.train()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cm = ajt.compile(m)
+        args = batch("block", 0)
+        aj.reset_stats()
+        losses = []
+        for _ in range(4):
+            loss = cm(*args)
+            loss.backward()
+            losses.append(loss.item())
+    assert len(set(losses)) == 4  # the same batch and weights: only the mask differs
+    s = aj.stats()
+    assert s["compiled_traces"] == 2 and s["compiled_replays"] == 6, s
+    # Reproducible from torch's seed, as eager dropout is.
+    torch.manual_seed(123)
+    a = cm(*args).item()
+    torch.manual_seed(123)
+    assert cm(*args).item() == a
+    # In eval mode dropout is the identity: arrayjit and eager agree.
+    m.eval()
+    eager.load_state_dict(m.state_dict())
+    eager.eval()
+    assert abs(ajt.compile(m)(*args).item() - eager(*args).item()) < 1e-5
+
+
+def test_coverage_list_in_docs_is_the_table():
+    import os
+    root = os.environ.get("ARRAYJIT_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), os.pardir, os.pardir)
+    path = os.path.join(root, "docs", "python.md")
+    text = open(path).read()
+    begin, end = "<!-- aten coverage begin -->\n", "<!-- aten coverage end -->"
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    ops = [s[len("aten."):] for s in ajt.SUPPORTED]
+    listed = "%d aten ops:\n\n%s\n" % (len(ops), "\n".join("- `%s`" % o for o in ops))
+    if os.environ.get("ARRAYJIT_WRITE_DOCS") == "1":
+        open(path, "w").write(head + begin + listed + end + tail)
+        return
+    assert rest.split(end)[0] == listed, "docs/python.md's aten list is stale: rerun with ARRAYJIT_WRITE_DOCS=1"

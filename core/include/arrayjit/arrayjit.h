@@ -223,6 +223,23 @@ AJ_C_API aj_status aj_random_categorical(aj_array logits, int32_t axis, aj_array
 AJ_C_API aj_status aj_random_multinomial(int64_t n, aj_array pvals, aj_array* out);
 AJ_C_API aj_status aj_random_choice(int64_t n, int64_t count, int replace, aj_array p, aj_array* out);
 AJ_C_API aj_status aj_random_shuffle(aj_array x, int32_t axis, aj_array* out);
+/* Random numbers from a key that is an array (since C API 1.6;
+ * arrayjit/random.hpp's Key): `key` is a rank-0 integer array, and the same
+ * key gives the same values on every backend. The functions above take
+ * their key from the seed when they are traced, so an aj_function replays
+ * the same numbers; with a key that is one of its inputs (a step counter, a
+ * seed the caller draws) each call draws new ones without tracing again:
+ * dropout in a compiled training step. aj_random_fold_in derives an
+ * independent key for each `data`; aj_random_bits gives 64 random bits per
+ * element (i64); uniform in [lo, hi) and normal are f32 or f64; bernoulli is
+ * bool, true with probability p. */
+AJ_C_API aj_status aj_random_fold_in(aj_array key, int64_t data, aj_array* out);
+AJ_C_API aj_status aj_random_bits(aj_array key, const int64_t* shape, int32_t ndim, aj_array* out);
+AJ_C_API aj_status aj_random_key_uniform(aj_array key, const int64_t* shape, int32_t ndim, double lo, double hi,
+                                         aj_dtype dtype, aj_array* out);
+AJ_C_API aj_status aj_random_key_normal(aj_array key, const int64_t* shape, int32_t ndim, double mean, double stddev,
+                                        aj_dtype dtype, aj_array* out);
+AJ_C_API aj_status aj_random_key_bernoulli(aj_array key, const int64_t* shape, int32_t ndim, double p, aj_array* out);
 
 /* Weak scalars: what a C++ literal is in `x * 2.0`. In elementwise ops
  * (everything taking `aj_array` operands in the next section, where and clip)

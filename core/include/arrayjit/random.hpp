@@ -52,4 +52,36 @@ Array choice(const Array& a, std::int64_t count, bool replace = true, const std:
 // permutation of an array; a new array, `a` is unchanged).
 Array shuffle(const Array& a, int axis = 0, Loc loc = Loc::current());
 
+// ---- random numbers from a key that is an array (JAX's style) ----
+// The functions above take their key from the thread's seed when they are
+// traced: inside aj::compile every replay draws the same numbers. These take
+// it from an array, so a key that is an argument of a compiled function (a
+// step counter, a seed the caller draws) gives new numbers at every call
+// without tracing again: dropout's mask in a compiled training step. The
+// same key gives the same numbers on every backend; fold_in derives
+// independent keys (one per use) from one.
+class Key {
+ public:
+  // A rank-0 integer (or bool) array; its value is the key.
+  explicit Key(const Array& key, Loc loc = Loc::current());
+  explicit Key(std::int64_t seed, Loc loc = Loc::current());
+  const Array& array() const { return key_; }  // i64, rank 0
+
+ private:
+  Array key_;
+};
+// Another key, independent of `key` for each `data` (JAX's fold_in): the
+// generators' hash of (key, data).
+Key fold_in(const Key& key, std::int64_t data, Loc loc = Loc::current());
+// 64 random bits per element (i64), element i the hash of (key, i).
+Array bits(const Key& key, Shape shape, Loc loc = Loc::current());
+// Uniform in [lo, hi) (f32 or f64: 53 random bits scaled; a value that
+// rounds to hi is the largest below it), normal (Box-Muller on two uniforms
+// per element), and true with probability p.
+Array uniform(const Key& key, Shape shape, double lo = 0.0, double hi = 1.0, DType dtype = DType::f32,
+              Loc loc = Loc::current());
+Array normal(const Key& key, Shape shape, double mean = 0.0, double stddev = 1.0, DType dtype = DType::f32,
+             Loc loc = Loc::current());
+Array bernoulli(const Key& key, Shape shape, double p = 0.5, Loc loc = Loc::current());
+
 }  // namespace aj::random
