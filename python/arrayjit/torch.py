@@ -54,7 +54,9 @@ def to_torch(a):
     """An arrayjit array as a torch tensor sharing its memory (bool: a copy)."""
     if a.dtype == aj.bool_:
         return torch.utils.dlpack.from_dlpack(a.astype(aj.int32).__dlpack__()).bool()
-    return torch.utils.dlpack.from_dlpack(a.__dlpack__())
+    t = torch.utils.dlpack.from_dlpack(a.__dlpack__())
+    t._arrayjit = (a, t._version)
+    return t
 
 
 # ---- aten -> arrayjit ------------------------------------------------------------------------
@@ -931,8 +933,22 @@ def _interpret(gm, inputs, key=None):
     return out
 
 
+def _own_export(t):
+    """The arrayjit array a tensor is the export of, while torch has not
+    written it and the array was not donated since; else None."""
+    own = t.__dict__.get("_arrayjit")
+    if own is not None and own[1] == t._version and own[0]._h:
+        return own[0]
+    return None
+
+
 class _Compiled:
-    """One aten graph run through arrayjit (boxed: takes a list and clears it)."""
+    """One aten graph run through arrayjit (boxed: takes a list and clears it).
+
+    Inputs that are arrayjit's own exports (a forward graph's saved
+    activations coming back to the backward) are donated: once torch's
+    references are gone (the boxed list is cleared before the call), their
+    buffers are the backward's to reuse in place."""
 
     _boxed_call = True
 
@@ -940,41 +956,56 @@ class _Compiled:
         self.gm = gm
         self.name = name
         self.fallback = None
+        self.fn = None  # made at the first call, which knows the donated inputs
         # A graph with random ops takes one more input, a key drawn from
         # torch's generator at every call (torch.manual_seed reproduces a run).
         self.random = any(n.op == "call_function" and _target_name(n.target) in _RANDOM for n in gm.graph.nodes)
-        if self.random:
-            self.fn = aj.compile(lambda *xs: _interpret(gm, xs[:-1], xs[-1]), name=name)
-        else:
-            self.fn = aj.compile(lambda *xs: _interpret(gm, xs), name=name)
         self.calls = 0
 
     def _fall_back(self, why):
         warnings.warn("arrayjit.torch: %s runs on torch: %s" % (self.name, why), stacklevel=3)
         self.fallback = self.gm
 
+    def _make(self, own):
+        gm = self.gm
+        donate = tuple(i for i, o in enumerate(own) if o)
+        if self.random:
+            return aj.compile(lambda *xs: _interpret(gm, xs[:-1], xs[-1]), name=self.name, donate_argnums=donate)
+        return aj.compile(lambda *xs: _interpret(gm, xs), name=self.name, donate_argnums=donate)
+
     def __call__(self, args):
         if self.fallback is not None:
             out = self.fallback(*args)
             args.clear()
             return out
+        inputs, own = [], []
         try:
-            inputs = [to_arrayjit(a) if isinstance(a, torch.Tensor) else a for a in args]
+            for a in args:
+                if isinstance(a, torch.Tensor):
+                    mine = _own_export(a)
+                    own.append(mine is not None)
+                    inputs.append(mine if mine is not None else to_arrayjit(a))
+                else:
+                    own.append(False)
+                    inputs.append(a)
         except NotImplementedError as e:
             self._fall_back(str(e))
             return self(args)
+        if self.fn is None:
+            self.fn = self._make(own)
         if self.random:
             inputs.append(to_arrayjit(torch.randint(-(1 << 62), 1 << 62, (), dtype=torch.int64)))
+        first = list(args) if not self.calls else None  # kept for a fallback on the first call
+        args.clear()  # torch's references go (arrayjit's imports keep what they borrow)
         try:
             outs = self.fn(*inputs)
         except Exception as e:  # noqa: B902 (a translation that fails falls back, never crashes)
             if self.calls:
                 raise  # it ran before: this is not a translation gap
             self._fall_back("%s: %s" % (type(e).__name__, e))
-            return self(args)
+            return self(first)
         self.calls += 1
-        args.clear()
-        del inputs
+        del inputs, first
         if isinstance(outs, (list, tuple)):
             return [to_torch(o) if isinstance(o, aj.Array) else o for o in outs]
         return to_torch(outs)
