@@ -10,6 +10,7 @@
 #include "arrayjit/scan_sort.hpp"
 #include "backends/cpu/host_memory.hpp"
 #include "core/api/foreign_storage.hpp"
+#include "core/api/random_checks.hpp"
 #include "core/api/trace.hpp"
 
 namespace aj {
@@ -208,6 +209,8 @@ Array rand_node(Op op, Shape shape, double a, double b, DType dtype, const char*
   detail::out_of_memory(name, loc);
 }
 
+}  // namespace
+
 // Parameters must be finite in the dtype made: an infinite one (or a range
 // wider than the largest double) gives inf - inf = NaN values.
 void check_finite(const char* op, const char* what, double v, DType dtype, const Loc& loc) {
@@ -217,7 +220,6 @@ void check_finite(const char* op, const char* what, double v, DType dtype, const
                        trace::describe(Scalar(v)), loc);
   }
 }
-}  // namespace
 
 void seed(std::uint64_t s) {
   g_seed = s;

@@ -10,11 +10,11 @@
 //   fold_in(key, data)    = random_bits(key, data)                   a rank-0 key
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <new>
 #include <string>
 
 #include "arrayjit/random.hpp"
+#include "core/api/random_checks.hpp"
 #include "core/api/trace.hpp"
 
 namespace aj::random {
@@ -51,14 +51,6 @@ Array unit(const Array& bits, const Loc& loc) {
 void check_float(const char* name, DType dtype, const Loc& loc) {
   if (dtype != DType::f32 && dtype != DType::f64) {
     user_error(name, std::string("makes f32 or f64 arrays, not ") + dtype_name(dtype) + " (use astype after)", loc);
-  }
-}
-
-void check_finite(const char* name, const char* what, double v, DType dtype, const Loc& loc) {
-  const double max = dtype == DType::f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
-  if (!(std::fabs(v) <= max)) {
-    user_error(name, std::string(what) + " must be finite in " + dtype_name(dtype) + ", got " +
-                         trace::describe(Scalar(v)), loc);
   }
 }
 

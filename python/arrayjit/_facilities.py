@@ -331,23 +331,24 @@ def _names_arg(named):
     return enc, hs, len(names), arrays
 
 
+def _savez(fn, path, args, named):
+    for i, a in enumerate(args):  # NumPy's names for positional arrays
+        named["arr_%d" % i] = a
+    enc, hs, n, keep = _names_arg(named)
+    check(fn(_path(path), enc, hs, n))
+
+
 @_export
 def savez(path, *args, **named):
     """As NumPy's savez: positional arrays are arr_0, arr_1, ..."""
     set_caller()
-    for i, a in enumerate(args):
-        named["arr_%d" % i] = a
-    enc, hs, n, keep = _names_arg(named)
-    check(lib.aj_savez(_path(path), enc, hs, n))
+    _savez(lib.aj_savez, path, args, named)
 
 
 @_export
 def savez_compressed(path, *args, **named):
     set_caller()
-    for i, a in enumerate(args):
-        named["arr_%d" % i] = a
-    enc, hs, n, keep = _names_arg(named)
-    check(lib.aj_savez_compressed(_path(path), enc, hs, n))
+    _savez(lib.aj_savez_compressed, path, args, named)
 
 
 @_export

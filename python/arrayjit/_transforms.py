@@ -100,6 +100,19 @@ def _leaf_kind(x):
     return "a"
 
 
+def _trace_callback(body):
+    """A TRACE_FN calling body(inputs, outputs); a Python exception crosses as
+    a failed status and comes out of the C call that ran it (keep_exception)."""
+    def trace(ctx, inputs, outputs):
+        try:
+            body(inputs, outputs)
+            return 0
+        except BaseException as exc:  # noqa: B902 (every exception crosses as a status)
+            keep_exception(exc)
+            return 1
+    return TRACE_FN(trace)
+
+
 def _wrap_inputs(ptr, n):
     return [Array._own(ptr[i]) for i in range(n)]
 
@@ -171,18 +184,13 @@ class Compiled:
         args_tree, static = key
         f, who = self.f, "compile: " + self.name
 
-        def trace(ctx, inputs, outputs):
-            try:
-                a, kw = self._rebuild(args_tree, static, _wrap_inputs(inputs, n_in))
-                _write_outputs(f(*a, **kw), outputs, n_out, who)
-                return 0
-            except BaseException as exc:  # noqa: B902 (every exception crosses as a status)
-                keep_exception(exc)
-                return 1
+        def trace(inputs, outputs):
+            a, kw = self._rebuild(args_tree, static, _wrap_inputs(inputs, n_in))
+            _write_outputs(f(*a, **kw), outputs, n_out, who)
 
         e = _Entry()
         e.fn = 0
-        e.callback = TRACE_FN(trace)
+        e.callback = _trace_callback(trace)
         e.out_tree, e.n_in, e.n_out = out_tree, n_in, n_out
         # Donated inputs: the leaves of the donated arguments, numbered as
         # flatten((dyn_args, kwargs)) numbers them (positional ones first).
@@ -275,24 +283,19 @@ def _run_vjp(f, args, argnums, cotangent_fn, n_out, has_aux):
     n_in = len(primals)
     state = {}
 
-    def trace(ctx, inputs, outputs):
-        try:
-            out = _call_with(f, args, argnums, treedef, _wrap_inputs(inputs, n_in))
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise ValueError("with has_aux the function must return (value, aux)")
-                out, aux = out
-                aux_leaves, state["aux_tree"] = flatten(aux)
-                # aux values leave the trace as outputs with no cotangent.
-                _write_outputs((out, tuple(aux_leaves)), outputs, n_out, "the differentiated function")
-            else:
-                state["out_tree"] = _write_outputs(out, outputs, n_out, "the differentiated function")
-            return 0
-        except BaseException as exc:  # noqa: B902
-            keep_exception(exc)
-            return 1
+    def trace(inputs, outputs):
+        out = _call_with(f, args, argnums, treedef, _wrap_inputs(inputs, n_in))
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise ValueError("with has_aux the function must return (value, aux)")
+            out, aux = out
+            aux_leaves, state["aux_tree"] = flatten(aux)
+            # aux values leave the trace as outputs with no cotangent.
+            _write_outputs((out, tuple(aux_leaves)), outputs, n_out, "the differentiated function")
+        else:
+            state["out_tree"] = _write_outputs(out, outputs, n_out, "the differentiated function")
 
-    cb = TRACE_FN(trace)
+    cb = _trace_callback(trace)
     ins = (H * max(1, n_in))(*[p._h for p in primals])
     cts = cotangent_fn()
     cts_arr = (H * n_out)(*[c._h if c is not None else 0 for c in cts])
@@ -399,16 +402,11 @@ def jvp(f, primals, tangents):
     n_in, n_out = len(p_arrays), len(out_leaves)
     del out_leaves
 
-    def trace(ctx, inputs, outputs):
-        try:
-            args = unflatten(p_tree, _wrap_inputs(inputs, n_in))
-            _write_outputs(f(*args), outputs, n_out, "the differentiated function")
-            return 0
-        except BaseException as exc:  # noqa: B902
-            keep_exception(exc)
-            return 1
+    def trace(inputs, outputs):
+        _write_outputs(f(*unflatten(p_tree, _wrap_inputs(inputs, n_in))), outputs, n_out,
+                       "the differentiated function")
 
-    cb = TRACE_FN(trace)
+    cb = _trace_callback(trace)
     ins = (H * max(1, n_in))(*[p._h for p in p_arrays])
     tin = (H * max(1, n_in))(*[t._h for t in t_arrays])
     outs = (H * n_out)()
