@@ -130,7 +130,7 @@ def _write_outputs(outs, ptr, n, who):
 
 
 class _Entry:
-    __slots__ = ("fn", "callback", "out_tree", "n_in", "n_out", "donate")
+    __slots__ = ("fn", "callback", "out_tree", "n_in", "n_out", "donate", "ins_type", "outs_type", "flat_list")
 
     def __del__(self):
         if self.fn and lib is not None:
@@ -192,6 +192,8 @@ class Compiled:
         e.fn = 0
         e.callback = _trace_callback(trace)
         e.out_tree, e.n_in, e.n_out = out_tree, n_in, n_out
+        e.ins_type, e.outs_type = H * max(1, n_in), H * n_out
+        e.flat_list = out_tree[0] == "list" and all(c == ("*",) for c in out_tree[1])
         # Donated inputs: the leaves of the donated arguments, numbered as
         # flatten((dyn_args, kwargs)) numbers them (positional ones first).
         donate = [0] * n_in
@@ -219,20 +221,26 @@ class Compiled:
 
     def __call__(self, *args, **kwargs):
         set_caller()
-        if not kwargs and not self.static_argnums and all(type(a) is Array for a in args):
-            # A flat call of arrays (a replay's usual form: the torch backend's
-            # every call): no tree to walk.
-            e = self._entries.get(len(args))
-            if e is None:
-                leaves, key = self._split(args, kwargs)
-                e = self._entries[len(args)] = self._entry(leaves, key, args, kwargs)
-            arrays = args
-        else:
+        e = None
+        if not kwargs and not self.static_argnums:
+            # A flat call of arrays (a replay's usual form, the torch
+            # backend's every call): no tree to walk.
+            try:
+                hs = [a._h for a in args if type(a) is Array or _not_array()]
+                e = self._entries.get(len(args))
+                if e is None:
+                    leaves, key = self._split(args, kwargs)
+                    e = self._entries[len(args)] = self._entry(leaves, key, args, kwargs)
+                arrays = args
+            except _NotFlat:
+                e = None
+        if e is None:
             leaves, key = self._split(args, kwargs)
             e = self._entry(leaves, key, args, kwargs)
             arrays = [_leaf_array(x) for x in leaves]
-        ins = (H * max(1, e.n_in))(*[a._h for a in arrays])
-        outs = (H * e.n_out)()
+            hs = [a._h for a in arrays]
+        ins = e.ins_type(*hs)
+        outs = e.outs_type()
         if e.donate is not None:
             check(lib.aj_function_call_donate(e.fn, ins, e.donate, outs))
             for i, a in enumerate(arrays):  # consumed: the Python arrays end with their handles
@@ -240,7 +248,16 @@ class Compiled:
                     a._h = 0
         else:
             check(lib.aj_function_call(e.fn, ins, outs))
-        return unflatten(e.out_tree, [Array._own(outs[i]) for i in range(e.n_out)])
+        results = [Array._own(h) for h in outs]
+        return results if e.flat_list else unflatten(e.out_tree, results)
+
+
+class _NotFlat(Exception):
+    pass
+
+
+def _not_array():
+    raise _NotFlat()
 
 
 def compile(f=None, *, donate_argnums=(), static_argnums=(), name=None, max_allocations=None):

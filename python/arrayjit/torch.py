@@ -13,6 +13,7 @@ cross by DLPack both ways without copies. A graph with an op this module does
 not translate (`unsupported_ops(gm)`; the list it covers is `SUPPORTED`) runs
 on torch itself, with one warning naming the op, never an error.
 """
+import ctypes as _C
 import math
 import operator
 import warnings
@@ -20,6 +21,8 @@ import warnings
 import torch
 
 import arrayjit as aj
+from arrayjit import _dlpack as _dl
+from arrayjit._capi import H as _H, check as _check, lib as _lib
 
 __all__ = ["compiler", "compile", "backend", "SUPPORTED", "unsupported_ops", "to_arrayjit", "to_torch"]
 
@@ -39,22 +42,39 @@ def _aj_dtype(d):
         raise NotImplementedError("dtype %s" % d) from None
 
 
+# The conversions every graph call makes, without the generic paths' checks:
+# torch's legacy DLPack capsules straight into the C API and back.
+
+_capsule_pointer = _dl._api.PyCapsule_GetPointer
+_capsule_rename = _dl._api.PyCapsule_SetName
+_capsule_new = _dl._api.PyCapsule_New
+_torch_to_dlpack = torch.utils.dlpack.to_dlpack
+_torch_from_dlpack = torch.utils.dlpack.from_dlpack
+
+
 def to_arrayjit(t):
     """A torch tensor as an arrayjit array sharing its memory (bool: a copy;
     DLPack before torch 2 has no bool)."""
-    t = t.detach()
+    if t.requires_grad:
+        t = t.detach()
     if t.dtype == torch.bool:
-        return aj.from_dlpack(torch.utils.dlpack.to_dlpack(t.to(torch.int32))).astype(aj.bool_)
+        return to_arrayjit(t.to(torch.int32)).astype(aj.bool_)
     if t.dtype not in _DTYPES:
         raise NotImplementedError("tensors of %s" % t.dtype)
-    return aj.from_dlpack(torch.utils.dlpack.to_dlpack(t))
+    cap = _torch_to_dlpack(t)
+    out = _H()
+    _check(_lib.aj_from_dlpack(_capsule_pointer(cap, b"dltensor"), _C.byref(out)))
+    _capsule_rename(cap, b"used_dltensor")  # arrayjit owns the tensor now
+    return aj.Array._own(out.value)
 
 
-def to_torch(a):
+def to_torch(a, is_bool=None):
     """An arrayjit array as a torch tensor sharing its memory (bool: a copy)."""
-    if a.dtype == aj.bool_:
-        return torch.utils.dlpack.from_dlpack(a.astype(aj.int32).__dlpack__()).bool()
-    t = torch.utils.dlpack.from_dlpack(a.__dlpack__())
+    if is_bool if is_bool is not None else a.dtype == aj.bool_:
+        return to_torch(a.astype(aj.int32), False).bool()
+    p = _C.c_void_p()
+    _check(_lib.aj_to_dlpack(a._h, None, _C.byref(p)))
+    t = _torch_from_dlpack(_capsule_new(p, b"dltensor", _dl._DESTRUCTOR))
     t._arrayjit = (a, t._version)
     return t
 
@@ -1004,10 +1024,13 @@ class _Compiled:
                 raise  # it ran before: this is not a translation gap
             self._fall_back("%s: %s" % (type(e).__name__, e))
             return self(first)
+        if not self.calls:
+            self.bools = [isinstance(o, aj.Array) and o.dtype == aj.bool_ for o in outs] \
+                if isinstance(outs, (list, tuple)) else None
         self.calls += 1
         del inputs, first
         if isinstance(outs, (list, tuple)):
-            return [to_torch(o) if isinstance(o, aj.Array) else o for o in outs]
+            return [to_torch(o, b) if isinstance(o, aj.Array) else o for o, b in zip(outs, self.bools)]
         return to_torch(outs)
 
 
