@@ -21,7 +21,8 @@ from ._ops import *  # noqa: F401,F403
 from ._ops import __all__ as _ops_all
 from ._dlpack import from_dlpack  # noqa: F401
 from ._facilities import *  # noqa: F401,F403
-from ._transforms import compile, grad, jit, jvp, value_and_grad, vjp  # noqa: F401
+from ._transforms import (checkpoint, compile, custom_jvp, custom_vjp, grad, jit, jvp, remat,  # noqa: F401
+                          value_and_grad, vjp)
 from . import _methods  # noqa: F401 (binds the Array methods)
 from . import linalg, nn, random  # noqa: F401
 from .nn import log_softmax, logsumexp, one_hot, softmax  # noqa: F401

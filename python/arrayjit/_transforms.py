@@ -117,12 +117,21 @@ def _wrap_inputs(ptr, n):
     return [Array._own(ptr[i]) for i in range(n)]
 
 
+def _out_handle(x):
+    """A new handle to x for a callback's output slot: arrayjit reads it after
+    the callback returned, when the Python objects it made may be gone (and
+    their handles with them), then releases it."""
+    h = H()
+    check(lib.aj_array_retain(_leaf_array(x)._h, C.byref(h)))
+    return h.value
+
+
 def _write_outputs(outs, ptr, n, who):
     leaves, treedef = flatten(outs)
     if len(leaves) != n:
         raise ValueError("%s returned %d arrays where its first trace returned %d" % (who, len(leaves), n))
     for i, leaf in enumerate(leaves):
-        ptr[i] = _leaf_array(leaf)._h
+        ptr[i] = _out_handle(leaf)
     return treedef
 
 
@@ -431,3 +440,132 @@ def jvp(f, primals, tangents):
     check(lib.aj_jvp(cb, None, n_in, n_out, ins, tin, outs, touts))
     return (unflatten(out_tree, [Array._own(outs[i]) for i in range(n_out)]),
             unflatten(out_tree, [Array._own(touts[i]) for i in range(n_out)]))
+
+
+# ---- functions with derivatives of their own ---------------------------------------------------
+
+
+class _WithRules:
+    """custom_vjp / custom_jvp / checkpoint: f as an aj_function whose desc
+    carries the rules (C API 1.5), one per number of argument arrays. Called
+    inside grad, vjp, jvp or a compiled function, its ops are recorded with
+    the rules; called plainly, it runs (as one compiled call)."""
+
+    def __init__(self, f, fwd=None, bwd=None, jvp=None, checkpoint=False):
+        self.f, self.fwd, self.bwd, self.jvp, self.checkpoint = f, fwd, bwd, jvp, checkpoint
+        self._fns = {}
+        self.__wrapped__ = f
+
+    def _make(self, arrays):
+        n_in = len(arrays)
+        out_leaves, out_tree = flatten(self.f(*arrays))  # one lazy call: the results' count
+        n_out = len(out_leaves)
+        n_res = 0
+        if self.fwd is not None:
+            out, res = self.fwd(*arrays)
+            n_res = len(flatten(res)[0])
+            res_tree = flatten(res)[1]
+        del out_leaves
+        f = self.f
+        keep = []
+
+        def trace(inputs, outputs):
+            _write_outputs(f(*_wrap_inputs(inputs, n_in)), outputs, n_out, "custom function")
+
+        d = FunctionDesc()
+        d.struct_size = C.sizeof(FunctionDesc)
+        d.trace = _trace_callback(trace)
+        d.n_inputs, d.n_outputs = n_in, n_out
+        d.name = getattr(f, "__name__", "custom").encode()
+        keep.append(d.trace)
+        if self.fwd is not None:
+            fwd, bwd = self.fwd, self.bwd
+
+            def fwd_body(inputs, outputs):
+                out, res = fwd(*_wrap_inputs(inputs, n_in))
+                _write_outputs((out, res), outputs, n_out + n_res, "custom_vjp's fwd")
+
+            def bwd_rule(ctx, res, cts, grads):
+                try:
+                    r = unflatten(res_tree, _wrap_inputs(res, n_res))
+                    g = unflatten(out_tree, _wrap_inputs(cts, n_out))
+                    got = bwd(r, g)
+                    if not isinstance(got, (tuple, list)) or len(got) != n_in:
+                        raise ValueError("custom_vjp: bwd must return a tuple of %d cotangents (one per argument), "
+                                         "got %r" % (n_in, type(got).__name__))
+                    for i, c in enumerate(got):
+                        grads[i] = 0 if c is None else _out_handle(c)
+                    return 0
+                except BaseException as exc:  # noqa: B902
+                    keep_exception(exc)
+                    return 1
+
+            fwd_cb, bwd_cb = _trace_callback(fwd_body), RULE_FN(bwd_rule)
+            keep += [fwd_cb, bwd_cb]  # alive as long as the function (the entry holds them)
+            d.fwd = C.cast(fwd_cb, C.c_void_p)
+            d.bwd = C.cast(bwd_cb, C.c_void_p)
+            d.n_residuals = n_res
+        elif self.jvp is not None:
+            rule = self.jvp
+
+            def jvp_rule(ctx, primals, tangents, out):
+                try:
+                    p = _wrap_inputs(primals, n_in)
+                    t = _wrap_inputs(tangents, n_in)
+                    got = rule(tuple(p), tuple(t))
+                    leaves, _ = flatten(got)
+                    if len(leaves) != n_out:
+                        raise ValueError("custom_jvp: the rule returned %d tangents for %d results"
+                                         % (len(leaves), n_out))
+                    for i, c in enumerate(leaves):
+                        out[i] = _out_handle(c)
+                    return 0
+                except BaseException as exc:  # noqa: B902
+                    keep_exception(exc)
+                    return 1
+
+            cb = RULE_FN(jvp_rule)
+            d.jvp = C.cast(cb, C.c_void_p)
+            keep.append(cb)
+        d.checkpoint = 1 if self.checkpoint else 0
+        h = H()
+        check(lib.aj_function_new(C.byref(d), C.byref(h)))
+        e = _Entry()
+        e.fn, e.callback, e.out_tree, e.n_in, e.n_out, e.donate = h.value, keep, out_tree, n_in, n_out, None
+        e.ins_type, e.outs_type = H * max(1, n_in), H * n_out
+        e.flat_list = False
+        return e
+
+    def __call__(self, *args):
+        set_caller()
+        arrays = [_leaf_array(a) for a in args]
+        key = len(arrays)
+        e = self._fns.get(key)
+        if e is None:
+            e = self._fns[key] = self._make(arrays)
+        outs = e.outs_type()
+        check(lib.aj_function_call(e.fn, e.ins_type(*[a._h for a in arrays]), outs))
+        return unflatten(e.out_tree, [Array._own(h) for h in outs])
+
+
+def custom_vjp(f, fwd, bwd):
+    """f with its own reverse-mode rule (JAX's custom_vjp): fwd(*args) returns
+    (f's result, residuals: any tree of arrays), bwd(residuals, cotangent)
+    returns a tuple of one cotangent per argument (None: zero). Forward mode
+    through it is an error, as in JAX."""
+    return _WithRules(f, fwd=fwd, bwd=bwd)
+
+
+def custom_jvp(f, jvp):
+    """f with its own forward-mode rule: jvp(primals, tangents) returns the
+    result's tangent (linear in the tangents); reverse mode transposes it."""
+    return _WithRules(f, jvp=jvp)
+
+
+def checkpoint(f):
+    """f whose values the backward computes again from its arguments instead
+    of keeping them from the forward pass (less memory, more compute)."""
+    return _WithRules(f, checkpoint=True)
+
+
+remat = checkpoint

@@ -15,7 +15,6 @@ PACKAGE = os.path.join(os.path.dirname(_capi.__file__))
 
 # C functions the package does not call, and why.
 NOT_USED = {
-    "aj_array_retain": "an Array owns one handle; Python references share it",
     "aj_array_borrow": "asarray copies NumPy memory and from_dlpack shares it with its owner's lifetime rules; a "
                        "raw pointer with a C release callback has no safe Python spelling",
     "aj_eval_into": "the array would go on borrowing caller memory: numpy() and from_dlpack cover reading out",

@@ -157,3 +157,40 @@ def test_user_errors_name_the_python_line():
         assert isinstance(e, ValueError)
     else:
         raise AssertionError("no error")
+
+
+def test_custom_vjp_custom_jvp_and_checkpoint(rng):
+    a = rng.standard_normal(5)
+
+    def f(x):
+        return aj.sin(x) * 2
+
+    calls = []
+
+    def fwd(x):
+        return f(x), (aj.cos(x),)
+
+    def bwd(res, g):
+        calls.append(1)
+        (c,) = res
+        return (g * c * 2 * 10,)  # ten times the true derivative: the rule is what grad uses
+
+    g = aj.custom_vjp(f, fwd, bwd)
+    x = aj.asarray(a)
+    np.testing.assert_allclose(g(x), 2 * np.sin(a), rtol=1e-12)
+    d = aj.grad(lambda x: aj.sum(g(x)))(x)
+    np.testing.assert_allclose(d, 20 * np.cos(a), rtol=1e-12)
+    assert calls
+
+    h = aj.custom_jvp(f, lambda p, t: 3 * t[0])  # a made-up rule: d = 3
+    _, tan = aj.jvp(h, (x,), (aj.ones(5),))
+    np.testing.assert_allclose(tan, 3 * np.ones(5))
+    np.testing.assert_allclose(aj.grad(lambda x: aj.sum(h(x)))(x), 3 * np.ones(5))  # the rule transposed
+
+    c = aj.checkpoint(lambda x: aj.exp(aj.sin(x)) * x)
+    np.testing.assert_allclose(aj.grad(lambda x: aj.sum(c(x)))(x),
+                               np.exp(np.sin(a)) * (np.cos(a) * a + 1), rtol=1e-12)
+
+    bad = aj.custom_vjp(f, fwd, lambda res, g: (g, g))
+    with pytest.raises(ValueError, match="one per argument"):
+        aj.grad(lambda x: aj.sum(bad(x)))(x)
