@@ -170,3 +170,23 @@ def test_keyed_random_draws_new_numbers_in_every_replay():
     assert abs(draws[1].mean()) < 0.15 and abs(draws[1].std() - 1) < 0.1
     s = aj.stats()
     assert s["compiled_traces"] == 1 and s["compiled_replays"] == 3, s
+
+
+def test_host_callback_with_a_vjp_under_grad(rng):
+    a = rng.standard_normal(6)
+
+    def cube(x, out):
+        out[...] = x ** 3
+
+    def cube_vjp(x, y, g, gx):
+        gx[...] = 3 * x ** 2 * g
+
+    def f(x):
+        (y,) = aj.host_callback(cube, [x.shape], aj.float64, x, vjp=cube_vjp, name="cube")
+        return aj.sum(y * 2)
+
+    x = aj.asarray(a)
+    np.testing.assert_allclose(f(x), 2 * np.sum(a ** 3))
+    np.testing.assert_allclose(aj.grad(f)(x), 6 * a ** 2, rtol=1e-12)
+    with pytest.raises(aj.UserError, match="cube"):  # no vjp given: differentiating it is an error naming it
+        aj.grad(lambda x: aj.sum(aj.host_callback(cube, [x.shape], aj.float64, x, name="cube")[0]))(x)
