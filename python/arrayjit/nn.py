@@ -13,10 +13,6 @@ def gelu(x, approximate=False):
     return gelu_tanh(x) if approximate else _gelu(x)
 
 
-def _axes_or_last(axis):
-    return _axes_arg(axis)
-
-
 def softmax(x, axis=-1):
     set_caller()
     axes, n = _axes_arg(axis)

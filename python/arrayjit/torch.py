@@ -538,14 +538,14 @@ def _index_select(x, dim, index):
     return aj.take(x, index, axis=dim)
 
 
-def _key(indices, nd):
-    key = [slice(None) if i is None else i for i in indices]
-    return tuple(key)
+def _key(indices):
+    """aten.index's list (None for a whole axis) as a NumPy key."""
+    return tuple(slice(None) if i is None else i for i in indices)
 
 
 @_op("aten.index.Tensor")
 def _index(x, indices):
-    return x[_key(indices, x.ndim)]
+    return x[_key(indices)]
 
 
 def _fit(src, index, dim):
