@@ -44,6 +44,7 @@ enum : std::uint32_t {
   FloatOnly = 1u << 4,
   Cheap = 1u << 5,
   Overwrites = 1u << 6,
+  IntegerOnly = 1u << 7,  // bit operations: integer (or bool) operands, floats refused
 };
 }
 

@@ -367,7 +367,7 @@ template <class T> AJ_HD T unary(Op op, T x) {
     return T(unary<float>(op, static_cast<float>(x)));
   } else if constexpr (same<T, bool>) {
     switch (op) {
-      case Op::Not: return !x;
+      case Op::Not: case Op::BitNot: return !x;
       case Op::Neg: case Op::Abs: case Op::Sign: case Op::Floor: case Op::Ceil: case Op::Round:
       case Op::Exp: case Op::Log: case Op::Log1p: case Op::Expm1: case Op::Sin: case Op::Cos:
       case Op::Tan: case Op::Tanh: case Op::Sigmoid: case Op::Sqrt: case Op::Rsqrt:
@@ -392,6 +392,7 @@ template <class T> AJ_HD T unary(Op op, T x) {
       case Op::Ceil:
       case Op::Round:
       case Op::Trunc: return x;
+      case Op::BitNot: return static_cast<T>(~x);
       case Op::Not:
       case Op::Arcsin: case Op::Arccos: case Op::Arctan: case Op::Sinh: case Op::Cosh: case Op::Arcsinh:
       case Op::Arccosh: case Op::Arctanh: case Op::Exp2: case Op::Log2: case Op::Log10: case Op::Cbrt:
@@ -446,7 +447,7 @@ template <class T> AJ_HD T unary(Op op, T x) {
       case Op::LogNdtr: return static_cast<T>(special::log_ndtr(static_cast<double>(x)));
       case Op::I0: return static_cast<T>(special::bessel_i(0, static_cast<double>(x)));
       case Op::I1: return static_cast<T>(special::bessel_i(1, static_cast<double>(x)));
-      case Op::Not:
+      case Op::Not: case Op::BitNot:  // (tracing refuses bit operations on floats)
       case Op::Cast: return x;
       AJ_CASES_OUTSIDE(Unary) break;
     }
@@ -461,10 +462,12 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
     return T(binary<float>(op, static_cast<float>(a), static_cast<float>(b)));
   } else if constexpr (same<T, bool>) {
     switch (op) {
-      case Op::And: return a && b;
-      case Op::Or: return a || b;
+      case Op::And: case Op::BitAnd: return a && b;
+      case Op::Or: case Op::BitOr: return a || b;
+      case Op::BitXor: return a != b;
       case Op::Max: return a || b;
       case Op::Min: return a && b;
+      case Op::LeftShift: case Op::RightShift:  // tracing makes bool shifts i64
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Pow:
       case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter: case Op::Fmod:
       case Op::Logaddexp: case Op::Logaddexp2: case Op::RandomBits:
@@ -485,6 +488,18 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
       case Op::Fmod: return int_fmod(a, b);
       case Op::RandomBits:  // tracing makes both i64
         return static_cast<T>(random_bits(static_cast<unsigned long long>(a), static_cast<unsigned long long>(b)));
+      case Op::BitAnd: return static_cast<T>(a & b);
+      case Op::BitOr: return static_cast<T>(a | b);
+      case Op::BitXor: return static_cast<T>(a ^ b);
+      // NumPy's npy_lshift / npy_rshift: a count outside [0, width) (negative
+      // ones too, compared unsigned) shifts everything out.
+      case Op::LeftShift:
+        return static_cast<unsigned long long>(b) < sizeof(T) * 8
+                   ? static_cast<T>(static_cast<unsigned long long>(a) << static_cast<unsigned long long>(b))
+                   : T(0);
+      case Op::RightShift:
+        if (static_cast<unsigned long long>(b) < sizeof(T) * 8) return static_cast<T>(a >> b);
+        return a < 0 ? T(-1) : T(0);
       case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter:  // tracing makes these float
       case Op::Logaddexp: case Op::Logaddexp2:
       case Op::And: case Op::Or:
@@ -516,6 +531,7 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
         if constexpr (same<T, float>) return static_cast<float>(special::logaddexp<double>(a, b, true));
         else return special::logaddexp(a, b, true);
       case Op::And: case Op::Or: case Op::RandomBits:  // (random bits are i64: tracing)
+      case Op::BitAnd: case Op::BitOr: case Op::BitXor: case Op::LeftShift: case Op::RightShift:  // (tracing)
       case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
         return a;
       AJ_CASES_OUTSIDE(Binary) break;
@@ -539,6 +555,7 @@ template <class T> AJ_HD bool compare(Op op, T a, T b) {
       case Op::Pow: case Op::And: case Op::Or:
       case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter: case Op::Fmod:
       case Op::Logaddexp: case Op::Logaddexp2: case Op::RandomBits:
+      case Op::BitAnd: case Op::BitOr: case Op::BitXor: case Op::LeftShift: case Op::RightShift:
       AJ_CASES_OUTSIDE(Binary) break;
     }
   }

@@ -120,7 +120,7 @@ const Entry kCatalog[] = {
     {"random::exponential, gumbel, truncated_normal", "random.hpp", "random.exponential, gumbel, jax.random.truncated_normal", "-", "aj_random_exponential, aj_random_gumbel, aj_random_truncated_normal"},
     {"random::gamma, beta, poisson", "random.hpp", "random.gamma, beta, poisson", "-", "aj_random_gamma, aj_random_beta, aj_random_poisson"},
     {"random::categorical, multinomial, choice, shuffle", "random.hpp", "jax.random.categorical, random.multinomial, choice, shuffle", "-", "aj_random_categorical, aj_random_multinomial, aj_random_choice, aj_random_shuffle"},
-    {"random::Key, fold_in, bits; uniform, normal, bernoulli of a Key", "random.hpp", "jax.random.key, fold_in, bits, uniform, normal, bernoulli", "-", "aj_random_fold_in, aj_random_bits, aj_random_key_uniform, aj_random_key_normal, aj_random_key_bernoulli"},
+    {"random::Key, key, split, fold_in, bits; uniform, normal, bernoulli of a Key", "random.hpp", "jax.random.key, split, fold_in, bits, uniform, normal, bernoulli", "-", "aj_random_key, aj_random_split, aj_random_fold_in, aj_random_bits, aj_random_key_uniform, aj_random_key_normal, aj_random_key_bernoulli"},
 };
 // clang-format on
 
@@ -154,6 +154,7 @@ std::string dtypes_of(aj::Op op) {
   if (op_has(op, opflag::Logical)) return "bool";
   if (op_has(op, opflag::Compare)) return "any; bool result";
   if (op_has(op, opflag::FloatOnly)) return "floats (integers, bool: f64)";
+  if (op_has(op, opflag::IntegerOnly)) return "integers and bool (bool: logic; floats refused)";
   return op_category(op) == OpCategory::Unary ? "numbers" : "numbers (bool: `maximum`/`minimum` as or/and)";
 }
 

@@ -147,3 +147,25 @@ TEST_CASE("c api 1.6: aj_random_bits, aj_random_key_* and aj_random_fold_in are 
   CHECK(std::string(aj_last_error()).find("integer") != std::string::npos);
   for (aj_array h : {key, b, u, z, c, f, fkey}) CHECK(aj_array_release(h) == AJ_OK);
 }
+
+TEST_CASE("random keys: key(seed) and split(key, n), in C++ and C") {
+  const random::Key k = random::key(4);
+  CHECK(k.array().item<std::int64_t>() == 4);
+  const std::vector<random::Key> ks = random::split(k, 3);
+  REQUIRE(ks.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(ks[static_cast<std::size_t>(i)].array().item<std::int64_t>() == random::fold_in(k, i).array().item<std::int64_t>());
+  }
+  CHECK(ks[0].array().item<std::int64_t>() != ks[1].array().item<std::int64_t>());
+  CHECK_THROWS_WITH_AS(random::split(k, -1), doctest::Contains("negative"), aj::Error);
+  aj_array key{0};
+  REQUIRE(aj_random_key(4, &key) == AJ_OK);
+  aj_array outs[3] = {};
+  REQUIRE(aj_random_split(key, 3, outs) == AJ_OK);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(aj::from_c(outs[i]).item<std::int64_t>() == ks[static_cast<std::size_t>(i)].array().item<std::int64_t>());
+    CHECK(aj_array_release(outs[i]) == AJ_OK);
+  }
+  CHECK(aj_random_split(key, -2, outs) == AJ_ERROR_USER);
+  CHECK(aj_array_release(key) == AJ_OK);
+}

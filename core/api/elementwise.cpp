@@ -153,6 +153,13 @@ Array binary(Op op, const Operand& a, const Operand& b) try {
                              " (compare first, e.g. x != 0, or use astype(DType::bool_))", loc);
       }
     }
+  } else if (op_has(op, opflag::IntegerOnly)) {
+    if (is_float(t)) {
+      user_error(name, "needs integer or bool operands, got " + describe_all(ops) +
+                           " (bit operations are defined on integers; astype() first)", loc);
+    }
+    // NumPy: a shift of bools is one of integers (True << 1 is 2).
+    if (t == DType::bool_ && !op_has(op, opflag::Associative)) t = DType::i64;
   } else if (t == DType::bool_ && !is_compare(op) && op != Op::Max && op != Op::Min) {
     user_error(name, "does not accept bool operands (" + describe_all(ops) +
                          "); use && / || for logic or astype() to a number type", loc);
@@ -182,6 +189,11 @@ Array unary(Op op, const Operand& a) try {
     if (t != DType::bool_) {
       user_error(name, "needs a bool operand, got " + describe(a) + " (compare first, e.g. x == 0)",
                  a.loc);
+    }
+  } else if (op_has(op, opflag::IntegerOnly)) {
+    if (is_float(t)) {
+      user_error(name, "needs an integer or bool operand, got " + describe(a) +
+                           " (bit operations are defined on integers; astype() first)", a.loc);
     }
   } else if (t == DType::bool_) {
     user_error(name, "does not accept bool (" + describe(a) + "); use ! for logic or astype() first",
@@ -246,6 +258,12 @@ Array operator>(const Operand& a, const Operand& b) { return binary(Op::Gt, a, b
 Array operator>=(const Operand& a, const Operand& b) { return binary(Op::Ge, a, b); }
 Array operator&&(const Operand& a, const Operand& b) { return binary(Op::And, a, b); }
 Array operator||(const Operand& a, const Operand& b) { return binary(Op::Or, a, b); }
+Array operator&(const Operand& a, const Operand& b) { return bitwise_and(a, b); }
+Array operator|(const Operand& a, const Operand& b) { return bitwise_or(a, b); }
+Array operator^(const Operand& a, const Operand& b) { return bitwise_xor(a, b); }
+Array operator~(const Operand& a) { return bitwise_invert(a); }
+Array operator<<(const Operand& a, const Operand& b) { return left_shift(a, b); }
+Array operator>>(const Operand& a, const Operand& b) { return right_shift(a, b); }
 Array operator!(const Operand& a) { return unary(Op::Not, a); }
 
 

@@ -8,10 +8,12 @@
 //   uniform(key, shape)   = lo + (hi - lo) * (bits mod 2^53) * 2^-53   in f64, then dtype
 //   normal(key, shape)    = Box-Muller on the uniforms of counters 2i and 2i + 1
 //   fold_in(key, data)    = random_bits(key, data)                   a rank-0 key
+//   split(key, n)         = fold_in(key, 0 .. n-1)
 #include <cmath>
 #include <cstdint>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "arrayjit/random.hpp"
 #include "core/api/random_checks.hpp"
@@ -80,6 +82,16 @@ Key fold_in(const Key& key, std::int64_t data, Loc loc) try {
   return Key(hash(k, full({}, data, DType::i64, loc), loc), loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("random::fold_in", loc);
+}
+
+Key key(std::int64_t seed, Loc loc) { return Key(seed, loc); }
+
+std::vector<Key> split(const Key& key, int n, Loc loc) {
+  if (n < 0) user_error("random::split", "negative count " + std::to_string(n), loc);
+  std::vector<Key> keys;
+  keys.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) keys.push_back(fold_in(key, i, loc));
+  return keys;
 }
 
 Array bits(const Key& key, Shape shape, Loc loc) try {

@@ -503,6 +503,12 @@ const Rule* rule_for(Op op) {
     case Op::RandNormal:
     case Op::RandBits:
     case Op::RandomBits:
+    case Op::BitNot:
+    case Op::BitAnd:
+    case Op::BitOr:
+    case Op::BitXor:
+    case Op::LeftShift:
+    case Op::RightShift:
     // ... bool or integer results, ...
     case Op::Not:
     case Op::Eq:

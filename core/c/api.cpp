@@ -274,6 +274,19 @@ aj_status aj_random_fold_in(aj_array key, int64_t data, aj_array* out) {
     return aj::random::fold_in(aj::random::Key(get_array(key, "key").array), data).array();
   });
 }
+aj_status aj_random_key(int64_t seed, aj_array* out) {
+  return c_make("aj_random_key", out, [&] { return aj::random::key(seed).array(); });
+}
+aj_status aj_random_split(aj_array key, int32_t n, aj_array* outs) {
+  return c_make_many("aj_random_split", outs, n < 0 ? 0 : n, [&] {
+    if (n < 0) c_error("negative n " + std::to_string(n));
+    std::vector<aj::Array> keys;
+    for (const aj::random::Key& k : aj::random::split(aj::random::Key(get_array(key, "key").array), n)) {
+      keys.push_back(k.array());
+    }
+    return keys;
+  });
+}
 aj_status aj_random_bits(aj_array key, const int64_t* shape, int32_t ndim, aj_array* out) {
   return c_make("aj_random_bits", out, [&] {
     return aj::random::bits(aj::random::Key(get_array(key, "key").array), shape_arg(shape, ndim));

@@ -72,6 +72,8 @@ aj_random_multinomial st i64 a ap
 aj_random_choice st i64 i64 i32 a ap
 aj_random_shuffle st a i32 ap
 aj_random_fold_in st a i64 ap
+aj_random_key st i64 ap
+aj_random_split st a i32 ap
 aj_random_bits st a p i32 ap
 aj_random_key_uniform st a p i32 f64 f64 i32 ap
 aj_random_key_normal st a p i32 f64 f64 i32 ap

@@ -347,12 +347,16 @@ class Array:
     def __matmul__(self, o): return _binary("matmul", self, o)
     def __rmatmul__(self, o): return _binary("matmul", o, self)
     def __divmod__(self, o): return (self // o, self % o)
-    def __and__(self, o): return _bitwise("logical_and", "&", self, o)
-    def __rand__(self, o): return _bitwise("logical_and", "&", o, self)
-    def __or__(self, o): return _bitwise("logical_or", "|", self, o)
-    def __ror__(self, o): return _bitwise("logical_or", "|", o, self)
-    def __xor__(self, o): return _bitwise("logical_xor", "^", self, o)
-    def __rxor__(self, o): return _bitwise("logical_xor", "^", o, self)
+    def __and__(self, o): return _binary("bitwise_and", self, o)
+    def __rand__(self, o): return _binary("bitwise_and", o, self)
+    def __or__(self, o): return _binary("bitwise_or", self, o)
+    def __ror__(self, o): return _binary("bitwise_or", o, self)
+    def __xor__(self, o): return _binary("bitwise_xor", self, o)
+    def __rxor__(self, o): return _binary("bitwise_xor", o, self)
+    def __lshift__(self, o): return _binary("left_shift", self, o)
+    def __rlshift__(self, o): return _binary("left_shift", o, self)
+    def __rshift__(self, o): return _binary("right_shift", self, o)
+    def __rrshift__(self, o): return _binary("right_shift", o, self)
     def __eq__(self, o): return _binary("equal", self, o)
     def __ne__(self, o): return _binary("not_equal", self, o)
     def __lt__(self, o): return _binary("less", self, o)
@@ -364,10 +368,7 @@ class Array:
     def __abs__(self): return _unary("abs", self)
 
     def __invert__(self):
-        if self.dtype is not bool_:
-            raise TypeError("~ needs a bool array here (arrayjit has no bitwise ops on integers yet), got "
-                            + self.dtype.name)
-        return _unary("logical_not", self)
+        return _unary("bitwise_invert", self)
 
     # ---- indexing ----
     def __getitem__(self, key):
@@ -482,14 +483,6 @@ def _binary(name, a, b):
 def _unary(name, x):
     set_caller()
     return new(getattr(lib, "aj_" + name), operand(x))
-
-
-def _bitwise(logical, sym, a, b):
-    ra, rb = operand(a), operand(b)
-    if ra.dtype is not bool_ or rb.dtype is not bool_:
-        raise TypeError("%s needs bool operands here (arrayjit has no bitwise ops on integers yet), got %s and %s"
-                        % (sym, ra.dtype.name, rb.dtype.name))
-    return _binary(logical, ra, rb)
 
 
 def asarray(obj, dtype=None, copy=None):

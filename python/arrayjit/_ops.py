@@ -84,7 +84,8 @@ for _n in PRODUCT:
 _ALIASES = {
     "divide": "true_divide", "power": "pow", "absolute": "abs", "remainder": "mod", "amax": "max",
     "amin": "min", "asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2",
-    "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh",
+    "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh", "bitwise_not": "bitwise_invert",
+    "invert": "bitwise_invert", "bitwise_left_shift": "left_shift", "bitwise_right_shift": "right_shift",
 }
 for _alias, _target in _ALIASES.items():
     globals()[_alias] = globals()[_target]

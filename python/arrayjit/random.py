@@ -10,7 +10,7 @@ derives independent keys from one."""
 import ctypes as C
 
 from ._capi import check, lib, set_caller
-from ._core import _i64s, _index, _shape_arg, dtype as _dtype, float64, int64, new, operand
+from ._core import _i64s, _index, _shape_arg, dtype as _dtype, float64, int64, new, new_many, operand
 
 
 def _shape(size):
@@ -27,8 +27,14 @@ def seed(s):
 
 def key(seed):
     """A key: a rank-0 int64 array holding seed."""
-    from ._core import asarray
-    return asarray(int(seed), dtype=int64)
+    set_caller()
+    return new(lib.aj_random_key, int(seed))
+
+
+def split(key, num=2):
+    """num keys independent of each other and of key (fold_in of 0 .. num-1)."""
+    set_caller()
+    return new_many(lib.aj_random_split, int(num), operand(key), int(num))
 
 
 def fold_in(key, data):

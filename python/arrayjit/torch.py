@@ -118,7 +118,7 @@ for _name, _fn in [("abs", aj.abs), ("neg", aj.negative), ("exp", aj.exp), ("exp
                    ("erfinv", aj.erfinv), ("floor", aj.floor), ("ceil", aj.ceil), ("round", aj.round),
                    ("trunc", aj.trunc), ("sign", aj.sign), ("reciprocal", aj.reciprocal), ("relu", aj.relu),
                    ("silu", aj.silu), ("isnan", aj.isnan), ("isinf", aj.isinf), ("lgamma", aj.lgamma),
-                   ("digamma", aj.digamma), ("logical_not", aj.logical_not), ("bitwise_not", aj.logical_not)]:
+                   ("digamma", aj.digamma), ("logical_not", aj.logical_not), ("bitwise_not", aj.bitwise_invert)]:
     _OPS["aten.%s.default" % _name] = (lambda f: lambda x: f(x))(_fn)
 
 
@@ -220,14 +220,10 @@ for _name, _fn in [("eq", aj.equal), ("ne", aj.not_equal), ("lt", aj.less), ("le
     _OPS["aten.%s.Scalar" % _name] = _OPS["aten.%s.Tensor" % _name]
 
 
-@_op("aten.bitwise_and.Tensor")
-def _bitwise_and(a, b):
-    return aj.logical_and(a, b)
-
-
-@_op("aten.bitwise_or.Tensor")
-def _bitwise_or(a, b):
-    return aj.logical_or(a, b)
+for _name, _fn in [("bitwise_and", aj.bitwise_and), ("bitwise_or", aj.bitwise_or), ("bitwise_xor", aj.bitwise_xor),
+                   ("bitwise_left_shift", aj.left_shift), ("bitwise_right_shift", aj.right_shift)]:
+    _OPS["aten.%s.Tensor" % _name] = (lambda f: lambda a, b: f(a, b))(_fn)
+    _OPS["aten.%s.Scalar" % _name] = _OPS["aten.%s.Tensor" % _name]
 
 
 @_op("aten.where.self")

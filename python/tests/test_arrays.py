@@ -94,8 +94,26 @@ def test_operators_and_weak_scalars(rng):
     assert (i + 1).dtype == aj.int64 and (i * 0.5).dtype == aj.float64
     np.testing.assert_array_equal(i // 3, np.arange(10) // 3)
     assert (aj.arange(10, dtype=aj.int32) / 4).dtype.is_floating  # true division, as NumPy's
-    with pytest.raises(TypeError, match="bool"):
-        i & i
+
+
+def test_bit_operations_match_numpy(rng):
+    for dt in (np.int32, np.int64):
+        a = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, 100, dtype=dt)
+        b = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, 100, dtype=dt)
+        s = rng.integers(-2, np.iinfo(dt).bits + 2, 100).astype(dt)  # counts past the width too
+        x, y, c = aj.asarray(a), aj.asarray(b), aj.asarray(s)
+        np.testing.assert_array_equal(x & y, a & b)
+        np.testing.assert_array_equal(x | y, a | b)
+        np.testing.assert_array_equal(x ^ y, a ^ b)
+        np.testing.assert_array_equal(~x, ~a)
+        np.testing.assert_array_equal(x << c, np.left_shift(a, s))
+        np.testing.assert_array_equal(x >> c, np.right_shift(a, s))
+        np.testing.assert_array_equal(aj.bitwise_and(x, 0xf0), a & 0xf0)
+        np.testing.assert_array_equal(aj.invert(x), np.invert(a))
+    p, q = aj.asarray([True, False]), aj.asarray([True, True])
+    np.testing.assert_array_equal(p ^ q, [False, True])
+    with pytest.raises(aj.UserError, match="integer"):
+        aj.ones(3) & 1
 
 
 def test_numpy_arrays_on_either_side(rng):

@@ -156,6 +156,9 @@ def test_keyed_random_draws_new_numbers_in_every_replay():
     a = np.asarray(aj.random.uniform(size=8, key=k))
     np.testing.assert_array_equal(a, np.asarray(aj.random.uniform(size=8, key=aj.random.key(5))))
     assert not np.array_equal(a, np.asarray(aj.random.uniform(size=8, key=aj.random.fold_in(k, 1))))
+    ks = aj.random.split(k, 3)
+    assert len(ks) == 3 and len({int(x) for x in ks}) == 3
+    assert int(ks[1]) == int(aj.random.fold_in(k, 1))
     bits = np.asarray(aj.random.bits(k, 4))
     assert bits.dtype == np.int64 and len(set(bits.tolist())) == 4
 

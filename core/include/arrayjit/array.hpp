@@ -293,6 +293,14 @@ Array operator>=(const Operand& a, const Operand& b);
 Array operator&&(const Operand& a, const Operand& b);  // bool only
 Array operator||(const Operand& a, const Operand& b);  // bool only
 Array operator!(const Operand& a);                     // bool only
+// Bit operations (integers; bool: logic): bitwise_and, bitwise_or,
+// bitwise_xor, bitwise_invert, left_shift, right_shift.
+Array operator&(const Operand& a, const Operand& b);
+Array operator|(const Operand& a, const Operand& b);
+Array operator^(const Operand& a, const Operand& b);
+Array operator~(const Operand& a);
+Array operator<<(const Operand& a, const Operand& b);
+Array operator>>(const Operand& a, const Operand& b);
 
 // The functions that are an op and nothing more: the rows of arrayjit/ops.def
 // whose Api column is `unary` or `binary`. AJ_UNARY_FUNCTIONS(X) calls

@@ -230,10 +230,14 @@ AJ_C_API aj_status aj_random_shuffle(aj_array x, int32_t axis, aj_array* out);
  * the same numbers; with a key that is one of its inputs (a step counter, a
  * seed the caller draws) each call draws new ones without tracing again:
  * dropout in a compiled training step. aj_random_fold_in derives an
- * independent key for each `data`; aj_random_bits gives 64 random bits per
+ * independent key for each `data` (aj_random_split n of them); aj_random_bits gives 64 random bits per
  * element (i64); uniform in [lo, hi) and normal are f32 or f64; bernoulli is
  * bool, true with probability p. */
 AJ_C_API aj_status aj_random_fold_in(aj_array key, int64_t data, aj_array* out);
+/* JAX's names: a key holding `seed` (rank-0 i64); `n` keys split from one
+ * (fold_in of 0 .. n-1) into outs[0 .. n). */
+AJ_C_API aj_status aj_random_key(int64_t seed, aj_array* out);
+AJ_C_API aj_status aj_random_split(aj_array key, int32_t n, aj_array* outs);
 AJ_C_API aj_status aj_random_bits(aj_array key, const int64_t* shape, int32_t ndim, aj_array* out);
 AJ_C_API aj_status aj_random_key_uniform(aj_array key, const int64_t* shape, int32_t ndim, double lo, double hi,
                                          aj_dtype dtype, aj_array* out);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "arrayjit/array.hpp"
 
@@ -70,6 +71,10 @@ class Key {
  private:
   Array key_;
 };
+// JAX's names: key(seed) is Key(seed); split(key, n) gives n keys
+// independent of each other and of `key` (fold_in(key, 0 .. n-1)).
+Key key(std::int64_t seed, Loc loc = Loc::current());
+std::vector<Key> split(const Key& key, int n, Loc loc = Loc::current());
 // Another key, independent of `key` for each `data` (JAX's fold_in): the
 // generators' hash of (key, data).
 Key fold_in(const Key& key, std::int64_t data, Loc loc = Loc::current());
