@@ -7,11 +7,13 @@ to compute anything), and the first step with a cold kernel cache.
     ./dev python bench/torch_backend.py [--steps N] [--repeats R]
 
 Medians of R runs of N steps each; the machine line (CPU, ISA, BLAS kernel)
-comes first. Targets (issue 36): arrayjit <= 1.0x eager for the MLPs and the
+comes first; "replays ms" is the part of arrayjit's step spent in its
+replays (the kept plans running), the rest is the crossing of tensors and
+AOTAutograd's wrapper. Targets (issue 36): arrayjit <= 1.0x eager for the MLPs and the
 block; host cost <= 50 us per graph call; cold first step <= 2x eager's.
 """
 import argparse
-import copy
+import contextlib
 import os
 import statistics
 import sys
@@ -38,7 +40,36 @@ def make(kind, model):
     return ajt.compile(model)
 
 
+@contextlib.contextmanager
+def replay_clock():
+    """Times arrayjit's replays (the C calls aj_function_call and
+    aj_function_call_donate the compiled functions make): yields [seconds]."""
+    from arrayjit import _transforms
+    lib = _transforms.lib
+    spent = [0.0]
+    originals = {n: getattr(lib, n) for n in ("aj_function_call", "aj_function_call_donate")}
+
+    def timed(f):
+        def call(*a):
+            t0 = time.perf_counter()
+            try:
+                return f(*a)
+            finally:
+                spent[0] += time.perf_counter() - t0
+        return call
+
+    for n, f in originals.items():
+        setattr(lib, n, timed(f))
+    try:
+        yield spent
+    finally:
+        for n, f in originals.items():
+            setattr(lib, n, f)
+
+
 def time_steps(name, kind, steps, repeats, threads):
+    """The median time of a step, and for arrayjit the median time of its
+    replays within it (0 for the others)."""
     torch.set_num_threads(threads)
     aj.set_num_threads(threads)
     torch.manual_seed(0)
@@ -54,13 +85,15 @@ def time_steps(name, kind, steps, repeats, threads):
 
     for i in range(5):  # warm-up: traces, plans, compiles
         step(data[i % 4])
-    runs = []
+    runs, replays = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        for i in range(steps):
-            step(data[i % 4])
-        runs.append((time.perf_counter() - t0) / steps)
-    return statistics.median(runs)
+        with replay_clock() as spent:
+            t0 = time.perf_counter()
+            for i in range(steps):
+                step(data[i % 4])
+            runs.append((time.perf_counter() - t0) / steps)
+        replays.append(spent[0] / steps)
+    return statistics.median(runs), statistics.median(replays)
 
 
 def host_cost(steps, repeats):
@@ -68,7 +101,6 @@ def host_cost(steps, repeats):
     backend's own cost shows: the time inside its compiled function (tensors
     in, the replay, tensors out), and of that the replay's C call
     (aj_function_call: arrayjit running the kept plan)."""
-    from arrayjit import _capi, _transforms
     torch.set_num_threads(1)
     aj.set_num_threads(1)
     torch.manual_seed(0)
@@ -78,9 +110,7 @@ def host_cost(steps, repeats):
     for _ in range(5):
         cm(x, y).backward()
     inside = [0.0, 0]
-    replay = [0.0]
     call = ajt._Compiled.__call__
-    c_call = _capi.lib.aj_function_call
 
     def timed_call(self, args):
         t0 = time.perf_counter()
@@ -89,26 +119,18 @@ def host_cost(steps, repeats):
         inside[1] += 1
         return r
 
-    def timed_c(*a):
-        t0 = time.perf_counter()
-        r = c_call(*a)
-        replay[0] += time.perf_counter() - t0
-        return r
-
     ajt._Compiled.__call__ = timed_call
-    _transforms.lib.aj_function_call = timed_c
     try:
         per_call, per_replay = [], []
         for _ in range(repeats):
             inside[:] = [0.0, 0]
-            replay[0] = 0.0
-            for _ in range(steps):
-                cm(x, y).backward()
+            with replay_clock() as spent:
+                for _ in range(steps):
+                    cm(x, y).backward()
             per_call.append(inside[0] / inside[1])
-            per_replay.append(replay[0] / inside[1])
+            per_replay.append(spent[0] / inside[1])
     finally:
         ajt._Compiled.__call__ = call
-        _transforms.lib.aj_function_call = c_call
     return statistics.median(per_call), statistics.median(per_replay)
 
 
@@ -152,14 +174,14 @@ def main():
     print("machine:", " | ".join(aj.host_info().strip().splitlines()))
     print("torch", torch.__version__, "| arrayjit", aj.version())
     print("\nper training step (forward + backward + SGD), median of %d runs of %d steps:" % (args.repeats, args.steps))
-    print("%-12s %7s %12s %12s %12s %9s %9s" % ("model", "threads", "eager ms", "aot_ts ms", "arrayjit ms",
-                                              "aj/eager", "aj/aot_ts"))
+    print("%-12s %7s %10s %10s %12s %11s %9s %9s" % ("model", "threads", "eager ms", "aot_ts ms", "arrayjit ms",
+                                                  "replays ms", "aj/eager", "aj/aot_ts"))
     for name in ("mlp", "mlp_ln_gelu", "block"):
         for threads in (1, 2):
             t = {k: time_steps(name, k, args.steps, args.repeats, threads) for k in ("eager", "aot_ts", "arrayjit")}
-            print("%-12s %7d %12.3f %12.3f %12.3f %9.2f %9.2f" % (
-                name, threads, 1e3 * t["eager"], 1e3 * t["aot_ts"], 1e3 * t["arrayjit"],
-                t["arrayjit"] / t["eager"], t["arrayjit"] / t["aot_ts"]))
+            print("%-12s %7d %10.3f %10.3f %12.3f %11.3f %9.2f %9.2f" % (
+                name, threads, 1e3 * t["eager"][0], 1e3 * t["aot_ts"][0], 1e3 * t["arrayjit"][0],
+                1e3 * t["arrayjit"][1], t["arrayjit"][0] / t["eager"][0], t["arrayjit"][0] / t["aot_ts"][0]))
     per_call, per_replay = host_cost(args.steps * 10, args.repeats)
     print("\nper graph call of a model of 8 numbers per layer: %.1f us in arrayjit.torch's function, of which "
           "%.1f us the replay (aj_function_call), %.1f us the backend's own cost (tensors in and out, the call; "

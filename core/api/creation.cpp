@@ -211,6 +211,7 @@ Array rand_node(Op op, Shape shape, double a, double b, DType dtype, const char*
 
 }  // namespace
 
+namespace {
 // Parameters must be finite in the dtype made: an infinite one (or a range
 // wider than the largest double) gives inf - inf = NaN values.
 void check_finite(const char* op, const char* what, double v, DType dtype, const Loc& loc) {
@@ -220,6 +221,26 @@ void check_finite(const char* op, const char* what, double v, DType dtype, const
                        trace::describe(Scalar(v)), loc);
   }
 }
+}  // namespace
+
+void check_uniform(const char* op, double lo, double hi, DType dtype, const Loc& loc) {
+  check_finite(op, "lo", lo, dtype, loc);
+  check_finite(op, "hi", hi, dtype, loc);
+  check_finite(op, "hi - lo", hi - lo, DType::f64, loc);
+  if (!(lo <= hi)) user_error(op, "needs lo <= hi", loc);
+}
+
+void check_normal(const char* op, double mean, double stddev, DType dtype, const Loc& loc) {
+  check_finite(op, "mean", mean, dtype, loc);
+  check_finite(op, "stddev", stddev, dtype, loc);
+  if (!(stddev >= 0)) user_error(op, "needs stddev >= 0", loc);
+}
+
+void check_probability(const char* op, double p, const Loc& loc) {
+  if (!(p >= 0.0 && p <= 1.0)) {
+    user_error(op, "needs a probability 0 <= p <= 1, got " + trace::describe(Scalar(p)), loc);
+  }
+}
 
 void seed(std::uint64_t s) {
   g_seed = s;
@@ -227,17 +248,12 @@ void seed(std::uint64_t s) {
 }
 
 Array uniform(Shape shape, double lo, double hi, DType dtype, Loc loc) {
-  check_finite("random::uniform", "lo", lo, dtype, loc);
-  check_finite("random::uniform", "hi", hi, dtype, loc);
-  check_finite("random::uniform", "hi - lo", hi - lo, DType::f64, loc);
-  if (!(lo <= hi)) user_error("random::uniform", "needs lo <= hi", loc);
+  check_uniform("random::uniform", lo, hi, dtype, loc);
   return rand_node(Op::RandUniform, std::move(shape), lo, hi, dtype, "random::uniform", loc);
 }
 
 Array normal(Shape shape, double mean, double stddev, DType dtype, Loc loc) {
-  check_finite("random::normal", "mean", mean, dtype, loc);
-  check_finite("random::normal", "stddev", stddev, dtype, loc);
-  if (!(stddev >= 0)) user_error("random::normal", "needs stddev >= 0", loc);
+  check_normal("random::normal", mean, stddev, dtype, loc);
   return rand_node(Op::RandNormal, std::move(shape), mean, stddev, dtype, "random::normal", loc);
 }
 
@@ -291,9 +307,7 @@ Array permutation(std::int64_t n, Loc loc) try {
 
 Array bernoulli(Shape shape, double p, Loc loc) try {
   const char* name = "random::bernoulli";
-  if (!(p >= 0.0 && p <= 1.0)) {
-    user_error(name, "needs a probability 0 <= p <= 1, got " + trace::describe(Scalar(p)), loc);
-  }
+  check_probability(name, p, loc);
   trace::check_array_size(shape, DType::f64, name, loc);  // the uniform numbers it compares
   const Array u = rand_node(Op::RandUniform, std::move(shape), 0.0, 1.0, DType::f64, name, loc);
   return Operand(u, loc) < Operand(p, loc);

@@ -500,6 +500,17 @@ std::string array2string(const Array& a, Loc loc) {
   return format_values(a, " ", 0, o.linewidth, o, loc);
 }
 
+namespace {
+// NumPy's repr: `text` (the prefix, the values and their ","), then the
+// trailer after a space, or on a line of its own, indented as the prefix,
+// when the last line would pass the line width.
+std::string with_trailer(const std::string& text, const std::string& trailer, std::size_t prefix, int linewidth) {
+  const std::size_t last_line = text.size() - (text.rfind('\n') + 1);  // npos + 1 == 0
+  const bool own_line = last_line + trailer.size() + 1 > static_cast<std::size_t>(linewidth);
+  return text + (own_line ? "\n" + std::string(prefix, ' ') : " ") + trailer;
+}
+}  // namespace
+
 std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
 std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.str(); }
 
@@ -513,9 +524,7 @@ std::ostream& operator<<(std::ostream& os, const Array& a) {
   std::string trailer = "dtype=" + std::string(dtype_name(a.dtype())) + ", shape=" + a.shape().str();
   if (!a.device().is_host()) trailer += ", device=" + a.device().str();
   trailer += ")";
-  const std::size_t last_line = text.size() - (text.rfind('\n') + 1);  // npos + 1 == 0
-  const bool own_line = last_line + trailer.size() + 1 > static_cast<std::size_t>(o.linewidth);
-  return os << text << (own_line ? "\n" + std::string(prefix.size(), ' ') : " ") << trailer;
+  return os << with_trailer(text, trailer, prefix.size(), o.linewidth);
 }
 
 std::string numpy_dtype_name(DType t) {
@@ -548,11 +557,7 @@ std::string numpy_repr(const Array& a) {
     text += "[], shape=(" + shape + ")";
   }
   if (skip_dtype) return text + ")";
-  text += ",";
-  const std::string trailer = "dtype=" + numpy_dtype_name(t) + ")";
-  const std::size_t last_line = text.size() - (text.rfind('\n') + 1);
-  const bool own_line = last_line + trailer.size() + 1 > static_cast<std::size_t>(o.linewidth);
-  return text + (own_line ? "\n" + std::string(prefix.size(), ' ') : " ") + trailer;
+  return with_trailer(text + ",", "dtype=" + numpy_dtype_name(t) + ")", prefix.size(), o.linewidth);
 }
 
 const char* version() { return "0.1.0"; }

@@ -6,6 +6,10 @@
 #include "arrayjit/error.hpp"
 
 namespace aj::random {
-// v must be finite in `dtype` (an infinite parameter gives NaN values).
-void check_finite(const char* op, const char* what, double v, DType dtype, const Loc& loc);
+// The parameters of uniform (lo <= hi, both and the range finite in dtype),
+// normal (finite mean, stddev >= 0) and bernoulli (0 <= p <= 1): an error
+// naming `op` otherwise (an infinite parameter would give NaN values).
+void check_uniform(const char* op, double lo, double hi, DType dtype, const Loc& loc);
+void check_normal(const char* op, double mean, double stddev, DType dtype, const Loc& loc);
+void check_probability(const char* op, double p, const Loc& loc);
 }  // namespace aj::random

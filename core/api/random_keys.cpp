@@ -107,10 +107,7 @@ Array uniform(const Key& key, Shape shape, double lo, double hi, DType dtype, Lo
   trace::Scope scope;
   const char* name = "random::uniform";
   check_float(name, dtype, loc);
-  check_finite(name, "lo", lo, dtype, loc);
-  check_finite(name, "hi", hi, dtype, loc);
-  check_finite(name, "hi - lo", hi - lo, DType::f64, loc);
-  if (!(lo <= hi)) user_error(name, "needs lo <= hi", loc);
+  check_uniform(name, lo, hi, dtype, loc);
   trace::check_array_size(shape, DType::f64, name, loc);
   const Array& k = trace::local(key.array(), name, loc);
   const Array u = unit(hash(k, counters(shape, 1, 0, loc), loc), loc);
@@ -129,9 +126,7 @@ Array normal(const Key& key, Shape shape, double mean, double stddev, DType dtyp
   trace::Scope scope;
   const char* name = "random::normal";
   check_float(name, dtype, loc);
-  check_finite(name, "mean", mean, dtype, loc);
-  check_finite(name, "stddev", stddev, dtype, loc);
-  if (!(stddev >= 0)) user_error(name, "needs stddev >= 0", loc);
+  check_normal(name, mean, stddev, dtype, loc);
   trace::check_array_size(shape, DType::f64, name, loc);
   const Array& k = trace::local(key.array(), name, loc);
   // u1 in (0, 1] (its log is finite), u2 in [0, 1): counters 2i and 2i + 1.
@@ -145,8 +140,7 @@ Array normal(const Key& key, Shape shape, double mean, double stddev, DType dtyp
 }
 
 Array bernoulli(const Key& key, Shape shape, double p, Loc loc) try {
-  const char* name = "random::bernoulli";
-  if (!(p >= 0.0 && p <= 1.0)) user_error(name, "needs a probability 0 <= p <= 1, got " + trace::describe(Scalar(p)), loc);
+  check_probability("random::bernoulli", p, loc);
   return Operand(uniform(key, std::move(shape), 0.0, 1.0, DType::f64, loc), loc) < Operand(p, loc);
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("random::bernoulli", loc);

@@ -64,8 +64,6 @@ struct ScalarBinding {
 };
 
 struct Entry {
-  Entry(std::shared_ptr<const exec::Program> p, std::vector<ScalarBinding> b, std::vector<std::pair<int, Scalar>> pin)
-      : program(std::move(p)), bindings(std::move(b)), pinned(std::move(pin)) {}
   std::shared_ptr<const exec::Program> program;
   std::vector<ScalarBinding> bindings;  // empty for an exact-scalar entry
   // Scalar arguments the program holds at one value (under the signature

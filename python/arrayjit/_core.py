@@ -9,7 +9,6 @@ import builtins
 import ctypes as C
 import numbers
 
-from . import _capi
 from ._capi import H, check, lib, set_caller
 
 # ---- dtypes ---------------------------------------------------------------------------
@@ -517,7 +516,4 @@ def asarray(obj, dtype=None, copy=None):
 
 
 array = asarray
-
-
-def from_numpy(a):
-    return asarray(a)
+from_numpy = asarray

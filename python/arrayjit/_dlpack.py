@@ -58,18 +58,12 @@ def _capsule_destructor(capsule):
     """A capsule nobody consumed: its tensor's deleter runs (a consumer renames
     the capsule "used_..." and calls the deleter itself)."""
     name = _raw_get_name(capsule)
-    if name == b"dltensor":
-        p = _raw_get_pointer(capsule, b"dltensor")
-        if p:
-            m = _Managed.from_address(p)
-            if m.deleter:
-                m.deleter(p)
-    elif name == b"dltensor_versioned":
-        p = _raw_get_pointer(capsule, b"dltensor_versioned")
-        if p:
-            m = _ManagedVersioned.from_address(p)
-            if m.deleter:
-                m.deleter(p)
+    kind = {b"dltensor": _Managed, b"dltensor_versioned": _ManagedVersioned}.get(name)
+    p = _raw_get_pointer(capsule, name) if kind is not None else None
+    if p:
+        m = kind.from_address(p)
+        if m.deleter:
+            m.deleter(p)
     _raw_err_clear()
 
 

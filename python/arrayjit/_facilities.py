@@ -4,7 +4,7 @@ import contextlib
 import ctypes as C
 import os
 
-from ._capi import H, HP, check, keep_exception, lib, set_caller
+from ._capi import H, check, keep_exception, lib, set_caller
 from ._core import Array, _BY_CODE, _handles_of, dtype as _dtype, new, operand
 
 __all__ = []

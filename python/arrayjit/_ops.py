@@ -9,7 +9,7 @@ import ctypes as C
 import numbers
 
 from ._capi import H, OP_LISTS, check, lib, set_caller
-from ._core import (Array, _axes_arg, _axis_ptr, _code, _i32s, _i64s, _index, _shape_arg, asarray, bool_,
+from ._core import (Array, _axes_arg, _axis_ptr, _code, _i32s, _i64s, _index, _shape_arg, bool_,
                     dtype as _dtype, float64, int64, new, new_many, operand)
 
 __all__ = []

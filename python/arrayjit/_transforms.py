@@ -183,13 +183,11 @@ class Compiled:
             return e
         # One plain call first, recording lazily on the real arrays: it gives
         # the results' structure (aj_function_new needs their count).
-        outs = self.f(*args, **kwargs)
-        out_leaves, out_tree = flatten(outs)
-        del outs
+        out_leaves, out_tree = flatten(self.f(*args, **kwargs))
         n_in, n_out = len(leaves), len(out_leaves)
+        del out_leaves  # (the probe's arrays go now)
         if n_out == 0:
             raise ValueError("compile: %s returned no arrays" % self.name)
-        del out_leaves
         args_tree, static = key
         f, who = self.f, "compile: " + self.name
 
@@ -230,20 +228,16 @@ class Compiled:
 
     def __call__(self, *args, **kwargs):
         set_caller()
-        e = None
-        if not kwargs and not self.static_argnums:
+        if not kwargs and not self.static_argnums and all(type(a) is Array for a in args):
             # A flat call of arrays (a replay's usual form, the torch
             # backend's every call): no tree to walk.
-            try:
-                hs = [a._h for a in args if type(a) is Array or _not_array()]
-                e = self._entries.get(len(args))
-                if e is None:
-                    leaves, key = self._split(args, kwargs)
-                    e = self._entries[len(args)] = self._entry(leaves, key, args, kwargs)
-                arrays = args
-            except _NotFlat:
-                e = None
-        if e is None:
+            e = self._entries.get(len(args))
+            if e is None:
+                leaves, key = self._split(args, kwargs)
+                e = self._entries[len(args)] = self._entry(leaves, key, args, kwargs)
+            arrays = args
+            hs = [a._h for a in args]
+        else:
             leaves, key = self._split(args, kwargs)
             e = self._entry(leaves, key, args, kwargs)
             arrays = [_leaf_array(x) for x in leaves]
@@ -259,14 +253,6 @@ class Compiled:
             check(lib.aj_function_call(e.fn, ins, outs))
         results = [Array._own(h) for h in outs]
         return results if e.flat_list else unflatten(e.out_tree, results)
-
-
-class _NotFlat(Exception):
-    pass
-
-
-def _not_array():
-    raise _NotFlat()
 
 
 def compile(f=None, *, donate_argnums=(), static_argnums=(), name=None, max_allocations=None):
@@ -462,9 +448,9 @@ class _WithRules:
         n_out = len(out_leaves)
         n_res = 0
         if self.fwd is not None:
-            out, res = self.fwd(*arrays)
-            n_res = len(flatten(res)[0])
-            res_tree = flatten(res)[1]
+            res_leaves, res_tree = flatten(self.fwd(*arrays)[1])
+            n_res = len(res_leaves)
+            del res_leaves
         del out_leaves
         f = self.f
         keep = []

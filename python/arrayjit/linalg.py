@@ -2,11 +2,10 @@
 the leading ones. A singular or not positive definite matrix raises
 UserError when the result is evaluated, as NumPy's LinAlgError."""
 import ctypes as C
-import math
 import numbers
 
-from ._capi import H, check, lib, set_caller
-from ._core import Array, _axes_arg, new, new_many, operand
+from ._capi import lib, set_caller
+from ._core import _axes_arg, new, new_many, operand
 from ._ops import cross, diagonal, einsum, matmul, outer, tensordot, trace, vdot  # noqa: F401 (array API names)
 
 def cholesky(a, upper=False):

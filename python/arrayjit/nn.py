@@ -1,9 +1,8 @@
 """Neural-network ops (arrayjit/nn.hpp, arrayjit/conv.hpp): activations,
 softmax, one-hot, convolution and pooling."""
-import ctypes as C
 import numbers
 
-from ._capi import check, lib, set_caller
+from ._capi import lib, set_caller
 from ._core import _axes_arg, _code, _i64s, _index, float32, new, operand
 from ._ops import gelu as _gelu, gelu_tanh, relu, sigmoid, silu, softplus, tanh  # noqa: F401 (re-exported)
 

@@ -7,10 +7,9 @@ and bits draw from that key instead of the seed: inside a compiled function
 whose argument is the key, every call draws new numbers without tracing
 again (the seed's draws are fixed when the function is traced). fold_in
 derives independent keys from one."""
-import ctypes as C
 
-from ._capi import check, lib, set_caller
-from ._core import _i64s, _index, _shape_arg, dtype as _dtype, float64, int64, new, new_many, operand
+from ._capi import lib, set_caller
+from ._core import _index, _shape_arg, dtype as _dtype, float64, int64, new, new_many, operand
 
 
 def _shape(size):

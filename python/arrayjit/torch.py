@@ -197,9 +197,9 @@ def _div_mode(a, b, rounding_mode=None):
         return aj.true_divide(a, b)
     if rounding_mode == "floor":
         return aj.floor_divide(a, b)
-    q = aj.true_divide(a, b)
-    t = aj.trunc(q)
-    return t if q.dtype == aj.operand(a).dtype else t.astype(aj.operand(a).dtype)
+    t = aj.trunc(aj.true_divide(a, b))
+    # Integers divide to a float: truncated, they are integers of a's dtype again.
+    return t if a.dtype.is_floating else t.astype(a.dtype)
 
 
 @_op("aten.pow.Tensor_Tensor", "aten.pow.Tensor_Scalar", "aten.pow.Scalar")
@@ -544,30 +544,29 @@ def _index(x, indices):
     return x[_key(indices)]
 
 
-def _fit(src, index, dim):
-    """src cut to index's extents on every axis but dim (torch reads only those)."""
-    if src.shape == index.shape:
-        return src
-    return src[tuple(slice(0, n) for n in index.shape)]
+def _fit(t, index, keep=None):
+    """t cut to index's extents on every axis but `keep` (torch's gather and
+    scatter read only those; index may be smaller than the tensors)."""
+    cut = tuple(slice(None) if d == keep else slice(0, n) for d, n in enumerate(index.shape))
+    return t if all(t.shape[d] == n for d, n in enumerate(index.shape) if d != keep) else t[cut]
 
 
 @_op("aten.gather.default")
 def _gather(x, dim, index, sparse_grad=False):
     dim = _axis(dim, x.ndim)
-    cut = tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(x.ndim))
-    return aj.take_along_axis(x[cut], index, dim)
+    return aj.take_along_axis(_fit(x, index, dim), index, dim)
 
 
 @_op("aten.scatter_add.default")
 def _scatter_add(x, dim, index, src):
-    return aj.scatter_add_along_axis(x, index, _fit(src, index, dim), _axis(dim, x.ndim))
+    return aj.scatter_add_along_axis(x, index, _fit(src, index), _axis(dim, x.ndim))
 
 
 @_op("aten.scatter.src", "aten.scatter.value")
 def _scatter(x, dim, index, src):
     if not isinstance(src, aj.Array):
         src = aj.full(index.shape, src, x.dtype)
-    return aj.put_along_axis(x, index, _fit(src, index, dim), _axis(dim, x.ndim))
+    return aj.put_along_axis(x, index, _fit(src, index), _axis(dim, x.ndim))
 
 
 @_op("aten.index_add.default")

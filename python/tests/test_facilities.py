@@ -1,5 +1,4 @@
 """explain, stats, files, host callbacks, linalg, random, nn through Python."""
-import os
 
 import numpy as np
 import pytest

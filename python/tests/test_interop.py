@@ -9,8 +9,6 @@ import arrayjit as aj
 
 def data_ptr_of(x):
     """The address of an arrayjit array's first element (a DLPack export's)."""
-    import ctypes as C
-
     from arrayjit._dlpack import _api, _Managed
     cap = x.__dlpack__()
     p = _api.PyCapsule_GetPointer(cap, b"dltensor")
