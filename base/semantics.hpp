@@ -237,10 +237,11 @@ AJ_HD To convert(From v) {
     if constexpr (same<From, bool>) return To(v ? 1.0f : 0.0f);
     else if constexpr (is_fp<From>) return To(v);
     else {
-      // Through long long, which holds every value of the integers up to
-      // 32 bits and of i64 (a u64 needs a rounding of its own: half.hpp).
-      static_assert(is_signed_int<From> || sizeof(From) < 8, "convert: u64 -> half needs its own rounding");
-      return To(static_cast<long long>(v));
+      // Rounded once from the integer (half.hpp): through long long, which
+      // holds every value of the integers up to 32 bits and of i64, or a u64
+      // as it is.
+      if constexpr (is_unsigned_int<From> && sizeof(From) == 8) return To(static_cast<unsigned long long>(v));
+      else return To(static_cast<long long>(v));
     }
   } else if constexpr (same<To, bool>) {
     return v != From(0);
@@ -322,6 +323,32 @@ template <class T> AJ_HD T float_mod(T a, T b) {
   if (r == 0) r = math::copysign(T(0), b);
   return r;
 }
+// NumPy's gcd and lcm: Euclid's algorithm on the magnitudes, computed
+// unsigned (|MIN| is 2^(n-1) there), the result cast back, so gcd(MIN, 0)
+// and an lcm past the maximum wrap as NumPy's npy_gcd / npy_lcm do.
+template <class T> AJ_HD typename unsigned_of<T>::type int_magnitude(T a) {
+  using U = typename unsigned_of<T>::type;
+  if constexpr (is_unsigned_int<T>) return a;
+  else return a < 0 ? static_cast<U>(U(0) - static_cast<U>(a)) : static_cast<U>(a);
+}
+template <class T> AJ_HD typename unsigned_of<T>::type gcd_magnitude(T a, T b) {
+  using U = typename unsigned_of<T>::type;
+  U x = int_magnitude(a), y = int_magnitude(b);
+  while (y != 0) {
+    const U r = static_cast<U>(x % y);
+    x = y;
+    y = r;
+  }
+  return x;
+}
+template <class T> AJ_HD T int_gcd(T a, T b) { return static_cast<T>(gcd_magnitude(a, b)); }
+template <class T> AJ_HD T int_lcm(T a, T b) {
+  using U = typename unsigned_of<T>::type;
+  const U g = gcd_magnitude(a, b);
+  if (g == 0) return T(0);
+  return static_cast<T>(static_cast<wrap_t<T>>(int_magnitude(a) / g) * static_cast<wrap_t<T>>(int_magnitude(b)));
+}
+
 // Integer power by squaring, wrapping. Negative exponents: 1/a^|b| truncated,
 // i.e. 1 for a == 1, +-1 for a == -1, otherwise 0 (0 ** negative is 0).
 template <class T> AJ_HD T int_pow(T a, T b) {
@@ -467,7 +494,7 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
       case Op::BitXor: return a != b;
       case Op::Max: return a || b;
       case Op::Min: return a && b;
-      case Op::LeftShift: case Op::RightShift:  // tracing makes bool shifts i64
+      case Op::LeftShift: case Op::RightShift: case Op::Gcd: case Op::Lcm:  // tracing makes these i8
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Mod: case Op::Pow:
       case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter: case Op::Fmod:
       case Op::Logaddexp: case Op::Logaddexp2: case Op::RandomBits:
@@ -500,6 +527,8 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
       case Op::RightShift:
         if (static_cast<unsigned long long>(b) < sizeof(T) * 8) return static_cast<T>(a >> b);
         return a < 0 ? T(-1) : T(0);
+      case Op::Gcd: return int_gcd(a, b);
+      case Op::Lcm: return int_lcm(a, b);
       case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter:  // tracing makes these float
       case Op::Logaddexp: case Op::Logaddexp2:
       case Op::And: case Op::Or:
@@ -532,6 +561,7 @@ template <class T> AJ_HD T binary(Op op, T a, T b) {
         else return special::logaddexp(a, b, true);
       case Op::And: case Op::Or: case Op::RandomBits:  // (random bits are i64: tracing)
       case Op::BitAnd: case Op::BitOr: case Op::BitXor: case Op::LeftShift: case Op::RightShift:  // (tracing)
+      case Op::Gcd: case Op::Lcm:
       case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
         return a;
       AJ_CASES_OUTSIDE(Binary) break;
@@ -556,6 +586,7 @@ template <class T> AJ_HD bool compare(Op op, T a, T b) {
       case Op::Arctan2: case Op::Hypot: case Op::Copysign: case Op::Nextafter: case Op::Fmod:
       case Op::Logaddexp: case Op::Logaddexp2: case Op::RandomBits:
       case Op::BitAnd: case Op::BitOr: case Op::BitXor: case Op::LeftShift: case Op::RightShift:
+      case Op::Gcd: case Op::Lcm:
       AJ_CASES_OUTSIDE(Binary) break;
     }
   }

@@ -36,7 +36,8 @@ np.seterr(all="ignore")  # NumPy's warnings (x / 0, mean of nothing) are arrayji
 warnings.filterwarnings("ignore")
 
 ULPS = 8
-DTYPES = {"bool": np.bool_, "i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64}
+DTYPES = {"bool": np.bool_, "i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64,
+          "u8": np.uint8, "i8": np.int8, "i16": np.int16, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
 NAMES = {np.dtype(v): k for k, v in DTYPES.items()}
 TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "erf", "erfc",
                   "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "exp2", "log2",
@@ -130,7 +131,9 @@ def count_changed(deliberate, key, numpy_value, value):
 COMPARE = {"equal": np.equal, "not_equal": np.not_equal, "less": np.less,
            "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal}
 ARITH = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "mod": np.remainder,
-         "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor}
+         "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+         "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+         "left_shift": np.left_shift, "right_shift": np.right_shift, "gcd": np.gcd, "lcm": np.lcm}
 
 
 def max_min(op, A, B, deliberate):
@@ -411,7 +414,7 @@ def astype(a, to, deliberate):
     # Float to integer truncates and saturates, NaN -> 0 (NumPy: undefined, x86 gives INT_MIN).
     x = a.astype(np.float64)
     info = np.iinfo(to)
-    hi, lo = x >= -float(info.min), x < float(info.min)
+    hi, lo = x >= float(info.max) + 1.0, x < float(info.min)  # (2^bits, 2^(bits-1): the max + 1 rounds there)
     mid = ~(hi | lo | np.isnan(x))
     want = np.zeros(x.shape, dtype=to)
     want[mid] = np.trunc(x[mid]).astype(to)
@@ -432,13 +435,25 @@ def reduced_count(shape, axis):
     return int(np.prod([shape[i] for i in axis], dtype=np.int64))
 
 
+def acc_dtype(dt):
+    """NumPy's accumulator of integer sums and products (np.add.reduce's
+    default): int64 for bool and the signed integers, uint64 for the
+    unsigned ones; a float is its own."""
+    dt = np.dtype(dt)
+    if dt.kind == "u":
+        return np.dtype(np.uint64)
+    if dt.kind in "bi":
+        return np.dtype(np.int64)
+    return dt
+
+
 def reduce(op, a, axis, keep, deliberate):
     n = reduced_count(a.shape, axis)
     mag = np.abs(a.astype(np.float64)) if a.size else a.astype(np.float64)
     if op in ("sum", "prod"):
         if not is_float(a.dtype):
             fn = np.sum if op == "sum" else np.prod
-            return Expect(fn(a, axis=axis, dtype=np.int64, keepdims=keep))
+            return Expect(fn(a, axis=axis, dtype=acc_dtype(a.dtype), keepdims=keep))
         fn = np.sum if op == "sum" else np.prod
         tol = n * eps(a.dtype) * fn(mag, axis=axis, keepdims=keep)
         # Where some order of the partial results overflows (the largest partial
@@ -527,6 +542,14 @@ def searchlike(op, ops, attrs):
         size = int(attrs["size"])
         w = np.argwhere(ops[0]).astype(np.int64)[:size]
         return Expect(np.concatenate([w, np.full((size - len(w), ops[0].ndim), -1, np.int64)]))
+    if op == "unique":
+        size = int(attrs["size"])
+        w = np.unique(ops[0])[:size]  # NumPy 1.24: NaNs as one (equal_nan)
+        w = np.concatenate([w, np.zeros(size - len(w), w.dtype)]).astype(ops[0].dtype)
+        return Expect(w, order_free=(w == 0), free_id="sign-of-zero")  # which zero NumPy's unstable sort keeps
+    if op == "digitize":
+        t = result_dtype(ops[:2])
+        return Expect(np.digitize(ops[0].astype(t), ops[1].astype(t), right=attrs["right"] == "1").astype(np.int64))
     if op == "masked_select":
         size = int(attrs["size"])
         x, m = np.broadcast_arrays(ops[0], ops[1])
@@ -603,7 +626,7 @@ def statistic(op, a, attrs):
         fn = {"nansum": np.sum, "nanmean": np.mean, "nanmax": np.max, "nanmin": np.min}[op]
         t = None
         if op == "nansum":
-            t = np.int64 if a.dtype in (np.bool_, np.int32) else a.dtype
+            t = acc_dtype(a.dtype)
         elif op == "nanmean":
             t = np.float64
         want = fn(a, axis=axis, keepdims=keep, dtype=t) if t is not None else fn(a, axis=axis, keepdims=keep)
@@ -737,11 +760,11 @@ def expect(op, args, attrs, env, deliberate):
     if op in ("cumsum", "cumprod"):  # in order along the axis, as NumPy: exact
         axis = None if attrs["axis"] == "none" else int(attrs["axis"])
         a = ops[0]
-        t = np.int64 if a.dtype in (np.bool_, np.int32) else a.dtype
+        t = acc_dtype(a.dtype)
         return Expect((np.cumsum if op == "cumsum" else np.cumprod)(a, axis=axis, dtype=t))
     if op in ("cummax", "cummin", "logcumsumexp"):
         return running(op, ops[0], None if attrs["axis"] == "none" else int(attrs["axis"]), deliberate)
-    if op in ("searchsorted", "bincount", "argwhere", "masked_select", "einsum"):
+    if op in ("searchsorted", "bincount", "argwhere", "masked_select", "einsum", "unique", "digitize"):
         return searchlike(op, ops, attrs)
     if op in ("partition", "argpartition"):
         return partition(op, ops[0], int(attrs["kth"]), deliberate)
@@ -813,7 +836,7 @@ def expect(op, args, attrs, env, deliberate):
         d = np.diagonal(ops[0], int(attrs["off"]), int(attrs["a"]), int(attrs["b"]))
         if op == "diagonal":
             return Expect(d)
-        t = np.int64 if d.dtype in (np.bool_, np.int32) else d.dtype  # sum's accumulator
+        t = acc_dtype(d.dtype)  # sum's accumulator
         tol = d.shape[-1] * eps(t) * np.sum(np.abs(d.astype(np.float64)), axis=-1)
         return Expect(np.sum(d.astype(t), axis=-1, dtype=t), tol=tol)
     if op == "diag":

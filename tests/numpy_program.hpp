@@ -101,9 +101,14 @@ class NumpyProgram {
   static Dims dims_of(const Array& a) { return a.shape().dims(); }
 
   DType random_dtype() {
-    return choose<DType>({DType::bool_, DType::i32, DType::i64, DType::f32, DType::f32, DType::f64, DType::f64});
+    return coin(0.2) ? narrow_dtype()
+                     : choose<DType>({DType::bool_, DType::i32, DType::i64, DType::f32, DType::f32, DType::f64, DType::f64});
   }
-  DType number_dtype() { return choose<DType>({DType::i32, DType::i64, DType::f32, DType::f64}); }
+  DType number_dtype() {
+    return coin(0.2) ? narrow_dtype() : choose<DType>({DType::i32, DType::i64, DType::f32, DType::f64});
+  }
+  DType narrow_dtype() { return choose<DType>({DType::u8, DType::i8, DType::i16, DType::u16, DType::u32, DType::u64}); }
+  static bool is_unsigned(DType t) { return aj::dtype_kind(t) == aj::DTypeKind::Unsigned; }
 
   Dims random_shape() {
     Dims d(static_cast<std::size_t>(uni(0, 4)));
@@ -201,9 +206,12 @@ class NumpyProgram {
   }
   std::int64_t int_value(DType t, int style) {
     if (style == 2 && coin(0.3)) {
-      const bool i32 = t == DType::i32;
-      return choose<std::int64_t>({i32 ? INT32_MIN : INT64_MIN, i32 ? INT32_MAX : INT64_MAX, -1, 0,
-                                   i32 ? 65536 : 4294967296LL, 46341});
+      // The dtype's limits (a u64's maximum as the int64 -1 it wraps from).
+      const int bits = static_cast<int>(8 * aj::itemsize(t));
+      const std::int64_t lo = is_unsigned(t) ? 0 : bits == 64 ? INT64_MIN : -(std::int64_t(1) << (bits - 1));
+      const std::int64_t hi = is_unsigned(t) ? (bits == 64 ? -1 : (std::int64_t(1) << bits) - 1)
+                                             : bits == 64 ? INT64_MAX : (std::int64_t(1) << (bits - 1)) - 1;
+      return choose<std::int64_t>({lo, hi, -1, 0, bits <= 32 ? 65536 : 4294967296LL, 46341});
     }
     return uni(style == 0 ? -10 : -3, style == 0 ? 10 : 3);
   }
@@ -247,14 +255,15 @@ class NumpyProgram {
   static Arg array_of(const Val& v) { return {v.a, 'a', 0, 0, v.name, dims_of(v.a)}; }
 
   // kinds: 'b' bool, 'i' integer, 'f' float scalars allowed.
-  Arg scalar_arg(const std::string& kinds) {
+  Arg scalar_arg(const std::string& kinds, bool non_negative = false) {
     const char k = kinds[static_cast<std::size_t>(uni(0, static_cast<int>(kinds.size()) - 1))];
     if (k == 'b') {
       const bool b = coin(0.5);
       return {Array(), 'b', b, 0, std::string("b:") + (b ? "1" : "0"), {}};
     }
     if (k == 'i') {
-      const std::int64_t i = choose<std::int64_t>({0, 1, -1, 2, -3, 3, 7, -7, 100});
+      const std::int64_t i = non_negative ? choose<std::int64_t>({0, 1, 2, 3, 7, 100})
+                                          : choose<std::int64_t>({0, 1, -1, 2, -3, 3, 7, -7, 100});
       return {Array(), 'i', i, 0, "i:" + std::to_string(i), {}};
     }
     const double f = choose<double>({0.0, -0.0, 0.5, -1.5, 2.0, 2.5, 1e10, -3.25, 0.1, NAN, INFINITY});
@@ -295,7 +304,7 @@ class NumpyProgram {
           const double v = float_value(t, uni(0, 1));
           add(aj::full(aj::Shape(d), v, t), head + "f:" + hex(v));
         } else {
-          const std::int64_t v = uni(-5, 5);
+          const std::int64_t v = is_unsigned(t) ? uni(0, 5) : uni(-5, 5);
           add(aj::full(aj::Shape(d), v, t), head + "i:" + std::to_string(v));
         }
         break;
@@ -377,7 +386,8 @@ class NumpyProgram {
     struct B {
       const char* name;
       F f;
-      char kind;  // 'a' arithmetic (no bool), 'c' compare (any), 'l' logical (bool), 'm' max/min (any)
+      char kind;  // 'a' arithmetic (no bool), 'c' compare (any), 'l' logical (bool), 'm' max/min (any),
+                  // 'i' integers only
     };
     static const std::vector<B> ops = {
         {"add", aj::add, 'a'},          {"subtract", aj::subtract, 'a'}, {"multiply", aj::multiply, 'a'},
@@ -396,12 +406,29 @@ class NumpyProgram {
         {"greater", [](const aj::Operand& a, const aj::Operand& b) { return a > b; }, 'c'},
         {"greater_equal", [](const aj::Operand& a, const aj::Operand& b) { return a >= b; }, 'c'},
         {"logical_and", [](const aj::Operand& a, const aj::Operand& b) { return a && b; }, 'l'},
-        {"logical_or", [](const aj::Operand& a, const aj::Operand& b) { return a || b; }, 'l'}};
+        {"logical_or", [](const aj::Operand& a, const aj::Operand& b) { return a || b; }, 'l'},
+        {"bitwise_and", aj::bitwise_and, 'i'}, {"bitwise_or", aj::bitwise_or, 'i'},
+        {"bitwise_xor", aj::bitwise_xor, 'i'}, {"left_shift", aj::left_shift, 'i'},
+        {"right_shift", aj::right_shift, 'i'}, {"gcd", aj::gcd, 'i'}, {"lcm", aj::lcm, 'i'}};
     const B& op = choose(ops);
-    const int k = op.kind == 'l' ? bool_value() : op.kind == 'a' ? number_value() : any_value();
+    auto integer = [](DType t) { return aj::is_integer(t); };
+    int k = op.kind == 'l' ? bool_value() : op.kind == 'a' ? number_value() : op.kind == 'i' ? pick([&](const Val& v) { return integer(dt(v)); }) : any_value();
+    if (k < 0) {
+      input(random_shape(), coin(0.5) ? narrow_dtype() : DType::i64);
+      k = static_cast<int>(vals_.size()) - 1;
+    }
     Arg a = array_of(vals_[static_cast<std::size_t>(k)]);
-    auto ok = [&](DType t) { return op.kind == 'l' ? t == DType::bool_ : op.kind == 'a' ? t != DType::bool_ : true; };
-    Arg b = coin(0.3) ? scalar_arg(op.kind == 'l' ? "b" : op.kind == 'a' ? "iiff" : "biff")
+    // (Integer operations take operands that promote to an integer: i64 and
+    // u64 meet at f64, which NumPy's bit operations refuse as arrayjit's do.)
+    const DType at = a.array.dtype();
+    auto ok = [&](DType t) {
+      return op.kind == 'l' ? t == DType::bool_ : op.kind == 'a' ? t != DType::bool_
+             : op.kind == 'i' ? integer(t) && aj::is_integer(aj::promote_types(t, at)) : true;
+    };
+    // An integer scalar meets an unsigned array as a non-negative one (a
+    // negative one does not fit: an error, as in NumPy 2).
+    const bool unsigned_a = is_unsigned(a.array.dtype());
+    Arg b = coin(0.3) ? scalar_arg(op.kind == 'l' ? "b" : op.kind == 'a' ? "iiff" : op.kind == 'i' ? "i" : "biff", unsigned_a)
                       : array_arg(a.dims, ok);
     if (coin(0.3)) std::swap(a, b);
     add(op.f(a.op(), b.op()), std::string(op.name) + " " + a.text + " " + b.text);
@@ -416,14 +443,18 @@ class NumpyProgram {
       Arg b = coin(0.3) ? scalar_arg("bif") : array_arg(cd, any);
       Dims ab;
       if (!broadcast(a.dims, b.dims, &ab) || !broadcast(ab, cd, &ab) || numel(ab) > kMaxNumel) return;
+      // A negative scalar against an unsigned array does not fit it (an
+      // error, as in NumPy 2): not drawn.
+      const bool neg_a = a.kind == 'i' && a.i < 0, neg_b = b.kind == 'i' && b.i < 0;
+      if ((neg_a && b.kind == 'a' && is_unsigned(b.array.dtype())) || (neg_b && a.kind == 'a' && is_unsigned(a.array.dtype()))) return;
       add(aj::where(aj::Operand(c.a), a.op(), b.op()), "where " + c.name + " " + a.text + " " + b.text);
       return;
     }
     const Val x = vals_[static_cast<std::size_t>(number_value())];
     const Dims xd = dims_of(x.a);
     auto num = [](DType t) { return t != DType::bool_; };
-    Arg lo = coin(0.6) ? scalar_arg("if") : array_arg(xd, num);
-    Arg hi = coin(0.6) ? scalar_arg("if") : array_arg(xd, num);
+    Arg lo = coin(0.6) ? scalar_arg("if", is_unsigned(x.a.dtype())) : array_arg(xd, num);
+    Arg hi = coin(0.6) ? scalar_arg("if", is_unsigned(x.a.dtype())) : array_arg(xd, num);
     Dims all;
     if (!broadcast(lo.dims, hi.dims, &all) || !broadcast(all, xd, &all) || numel(all) > kMaxNumel) return;
     add(aj::clip(aj::Operand(x.a), lo.op(), hi.op()), "clip " + x.name + " " + lo.text + " " + hi.text);
@@ -975,7 +1006,29 @@ class NumpyProgram {
     const Dims d = dims_of(v.a);
     const int r = static_cast<int>(d.size());
     const bool number = v.a.dtype() != DType::bool_;
-    switch (uni(0, 4)) {
+    switch (uni(0, 6)) {
+      case 5: {
+        // Sorted distinct values, a static size (JAX's form), 0 after them.
+        const std::int64_t size = uni(0, 9);
+        add(aj::unique(v.a, size, 0), "unique " + v.name + " size=" + std::to_string(size));
+        return;
+      }
+      case 6: {
+        // Bins: an integer value's elements sorted (no NaN, so monotonic),
+        // increasing or decreasing (flipped).
+        if (!number) return;
+        const int k = pick([](const Val& w) { return aj::is_integer(w.a.dtype()); });
+        if (k < 0) return;
+        const Val w = vals_[static_cast<std::size_t>(k)];
+        const std::int64_t n = w.a.size();
+        add(aj::reshape(w.a, aj::Shape{n}), "reshape " + w.name + " shape=" + std::to_string(n));
+        add(aj::sort(vals_.back().a, -1), "sort " + vals_.back().name + " axis=-1");
+        if (coin(0.5)) add(aj::flip(vals_.back().a), "flip " + vals_.back().name + " axes=all");
+        const Val bins = vals_.back();
+        const bool right = coin(0.5);
+        add(aj::digitize(v.a, bins.a, right), "digitize " + v.name + " " + bins.name + " right=" + (right ? "1" : "0"));
+        return;
+      }
       case 0: {
         if (!number) return;
         const Val w = vals_[static_cast<std::size_t>(number_value())];

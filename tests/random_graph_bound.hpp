@@ -49,7 +49,8 @@ inline double eps_of(DType t) {
     case DType::bf16: return 0x1p-7;
     case DType::f32: return 0x1p-23;
     case DType::f64: return 0x1p-52;
-    case DType::bool_: case DType::i32: case DType::i64: return 0.0;
+    case DType::bool_: case DType::i32: case DType::i64: case DType::u8: case DType::i8: case DType::i16:
+    case DType::u16: case DType::u32: case DType::u64: return 0.0;
   }
   return 0.0;
 }
@@ -70,6 +71,12 @@ inline double max_of(DType t) {
     case DType::f64: return std::numeric_limits<double>::max();
     case DType::f16: return 65504.0;
     case DType::bf16: return 0x1.fep127;
+    case DType::u8: return 255.0;
+    case DType::i8: return 128.0;
+    case DType::i16: return 32768.0;
+    case DType::u16: return 65535.0;
+    case DType::u32: return 0x1p32;
+    case DType::u64: return 0x1p64;
   }
   return 0.0;
 }

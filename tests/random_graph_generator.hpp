@@ -525,6 +525,12 @@ inline RandomGraph::Val RandomGraph::new_input(const Dims& dims, DType t) {
     case DType::f64: put(double{}); break;
     case DType::f16: put(aj::f16{}); break;
     case DType::bf16: put(aj::bf16{}); break;
+    case DType::u8: put(std::uint8_t{}); break;
+    case DType::i8: put(std::int8_t{}); break;
+    case DType::i16: put(std::int16_t{}); break;
+    case DType::u16: put(std::uint16_t{}); break;
+    case DType::u32: put(std::uint32_t{}); break;
+    case DType::u64: put(std::uint64_t{}); break;
   }
   ++used_[borrow ? "borrow" : "from_vector"];
   ++used_[std::string("input ") + aj::dtype_name(t)];

@@ -192,7 +192,7 @@ TEST_CASE("c api: scatter, scatter_add_along_axis, put_along_axis, slice_update,
 
     // Errors.
     const Handle hf(aj::from_vector<float>({0.5f, 1.5f}));
-    check_error(aj_scatter(ha.h, hf.h, hu.h, 0, &out), AJ_ERROR_USER, out, "aj_scatter", "i32 or i64");
+    check_error(aj_scatter(ha.h, hf.h, hu.h, 0, &out), AJ_ERROR_USER, out, "aj_scatter", "indices must be integers");
     check_error(aj_scatter(ha.h, hi.h, hu.h, 2, &out), AJ_ERROR_USER, out, "aj_scatter", "axis");
     check_error(aj_scatter(ha.h, hi.h, aj_array{0}, 0, &out), AJ_ERROR_HANDLE, out, "aj_scatter", "updates");
     check_error(aj_scatter_add_along_axis(ha.h, hi.h, hu.h, 0, &out), AJ_ERROR_USER, out, "aj_scatter_add_along_axis",

@@ -72,6 +72,12 @@ double element(const void* base, DType t, std::int64_t i) {
     case DType::f64: return static_cast<const double*>(base)[i];
     case DType::f16: return static_cast<float>(static_cast<const aj::f16*>(base)[i]);
     case DType::bf16: return static_cast<float>(static_cast<const aj::bf16*>(base)[i]);
+    case DType::u8: return static_cast<const std::uint8_t*>(base)[i];
+    case DType::i8: return static_cast<const std::int8_t*>(base)[i];
+    case DType::i16: return static_cast<const std::int16_t*>(base)[i];
+    case DType::u16: return static_cast<const std::uint16_t*>(base)[i];
+    case DType::u32: return static_cast<const std::uint32_t*>(base)[i];
+    case DType::u64: return static_cast<double>(static_cast<const std::uint64_t*>(base)[i]);
   }
   return 0;
 }
@@ -230,6 +236,14 @@ TEST_CASE("cuda emulated: elementwise, vector path, views, generators and every 
                        x.astype(DType::i32), aj::pow(x, 2)}));
     ps.push_back(plan({aj::random::uniform({513}, -1, 1, t), aj::random::normal({513}, 0, 1, t)}));
     ps.push_back(plan({aj::linspace(0, 1, 101, t)}));
+  }
+  // The narrow and unsigned integers (their CUDA C typedefs, unsigned
+  // compares and extensions): one program each.
+  for (DType t : {DType::u8, DType::i8, DType::i16, DType::u16, DType::u32, DType::u64}) {
+    Array x = data(t, {1003}, 10), y = data(t, {1003}, 11), m = data(t, {37, 300}, 12);
+    ps.push_back(plan({x * y + 3, aj::maximum(x, y) - aj::minimum(x, 2), x / y, x % y, aj::abs(-x), (x & y) ^ (x << 3),
+                       aj::gcd(x, y), aj::lcm(x, y), x < y, x.astype(DType::f32), (x.astype(DType::f64) * 300.7).astype(t),
+                       aj::sum(m, 1), aj::max(m, 0), aj::cumsum(x, 0), aj::argmax(m, 1)}));
   }
   Array b = data(DType::bool_, {64, 64}, 8);
   ps.push_back(plan({aj::all(b, 1), aj::any(b, 0), !b}));

@@ -46,6 +46,12 @@ Array lazy(DType t, const Dims& dims, unsigned seed = 1) {
     case DType::f64: return aj::from_vector(random_values<double>(un, seed), Shape(dims)) * 2.0;
     case DType::f16:
     case DType::bf16: return aj::from_vector(random_values<float>(un, seed), Shape(dims)).astype(t) * 2.0f;
+    case DType::u8:
+    case DType::i8:
+    case DType::i16:
+    case DType::u16:
+    case DType::u32:
+    case DType::u64: return aj::from_vector(random_values<i32>(un, seed), Shape(dims)).astype(t) + 1;
   }
   return {};
 }

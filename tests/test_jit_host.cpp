@@ -34,7 +34,7 @@ using aj::KInstr;
 using aj::KOp;
 using aj::Op;
 
-constexpr DType kDTypes[] = {DType::bool_, DType::i32, DType::i64, DType::f32, DType::f64, DType::f16, DType::bf16};
+constexpr const auto& kDTypes = aj::kAllDTypes;  // every row of dtypes.def
 
 // Values of every dtype as doubles / int64s, converted when stored.
 std::vector<double> float_values() {
@@ -73,6 +73,12 @@ struct Buf {
       case DType::f64: reinterpret_cast<double*>(p)[i] = f; break;
       case DType::f16: reinterpret_cast<aj::f16*>(p)[i] = aj::f16(f); break;
       case DType::bf16: reinterpret_cast<aj::bf16*>(p)[i] = aj::bf16(f); break;
+      case DType::u8: reinterpret_cast<std::uint8_t*>(p)[i] = static_cast<std::uint8_t>(k); break;
+      case DType::i8: reinterpret_cast<std::int8_t*>(p)[i] = static_cast<std::int8_t>(k); break;
+      case DType::i16: reinterpret_cast<std::int16_t*>(p)[i] = static_cast<std::int16_t>(k); break;
+      case DType::u16: reinterpret_cast<std::uint16_t*>(p)[i] = static_cast<std::uint16_t>(k); break;
+      case DType::u32: reinterpret_cast<std::uint32_t*>(p)[i] = static_cast<std::uint32_t>(k); break;
+      case DType::u64: reinterpret_cast<std::uint64_t*>(p)[i] = static_cast<std::uint64_t>(k); break;
     }
   }
   double get(std::size_t i) const {
@@ -85,12 +91,18 @@ struct Buf {
       case DType::f64: return reinterpret_cast<const double*>(p)[i];
       case DType::f16: return static_cast<double>(reinterpret_cast<const aj::f16*>(p)[i]);
       case DType::bf16: return static_cast<double>(reinterpret_cast<const aj::bf16*>(p)[i]);
+      case DType::u8: return reinterpret_cast<const std::uint8_t*>(p)[i];
+      case DType::i8: return reinterpret_cast<const std::int8_t*>(p)[i];
+      case DType::i16: return reinterpret_cast<const std::int16_t*>(p)[i];
+      case DType::u16: return reinterpret_cast<const std::uint16_t*>(p)[i];
+      case DType::u32: return reinterpret_cast<const std::uint32_t*>(p)[i];
+      case DType::u64: return static_cast<double>(reinterpret_cast<const std::uint64_t*>(p)[i]);
     }
     return 0;
   }
   std::int64_t bits(std::size_t i) const {
     const auto* p = mem.data();
-    if (t == DType::i64) return reinterpret_cast<const std::int64_t*>(p)[i];
+    if (t == DType::i64 || t == DType::u64) return reinterpret_cast<const std::int64_t*>(p)[i];
     if (t == DType::f64) {
       std::int64_t b;
       std::memcpy(&b, reinterpret_cast<const double*>(p) + i, 8);

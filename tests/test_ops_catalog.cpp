@@ -154,7 +154,10 @@ std::string dtypes_of(aj::Op op) {
   if (op_has(op, opflag::Logical)) return "bool";
   if (op_has(op, opflag::Compare)) return "any; bool result";
   if (op_has(op, opflag::FloatOnly)) return "floats (integers, bool: f64)";
-  if (op_has(op, opflag::IntegerOnly)) return "integers and bool (bool: logic; floats refused)";
+  if (op_has(op, opflag::IntegerOnly)) {
+    const bool logic = op == Op::BitNot || op == Op::BitAnd || op == Op::BitOr || op == Op::BitXor;
+    return logic ? "integers and bool (bool: logic; floats refused)" : "integers and bool (bool: as i8; floats refused)";
+  }
   return op_category(op) == OpCategory::Unary ? "numbers" : "numbers (bool: `maximum`/`minimum` as or/and)";
 }
 

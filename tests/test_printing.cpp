@@ -68,6 +68,12 @@ aj::Array build(const PrintCase& c) {
     case DType::f64: return build<double>(c.reals, shape);
     case DType::f16: return build<aj::f16>(c.reals, shape);
     case DType::bf16: return build<aj::bf16>(c.reals, shape);
+    case DType::u8: return build<std::uint8_t>(c.ints, shape);
+    case DType::i8: return build<std::int8_t>(c.ints, shape);
+    case DType::i16: return build<std::int16_t>(c.ints, shape);
+    case DType::u16: return build<std::uint16_t>(c.ints, shape);
+    case DType::u32: return build<std::uint32_t>(c.ints, shape);
+    case DType::u64: return build<std::uint64_t>(c.ints, shape);
   }
   return {};
 }

@@ -304,6 +304,12 @@ void visit(DType t, F&& f) {
     case DType::i64: return f(std::int64_t{});
     case DType::f32: return f(float{});
     case DType::f64: return f(double{});
+    case DType::u8: return f(std::uint8_t{});
+    case DType::i8: return f(std::int8_t{});
+    case DType::i16: return f(std::int16_t{});
+    case DType::u16: return f(std::uint16_t{});
+    case DType::u32: return f(std::uint32_t{});
+    case DType::u64: return f(std::uint64_t{});
     case DType::f16:
     case DType::bf16: FAIL("visit: this suite's hand-written orders cover bool, i32, i64, f32, f64"); return;
   }

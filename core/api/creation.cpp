@@ -9,6 +9,7 @@
 
 #include "arrayjit/scan_sort.hpp"
 #include "backends/cpu/host_memory.hpp"
+#include "base/semantics.hpp"
 #include "core/api/foreign_storage.hpp"
 #include "core/api/random_checks.hpp"
 #include "core/api/trace.hpp"
@@ -275,14 +276,23 @@ Array random_bits(Shape shape, const char* name, const Loc& loc) {
 Array randint(Shape shape, std::int64_t lo, std::int64_t hi, DType dtype, Loc loc) try {
   trace::Scope scope;
   const char* name = "random::randint";
-  if (dtype != DType::i32 && dtype != DType::i64) {
-    user_error(name, std::string("makes i32 or i64 arrays, not ") + dtype_name(dtype) + " (use astype after)", loc);
+  if (!is_integer(dtype)) {
+    user_error(name, std::string("makes integer arrays, not ") + dtype_name(dtype) + " (use astype after)", loc);
   }
   const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")";
   if (!(lo < hi)) user_error(name, "needs lo < hi, got the empty range " + range, loc);
-  if (dtype == DType::i32 && (lo < INT32_MIN || hi > std::int64_t{INT32_MAX} + 1)) {
-    user_error(name, "range " + range + " does not fit i32", loc);
-  }
+  // [lo, hi - 1] within the dtype's limits (a u64's above INT64_MAX are out of reach of hi).
+  const bool fits = sem::visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (sem::is_int<T>) {
+      const bool lo_ok = sem::is_unsigned_int<T> ? lo >= 0 : lo >= static_cast<std::int64_t>(sem::int_min<T>());
+      const bool hi_ok = sizeof(T) == 8 || hi - 1 <= static_cast<std::int64_t>(sem::int_max<T>());
+      return lo_ok && hi_ok;
+    } else {
+      return false;
+    }
+  });
+  if (!fits) user_error(name, "range " + range + " does not fit " + dtype_name(dtype), loc);
   std::int64_t span = 0;
   if (__builtin_sub_overflow(hi, lo, &span)) {
     user_error(name, "range " + range + " is 2^63 or more integers wide (hi - lo must fit i64)", loc);

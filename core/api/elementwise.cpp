@@ -155,11 +155,17 @@ Array binary(Op op, const Operand& a, const Operand& b) try {
     }
   } else if (op_has(op, opflag::IntegerOnly)) {
     if (is_float(t)) {
+      bool integers = true;  // of integer dtypes that meet at a float (i64 with u64: f64)
+      for (auto* o : ops) integers &= o->is_scalar ? o->scalar.kind != Scalar::Kind::floating : !is_float(o->array->dtype());
       user_error(name, "needs integer or bool operands, got " + describe_all(ops) +
-                           " (bit operations are defined on integers; astype() first)", loc);
+                           (integers ? " (they promote to " + std::string(dtype_name(t)) +
+                                           ", as NumPy's; astype() one to the other's dtype first)"
+                                     : std::string(" (bit operations are defined on integers; astype() first)")),
+                 loc);
     }
-    // NumPy: a shift of bools is one of integers (True << 1 is 2).
-    if (t == DType::bool_ && !op_has(op, opflag::Associative)) t = DType::i64;
+    // NumPy: bools are logic for and/or/xor; shifts, gcd and lcm of bools
+    // are of int8 (True << 1 is 2).
+    if (t == DType::bool_ && op != Op::BitAnd && op != Op::BitOr && op != Op::BitXor) t = DType::i8;
   } else if (t == DType::bool_ && !is_compare(op) && op != Op::Max && op != Op::Min) {
     user_error(name, "does not accept bool operands (" + describe_all(ops) +
                          "); use && / || for logic or astype() to a number type", loc);

@@ -63,8 +63,18 @@ void check_indices(const char* op, const Array& indices, const Loc& loc) {
   trace::id(indices, op, loc);
   const DType t = indices.dtype();
   if (t != DType::i32 && t != DType::i64) {
-    user_error(op, "indices must be i32 or i64, got " + describe(indices), loc);
+    user_error(op, "indices must be integers, got " + describe(indices), loc);
   }
+}
+
+// Indices as the index kernels and library steps take them: i32 and i64 as
+// they are, the other integer dtypes (u8 labels, i16) widened to i64, as
+// NumPy takes any integer dtype; bool and floats are errors (check_indices).
+Array index_operand(const char* op, const Array& indices, const Loc& loc) {
+  trace::id(indices, op, loc);
+  const DType t = indices.dtype();
+  if (!is_integer(t) || t == DType::i32 || t == DType::i64) return indices;
+  return trace::cast(indices, DType::i64, loc);
 }
 
 // Whether `from` broadcasts to `to` (NumPy, one way: `to` does not change).
@@ -311,7 +321,7 @@ bool debug() { return debug_flag().load(std::memory_order_relaxed); }
 Array take(const Array& a_in, const Array& indices_in, std::optional<int> axis, Loc loc) try {
   trace::Scope scope;
   const Array& a = trace::local(a_in, "take", loc);
-  const Array& indices = trace::local(indices_in, "take", loc);
+  const Array indices = index_operand("take", trace::local(indices_in, "take", loc), loc);
   return as_op("take", loc, [&]() -> Array {
     trace::id(a, "take", loc);
     check_indices("take", indices, loc);
@@ -351,7 +361,7 @@ Array take(const Array& a_in, const Array& indices_in, std::optional<int> axis, 
 Array take_along_axis(const Array& a_in, const Array& indices_in, int axis, Loc loc) try {
   trace::Scope scope;
   const Array& a = trace::local(a_in, "take_along_axis", loc);
-  const Array& indices = trace::local(indices_in, "take_along_axis", loc);
+  const Array indices = index_operand("take_along_axis", trace::local(indices_in, "take_along_axis", loc), loc);
   return as_op("take_along_axis", loc, [&]() -> Array {
     trace::id(a, "take_along_axis", loc);
     check_indices("take_along_axis", indices, loc);
@@ -390,7 +400,7 @@ Array take_along_axis(const Array& a_in, const Array& indices_in, int axis, Loc 
 Array scatter_add(const Array& a_in, const Array& indices_in, const Operand& updates_in, int axis, Loc loc) try {
   trace::Scope scope;
   const Array& a = trace::local(a_in, "scatter_add", loc);
-  const Array& indices = trace::local(indices_in, "scatter_add", loc);
+  const Array indices = index_operand("scatter_add", trace::local(indices_in, "scatter_add", loc), loc);
   const Operand updates = local_operand(updates_in, "scatter_add");
   return as_op("scatter_add", loc, [&]() -> Array {
     return scatter_take_shaped(Op::ScatterAdd, "scatter_add", a, indices, updates, axis, loc);
@@ -402,7 +412,7 @@ Array scatter_add(const Array& a_in, const Array& indices_in, const Operand& upd
 Array scatter(const Array& a_in, const Array& indices_in, const Operand& updates_in, int axis, Loc loc) try {
   trace::Scope scope;
   const Array& a = trace::local(a_in, "scatter", loc);
-  const Array& indices = trace::local(indices_in, "scatter", loc);
+  const Array indices = index_operand("scatter", trace::local(indices_in, "scatter", loc), loc);
   const Operand updates = local_operand(updates_in, "scatter");
   return as_op("scatter", loc, [&]() -> Array {
     return scatter_take_shaped(Op::Scatter, "scatter", a, indices, updates, axis, loc);
@@ -414,7 +424,7 @@ Array scatter(const Array& a_in, const Array& indices_in, const Operand& updates
 Array scatter_add_along_axis(const Array& a_in, const Array& indices_in, const Operand& updates_in, int axis, Loc loc) try {
   trace::Scope scope;
   const Array& a = trace::local(a_in, "scatter_add_along_axis", loc);
-  const Array& indices = trace::local(indices_in, "scatter_add_along_axis", loc);
+  const Array indices = index_operand("scatter_add_along_axis", trace::local(indices_in, "scatter_add_along_axis", loc), loc);
   const Operand updates = local_operand(updates_in, "scatter_add_along_axis");
   return as_op("scatter_add_along_axis", loc, [&]() -> Array {
     return scatter_along(Op::ScatterAdd, "scatter_add_along_axis", a, indices, updates, axis, loc);
@@ -426,7 +436,7 @@ Array scatter_add_along_axis(const Array& a_in, const Array& indices_in, const O
 Array put_along_axis(const Array& a_in, const Array& indices_in, const Operand& values_in, int axis, Loc loc) try {
   trace::Scope scope;
   const Array& a = trace::local(a_in, "put_along_axis", loc);
-  const Array& indices = trace::local(indices_in, "put_along_axis", loc);
+  const Array indices = index_operand("put_along_axis", trace::local(indices_in, "put_along_axis", loc), loc);
   const Operand values = local_operand(values_in, "put_along_axis");
   return as_op("put_along_axis", loc, [&]() -> Array {
     return scatter_along(Op::Scatter, "put_along_axis", a, indices, values, axis, loc);
@@ -595,7 +605,7 @@ Array roll(const Array& a_in, std::vector<std::int64_t> shifts, std::vector<int>
 
 Array one_hot(const Array& labels_in, std::int64_t num_classes, DType dtype, Loc loc) try {
   trace::Scope scope;
-  const Array& labels = trace::local(labels_in, "one_hot", loc);
+  const Array labels = index_operand("one_hot", trace::local(labels_in, "one_hot", loc), loc);
   return as_op("one_hot", loc, [&]() -> Array {
     check_indices("one_hot", labels, loc);
     if (num_classes < 0) user_error("one_hot", "num_classes " + std::to_string(num_classes) + " is negative", loc);

@@ -145,6 +145,12 @@ Array copied(DType t, const Shape& shape, const char* p, bool swap, const Loc& l
     case DType::f64: return typed(double{});
     case DType::f16: return typed(f16{});
     case DType::bf16: return typed(bf16{});
+    case DType::u8: return typed(std::uint8_t{});
+    case DType::i8: return typed(std::int8_t{});
+    case DType::i16: return typed(std::int16_t{});
+    case DType::u16: return typed(std::uint16_t{});
+    case DType::u32: return typed(std::uint32_t{});
+    case DType::u64: return typed(std::uint64_t{});
   }
   internal_error("io: a dtype with no reader");
 }
@@ -313,17 +319,24 @@ std::uint32_t crc_update(std::uint32_t crc, const char* p, std::size_t n) {
 
 const char kNpyMagic[] = "\x93NUMPY";
 
-std::string npy_descr(const char* op, DType t, const Loc& loc) {
-  switch (t) {
-    case DType::bool_: return "|b1";
-    case DType::i32: return "<i4";
-    case DType::i64: return "<i8";
-    case DType::f16: return "<f2";
-    case DType::f32: return "<f4";
-    case DType::f64: return "<f8";
-    case DType::bf16: break;
+// NumPy's type code of a dtype: its kind's letter and its bytes ("i4", "u1",
+// "f2", "b1"); bf16 has none.
+std::string npy_code(DType t) {
+  if (t == DType::bf16) return "";
+  const std::string bytes = std::to_string(itemsize(t));
+  switch (dtype_kind(t)) {
+    case DTypeKind::Bool: return "b1";
+    case DTypeKind::Unsigned: return "u" + bytes;
+    case DTypeKind::Signed: return "i" + bytes;
+    case DTypeKind::Float: return "f" + bytes;
   }
-  user_error(op, "bf16 has no NumPy type: cast to f32 first, or use save_safetensors", loc);
+  return "";
+}
+
+std::string npy_descr(const char* op, DType t, const Loc& loc) {
+  const std::string code = npy_code(t);
+  if (code.empty()) user_error(op, "bf16 has no NumPy type: cast to f32 first, or use save_safetensors", loc);
+  return (itemsize(t) == 1 ? "|" : "<") + code;
 }
 
 // The magic, version and header dict of a .npy, padded so the data after it
@@ -412,15 +425,15 @@ Array npy_parse(const char* op, const Bytes& s, const std::string& what, const L
   }
   const char order = descr.empty() ? '?' : descr[0];
   const std::string code = order == '<' || order == '>' || order == '|' || order == '=' ? descr.substr(1) : descr;
-  DType t;
-  if (code == "f4") t = DType::f32;
-  else if (code == "f8") t = DType::f64;
-  else if (code == "f2") t = DType::f16;
-  else if (code == "i4") t = DType::i32;
-  else if (code == "i8") t = DType::i64;
-  else if (code == "b1" || code == "?") t = DType::bool_;
-  else {
-    user_error(op, what + ": NumPy type '" + descr + "' has no arrayjit dtype (bool, int32, int64, float16, float32, float64 are read)", loc);
+  DType t = DType::bool_;
+  bool known = code == "?";
+  for (DType d : kAllDTypes) {
+    if (!known && npy_code(d) == code) t = d, known = true;
+  }
+  if (!known) {
+    user_error(op, what + ": NumPy type '" + descr +
+                       "' has no arrayjit dtype (bool, the integers of 1 to 8 bytes, float16, float32, float64 are read)",
+               loc);
   }
   const bool swap = order == '>';
   const std::int64_t n = checked_count(op, dims, itemsize(t), what, loc);
@@ -794,6 +807,12 @@ const char* st_dtype(DType t) {
     case DType::bf16: return "BF16";
     case DType::f32: return "F32";
     case DType::f64: return "F64";
+    case DType::u8: return "U8";
+    case DType::i8: return "I8";
+    case DType::i16: return "I16";
+    case DType::u16: return "U16";
+    case DType::u32: return "U32";
+    case DType::u64: return "U64";
   }
   return "?";
 }
@@ -945,14 +964,12 @@ struct StFile {
 };
 
 DType st_dtype_of(const char* op, const std::string& d, const std::string& what, const Loc& loc) {
-  if (d == "F32") return DType::f32;
-  if (d == "F64") return DType::f64;
-  if (d == "F16") return DType::f16;
-  if (d == "BF16") return DType::bf16;
-  if (d == "I32") return DType::i32;
-  if (d == "I64") return DType::i64;
-  if (d == "BOOL") return DType::bool_;
-  user_error(op, what + ": dtype " + d + " has no arrayjit dtype (BOOL, I32, I64, F16, BF16, F32, F64 are read)", loc);
+  std::string ours;
+  for (DType t : kAllDTypes) {
+    if (d == st_dtype(t)) return t;
+    ours += std::string(ours.empty() ? "" : ", ") + st_dtype(t);
+  }
+  user_error(op, what + ": dtype " + d + " has no arrayjit dtype (" + ours + " are read)", loc);
 }
 
 // The file mapped, its header parsed and every tensor's entry checked as

@@ -463,10 +463,13 @@ std::string format_values(const Array& a, const std::string& separator, std::siz
     auto cell = [&](std::int64_t i) { return at(i) ? true_text : "False"; };
     return layout.text(cell, prefix, linewidth);
   }
+  // A u64 read as int64 holds its bits: printed unsigned.
+  const bool u64 = dtype_kind(t) == DTypeKind::Unsigned && itemsize(t) == 8;
+  auto text = [&](std::int64_t x) { return u64 ? std::to_string(static_cast<std::uint64_t>(x)) : std::to_string(x); };
   std::size_t width = 0;
-  for (auto x : v) width = std::max(width, std::to_string(x).size());
+  for (auto x : v) width = std::max(width, text(x).size());
   auto cell = [&](std::int64_t i) {
-    std::string c = std::to_string(at(i));
+    std::string c = text(at(i));
     return std::string(width - c.size(), ' ') + c;
   };
   return layout.text(cell, prefix, linewidth);

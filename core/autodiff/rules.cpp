@@ -509,6 +509,8 @@ const Rule* rule_for(Op op) {
     case Op::BitXor:
     case Op::LeftShift:
     case Op::RightShift:
+    case Op::Gcd:
+    case Op::Lcm:
     // ... bool or integer results, ...
     case Op::Not:
     case Op::Eq:

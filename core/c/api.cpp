@@ -364,6 +364,11 @@ aj_status aj_scalar_i64(int64_t value, aj_array* out) {
     return ArrayRef{aj::full({}, value, aj::DType::i64), true, aj::Scalar(static_cast<std::int64_t>(value))};
   });
 }
+aj_status aj_scalar_u64(uint64_t value, aj_array* out) {
+  return c_make("aj_scalar_u64", out, [&] {
+    return ArrayRef{aj::full({}, value, aj::DType::u64), true, aj::Scalar(static_cast<std::uint64_t>(value))};
+  });
+}
 aj_status aj_scalar_bool(int value, aj_array* out) {
   return c_make("aj_scalar_bool", out, [&] {
     return ArrayRef{aj::full({}, value != 0, aj::DType::bool_), true, aj::Scalar(value != 0)};

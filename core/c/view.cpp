@@ -41,7 +41,10 @@ LiveViews& live_views() {
 }
 }  // namespace
 
-static_assert(AJ_BF16 == static_cast<int>(DType::bf16) && AJ_BF16 + 1 == kNumDTypes,
+static_assert(AJ_BF16 == static_cast<int>(DType::bf16) && AJ_U8 == static_cast<int>(DType::u8) &&
+                  AJ_I8 == static_cast<int>(DType::i8) && AJ_I16 == static_cast<int>(DType::i16) &&
+                  AJ_U16 == static_cast<int>(DType::u16) && AJ_U32 == static_cast<int>(DType::u32) &&
+                  AJ_U64 == static_cast<int>(DType::u64) && AJ_U64 + 1 == kNumDTypes,
               "aj_dtype_code (arrayjit.h) lists aj::DType's values");
 
 namespace {

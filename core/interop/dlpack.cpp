@@ -29,6 +29,12 @@ DLDataType dl_dtype(DType t) {
     case DType::f64: return {kDLFloat, 64, 1};
     case DType::f16: return {kDLFloat, 16, 1};
     case DType::bf16: return {kDLBfloat, 16, 1};
+    case DType::u8: return {kDLUInt, 8, 1};
+    case DType::i8: return {kDLInt, 8, 1};
+    case DType::i16: return {kDLInt, 16, 1};
+    case DType::u16: return {kDLUInt, 16, 1};
+    case DType::u32: return {kDLUInt, 32, 1};
+    case DType::u64: return {kDLUInt, 64, 1};
   }
   return {};
 }

@@ -2,6 +2,11 @@
 // ---- jit/cuda/cuda_prelude_tail.cuh: what the kernel skeletons need beside aj::sem ----
 typedef long long i64;
 typedef unsigned long long u64;
+typedef unsigned char u8;
+typedef signed char i8;
+typedef short i16;
+typedef unsigned short u16;
+typedef unsigned int u32;
 
 // Warp shuffles of every accumulator type (bool travels as int).
 template <class T> __device__ __forceinline__ T aj_shfl_down(T v, int d) { return __shfl_down_sync(0xffffffffu, v, d); }

@@ -47,7 +47,7 @@ namespace aj::jit {
 namespace {
 
 constexpr const char* kFnName = "aj_kernel";
-constexpr int kCodegenVersion = 12;         // bump when the LLVM pipeline, op numbers (arrayjit/ops.def) or dtype rows change
+constexpr int kCodegenVersion = 13;         // bump when the LLVM pipeline, op numbers (arrayjit/ops.def) or dtype rows change
 constexpr std::size_t kMaxKernels = 4096;   // memory cache limit (then cleared)
 constexpr std::size_t kMaxDiskEntries = 16384;  // disk cache limit (then trimmed)
 

@@ -16,7 +16,7 @@ arguments, RuntimeFailure, InternalError, HandleError.
 from ._capi import (ArrayJitError, HandleError, InternalError, RuntimeFailure, UserError,  # noqa: F401
                     LIBRARY_PATH)
 from ._core import (Array, Device, DType, asarray, array, bfloat16, bool_, dtype, float16, float32,  # noqa: F401
-                    float64, from_numpy, int32, int64)
+                    float64, from_numpy, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from ._ops import *  # noqa: F401,F403
 from ._ops import __all__ as _ops_all
 from ._dlpack import from_dlpack  # noqa: F401

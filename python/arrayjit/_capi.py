@@ -81,6 +81,7 @@ aj_random_key_bernoulli st a p i32 f64 ap
 aj_scalar_f64 st f64 ap
 aj_scalar_i64 st i64 ap
 aj_scalar_bool st i32 ap
+aj_scalar_u64 st u64 ap
 aj_op_names s i32
 aj_nan_to_num st a f64 p p ap
 aj_var st a p i32 f64 i32 ap
@@ -320,7 +321,7 @@ for _list, _params in _LIST_SIGNATURES.items():
     for _name in OP_LISTS[_list]:
         declare("aj_" + _name, "st", *_params)
 
-API_MAJOR, API_MINOR = 1, 6
+API_MAJOR, API_MINOR = 1, 7
 _v = lib.aj_api_version()
 if (_v >> 16) != API_MAJOR or (_v & 0xFFFF) < API_MINOR:
     raise ImportError("arrayjit: %s has C API %d.%d; this package needs %d.%d or later"

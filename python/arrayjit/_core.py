@@ -15,7 +15,8 @@ from ._capi import H, check, lib, set_caller
 
 
 class DType:
-    """An arrayjit dtype: float32, float64, int32, int64, bool_, float16, bfloat16.
+    """An arrayjit dtype: bool_, int8, int16, int32, int64, uint8, uint16,
+    uint32, uint64, float16, float32, float64, bfloat16.
     Compares equal to its NumPy name ("float32"), arrayjit's ("f32") and the
     NumPy dtype of that name."""
 
@@ -26,7 +27,7 @@ class DType:
         self.name = name
         self.short = short
         self.itemsize = lib.aj_dtype_itemsize(code)
-        self.kind = kind  # "b", "i", "f" (NumPy's dtype.kind)
+        self.kind = kind  # "b", "i", "u", "f" (NumPy's dtype.kind)
 
     def __repr__(self):
         return "arrayjit." + ("bool_" if self.name == "bool" else self.name)
@@ -61,7 +62,14 @@ float32 = DType(3, "float32", "f32", "f")
 float64 = DType(4, "float64", "f64", "f")
 float16 = DType(5, "float16", "f16", "f")
 bfloat16 = DType(6, "bfloat16", "bf16", "f")
-_BY_CODE = {d.code: d for d in (bool_, int32, int64, float32, float64, float16, bfloat16)}
+uint8 = DType(7, "uint8", "u8", "u")
+int8 = DType(8, "int8", "i8", "i")
+int16 = DType(9, "int16", "i16", "i")
+uint16 = DType(10, "uint16", "u16", "u")
+uint32 = DType(11, "uint32", "u32", "u")
+uint64 = DType(12, "uint64", "u64", "u")
+_BY_CODE = {d.code: d for d in (bool_, int32, int64, float32, float64, float16, bfloat16,
+                                uint8, int8, int16, uint16, uint32, uint64)}
 _BY_NAME = {}
 for _d in _BY_CODE.values():
     _BY_NAME[_d.name] = _d
@@ -84,6 +92,12 @@ def dtype(x):
         return float64
     if isinstance(x, str):
         d = _BY_NAME.get(x)
+        if d is None:
+            try:  # NumPy's spellings: "u2", "<i4", "uint8", "B"
+                import numpy as np
+                d = _BY_NAME.get(np.dtype(x).name)
+            except (ImportError, TypeError):
+                d = None
         if d is None:
             raise TypeError("arrayjit has no dtype %r (it has %s)"
                             % (x, ", ".join(d.name for d in _BY_CODE.values())))
@@ -281,6 +295,8 @@ class Array:
             return out.value
         out = C.c_int64()
         check(lib.aj_array_item_i64(self._h, C.byref(out)))
+        if d is uint64:  # the u64's bits, as the int64 it wraps to
+            return out.value & ((1 << 64) - 1)
         return builtins.bool(out.value) if d is bool_ else out.value
 
     def __bool__(self):
@@ -442,8 +458,10 @@ def scalar(v):
         return new(lib.aj_scalar_bool, 1 if v else 0)
     if isinstance(v, numbers.Integral):
         v = builtins.int(v)
+        if (1 << 63) <= v < (1 << 64):
+            return new(lib.aj_scalar_u64, v)
         if not -(1 << 63) <= v < (1 << 63):
-            raise OverflowError("integer %d does not fit int64" % v)
+            raise OverflowError("integer %d does not fit int64 or uint64" % v)
         return new(lib.aj_scalar_i64, v)
     if isinstance(v, numbers.Real):
         return new(lib.aj_scalar_f64, builtins.float(v))
@@ -500,8 +518,6 @@ def asarray(obj, dtype=None, copy=None):
             arr = np.asarray(obj, dtype=np.float32)
         else:
             arr = np.asarray(obj, dtype=None if d is None else d.to_numpy())
-        if arr.dtype.kind == "u" or arr.dtype.name in ("int8", "int16"):
-            arr = arr.astype(np.int32 if arr.itemsize < 4 else np.int64)
         if arr.dtype.kind == "O":
             raise TypeError("cannot make an arrayjit array from %r" % (type(obj).__name__,))
         src = globals()["dtype"](arr.dtype)

@@ -29,7 +29,8 @@ __all__ = ["compiler", "compile", "backend", "SUPPORTED", "unsupported_ops", "to
 # ---- tensors across ------------------------------------------------------------------------
 
 _DTYPES = {torch.float32: aj.float32, torch.float64: aj.float64, torch.float16: aj.float16,
-           torch.bfloat16: aj.bfloat16, torch.int32: aj.int32, torch.int64: aj.int64, torch.bool: aj.bool_}
+           torch.bfloat16: aj.bfloat16, torch.int32: aj.int32, torch.int64: aj.int64, torch.bool: aj.bool_,
+           torch.uint8: aj.uint8, torch.int8: aj.int8, torch.int16: aj.int16}
 _TORCH_DTYPES = {v.name: k for k, v in _DTYPES.items()}
 
 
@@ -224,6 +225,8 @@ for _name, _fn in [("bitwise_and", aj.bitwise_and), ("bitwise_or", aj.bitwise_or
                    ("bitwise_left_shift", aj.left_shift), ("bitwise_right_shift", aj.right_shift)]:
     _OPS["aten.%s.Tensor" % _name] = (lambda f: lambda a, b: f(a, b))(_fn)
     _OPS["aten.%s.Scalar" % _name] = _OPS["aten.%s.Tensor" % _name]
+_OPS["aten.gcd.default"] = lambda a, b: aj.gcd(a, b)
+_OPS["aten.lcm.default"] = lambda a, b: aj.lcm(a, b)
 
 
 @_op("aten.where.self")

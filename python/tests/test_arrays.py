@@ -39,7 +39,7 @@ def test_asarray_copies_numpy_and_lists(rng):
     assert float(x[0, 0]) != 100
     np.testing.assert_array_equal(aj.asarray([[1, 2], [3, 4]]), [[1, 2], [3, 4]])
     assert aj.asarray([1.5, 2]).dtype == aj.float64
-    assert aj.asarray(np.arange(3, dtype=np.uint8)).dtype == aj.int32  # no u8 yet: widened
+    assert aj.asarray(np.arange(3, dtype=np.uint8)).dtype == aj.uint8
     assert aj.asarray(3.0, dtype="float32").dtype == aj.float32
 
 

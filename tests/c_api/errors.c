@@ -108,7 +108,7 @@ void error_paths(void) {
     CHECK_FAILS(aj_array_read(m, AJ_F32, buf, sizeof buf, strides), AJ_ERROR_USER, "last element");
     CHECK_FAILS(aj_array_read(x, AJ_F32, buf, sizeof buf, negative), AJ_ERROR_USER, "non-negative");
   }
-  CHECK_FAILS(aj_array_read(x, (aj_dtype)9, buf, sizeof buf, NULL), AJ_ERROR_USER, "not a dtype");
+  CHECK_FAILS(aj_array_read(x, (aj_dtype)99, buf, sizeof buf, NULL), AJ_ERROR_USER, "not a dtype");
   CHECK_FAILS(aj_array_shape(m, (int64_t*)buf, 1), AJ_ERROR_USER, "capacity 1");
   {
     double v;

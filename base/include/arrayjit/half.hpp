@@ -124,6 +124,10 @@ AJ_HD u16 from_i64(long long v) {
   const bool neg = v < 0;
   return round_bits<F>(neg, neg ? u64(0) - static_cast<u64>(v) : static_cast<u64>(v), 0);
 }
+template <class F>
+AJ_HD u16 from_u64(unsigned long long v) {
+  return round_bits<F>(false, static_cast<u64>(v), 0);
+}
 
 // The bits of h in the wide format of WE exponent and WM significand bits
 // (f32: 8, 23; f64: 11, 52), exactly.
@@ -168,6 +172,8 @@ struct half_t {
   AJ_HD explicit half_t(int x) : bits(half_detail::from_i64<F>(x)) {}
   AJ_HD explicit half_t(long x) : bits(half_detail::from_i64<F>(x)) {}
   AJ_HD explicit half_t(long long x) : bits(half_detail::from_i64<F>(x)) {}
+  AJ_HD explicit half_t(unsigned long x) : bits(half_detail::from_u64<F>(x)) {}
+  AJ_HD explicit half_t(unsigned long long x) : bits(half_detail::from_u64<F>(x)) {}
   AJ_HD explicit operator float() const { return half_detail::to_f32<F>(bits); }
   AJ_HD explicit operator double() const { return half_detail::to_f64<F>(bits); }
   AJ_HD static half_t from_bits(unsigned short b) {

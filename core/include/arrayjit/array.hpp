@@ -433,7 +433,7 @@ Array normal(Shape shape, double mean = 0.0, double stddev = 1.0, DType dtype = 
 // ---- more random arrays, counter-based as uniform: the same
 // values on every backend. ----
 // Integers uniform in [lo, hi) (lo < hi, both fitting dtype, hi - lo below
-// 2^63), i32 or i64: lo + (64 random bits mod (hi - lo)).
+// 2^63), of any integer dtype: lo + (64 random bits mod (hi - lo)).
 Array randint(Shape shape, std::int64_t lo, std::int64_t hi, DType dtype = DType::i64, Loc loc = Loc::current());
 // A random permutation of 0 .. n-1 (i64): the positions that sort n random
 // 64-bit keys (argsort, stable: a repeated key still gives a permutation).

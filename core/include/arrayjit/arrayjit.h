@@ -67,7 +67,7 @@ extern "C" {
  * library whose aj_api_version() has the same major and a minor >= its own
  * (new functions and appended struct fields raise the minor). */
 #define AJ_API_VERSION_MAJOR 1
-#define AJ_API_VERSION_MINOR 6
+#define AJ_API_VERSION_MINOR 7
 #define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
 
 AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
@@ -113,7 +113,11 @@ AJ_C_API void aj_set_caller(const char* file, int32_t line);
 
 /* New dtypes are appended (codes never change). */
 typedef int32_t aj_dtype;
-enum aj_dtype_code { AJ_BOOL = 0, AJ_I32 = 1, AJ_I64 = 2, AJ_F32 = 3, AJ_F64 = 4, AJ_F16 = 5, AJ_BF16 = 6 };
+enum aj_dtype_code {
+  AJ_BOOL = 0, AJ_I32 = 1, AJ_I64 = 2, AJ_F32 = 3, AJ_F64 = 4, AJ_F16 = 5, AJ_BF16 = 6,
+  /* Since C API 1.7: */
+  AJ_U8 = 7, AJ_I8 = 8, AJ_I16 = 9, AJ_U16 = 10, AJ_U32 = 11, AJ_U64 = 12
+};
 /* F16: IEEE binary16; BF16: bfloat16 (aj::DType's values, arrayjit/dtypes.def). */
 
 /* "bool", "i32", ...; NULL for a code that is not a dtype. */
@@ -254,6 +258,9 @@ AJ_C_API aj_status aj_random_key_bernoulli(aj_array key, const int64_t* shape, i
 AJ_C_API aj_status aj_scalar_f64(double value, aj_array* out);
 AJ_C_API aj_status aj_scalar_i64(int64_t value, aj_array* out);
 AJ_C_API aj_status aj_scalar_bool(int value, aj_array* out);
+/* An integer of [0, 2^64): weak like aj_scalar_i64's (a u64 array where it
+ * stands alone). Since C API 1.7, for the values above INT64_MAX. */
+AJ_C_API aj_status aj_scalar_u64(uint64_t value, aj_array* out);
 
 /* ---- ops ------------------------------------------------------------------------------
  * Every op records a node and returns at once with a new handle in `out`
@@ -423,7 +430,7 @@ AJ_C_API aj_status aj_one_hot(aj_array labels, int64_t num_classes, aj_dtype dty
 /* More scatters and functional updates (arrayjit/indexing.hpp; since C API
  * 1.2). None changes `a`: the result is a new array (it takes a's buffer over
  * when nothing else needs it). Updates broadcast as the C++ functions say and
- * are converted to a's dtype; indices are i32 or i64, negative ones count
+ * are converted to a's dtype; indices are integers of any width, negative ones count
  * from the end, and an index beyond [-n, n) drops its update.
  * scatter: as aj_scatter_add but setting (with duplicate indices the last
  * update in row-major order wins); scatter_add_along_axis and

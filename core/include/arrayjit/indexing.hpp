@@ -2,7 +2,7 @@
 // padding, rolling, one-hot. NumPy / array-API names; docs/semantics.md,
 // "Indexing", is the reference for every rule below.
 //
-// Index arrays are i32 or i64 (anything else is a located trace-time error).
+// Index arrays are integers of any width (bool or float: a located trace-time error).
 // An index i of an axis of extent n means i + n when -n <= i < 0 (NumPy);
 // beyond [-n, n) gathers clamp (to 0 or n - 1) and scatters drop the update,
 // so no index ever touches memory outside an array. With AJ_DEBUG=1 (or
