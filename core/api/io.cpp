@@ -798,21 +798,14 @@ std::uint64_t detail::set_zip64_limit(std::uint64_t bytes) { return g_zip64_limi
 
 namespace {
 
-const char* st_dtype(DType t) {
-  switch (t) {
-    case DType::bool_: return "BOOL";
-    case DType::i32: return "I32";
-    case DType::i64: return "I64";
-    case DType::f16: return "F16";
-    case DType::bf16: return "BF16";
-    case DType::f32: return "F32";
-    case DType::f64: return "F64";
-    case DType::u8: return "U8";
-    case DType::i8: return "I8";
-    case DType::i16: return "I16";
-    case DType::u16: return "U16";
-    case DType::u32: return "U32";
-    case DType::u64: return "U64";
+// safetensors' dtype name: BOOL, BF16, or the kind's letter and the bits (U8, I64, F16).
+std::string st_dtype(DType t) {
+  const std::string bits = std::to_string(8 * itemsize(t));
+  switch (dtype_kind(t)) {
+    case DTypeKind::Bool: return "BOOL";
+    case DTypeKind::Unsigned: return "U" + bits;
+    case DTypeKind::Signed: return "I" + bits;
+    case DTypeKind::Float: return t == DType::bf16 ? "BF16" : "F" + bits;
   }
   return "?";
 }

@@ -20,21 +20,15 @@ namespace aj {
 
 namespace {
 
+// DLPack's code for a dtype's kind, its bits from the table (bf16 is the one
+// float of another format than IEEE's for its size).
 DLDataType dl_dtype(DType t) {
-  switch (t) {
-    case DType::bool_: return {kDLBool, 8, 1};
-    case DType::i32: return {kDLInt, 32, 1};
-    case DType::i64: return {kDLInt, 64, 1};
-    case DType::f32: return {kDLFloat, 32, 1};
-    case DType::f64: return {kDLFloat, 64, 1};
-    case DType::f16: return {kDLFloat, 16, 1};
-    case DType::bf16: return {kDLBfloat, 16, 1};
-    case DType::u8: return {kDLUInt, 8, 1};
-    case DType::i8: return {kDLInt, 8, 1};
-    case DType::i16: return {kDLInt, 16, 1};
-    case DType::u16: return {kDLUInt, 16, 1};
-    case DType::u32: return {kDLUInt, 32, 1};
-    case DType::u64: return {kDLUInt, 64, 1};
+  const auto bits = static_cast<std::uint8_t>(8 * itemsize(t));
+  switch (dtype_kind(t)) {
+    case DTypeKind::Bool: return {kDLBool, 8, 1};
+    case DTypeKind::Unsigned: return {kDLUInt, bits, 1};
+    case DTypeKind::Signed: return {kDLInt, bits, 1};
+    case DTypeKind::Float: return {static_cast<std::uint8_t>(t == DType::bf16 ? kDLBfloat : kDLFloat), bits, 1};
   }
   return {};
 }
