@@ -79,7 +79,7 @@ def getitem(x, key):
             x = _mask(x, ax, k)
             ax += 1
         else:
-            if k.dtype.kind != "i":
+            if k.dtype.kind not in "iu":
                 raise IndexError("arrays used as indices must be of integer or boolean type, got " + k.dtype.name)
             x = ops.take(x, k, axis=ax)
             ax += k.ndim
@@ -103,7 +103,7 @@ def _advanced(x, items):
     adv = [i for i, k in enumerate(items) if not isinstance(k, builtins.slice)]
     for i in adv:
         k = items[i]
-        if isinstance(k, Array) and k.dtype.kind != "i":
+        if isinstance(k, Array) and k.dtype.kind not in "iu":
             raise IndexError("arrays used as indices must be of integer or boolean type, got " + k.dtype.name)
     # Slices first: every axis stays.
     for ax, k in enumerate(items):

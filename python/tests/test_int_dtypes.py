@@ -97,3 +97,17 @@ def test_dtype_names():
     assert aj.dtype(np.int16) is aj.int16 and aj.dtype("u64") is aj.uint64 and aj.uint8 == np.uint8
     with pytest.raises(TypeError, match="no dtype 'c8'"):
         aj.dtype("c8")
+
+
+def test_indices_of_every_integer_dtype():
+    x = np.arange(24.0).reshape(4, 6)
+    a = aj.asarray(x)
+    for name in ["uint8", "int8", "int16", "uint16", "uint32", "uint64"]:
+        i, j = np.array([3, 0, 3], dtype=name), np.array([5, 1, 0], dtype=name)
+        np.testing.assert_array_equal(a[aj.asarray(i)].numpy(), x[i])
+        np.testing.assert_array_equal(a[aj.asarray(i), aj.asarray(j)].numpy(), x[i, j])
+        np.testing.assert_array_equal(a[:, aj.asarray(j)].numpy(), x[:, j])
+        np.testing.assert_array_equal(aj.bincount(aj.asarray(i)).numpy(), np.bincount(i.astype(np.int64)))  # (NumPy refuses u64 there)
+        want = x.copy()
+        np.add.at(want, i, 1.0)
+        np.testing.assert_array_equal(a.at[aj.asarray(i)].add(1.0).numpy(), want)
