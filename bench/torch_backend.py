@@ -4,13 +4,15 @@ training step (forward, backward, SGD) of the MLPs and the transformer block
 on 1 and 2 threads, the backend's host cost per graph call (a model too small
 to compute anything), and the first step with a cold kernel cache.
 
-    ./dev python bench/torch_backend.py [--steps N] [--repeats R]
+    ./dev python bench/torch_backend.py [--steps N] [--repeats R] [--optimizers]
 
 Medians of R runs of N steps each; the machine line (CPU, ISA, BLAS kernel)
 comes first; "replays ms" is the part of arrayjit's step spent in its
 replays (the kept plans running), the rest is the crossing of tensors and
 AOTAutograd's wrapper. Targets (issue 36): arrayjit <= 1.0x eager for the MLPs and the
 block; host cost <= 50 us per graph call; cold first step <= 2x eager's.
+First (alone with --optimizers): opt.step() of arrayjit.torch's SGD and Adam
+against torch.optim's, both updating the same tensors in place.
 """
 import argparse
 import contextlib
@@ -96,6 +98,27 @@ def time_steps(name, kind, steps, repeats, threads):
     return statistics.median(runs), statistics.median(replays)
 
 
+def optimizer_step(name, which, kind, steps, repeats):
+    """The median time of opt.step() alone (fixed gradients), torch.optim's
+    optimizer or arrayjit.torch's, 1 thread."""
+    torch.set_num_threads(1)
+    aj.set_num_threads(1)
+    torch.manual_seed(0)
+    model = MODELS[name]()
+    cls = getattr(ajt if kind == "arrayjit" else torch.optim, which)
+    opt = cls(model.parameters(), lr=1e-3, **({"momentum": 0.9} if which == "SGD" else {}))
+    model(*batch(name, 0)).backward()
+    for _ in range(5):
+        opt.step()
+    runs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            opt.step()
+        runs.append((time.perf_counter() - t0) / steps)
+    return statistics.median(runs)
+
+
 def host_cost(steps, repeats):
     """Per graph call of a model with 8 numbers per layer, so that the
     backend's own cost shows: the time inside its compiled function (tensors
@@ -170,9 +193,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--optimizers", action="store_true", help="only the optimizer steps")
     args = ap.parse_args()
     print("machine:", " | ".join(aj.host_info().strip().splitlines()))
     print("torch", torch.__version__, "| arrayjit", aj.version())
+    print("\noptimizer step alone (weights and state updated in place), 1 thread, median of %d runs of %d steps:"
+          % (args.repeats, args.steps))
+    print("%-12s %-10s %14s %12s %9s" % ("model", "optimizer", "torch.optim ms", "arrayjit ms", "aj/torch"))
+    for name in ("mlp", "block"):
+        for which in ("SGD", "Adam"):
+            t = {k: optimizer_step(name, which, k, args.steps, args.repeats) for k in ("torch", "arrayjit")}
+            print("%-12s %-10s %14.3f %12.3f %9.2f" % (name, which + (" m=0.9" if which == "SGD" else ""),
+                                                       1e3 * t["torch"], 1e3 * t["arrayjit"],
+                                                       t["arrayjit"] / t["torch"]))
+    if args.optimizers:
+        return
     print("\nper training step (forward + backward + SGD), median of %d runs of %d steps:" % (args.repeats, args.steps))
     print("%-12s %7s %10s %10s %12s %11s %9s %9s" % ("model", "threads", "eager ms", "aot_ts ms", "arrayjit ms",
                                                   "replays ms", "aj/eager", "aj/aot_ts"))

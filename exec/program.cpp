@@ -263,7 +263,7 @@ class Runner {
   bool may_take(int d, std::size_t bytes) {
     if (d < 0 || !slots_.sole_owner(d)) return false;
     const Storage& s = *slots_.slot(d);
-    return !s.borrowed && s.device == device_ && s.bytes == bytes;
+    return !s.read_only() && s.device == device_ && s.bytes == bytes;
   }
 
   std::shared_ptr<Storage> concatenation_buffer(int c, std::size_t bytes) {

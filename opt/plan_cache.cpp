@@ -216,7 +216,8 @@ const Key& make_key(const std::vector<NodeId>& roots, const std::vector<NodeId>&
     w.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 |
                 static_cast<std::uint32_t>(n.storage->device.index));
     put_number(static_cast<std::int64_t>(n.storage->bytes));
-    w.push_back(static_cast<std::uint64_t>(n.storage->borrowed) << 1 | (g.ext_count(id) > 0));
+    w.push_back(static_cast<std::uint64_t>(n.storage->read_only()) << 2 | static_cast<std::uint64_t>(n.storage->lent) << 1 |
+                (g.ext_count(id) > 0));
     w.push_back(n.uses);
     return m.pos[id];
   };

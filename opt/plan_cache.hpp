@@ -18,7 +18,7 @@
 //    stored, temporaries are not) and its exact reader count (donation and
 //    liveness depend on them); per
 //    evaluated leaf its dtype, shape, strides, offset, device, storage bytes,
-//    borrowed flag, handle flag and reader count; and the roots by position.
+//    read-only and lent flags (Storage::read_only, aj::lend), handle flag and reader count; and the roots by position.
 //    simplify itself still runs on every call (it rewrites the user's nodes),
 //    so the key describes exactly the graph the passes would see.
 //  - A plan is stored with its program (opt/program.hpp), whose kernels are

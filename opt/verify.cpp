@@ -364,7 +364,7 @@ void verify(const BufferPlan& b, const Schedule& s, const char* after_pass) {
     if (from_bytes != static_cast<std::size_t>(to.numel()) * itemsize(to.dtype)) {
       fail("a donation between buffers of different byte sizes");
     }
-    if (from.evaluated() && from.storage->borrowed) fail("a borrowed buffer is donated");
+    if (from.evaluated() && from.storage->read_only()) fail("a borrowed buffer is donated");
   }
   if (b.lower_bound > b.bytes_used) fail("bytes used below the lower bound");
 }

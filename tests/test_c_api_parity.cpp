@@ -44,6 +44,7 @@ const Reasoned kSkippedHeaders[] = {
 const std::map<std::string, std::string> kCName = {
     {"aj::from_vector", "aj_array_from_data"},
     {"aj::borrow", "aj_array_borrow"},
+    {"aj::lend", "aj_array_lend"},
     {"aj::dump", "aj_array_dump"},
     {"aj::array2string", "aj_array_to_string"},
     {"aj::compile", "aj_function_new"},

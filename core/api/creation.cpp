@@ -171,8 +171,21 @@ Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides, Loc loc) tr
   detail::out_of_memory("borrow", loc);
 }
 
+template <class T>
+Array lend(T* ptr, Shape shape, Loc loc) try {
+  trace::Scope scope;
+  std::vector<std::int64_t> strides = contiguous_strides(shape);
+  const detail::ForeignSpan span = detail::check_foreign_layout(ptr, dtype_of<T>, shape, strides, "lend", loc);
+  auto s = cpu::host_borrow(ptr, span.bytes);
+  s->lent = true;
+  return leaf(std::move(s), dtype_of<T>, std::move(shape), std::move(strides), loc, 0);
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("lend", loc);
+}
+
 #define AJ_INSTANTIATE(T)                                                              \
   template Array from_vector<T>(const std::vector<T>&, Shape, Loc);                    \
+  template Array lend<T>(T*, Shape, Loc);                                              \
   template Array borrow<T>(T*, Shape, std::vector<std::int64_t>, Loc);                 \
   template Array borrow<const T>(const T*, Shape, std::vector<std::int64_t>, Loc);
 #define AJ_INSTANTIATE_DTYPE(e, name, bytes, cpp, cuda, kind, digits, fmt) AJ_INSTANTIATE(cpp)

@@ -278,6 +278,24 @@ aj_status aj_array_borrow(void* data, aj_dtype dtype, const int64_t* shape, int3
   });
 }
 
+aj_status aj_array_lend(void* data, aj_dtype dtype, const int64_t* shape, int32_t ndim, aj_release_fn release,
+                        void* context, aj_array* out) {
+  return c_make("aj_array_lend", out, [&] {
+    aj_view v{};
+    v.struct_size = sizeof v;
+    v.data = data;
+    v.ndim = ndim;
+    v.shape = shape;
+    v.dtype = dtype;
+    v.itemsize = static_cast<int64_t>(aj_dtype_itemsize(dtype));
+    v.device_type = AJ_DEVICE_CPU;
+    aj::Array a = aj::c_api::import_view(&v, release, context, false, "aj_array_lend");
+    aj::GraphScope in(*a.graph_of());
+    aj::graph()[a.node_id()].storage->lent = true;  // import_view's storage is this array's alone
+    return a;
+  });
+}
+
 aj_status aj_array_from_data(const void* data, aj_dtype dtype, const int64_t* shape, int32_t ndim, aj_array* out) {
   return c_make("aj_array_from_data", out, [&] {
     aj_view v{};

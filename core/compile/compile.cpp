@@ -309,7 +309,7 @@ void CompiledCore::signature(const std::vector<CallArg>& args, bool with_scalars
     }
     k.push_back(static_cast<std::uint64_t>(n.offset));
     k.push_back(n.storage->bytes);
-    k.push_back(n.storage->borrowed);
+    k.push_back(n.storage->read_only() | static_cast<std::uint64_t>(n.storage->lent) << 1);
   }
 }
 
@@ -328,7 +328,7 @@ void CompiledCore::extent_free_signature(const std::vector<CallArg>& args, Key& 
     k.push_back(static_cast<std::uint64_t>(n.storage->device.kind) << 32 | static_cast<std::uint32_t>(n.storage->device.index));
     k.push_back(static_cast<std::uint64_t>(n.shape.ndim()));
     for (auto d : n.shape) k.push_back(d <= 1 ? static_cast<std::uint64_t>(d) : 2u);
-    k.push_back(n.storage->borrowed);
+    k.push_back(n.storage->read_only() | static_cast<std::uint64_t>(n.storage->lent) << 1);
   }
 }
 
@@ -466,7 +466,7 @@ void CompiledCore::check_in_place(const exec::Program& p, const std::vector<Call
       };
       if (!a.donated) broken("it is not donated (pass it as std::move(x) or aj::donate(x))");
       const std::shared_ptr<Storage>& s = values.storage[static_cast<std::size_t>(v)];
-      if (s->borrowed) broken(n.storage->borrowed ? "it is borrowed memory (never written)" : "it is a view into a larger buffer");
+      if (s->read_only()) broken(n.storage->read_only() ? "it is borrowed memory (never written): aj::lend lends memory for writing" : "it is a view into a larger buffer");
       // Held by the argument's node and by this replay's values; the node by the caller's handle only.
       // (The C API's caller handle is one more, released when the call takes it.)
       const std::uint32_t own = a.give_up ? 2 : 1;

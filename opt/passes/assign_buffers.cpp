@@ -178,9 +178,11 @@ class Planner {
       // m feeds m' alone, the gradient g feeds m', v' and w'), then how
       // directly (fewest fused ops between them), then output and input
       // order. The outputs of a fused update (m', v', w - lr m'/...) then
-      // each take their own old value's buffer, not the gradient's.
+      // each take their own old value's buffer, not the gradient's. Lent
+      // memory (aj::lend) comes before all: the caller wants its results
+      // there, not in another donated input's buffer.
       struct Pair {
-        int readers, depth;
+        int owned, readers, depth;
         std::size_t j, e;
       };
       const std::unordered_set<NodeId> computed(st.computed.begin(), st.computed.end());
@@ -195,10 +197,13 @@ class Planner {
           const auto it = depth[j].find(from);
           int readers = 0;
           for (const auto& d : depth) readers += d.count(from) > 0;
-          pairs.push_back({readers, it == depth[j].end() ? 1 << 20 : it->second, j, e});
+          const Node& fn = g_[from];
+          const int owned = fn.evaluated() && fn.storage->lent ? 0 : 1;
+          pairs.push_back({owned, readers, it == depth[j].end() ? 1 << 20 : it->second, j, e});
         }
       }
       std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) {
+        if (a.owned != b.owned) return a.owned < b.owned;
         return a.readers != b.readers ? a.readers < b.readers : a.depth < b.depth;
       });
       std::vector<char> done(st.outputs.size(), 0);
@@ -262,7 +267,7 @@ class Planner {
     const bool produced = s_.step_of.count(from) > 0;
     if (produced && s_.steps[static_cast<std::size_t>(s_.step_of.at(from))].kind == Step::Kind::view) return no(W::view);
     if (!produced && !fn.evaluated()) return no(W::view);
-    if (!produced && fn.storage->borrowed) return no(W::borrowed);
+    if (!produced && fn.storage->read_only()) return no(W::borrowed);
     if ((produced ? bytes_of(fn) : fn.storage->bytes) != bytes) return no(W::sizes_differ);
     if (auto h = reader_after(from, static_cast<int>(k))) return no(h->why, h->other, h->step);
     if (produced && index_.count(from)) {
@@ -301,7 +306,7 @@ class Planner {
     if (produced) {
       const Step& ps = s_.steps[static_cast<std::size_t>(s_.step_of.at(from))];
       if (ps.kind == Step::Kind::view || s_.layouts.at(from) != contiguous_layout(n.shape)) return;
-    } else if (!fn.evaluated() || fn.storage->borrowed || fn.storage->bytes != bytes || fn.offset != 0 ||
+    } else if (!fn.evaluated() || fn.storage->read_only() || fn.storage->bytes != bytes || fn.offset != 0 ||
                !is_contiguous(fn.shape, fn.strides)) {
       return;
     }
@@ -504,7 +509,7 @@ std::vector<NotInPlace> not_in_place(const Schedule& s, const BufferPlan& b) {
 
 bool donation_applies(NodeId from, std::size_t bytes, Device device) {
   const Node& n = graph()[from];
-  return n.alive && n.evaluated() && graph().ext_count(from) == 0 && !n.storage->borrowed && n.storage->device == device &&
+  return n.alive && n.evaluated() && graph().ext_count(from) == 0 && !n.storage->read_only() && n.storage->device == device &&
          n.storage.use_count() == 1 && n.storage->bytes == bytes;
 }
 

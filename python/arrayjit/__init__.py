@@ -19,7 +19,7 @@ from ._core import (Array, Device, DType, asarray, array, bfloat16, bool_, dtype
                     float64, from_numpy, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from ._ops import *  # noqa: F401,F403
 from ._ops import __all__ as _ops_all
-from ._dlpack import from_dlpack  # noqa: F401
+from ._dlpack import from_dlpack, lend  # noqa: F401
 from ._facilities import *  # noqa: F401,F403
 from ._transforms import (checkpoint, compile, custom_jvp, custom_vjp, grad, jit, jvp, remat,  # noqa: F401
                           value_and_grad, vjp)

@@ -45,6 +45,7 @@ aj_array_retain st a ap
 aj_live_handles sz
 aj_array_from_data st p i32 p i32 ap
 aj_array_borrow st p i32 p i32 p p ap
+aj_array_lend st p i32 p i32 p p ap
 aj_zeros st p i32 i32 ap
 aj_ones st p i32 i32 ap
 aj_full st p i32 f64 i32 ap

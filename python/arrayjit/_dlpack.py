@@ -133,3 +133,51 @@ def from_dlpack(x, device=None, copy=None):
         from ._ops import to_device
         a = to_device(a, device)
     return a
+
+
+# ---- memory lent for writing (aj_array_lend) ----------------------------------------------
+
+_LENT = {}  # context -> the object whose memory an array holds (dropped by _give_back)
+_LENT_NEXT = [1]
+
+
+@_DELETER
+def _give_back(context):
+    _LENT.pop(context, None)
+
+
+def lend(obj):
+    """An array over the memory of obj (a writable, C-contiguous NumPy array or
+    a contiguous CPU torch tensor) that arrayjit may write in place: when the
+    array is donated to a compiled call (donate_argnums) or is a temporary
+    nothing else holds, a result of its layout is written into that memory,
+    where obj then shows it (an optimizer updating a framework's weights with
+    no copy). Reads are as from_dlpack's; obj is kept alive while arrays use
+    its memory. Do not read or write obj while arrayjit evaluates."""
+    from . import _core
+    if type(obj).__module__.startswith("torch"):
+        if obj.device.type != "cpu" or not obj.is_contiguous():
+            raise ValueError("lend: a contiguous CPU tensor is needed, got one on %s%s"
+                             % (obj.device, "" if obj.is_contiguous() else ", not contiguous"))
+        if obj.requires_grad and obj.is_leaf:
+            obj = obj.detach()  # the same memory; torch forbids in-place writes it does not see on the leaf
+        ptr, dt, shape = obj.data_ptr(), str(obj.dtype).split(".")[-1], tuple(obj.shape)
+    else:
+        import numpy as np
+        if not isinstance(obj, np.ndarray):
+            raise TypeError("lend: a NumPy array or a torch tensor, not %s" % type(obj).__name__)
+        if not obj.flags.c_contiguous or not obj.flags.writeable:
+            raise ValueError("lend: a writable C-contiguous array is needed (%s)"
+                             % ("read-only" if not obj.flags.writeable else "not C-contiguous"))
+        ptr, dt, shape = obj.ctypes.data, obj.dtype.name, obj.shape
+    d = _core.dtype(dt)
+    dims, nd = _core._shape_arg(shape)
+    context = _LENT_NEXT[0]
+    _LENT_NEXT[0] += 1
+    _LENT[context] = obj
+    try:
+        return _core.new(lib.aj_array_lend, C.c_void_p(ptr), d.code, dims, nd,
+                         C.cast(_give_back, C.c_void_p), C.c_void_p(context))
+    except BaseException:
+        _LENT.pop(context, None)
+        raise

@@ -42,24 +42,28 @@ def flatten(tree):
     lists and dicts are walked; anything else is kept in the treedef
     (static)."""
     leaves = []
+    return leaves, _walk(tree, leaves)
 
-    def walk(t):
-        if isinstance(t, (tuple, list)):
-            return (type(t).__name__, tuple(walk(c) for c in t))
-        if isinstance(t, dict):
-            keys = sorted(t, key=repr)
-            return ("dict", tuple(keys), tuple(walk(t[k]) for k in keys))
-        if _is_dynamic(t):
-            leaves.append(t)
-            return ("*",)
-        try:
-            hash(t)
-        except TypeError:
-            raise TypeError("arrayjit: %r is neither an array, a number, a tuple, list or dict, nor hashable "
-                            "(a static argument must be hashable)" % (type(t).__name__,)) from None
-        return ("static", t)
 
-    return leaves, walk(tree)
+def _walk(t, leaves):
+    # (A module function, not a closure: a recursive closure is a reference
+    # cycle that kept the leaves, a probe call's results among them, alive
+    # until Python's cycle collector ran, and a kept result reads the
+    # arguments, so the first call of a compiled function wrote nothing in place.)
+    if isinstance(t, (tuple, list)):
+        return (type(t).__name__, tuple(_walk(c, leaves) for c in t))
+    if isinstance(t, dict):
+        keys = sorted(t, key=repr)
+        return ("dict", tuple(keys), tuple(_walk(t[k], leaves) for k in keys))
+    if _is_dynamic(t):
+        leaves.append(t)
+        return ("*",)
+    try:
+        hash(t)
+    except TypeError:
+        raise TypeError("arrayjit: %r is neither an array, a number, a tuple, list or dict, nor hashable "
+                        "(a static argument must be hashable)" % (type(t).__name__,)) from None
+    return ("static", t)
 
 
 def unflatten(treedef, leaves):

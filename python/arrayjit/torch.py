@@ -24,7 +24,7 @@ import arrayjit as aj
 from arrayjit import _dlpack as _dl
 from arrayjit._capi import H as _H, check as _check, lib as _lib
 
-__all__ = ["compiler", "compile", "backend", "SUPPORTED", "unsupported_ops", "to_arrayjit", "to_torch"]
+__all__ = ["compiler", "compile", "backend", "SUPPORTED", "unsupported_ops", "to_arrayjit", "to_torch", "SGD", "Adam"]
 
 # ---- tensors across ------------------------------------------------------------------------
 
@@ -1074,3 +1074,148 @@ def backend(gm, example_inputs):
     Dynamo's graph through AOTAutograd, its aten graphs through compiler."""
     from torch._dynamo.backends.common import aot_autograd
     return aot_autograd(fw_compiler=compiler, bw_compiler=compiler)(gm, example_inputs)
+
+
+# ---- optimizers: the update through arrayjit, in the weights' own memory -------------------
+
+class _Optimizer(torch.optim.Optimizer):
+    """A torch optimizer whose step is one arrayjit compiled call per parameter
+    group: every weight and state tensor is lent to arrayjit (aj.lend) and
+    donated, so one fused kernel per tensor reads the weight, its gradient and
+    state and writes the new values into the same memory torch owns (no
+    copy, no allocation after the first step). Scalars that change per step
+    (the learning rate, bias corrections) are arguments: the call replays."""
+
+    _n_state = 0
+
+    def __init__(self, params, defaults):
+        super().__init__(params, defaults)
+        self._fns = {}
+        self._warned = False
+
+    def _update(self, group):  # (p, g, *state, *scalars) -> (p, *state) for one tensor
+        raise NotImplementedError
+
+    def _scalars(self, group, step):
+        raise NotImplementedError
+
+    def _compiled(self, group, n):
+        key = (id(group), n) + tuple(v for k, v in sorted(group.items()) if k not in ("params", "lr") and
+                                     isinstance(v, (int, float, bool, tuple)))
+        fn = self._fns.get(key)
+        if fn is None:
+            update = self._update(group)
+            k = self._n_state
+
+            def step(ps, gs, states, scalars):
+                outs = [update(ps[i], gs[i], *states[i * k:(i + 1) * k], *scalars) for i in range(n)]
+                return [o[0] for o in outs], [s for o in outs for s in o[1:]]
+            fn = self._fns[key] = aj.compile(step, donate_argnums=(0, 2), name=type(self).__name__ + ".step")
+        return fn
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            if not params:
+                continue
+            states = []
+            for p in params:
+                if p.device.type != "cpu" or not p.is_contiguous() or p.grad.is_sparse:
+                    raise NotImplementedError("arrayjit.torch optimizers take contiguous CPU tensors with dense "
+                                              "gradients")
+                st = self.state[p]
+                if not st:
+                    st["step"] = 0
+                    for name in self._state_names:
+                        st[name] = torch.zeros_like(p, memory_format=torch.contiguous_format)
+                st["step"] += 1
+                states.extend(st[name] for name in self._state_names)
+            step = self.state[params[0]]["step"]
+            fn = self._compiled(group, len(params))
+            new_params, new_states = fn([aj.lend(p) for p in params], [to_arrayjit(p.grad) for p in params],
+                                        [aj.lend(s) for s in states], list(self._scalars(group, step)))
+            # Written in place, as the lent tensors' layout lets every output take its input over; where
+            # arrayjit did not (it does not happen for these updates: a check, not a path), copy.
+            for t, a in zip(params + states, new_params + new_states):
+                out = to_torch(a, False)
+                if out.data_ptr() != t.data_ptr():
+                    if not self._warned:
+                        self._warned = True
+                        warnings.warn("arrayjit.torch.%s: an update was not written in place; copying"
+                                      % type(self).__name__, stacklevel=2)
+                    t.copy_(out)
+        return loss
+
+
+class SGD(_Optimizer):
+    """torch.optim.SGD's update (momentum, dampening, nesterov, weight_decay,
+    maximize) computed by arrayjit in the tensors' memory."""
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
+                 maximize=False):
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        self._state_names = ("momentum_buffer",) if momentum != 0 else ()
+        self._n_state = len(self._state_names)
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov, maximize=maximize))
+
+    def _scalars(self, group, step):
+        # The first step copies the gradient into the buffer (torch's rule): 1 - dampening after it.
+        # Every scalar reaches the kernels as it is (one computed in the step would trace each call).
+        return [group["lr"], 1.0 if step == 1 else 1.0 - group["dampening"], 0.0 if step == 1 else group["momentum"]]
+
+    def _update(self, group):
+        mom, wd, nesterov, sign = group["momentum"], group["weight_decay"], group["nesterov"], \
+            (-1.0 if group["maximize"] else 1.0)
+
+        def update(p, g, *rest):
+            *buf, lr, keep_g, mom_buf = rest
+            g = g * sign
+            if wd != 0:
+                g = g + wd * p
+            if not buf:
+                return (p - lr * g,)
+            b = buf[0] * mom_buf + keep_g * g
+            d = g + mom * b if nesterov else b
+            return p - lr * d, b
+        return update
+
+
+class Adam(_Optimizer):
+    """torch.optim.Adam's update (betas, eps, weight_decay, amsgrad, maximize)
+    computed by arrayjit in the tensors' memory."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
+                 maximize=False):
+        self._state_names = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
+        self._n_state = len(self._state_names)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize))
+
+    def _scalars(self, group, step):
+        b1, b2 = group["betas"]
+        return [group["lr"] / (1 - b1 ** step), math.sqrt(1 - b2 ** step)]
+
+    def _update(self, group):
+        (b1, b2), eps, wd = group["betas"], group["eps"], group["weight_decay"]
+        amsgrad, sign = group["amsgrad"], -1.0 if group["maximize"] else 1.0
+
+        def update(p, g, m, v, *rest):
+            *vmax, step_size, bc2 = rest
+            g = g * sign
+            if wd != 0:
+                g = g + wd * p
+            m = m * b1 + g * (1 - b1)
+            v = v * b2 + g * g * (1 - b2)
+            if amsgrad:
+                vmax = aj.maximum(vmax[0], v)
+                denom = aj.sqrt(vmax) / bc2 + eps
+                return p - step_size * (m / denom), m, v, vmax
+            return p - step_size * (m / (aj.sqrt(v) / bc2 + eps)), m, v
+        return update

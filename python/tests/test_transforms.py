@@ -194,3 +194,14 @@ def test_custom_vjp_custom_jvp_and_checkpoint(rng):
     bad = aj.custom_vjp(f, fwd, lambda res, g: (g, g))
     with pytest.raises(ValueError, match="one per argument"):
         aj.grad(lambda x: aj.sum(bad(x)))(x)
+
+
+def test_the_first_call_of_a_compiled_function_writes_a_donated_array_in_place():
+    # (flatten's recursive closure was a reference cycle that kept the probe
+    # call's results alive, reading the arguments, until the cycle collector ran)
+    x = aj.asarray(np.arange(1000, dtype=np.float32))
+    where = np.from_dlpack(x).ctypes.data
+    f = aj.compile(lambda x, g: [x - 0.5 * g], donate_argnums=0)
+    out = f(x, aj.ones(1000, dtype=aj.float32))[0]
+    assert np.from_dlpack(out).ctypes.data == where
+    np.testing.assert_array_equal(out.numpy(), np.arange(1000, dtype=np.float32) - 0.5)

@@ -275,6 +275,16 @@ Array from_vector(const std::vector<T>& data, Loc loc = Loc::current()) {
 template <class T>
 Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides = {},
              Loc loc = Loc::current());
+// Caller memory lent for writing (row-major, zero-copy): read as borrow's,
+// and in addition arrayjit may write a result into it in place wherever it
+// would reuse a buffer of its own: when the array is donated to a compiled
+// call (aj::donate, std::move) or is a temporary nothing else holds, an
+// elementwise output of its layout takes the memory over, so the caller finds
+// the new values at ptr after the evaluation (an optimizer updating weights
+// a framework owns, with no copy). Never freed; the caller keeps it alive
+// while arrays use it and does not read it while an evaluation runs.
+template <class T>
+Array lend(T* ptr, Shape shape, Loc loc = Loc::current());
 
 // ---- elementwise --------------------------------------------------------------
 

@@ -176,6 +176,13 @@ typedef void (*aj_release_fn)(void* context);
  * memory alive and unchanged while arrays use it. */
 AJ_C_API aj_status aj_array_borrow(void* data, aj_dtype dtype, const int64_t* shape, int32_t ndim,
                                    aj_release_fn release, void* context, aj_array* out);
+/* As aj_array_borrow, but lent for writing (aj::lend): when the array is
+ * donated (aj_function_call_donate) or is a temporary nothing else holds, a
+ * result of its layout may be written into the memory in place, where the
+ * caller then finds it (since C API 1.7). The caller does not read or write
+ * the memory while an evaluation runs. */
+AJ_C_API aj_status aj_array_lend(void* data, aj_dtype dtype, const int64_t* shape, int32_t ndim,
+                                 aj_release_fn release, void* context, aj_array* out);
 
 /* Fills (lazy: a broadcast scalar, no buffer until evaluated). */
 AJ_C_API aj_status aj_zeros(const int64_t* shape, int32_t ndim, aj_dtype dtype, aj_array* out);
