@@ -49,6 +49,20 @@ static_assert(AJ_BF16 == static_cast<int>(DType::bf16) && AJ_U8 == static_cast<i
 
 namespace {
 
+// The view of `ndim` row-major host extents of `dtype` at `data` (what
+// aj_array_borrow, aj_array_lend and aj_array_from_data describe).
+aj_view row_major_host_view(void* data, aj_dtype dtype, const int64_t* shape, int32_t ndim) {
+  aj_view v{};
+  v.struct_size = sizeof v;
+  v.data = data;
+  v.ndim = ndim;
+  v.shape = shape;
+  v.dtype = dtype;
+  v.itemsize = static_cast<int64_t>(aj_dtype_itemsize(dtype));
+  v.device_type = AJ_DEVICE_CPU;
+  return v;
+}
+
 // The smallest struct_size a caller may pass: the aj_view of API 1.0.
 constexpr std::size_t kViewSizeV1 = offsetof(aj_view, owner) + sizeof(void*);
 
@@ -266,14 +280,7 @@ aj_status aj_array_copy_view(const aj_view* view, aj_array* out) {
 aj_status aj_array_borrow(void* data, aj_dtype dtype, const int64_t* shape, int32_t ndim, aj_release_fn release,
                           void* context, aj_array* out) {
   return c_make("aj_array_borrow", out, [&] {
-    aj_view v{};
-    v.struct_size = sizeof v;
-    v.data = data;
-    v.ndim = ndim;
-    v.shape = shape;
-    v.dtype = dtype;
-    v.itemsize = static_cast<int64_t>(aj_dtype_itemsize(dtype));
-    v.device_type = AJ_DEVICE_CPU;
+    const aj_view v = aj::c_api::row_major_host_view(data, dtype, shape, ndim);
     return aj::c_api::import_view(&v, release, context, false, "aj_array_borrow");
   });
 }
@@ -281,14 +288,7 @@ aj_status aj_array_borrow(void* data, aj_dtype dtype, const int64_t* shape, int3
 aj_status aj_array_lend(void* data, aj_dtype dtype, const int64_t* shape, int32_t ndim, aj_release_fn release,
                         void* context, aj_array* out) {
   return c_make("aj_array_lend", out, [&] {
-    aj_view v{};
-    v.struct_size = sizeof v;
-    v.data = data;
-    v.ndim = ndim;
-    v.shape = shape;
-    v.dtype = dtype;
-    v.itemsize = static_cast<int64_t>(aj_dtype_itemsize(dtype));
-    v.device_type = AJ_DEVICE_CPU;
+    const aj_view v = aj::c_api::row_major_host_view(data, dtype, shape, ndim);
     aj::Array a = aj::c_api::import_view(&v, release, context, false, "aj_array_lend");
     aj::GraphScope in(*a.graph_of());
     aj::graph()[a.node_id()].storage->lent = true;  // import_view's storage is this array's alone
@@ -298,14 +298,7 @@ aj_status aj_array_lend(void* data, aj_dtype dtype, const int64_t* shape, int32_
 
 aj_status aj_array_from_data(const void* data, aj_dtype dtype, const int64_t* shape, int32_t ndim, aj_array* out) {
   return c_make("aj_array_from_data", out, [&] {
-    aj_view v{};
-    v.struct_size = sizeof v;
-    v.data = const_cast<void*>(data);
-    v.ndim = ndim;
-    v.shape = shape;
-    v.dtype = dtype;
-    v.itemsize = static_cast<int64_t>(aj_dtype_itemsize(dtype));
-    v.device_type = AJ_DEVICE_CPU;
+    const aj_view v = aj::c_api::row_major_host_view(const_cast<void*>(data), dtype, shape, ndim);
     return aj::c_api::import_view(&v, nullptr, nullptr, true, "aj_array_from_data");
   });
 }
