@@ -310,6 +310,23 @@ std::string describe(const Scalar& v) {
   return "?";
 }
 
+bool fits(const Scalar& v, DType t) {
+  if (!is_integer(t) || v.kind != Scalar::Kind::integer) return true;
+  // Between t's limits (sem::int_min, int_max: t's kind decides them).
+  return sem::visit_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (sem::is_signed_int<T>) {
+      return !v.above_int64 && v.i >= static_cast<std::int64_t>(sem::int_min<T>()) &&
+             v.i <= static_cast<std::int64_t>(sem::int_max<T>());
+    } else if constexpr (sem::is_unsigned_int<T>) {
+      return (v.above_int64 || v.i >= 0) &&
+             static_cast<std::uint64_t>(v.i) <= static_cast<std::uint64_t>(sem::int_max<T>());
+    } else {
+      return true;  // not an integer: is_integer said it is
+    }
+  });
+}
+
 namespace {
 
 void fill_constant(Node& n, const Scalar& v, DType t, const char* op, const Loc& loc, const Shape& shape) {
@@ -317,20 +334,7 @@ void fill_constant(Node& n, const Scalar& v, DType t, const char* op, const Loc&
   n.dtype = t;
   n.shape = shape;
   if (is_integer(t) && v.kind == Scalar::Kind::integer) {
-    // Between t's limits (sem::int_min, int_max: t's kind decides them).
-    const bool fits = sem::visit_dtype(t, [&](auto tag) {
-      using T = decltype(tag);
-      if constexpr (sem::is_signed_int<T>) {
-        return !v.above_int64 && v.i >= static_cast<std::int64_t>(sem::int_min<T>()) &&
-               v.i <= static_cast<std::int64_t>(sem::int_max<T>());
-      } else if constexpr (sem::is_unsigned_int<T>) {
-        return (v.above_int64 || v.i >= 0) &&
-               static_cast<std::uint64_t>(v.i) <= static_cast<std::uint64_t>(sem::int_max<T>());
-      } else {
-        return true;  // not an integer: is_integer said it is
-      }
-    });
-    if (!fits) {
+    if (!fits(v, t)) {
       user_error(op, "scalar " + describe(v) + " does not fit the dtype " + dtype_name(t) +
                          " it takes here (an integer that does not fit is an error, not a wrap)", loc);
     }

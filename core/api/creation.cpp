@@ -9,7 +9,6 @@
 
 #include "arrayjit/scan_sort.hpp"
 #include "backends/cpu/host_memory.hpp"
-#include "base/semantics.hpp"
 #include "core/api/foreign_storage.hpp"
 #include "core/api/random_checks.hpp"
 #include "core/api/trace.hpp"
@@ -155,32 +154,35 @@ Array from_vector(const std::vector<T>& data, Shape shape, Loc loc) try {
   detail::rethrow_out_of_memory(e, "from_vector", loc);
 }
 
+namespace {
+// borrow and lend: caller memory as a leaf (lent: arrayjit may write it).
 template <class T>
-Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides, Loc loc) try {
+Array caller_memory(T* ptr, Shape shape, std::vector<std::int64_t> strides, bool lent, const char* op,
+                    const Loc& loc) try {
   trace::Scope scope;
   if (strides.empty()) strides = contiguous_strides(shape);
   const detail::ForeignSpan span =
-      detail::check_foreign_layout(ptr, dtype_of<std::remove_const_t<T>>, shape, strides, "borrow", loc);
+      detail::check_foreign_layout(ptr, dtype_of<std::remove_const_t<T>>, shape, strides, op, loc);
   // Negative strides walk below ptr: the storage starts at the lowest address.
   auto s = cpu::host_borrow(span.bytes ? const_cast<std::remove_const_t<T>*>(ptr) + span.lo
                                        : const_cast<std::remove_const_t<T>*>(ptr),
                             span.bytes);
+  s->lent = lent;
   return leaf(std::move(s), dtype_of<std::remove_const_t<T>>, std::move(shape), std::move(strides),
               loc, -span.lo);
 } catch (const std::bad_alloc&) {
-  detail::out_of_memory("borrow", loc);
+  detail::out_of_memory(op, loc);
+}
+}  // namespace
+
+template <class T>
+Array borrow(T* ptr, Shape shape, std::vector<std::int64_t> strides, Loc loc) {
+  return caller_memory(ptr, std::move(shape), std::move(strides), false, "borrow", loc);
 }
 
 template <class T>
-Array lend(T* ptr, Shape shape, Loc loc) try {
-  trace::Scope scope;
-  std::vector<std::int64_t> strides = contiguous_strides(shape);
-  const detail::ForeignSpan span = detail::check_foreign_layout(ptr, dtype_of<T>, shape, strides, "lend", loc);
-  auto s = cpu::host_borrow(ptr, span.bytes);
-  s->lent = true;
-  return leaf(std::move(s), dtype_of<T>, std::move(shape), std::move(strides), loc, 0);
-} catch (const std::bad_alloc&) {
-  detail::out_of_memory("lend", loc);
+Array lend(T* ptr, Shape shape, Loc loc) {
+  return caller_memory(ptr, std::move(shape), {}, true, "lend", loc);
 }
 
 #define AJ_INSTANTIATE(T)                                                              \
@@ -294,18 +296,9 @@ Array randint(Shape shape, std::int64_t lo, std::int64_t hi, DType dtype, Loc lo
   }
   const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")";
   if (!(lo < hi)) user_error(name, "needs lo < hi, got the empty range " + range, loc);
-  // [lo, hi - 1] within the dtype's limits (a u64's above INT64_MAX are out of reach of hi).
-  const bool fits = sem::visit_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (sem::is_int<T>) {
-      const bool lo_ok = sem::is_unsigned_int<T> ? lo >= 0 : lo >= static_cast<std::int64_t>(sem::int_min<T>());
-      const bool hi_ok = sizeof(T) == 8 || hi - 1 <= static_cast<std::int64_t>(sem::int_max<T>());
-      return lo_ok && hi_ok;
-    } else {
-      return false;
-    }
-  });
-  if (!fits) user_error(name, "range " + range + " does not fit " + dtype_name(dtype), loc);
+  if (!trace::fits(Scalar(lo), dtype) || !trace::fits(Scalar(hi - 1), dtype)) {  // (lo < hi: no overflow)
+    user_error(name, "range " + range + " does not fit " + dtype_name(dtype), loc);
+  }
   std::int64_t span = 0;
   if (__builtin_sub_overflow(hi, lo, &span)) {
     user_error(name, "range " + range + " is 2^63 or more integers wide (hi - lo must fit i64)", loc);

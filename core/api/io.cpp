@@ -27,6 +27,7 @@
 #include <sstream>
 
 #include "arrayjit/error.hpp"
+#include "base/semantics.hpp"
 #include "core/api/foreign_storage.hpp"
 
 namespace aj {
@@ -133,26 +134,15 @@ Array copied(DType t, const Shape& shape, const char* p, bool swap, const Loc& l
     }
     return from_vector<T>(v, shape, loc);
   };
-  switch (t) {
-    case DType::bool_: {
-      std::vector<std::int32_t> v(n);
-      for (std::size_t i = 0; i < n; ++i) v[i] = p[i] != 0;
-      return from_vector<std::int32_t>(v, shape, loc).astype(DType::bool_, loc).eval(loc);
-    }
-    case DType::i32: return typed(std::int32_t{});
-    case DType::i64: return typed(std::int64_t{});
-    case DType::f32: return typed(float{});
-    case DType::f64: return typed(double{});
-    case DType::f16: return typed(f16{});
-    case DType::bf16: return typed(bf16{});
-    case DType::u8: return typed(std::uint8_t{});
-    case DType::i8: return typed(std::int8_t{});
-    case DType::i16: return typed(std::int16_t{});
-    case DType::u16: return typed(std::uint16_t{});
-    case DType::u32: return typed(std::uint32_t{});
-    case DType::u64: return typed(std::uint64_t{});
+  if (t == DType::bool_) {  // (any nonzero byte is true)
+    std::vector<std::int32_t> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = p[i] != 0;
+    return from_vector<std::int32_t>(v, shape, loc).astype(DType::bool_, loc).eval(loc);
   }
-  internal_error("io: a dtype with no reader");
+  return sem::visit_dtype(t, [&](auto zero) -> Array {
+    if constexpr (std::is_same_v<decltype(zero), bool>) internal_error("io: bool is read above");
+    else return typed(zero);
+  });
 }
 
 // The array of `dims` (row-major, or column-major with `fortran`) whose

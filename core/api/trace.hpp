@@ -94,6 +94,9 @@ Node& scratch_node();
 // integer that does not fit an integer `t` is a user error naming `op`; a
 // float converts as astype does (saturating).
 Array constant(const Scalar& v, DType t, const char* op, const Loc& loc, const Shape& shape = {});
+// Whether an integer scalar lies within integer dtype t's limits (anything
+// else fits: a float takes any value, rounded). constant() refuses one that does not.
+bool fits(const Scalar& v, DType t);
 // The node constant() records, not recorded (its value fields as they would be).
 Node constant_node(const Scalar& v, DType t, const char* op, const Loc& loc, const Shape& shape = {});
 Array cast(const Array& a, DType t, const Loc& loc);
