@@ -4,7 +4,7 @@
 // runs and the ratio ours / peer (below 1: we are faster). Results:
 // bench/README.md.
 //
-//   bench_scan_sort [--quick]
+//   bench_scan_sort [--quick] [--sort]
 #include <arrayjit/arrayjit.hpp>
 
 #include <algorithm>
@@ -120,7 +120,7 @@ void bench_cumsum() {
   }
 }
 
-// sort and argsort of 1M f32 (one line), and of 4096 lines of 256.
+// sort and argsort of 1M f32 (one line), and of 4096 lines of 64, 256 and 1,024.
 void bench_sort() {
   const std::int64_t n = 1 << 20;
   std::vector<float> x0 = random_floats(static_cast<std::size_t>(n), 2), tmp;
@@ -178,26 +178,39 @@ void bench_sort() {
   };
   row("topk(10) indices of 1M f32", median_ms(ours_top), "std::partial_sort of indices", median_ms(std_top));
 
-  // Many short lines: split over the threads.
-  const std::int64_t rows = 4096, cols = 256;
-  std::vector<float> m0 = random_floats(static_cast<std::size_t>(rows * cols), 3);
-  const Array m = aj::borrow(m0.data(), {rows, cols});
-  auto ours_rows = [&] {
-    Array s = aj::sort(m, 1);
-    s.eval();
-    g_sink = g_sink + 1;
-  };
-  auto std_rows = [&] {
-    tmp = m0;
-    for (std::int64_t r = 0; r < rows; ++r) std::sort(tmp.begin() + r * cols, tmp.begin() + (r + 1) * cols);
-    g_sink = g_sink + tmp[0];
-  };
-  const auto [r1, ra] = one_all(ours_rows);
-  const double tr = median_ms(std_rows);
-  row("sort(x, 1) 4096x256 f32, 1 thread", r1, "std::sort per row", tr);
-  row("sort(x, 1) 4096x256 f32, all threads", ra, "std::sort per row (1 thread)", tr);
-  row("sort(x, 1) 4096x256 f32, 1 thread", r1, "NumPy np.sort(x, 1)",
-      numpy_ms("x = np.random.default_rng(3).uniform(-1, 1, (4096, 256)).astype(np.float32)", "np.sort(x, 1)"));
+  // Many lines of 64 to 1,024: split over the threads (the sorting network's
+  // range on AVX-512 CPUs, the radix sort from 256 on elsewhere).
+  for (const std::int64_t cols : {64, 256, 1024}) {
+    const std::int64_t rows = 4096;
+    std::vector<float> m0 = random_floats(static_cast<std::size_t>(rows * cols), 3);
+    const Array m = aj::borrow(m0.data(), {rows, cols});
+    auto ours_rows = [&] {
+      Array s = aj::sort(m, 1);
+      s.eval();
+      g_sink = g_sink + 1;
+    };
+    auto ours_arg_rows = [&] {
+      Array s = aj::argsort(m, 1);
+      s.eval();
+      g_sink = g_sink + 1;
+    };
+    auto std_rows = [&] {
+      tmp = m0;
+      for (std::int64_t r = 0; r < rows; ++r) std::sort(tmp.begin() + r * cols, tmp.begin() + (r + 1) * cols);
+      g_sink = g_sink + tmp[0];
+    };
+    const std::string shape = "4096x" + std::to_string(cols) + " f32";
+    const std::string np_setup =
+        "x = np.random.default_rng(3).uniform(-1, 1, (4096, " + std::to_string(cols) + ")).astype(np.float32)";
+    const auto [r1, ra] = one_all(ours_rows);
+    const double tr = median_ms(std_rows);
+    row("sort(x, 1) " + shape + ", 1 thread", r1, "std::sort per row", tr);
+    row("sort(x, 1) " + shape + ", all threads", ra, "std::sort per row (1 thread)", tr);
+    row("sort(x, 1) " + shape + ", 1 thread", r1, "NumPy np.sort(x, 1)", numpy_ms(np_setup, "np.sort(x, 1)"));
+    const auto [a1, aa] = one_all(ours_arg_rows);
+    (void)aa;
+    row("argsort(x, 1) " + shape + ", 1 thread", a1, "NumPy np.argsort(x, 1)", numpy_ms(np_setup, "np.argsort(x, 1)"));
+  }
 }
 
 // logsumexp and softmax over the rows of f32 [4096, 4096] against loops that
@@ -255,12 +268,14 @@ void bench_logsumexp() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bool only_sort = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) g_reps = 3;
+    if (std::strcmp(argv[i], "--sort") == 0) only_sort = true;
   }
-  std::printf("bench_scan_sort: median of %d runs; %s\n", g_reps, aj::jit::target_description().c_str());
-  bench_cumsum();
+  std::printf("bench_scan_sort: median of %d runs; %s\n", g_reps, aj::jit::host_info().c_str());
+  if (!only_sort) bench_cumsum();
   bench_sort();
-  bench_logsumexp();
+  if (!only_sort) bench_logsumexp();
   return 0;
 }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/host_sort_network.hpp"
 #include "core/api/executor.hpp"
 #include "tests/random_data.hpp"
 
@@ -701,6 +702,144 @@ TEST_CASE("sort of long lines (the radix path), topk's selection and partial sor
       }
     }
   }
+}
+
+// Raw values for the network tests: every bit pattern of T's range (floats:
+// finite values of every exponent), a third of them ties, and for floats
+// with `specials` some NaN (two payloads), -0.0, +0.0 and infinities.
+template <class T>
+std::vector<T> wide_values(std::size_t n, std::mt19937_64& rng, bool specials) {
+  std::vector<T> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t r = rng();
+    if constexpr (std::is_same_v<T, bool>) {
+      v[i] = r & 1;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+      const T x = std::bit_cast<T>(static_cast<U>(r));
+      v[i] = std::isfinite(x) ? x : static_cast<T>(r % 1000) - 500;
+    } else {
+      v[i] = static_cast<T>(r);
+    }
+  }
+  for (std::size_t i = 0; i + 1 < n; i += 3) v[i] = v[(rng() % n)];  // ties
+  if constexpr (std::is_floating_point_v<T>) {
+    if (specials) {
+      using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+      const T quiet = std::numeric_limits<T>::quiet_NaN();
+      const T payload = std::bit_cast<T>(static_cast<U>(std::bit_cast<U>(quiet) | 5));
+      const T some[] = {quiet, payload, -quiet, T(-0.0), T(0.0), std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity()};
+      for (std::size_t i = 0; i < n; i += 7) v[i] = some[rng() % 7];
+    }
+  }
+  return v;
+}
+
+TEST_CASE("the sorting network sorts every length it takes, for every element type, as std::sort") {
+  if (aj::cpu::network_lanes(4) == 0) {
+    MESSAGE("no sorting network at this CPU level (it needs AVX-512): the radix and comparison sorts run instead");
+    return;
+  }
+  std::mt19937_64 rng(2026);
+  auto check = [&](auto tag) {
+    using E = decltype(tag);
+    for (std::size_t n : {1, 7, 8, 16, 17, 100, 1000, 4096, 4097, 65536}) {
+      const std::size_t size = aj::cpu::network_size(n, sizeof(E));
+      CHECK(size >= n);
+      CHECK((size & (size - 1)) == 0);
+      CHECK(size % aj::cpu::network_lanes(sizeof(E)) == 0);
+      std::vector<E> x = wide_values<E>(n, rng, false);
+      std::vector<E> a(size);
+      // Strided loads: every other element of a line twice as long.
+      std::vector<E> wide(2 * n);
+      for (std::size_t i = 0; i < n; ++i) wide[2 * i] = x[i];
+      for (int strided = 0; strided < 2; ++strided) {
+        REQUIRE(strided ? aj::cpu::network_load(wide.data(), 2, n, a.data(), size)
+                        : aj::cpu::network_load(x.data(), 1, n, a.data(), size));
+        aj::cpu::network_sort(a.data(), size);
+        std::vector<E> want = x;
+        std::sort(want.begin(), want.end());
+        CAPTURE(n);
+        CAPTURE(sizeof(E));
+        CHECK(std::equal(want.begin(), want.end(), a.begin()));
+      }
+      if constexpr (std::is_floating_point_v<E>) {
+        // A NaN or a -0.0 anywhere refuses the line (contiguous and strided).
+        for (E odd : {std::numeric_limits<E>::quiet_NaN(), E(-0.0)}) {
+          std::vector<E> y = x;
+          y[rng() % n] = odd;
+          CHECK_FALSE(aj::cpu::network_load(y.data(), 1, n, a.data(), size));
+          std::vector<E> wy(2 * n);
+          for (std::size_t i = 0; i < n; ++i) wy[2 * i] = y[i];
+          CHECK_FALSE(aj::cpu::network_load(wy.data(), 2, n, a.data(), size));
+        }
+      }
+    }
+    // (key << 32 | position) words, as the host sort packs them.
+    if constexpr (std::is_same_v<E, std::uint64_t>) {
+      std::vector<E> w(1024);
+      for (std::size_t i = 0; i < w.size(); ++i) w[i] = (rng() % 50) << 32 | i;
+      std::vector<E> want = w;
+      std::sort(want.begin(), want.end());
+      aj::cpu::network_sort(w.data(), w.size());
+      CHECK(w == want);
+    }
+  };
+  check(std::uint32_t{});
+  check(std::int32_t{});
+  check(float{});
+  check(std::uint64_t{});
+  check(std::int64_t{});
+  check(double{});
+}
+
+TEST_CASE("sort, argsort and topk of lines 25 to 65,537 long (the sorting network's range): as std::stable_sort") {
+  // Each line length along the last axis (contiguous lines) and along axis 0
+  // (lines of stride `cols`), with and without NaN and -0.0 in float lines;
+  // every dtype with a hand-written order. What sorts these is the network on
+  // an AVX-512 CPU (values as they are; (key, position) words), the radix sort
+  // and comparison sorts elsewhere: the same results.
+  std::mt19937_64 rng(31);
+  const DType types[] = {DType::bool_, DType::u8,  DType::i8,  DType::i16, DType::u16, DType::i32,
+                         DType::u32,   DType::f32, DType::i64, DType::u64, DType::f64};
+  int lines = 0;
+  for (std::int64_t n : {25, 33, 100, 257, 1000, 4096, 5000, 8193, 20000, 65537}) {
+    for (DType t : types) {
+      for (bool specials : {false, true}) {
+        if (specials && !aj::is_float(t)) continue;
+        const std::int64_t other = std::max<std::int64_t>(1, 40000 / n);
+        visit(t, [&](auto tag) {
+          using T = decltype(tag);
+          const std::vector<T> x = wide_values<T>(static_cast<std::size_t>(n * other), rng, specials);
+          std::vector<T> xt(x.size());  // the same lines along axis 0
+          for (std::int64_t r = 0; r < other; ++r) {
+            for (std::int64_t c = 0; c < n; ++c) xt[static_cast<std::size_t>(c * other + r)] = x[static_cast<std::size_t>(r * n + c)];
+          }
+          const std::int64_t k = n / 2;  // topk of half the line: the full sort, descending
+          for (int axis : {1, 0}) {
+            const Dims dims = axis == 1 ? Dims{other, n} : Dims{n, other};
+            const std::vector<T>& data_here = axis == 1 ? x : xt;
+            std::vector<T> copy(data_here.begin(), data_here.end());
+            const Array a = aj::from_vector<T>(copy, aj::Shape(dims));
+            const auto order = hand_order(data_here, dims, axis, false, n);
+            const auto top = hand_order(data_here, dims, axis, true, k);
+            Dims kdims = dims;
+            kdims[static_cast<std::size_t>(axis)] = k;
+            const std::string what = std::string(aj::dtype_name(t)) + " lines of " + std::to_string(n) + " axis " +
+                                     std::to_string(axis) + (specials ? " with NaN and -0.0" : "");
+            check_same(values_of(t, dims, gather(data_here, dims, axis, order, n)), read(aj::sort(a, axis)), "sort " + what);
+            check_same(values_of(DType::i64, dims, order), read(aj::argsort(a, axis)), "argsort " + what);
+            const aj::TopK tk = aj::topk(a, k, axis);
+            check_same(values_of(t, kdims, gather(data_here, dims, axis, top, k)), read(tk.values), "topk values " + what);
+            check_same(values_of(DType::i64, kdims, top), read(tk.indices), "topk indices " + what);
+          }
+          lines += static_cast<int>(other);
+        });
+      }
+    }
+  }
+  CHECK(lines > 0);
 }
 
 TEST_CASE("sort order: NaN last, -0.0 and +0.0 keep their order, infinities at the ends; topk: NaN first, ties by index") {

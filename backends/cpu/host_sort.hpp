@@ -10,8 +10,11 @@
 // sort of (key, position) pairs, which is stable, so equal keys keep their
 // positions' order. Short lines take an insertion or comparison sort, a
 // small k of a long line a partial sort of positions; these compare (key,
-// position), the same total order. Scratch comes from the host allocator's
-// cache (host_memory.hpp), so a sort in a loop faults no fresh pages in.
+// position), the same total order. On an AVX-512 CPU, lines of moderate
+// length take a sorting network instead (host_sort_network.hpp): the values
+// themselves where equal values are equal bits, else (key, position) words.
+// Scratch comes from the host allocator's cache (host_memory.hpp), so a sort
+// in a loop faults no fresh pages in.
 #pragma once
 
 #include <vector>
