@@ -156,6 +156,35 @@ void lazy_vs_eager(const char* name, int steps, int reps, const Array& x0, Array
   row("lazy, evaluated once", lazy, eager);
 }
 
+// The escape-time Mandelbrot on a 400 x 600 f64 grid (the example's loop):
+// evaluated every iteration against left lazy and evaluated once.
+void mandelbrot(int iterations, int reps) {
+  const Array cr = aj::linspace(-2.0, 0.5, 600, aj::DType::f64);
+  const Array ci = aj::linspace(1.25, -1.25, 400, aj::DType::f64).reshape({400, 1});
+  auto loop = [&](bool eval_each) {
+    Array zr = aj::zeros({400, 600}, aj::DType::f64), zi = zr;
+    Array count = aj::zeros({400, 600}, aj::DType::i32);
+    for (int it = 0; it < iterations; ++it) {
+      const Array zr2 = zr * zr, zi2 = zi * zi;
+      const Array inside = zr2 + zi2 <= 4;
+      count = count + inside.astype(aj::DType::i32);
+      const Array next_zi = 2 * zr * zi + ci;
+      zr = aj::where(inside, zr2 - zi2 + cr, zr);
+      zi = aj::where(inside, next_zi, zi);
+      if (eval_each) aj::eval({zr, zi, count});
+    }
+    return count.astype(aj::DType::f32).eval();
+  };
+  for (bool warm : {false, true}) {
+    Run eager = timed(reps, [&] { return loop(true); }, warm);
+    Run lazy = timed(reps, [&] { return loop(false); }, warm);
+    std::printf("Mandelbrot, 400 x 600 f64, %d iterations%s%s\n", iterations, warm ? ", warm" : "",
+                same(eager.out, lazy.out) ? "" : "  VALUES DIFFER");
+    row("evaluated every step", eager, eager);
+    row("lazy, evaluated once", lazy, eager);
+  }
+}
+
 // A chain of `ops` elementwise ops (four kinds, repeating), evaluated once.
 void long_chain(std::int64_t ops) {
   Array x = aj::from_vector(random_floats(1000, 7));
@@ -335,6 +364,7 @@ int main(int argc, char** argv) {
     y.eval();
     std::printf("100 x (x * 0.5 + 1): %llu kernel(s)\n", static_cast<unsigned long long>(aj::stats().kernels_launched));
   }
+  mandelbrot(100, quick ? 1 : 3);
   long_chain(quick ? 10'000 : 100'000);
   wide_concat(quick ? 1'000 : 10'000);
   adam(quick ? (1 << 16) : (1 << 20), 5, quick ? 20 : 50);

@@ -330,6 +330,51 @@ TEST_CASE("the size cap: a chain of 100000 ops plans in pieces of the same struc
   CHECK(same_bits(y.to_vector<float>(), want));
 }
 
+TEST_CASE("the size cap in a loop: a lazy Mandelbrot is pieces of whole iterations, at most 3 kernels compiled") {
+  // z = z^2 + c with an escape count, 100 and 400 iterations left lazy and
+  // evaluated once. The cap cuts the loop's whole state (zr, zi, count) where
+  // an iteration ends, the same number of iterations a piece, so the pieces
+  // are one kernel each and the middle ones one kernel structure; nothing in
+  // a piece is read by two kernels (cutting one state at a time stored
+  // hundreds of values "needed by 2 kernels"). Values: the loop evaluated
+  // every iteration, bit for bit.
+  const std::int64_t h = 24, w = 40;
+  const Array cr = aj::linspace(-2.0, 0.5, w, aj::DType::f64);
+  const Array ci = aj::linspace(1.25, -1.25, h, aj::DType::f64).reshape({h, 1});
+  auto iterate = [&](int iterations, bool eval_each) {
+    Array zr = aj::zeros({h, w}, aj::DType::f64), zi = zr;
+    Array count = aj::zeros({h, w}, aj::DType::i32);
+    for (int it = 0; it < iterations; ++it) {
+      const Array zr2 = zr * zr, zi2 = zi * zi;
+      const Array inside = zr2 + zi2 <= 4;
+      count = count + inside.astype(aj::DType::i32);
+      const Array next_zi = 2 * zr * zi + ci;
+      zr = aj::where(inside, zr2 - zi2 + cr, zr);
+      zi = aj::where(inside, next_zi, zi);
+      if (eval_each) aj::eval({zr, zi, count});
+    }
+    return count;
+  };
+  for (int iterations : {100, 400}) {
+    INFO("iterations " << iterations);
+    const std::vector<std::int32_t> want = iterate(iterations, true).to_vector<std::int32_t>();
+    aj::jit::clear_memory_cache();
+    Array escapes = iterate(iterations, false);
+    const std::string plan = aj::explain(escapes);
+    aj::reset_stats();
+    escapes.eval();
+    const aj::Stats st = aj::stats();
+    CHECK(escapes.to_vector<std::int32_t>() == want);
+    // About 20 iterations a piece (15 nodes each under the 256-node cap).
+    CHECK(st.kernels_launched <= static_cast<std::uint64_t>(iterations / 15 + 2));
+    CHECK(st.kernels_launched >= static_cast<std::uint64_t>(iterations / 20));
+    CHECK(st.kernels_compiled + st.kernel_disk_hits <= 3);
+    CHECK(count(plan, "needed by") == 0);
+    // Three states cut per piece (the first piece also starts from fills).
+    CHECK(count(plan, "would pass the size cap") <= 4 * st.kernels_launched);
+  }
+}
+
 TEST_CASE("concatenate of many unevaluated pieces: kernels of up to 16 outputs, right values") {
   const std::int64_t pieces = 300;
   std::vector<float> xs = random_floats(static_cast<std::size_t>(4 * pieces), 8);

@@ -211,7 +211,7 @@ class Partitioner {
   void cap_kernel_sizes() {
     std::vector<std::int64_t>& w = size_;
     w.assign(s_.order.size(), 0);
-    budget_ = 8 * static_cast<std::int64_t>(s_.order.size()) + 4096;
+    budget_ = 64 * static_cast<std::int64_t>(s_.order.size()) + 4096;
     auto base = [&](NodeId in) {
       while (!g_[in].evaluated() && !is_mat(in) && is_view(g_[in].op)) in = g_[in].inputs[0];
       return in;
@@ -241,7 +241,13 @@ class Partitioner {
       const std::int64_t was = stored(b);
       return was == 0 ? 0 : std::min(was, shallow(b));
     };
-    auto estimate = [&](NodeId id) {
+    // A second bound, for DAGs whose producers share most of their nodes
+    // (a loop reading its state twice, where the sum above doubles each
+    // step): the kernel of the node at position i computes nodes at
+    // positions from the earliest one it reaches (`reach`) to i, so at most
+    // i - reach + 1 of them (a free producer, a generator, adds one).
+    std::vector<std::size_t> reach(s_.order.size(), 0);
+    auto estimate = [&](NodeId id, std::size_t i) {
       const Node& n = g_[id];
       NodeId bases[3] = {kNoNode, kNoNode, kNoNode};
       std::int64_t sum = 1;
@@ -251,14 +257,98 @@ class Partitioner {
         for (std::size_t j = 0; j < k; ++j) again |= bases[j] == bases[k];
         if (!again) sum += cost(bases[k]);
       }
+      std::size_t lo = i;
+      std::int64_t extra = 0;
+      for (NodeId in : n.inputs) {
+        const NodeId b = base(in);
+        if (stored(b) == 0) continue;  // stored, evaluated or a constant
+        const std::uint32_t p = pos_(b);
+        if (p == Positions::kNone || free_value(b)) {
+          ++extra;
+          continue;
+        }
+        lo = std::min(lo, reach[p]);
+      }
+      reach[i] = lo;
+      sum = std::min(sum, static_cast<std::int64_t>(i - lo + 1) + extra);
       if (sum > kMaxKernelNodes) sum = exact_size(id, kMaxKernelNodes + 1);
       return sum;
     };
-    for (std::size_t i = 0; i < s_.order.size(); ++i) {
+    // Where a kernel would pass the cap, the whole frontier is cut: every
+    // value computed since the last cut that a later node reads, at the
+    // position (in the latter half of the stretch since the last cut) where
+    // the fewest such values are open. In a loop that is the end of an
+    // iteration (a lazy Mandelbrot's zr, zi and count), so each piece is the
+    // same number of whole iterations, the same kernel, compiled once; and
+    // no value of the stretch is read by two pieces (cutting one state at a
+    // time left its siblings' producers needed by two kernels, all stored).
+    const std::size_t count = s_.order.size();
+    std::vector<std::size_t> last(count, 0);  // the last position reading each node
+    for (std::size_t i = 0; i < count; ++i) {
+      for (NodeId in : g_[s_.order[i]].inputs) {
+        NodeId b = in;
+        while (!g_[b].evaluated() && is_view(g_[b].op)) b = g_[b].inputs[0];
+        const std::uint32_t p = pos_(b);
+        if (p != Positions::kNone) last[p] = std::max(last[p], i);
+      }
+    }
+    // A value the frontier counts: computed by a kernel, not stored already.
+    auto open_value = [&](std::size_t i) {
       const NodeId id = s_.order[i];
       const Node& n = g_[id];
+      return !n.evaluated() && !is_view(n.op) && !is_library_op(n.op) && !is_mat(id) && !free_value(id);
+    };
+    std::size_t from = 0;            // the first position since the last cut
+    std::size_t piece = 0;           // the length of the last piece cut
+    std::vector<std::int64_t> open;  // values open after each position since `from`
+    std::int64_t now_open = 0;
+    std::vector<std::int64_t> closing(count, 0);  // open values whose last reader is at a position
+    std::vector<std::size_t> touched;             // the entries of `closing` set since `from`
+    for (std::size_t i = 0; i < count; ++i) {
+      const NodeId id = s_.order[i];
+      const Node& n = g_[id];
+      now_open -= closing[i];
+      if (open_value(i) && last[i] > i) {
+        ++now_open;
+        ++closing[last[i]];
+        touched.push_back(last[i]);
+      }
+      open.push_back(now_open);
       if (is_view(n.op) || is_library_op(n.op)) continue;
-      std::int64_t size = estimate(id);
+      std::int64_t size = estimate(id, i);
+      if (size > kMaxKernelNodes && i > from + 1) {
+        // The cut position: the fewest open values, the latest on ties, but
+        // the previous piece's length where that is as good (a loop's pieces
+        // then stay in step with its iterations).
+        std::size_t at = i - 1;
+        for (std::size_t p = i - 1; p > from && p >= from + (i - from) / 2; --p) {
+          if (open[p - from] < open[at - from]) at = p;
+        }
+        if (const std::size_t same = from + piece - 1; piece > 0 && same < i && same > from &&
+                                                        same >= from + (i - from) / 2 &&
+                                                        open[same - from] == open[at - from]) {
+          at = same;
+        }
+        bool cut_any = false;
+        for (std::size_t p = from; p <= at; ++p) {
+          if (last[p] > at && open_value(p)) {
+            mark(s_.order[p], Materialization{s_.order[p], Why::size_cap, id, kMaxKernelNodes});
+            cut_any = true;
+          }
+        }
+        if (cut_any) {
+          // Everything before the cut is stored or read no more: estimate
+          // again from the position after it.
+          for (std::size_t t : touched) closing[t] = 0;
+          touched.clear();
+          open.clear();
+          now_open = 0;
+          piece = at + 1 - from;
+          from = at + 1;
+          i = at;  // the loop's ++i resumes after the cut
+          continue;
+        }
+      }
       while (size > kMaxKernelNodes) {
         // Cut the costliest producer, preferring one several nodes read (a
         // loop's state, where a stencil stores its levels anyway).
@@ -273,7 +363,7 @@ class Partitioner {
         }
         if (cut == kNoNode) break;
         mark(cut, Materialization{cut, Why::size_cap, id, kMaxKernelNodes});
-        size = estimate(id);
+        size = estimate(id, i);
       }
       w[i] = size;
     }
@@ -441,8 +531,11 @@ class Partitioner {
       if (st.kind != Step::Kind::kernel || st.copy || st.outputs.size() >= kMaxKernelOutputs) continue;
       auto merged = merge(Sig{st.space, st.axes, st.space_of}, sig);
       if (!merged) continue;
-      if (!size_.empty() && st.kernel.instrs.size() + static_cast<std::size_t>(size_[pos_(id)]) > kMaxMergedInstrs) {
-        continue;  // would not fit: not worth lowering
+      // Not worth lowering when it cannot fit. (The merged kernel computes
+      // shared producers once: a loop's states cut together share nearly
+      // all their nodes, so the sum of the two sizes says nothing.)
+      if (!size_.empty() && std::max(st.kernel.instrs.size(), static_cast<std::size_t>(size_[pos_(id)])) > kMaxMergedInstrs) {
+        continue;
       }
       ++tries;
       std::vector<NodeId> roots = st.outputs;
