@@ -131,6 +131,21 @@ Array smooth_update(const Array& x) {
   return aj::slice_update(x, {aj::Slice(1, n - 1)}, (aj::slice(x, 0, 0, n - 2) + in + aj::slice(x, 0, 2, n)) / 3.0f);
 }
 
+// The same update written with pad: the interior's mean padded with the
+// fixed boundary value (0) on both ends.
+Array smooth_pad(const Array& x) {
+  const std::int64_t n = x.shape()[0];
+  const Array mean = (aj::slice(x, 0, 0, n - 2) + aj::slice(x, 0, 1, n - 1) + aj::slice(x, 0, 2, n)) / 3.0f;
+  return aj::pad(mean, {1});
+}
+
+// And with concatenate: the ends kept, the interior's mean between them.
+Array smooth_concat(const Array& x) {
+  const std::int64_t n = x.shape()[0];
+  const Array mean = (aj::slice(x, 0, 0, n - 2) + aj::slice(x, 0, 1, n - 1) + aj::slice(x, 0, 2, n)) / 3.0f;
+  return aj::concatenate({aj::slice(x, 0, 0, 1), mean, aj::slice(x, 0, n - 1, n)});
+}
+
 void lazy_vs_eager(const char* name, int steps, int reps, const Array& x0, Array (*step)(const Array&),
                    bool warm = false) {
   Run eager = timed(reps, [&] {
@@ -346,6 +361,12 @@ int main(int argc, char** argv) {
     x.eval();
     for (bool warm : {false, true}) {
       lazy_vs_eager("3-point smoothing of 65536 f32 (slice_update, fixed ends)", steps, reps, x, smooth_update, warm);
+    }
+    for (bool warm : {false, true}) {
+      lazy_vs_eager("3-point smoothing of 65536 f32 (pad, ends 0)", steps, reps, x, smooth_pad, warm);
+    }
+    for (bool warm : {false, true}) {
+      lazy_vs_eager("3-point smoothing of 65536 f32 (concatenate, fixed ends)", steps, reps, x, smooth_concat, warm);
     }
   }
   {
