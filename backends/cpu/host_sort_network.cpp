@@ -160,45 +160,47 @@ AJ_TARGET_AVX512 void bitonic(E* a, std::size_t size) {
   }
 }
 
-// Copies a contiguous line into a, checking a float line for NaN and -0.0
-// (their bits: the sign bit alone, or a magnitude above infinity's).
+// The lanes of v (all, or the first `m`) that hold -0.0 or a NaN: the sign
+// bit alone, or a magnitude above infinity's.
+template <class E>
+AJ_TARGET_AVX512 [[gnu::always_inline]] inline std::uint32_t odd_lanes(__m512i v) {
+  if constexpr (sizeof(E) == 4) {
+    const __m512i sign = _mm512_set1_epi32(INT32_MIN), inf = _mm512_set1_epi32(0x7f800000);
+    return _mm512_cmpeq_epi32_mask(v, sign) | _mm512_cmpgt_epu32_mask(_mm512_andnot_si512(sign, v), inf);
+  } else {
+    const __m512i sign = _mm512_set1_epi64(INT64_MIN), inf = _mm512_set1_epi64(0x7ff0000000000000);
+    return _mm512_cmpeq_epi64_mask(v, sign) | _mm512_cmpgt_epu64_mask(_mm512_andnot_si512(sign, v), inf);
+  }
+}
+
+// Copies a contiguous line into a, checking a float line for NaN and -0.0.
 template <class E>
 AJ_TARGET_AVX512 bool load_contiguous(const E* x, std::size_t n, E* a) {
-  constexpr std::size_t lanes = 64 / sizeof(E);
-  std::size_t i = 0;
-  if constexpr (std::is_same_v<E, float>) {
-    const __m512i sign = _mm512_set1_epi32(INT32_MIN), inf = _mm512_set1_epi32(0x7f800000);
-    __mmask16 odd = 0;
-    for (; i + lanes <= n; i += lanes) {
-      const __m512i v = _mm512_loadu_si512(x + i);
-      _mm512_storeu_si512(a + i, v);
-      odd |= _mm512_cmpeq_epi32_mask(v, sign) | _mm512_cmpgt_epu32_mask(_mm512_andnot_si512(sign, v), inf);
-    }
-    if (i < n) {
-      const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
-      const __m512i v = _mm512_maskz_loadu_epi32(m, x + i);
-      _mm512_mask_storeu_epi32(a + i, m, v);
-      odd |= m & (_mm512_cmpeq_epi32_mask(v, sign) | _mm512_cmpgt_epu32_mask(_mm512_andnot_si512(sign, v), inf));
-    }
-    return odd == 0;
-  } else if constexpr (std::is_same_v<E, double>) {
-    const __m512i sign = _mm512_set1_epi64(INT64_MIN), inf = _mm512_set1_epi64(0x7ff0000000000000);
-    __mmask8 odd = 0;
-    for (; i + lanes <= n; i += lanes) {
-      const __m512i v = _mm512_loadu_si512(x + i);
-      _mm512_storeu_si512(a + i, v);
-      odd |= _mm512_cmpeq_epi64_mask(v, sign) | _mm512_cmpgt_epu64_mask(_mm512_andnot_si512(sign, v), inf);
-    }
-    if (i < n) {
-      const auto m = static_cast<__mmask8>((1u << (n - i)) - 1);
-      const __m512i v = _mm512_maskz_loadu_epi64(m, x + i);
-      _mm512_mask_storeu_epi64(a + i, m, v);
-      odd |= m & (_mm512_cmpeq_epi64_mask(v, sign) | _mm512_cmpgt_epu64_mask(_mm512_andnot_si512(sign, v), inf));
-    }
-    return odd == 0;
-  } else {
+  if constexpr (!std::is_floating_point_v<E>) {
     std::memcpy(a, x, n * sizeof(E));
     return true;
+  } else {
+    constexpr std::size_t lanes = 64 / sizeof(E);
+    std::uint32_t odd = 0;
+    std::size_t i = 0;
+    for (; i + lanes <= n; i += lanes) {
+      const __m512i v = _mm512_loadu_si512(x + i);
+      _mm512_storeu_si512(a + i, v);
+      odd |= odd_lanes<E>(v);
+    }
+    if (i < n) {  // the tail, masked
+      const std::uint32_t m = (1u << (n - i)) - 1;
+      __m512i v;
+      if constexpr (sizeof(E) == 4) {
+        v = _mm512_maskz_loadu_epi32(static_cast<__mmask16>(m), x + i);
+        _mm512_mask_storeu_epi32(a + i, static_cast<__mmask16>(m), v);
+      } else {
+        v = _mm512_maskz_loadu_epi64(static_cast<__mmask8>(m), x + i);
+        _mm512_mask_storeu_epi64(a + i, static_cast<__mmask8>(m), v);
+      }
+      odd |= m & odd_lanes<E>(v);
+    }
+    return odd == 0;
   }
 }
 
