@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.hpp"
+
 namespace {
 
 using aj::Array;
@@ -25,6 +27,12 @@ using Clock = std::chrono::steady_clock;
 
 int g_reps = 7;
 volatile double g_sink = 0;
+ajbench::Triad g_triad;  // measured at the start (main)
+
+// The 2-thread line of a memory-bound case: its speed-up beside the triad's.
+void scaling(const std::string& name, double t1, double t2) {
+  std::printf("  %-42s %s\n", name.c_str(), ajbench::against_triad(t1, t2, g_triad).c_str());
+}
 
 double median_ms(const std::function<void()>& f, int reps = g_reps) {
   f();  // warm-up: compiles, faults pages in
@@ -116,6 +124,7 @@ void bench_cumsum() {
     const std::string name = "cumsum(x, " + std::to_string(axis) + ") 4096x4096 f32";
     row(name + ", 1 thread", t1, "hand loop", th);
     row(name + ", all threads", ta, "hand loop (1 thread)", th);
+    scaling(name, t1, ta);
     row(name + ", 1 thread", t1, "NumPy", tn);
   }
 }
@@ -259,10 +268,12 @@ void bench_logsumexp() {
   const double lh = median_ms(hand_lse);
   row("logsumexp(x, 1) 4096x4096 f32, 1 thread", l1, "hand loop", lh);
   row("logsumexp(x, 1) 4096x4096 f32, all threads", la, "hand loop (1 thread)", lh);
+  scaling("logsumexp(x, 1) 4096x4096 f32", l1, la);
   const auto [s1, sa] = one_all(ours_sm);
   const double sh = median_ms(hand_sm);
   row("softmax(x) 4096x4096 f32, 1 thread", s1, "hand loop", sh);
   row("softmax(x) 4096x4096 f32, all threads", sa, "hand loop (1 thread)", sh);
+  scaling("softmax(x) 4096x4096 f32", s1, sa);
 }
 
 }  // namespace
@@ -274,6 +285,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--sort") == 0) only_sort = true;
   }
   std::printf("bench_scan_sort: median of %d runs; %s\n", g_reps, aj::jit::host_info().c_str());
+  g_triad = ajbench::triad(g_reps);
+  std::printf("  STREAM triad, 32M f32: %.1f GB/s on 1 thread, 2 threads %.2fx faster (the ceiling of the memory-bound\n"
+              "  cases' 2-thread speed-up below)\n", g_triad.gbs, g_triad.speedup2);
   if (!only_sort) bench_cumsum();
   bench_sort();
   if (!only_sort) bench_logsumexp();

@@ -13,6 +13,7 @@
 #include <utility>
 #include <ctime>
 #include <functional>
+#include <thread>
 #include <vector>
 
 namespace ajbench {
@@ -62,6 +63,41 @@ inline double command_number(const std::string& cmd) {
     ::pclose(f);
   }
   return v;
+}
+
+// The STREAM triad a[i] = b[i] + s * c[i] over 32M f32 (well past the L3),
+// on 1 thread and split over 2 (wall clock, medians of `runs`): what the
+// memory system gives a second core, the ceiling of a memory-bound case's
+// 2-thread speed-up. issue 34 point 5 holds each such case to >= 0.95x of it.
+struct Triad {
+  double gbs = 0;       // 1 thread, 12 bytes an element
+  double speedup2 = 0;  // 1-thread time over 2-thread time
+};
+inline Triad triad(int runs = 7) {
+  const std::size_t n = std::size_t{32} << 20;
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  auto part = [&](std::size_t lo, std::size_t hi) {
+    float* __restrict A = a.data();
+    const float* __restrict B = b.data();
+    const float* __restrict C = c.data();
+    for (std::size_t i = lo; i < hi; ++i) A[i] = B[i] + 1.5f * C[i];
+  };
+  const double t1 = wall_median_ms([&] { part(0, n); }, runs);
+  const double t2 = wall_median_ms([&] {
+    std::thread other(part, n / 2, n);
+    part(0, n / 2);
+    other.join();
+  }, runs);
+  return {12.0 * static_cast<double>(n) / (t1 * 1e6), t1 / t2};
+}
+
+// "2 threads 1.21x faster, the triad 1.30x: 0.93 of it", for a case timed on
+// 1 and on 2 threads.
+inline std::string against_triad(double t1, double t2, const Triad& tr) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "2 threads %.2fx faster, the triad %.2fx: %.2f of it", t1 / t2, tr.speedup2,
+                (t1 / t2) / tr.speedup2);
+  return buf;
 }
 
 // The 10-op elementwise chain of the dispatch target (x held by the caller,

@@ -31,6 +31,12 @@ std::atomic<int>& jit_flag() {
 std::atomic<int> g_threads{0};
 
 constexpr std::int64_t kOuterChunk = 1024;
+// ... and a block an interrupt may stop it between, on one thread, spans at
+// least kOuterBlock outputs: every block walks every row, so narrow blocks
+// read each row in short pieces far apart. cumsum(x, 0) of f32 [4096, 4096]
+// on 1 thread ran in 4 blocks of 1,024 columns at 11.8-12.3 ms (a row-after-
+// row hand loop: 7.0) and runs in one at 5.9 ms (Zen 4).
+constexpr std::int64_t kOuterBlock = 4096;
 
 // An interrupt (aj::interrupt) stops a long kernel between blocks of about
 // this much work (points x instructions: some milliseconds), so that Ctrl-C
@@ -258,7 +264,7 @@ void launch(const Kernel& k, const KScalar* scalars, const std::vector<const voi
   // when the launch may not be abandoned.
   const bool may_abandon = work >= 2 * kBlockWork && abandonable(inputs, outputs);
   std::int64_t blocks = may_abandon ? std::min<std::int64_t>(outer, work / kBlockWork) : 1;
-  if (outer_axis_reduction) blocks = std::clamp<std::int64_t>(outer / kOuterChunk, 1, blocks);
+  if (outer_axis_reduction) blocks = std::clamp<std::int64_t>(outer / kOuterBlock, 1, blocks);
   if (work < kParallelWork || threads <= 1) {
     for (std::int64_t b = 0; b < blocks; ++b) {
       if (may_abandon) detail::check_interrupt();
