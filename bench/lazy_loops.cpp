@@ -171,6 +171,26 @@ void lazy_vs_eager(const char* name, int steps, int reps, const Array& x0, Array
   row("lazy, evaluated once", lazy, eager);
 }
 
+// Issue 33's case: a concatenate of 4,000 unevaluated 16-element pieces
+// (slices of one array, each * 2 + 1) against the whole-array expression
+// that gives the same values, both cold (trace, plan, compile and run).
+void concat_vs_whole(std::int64_t pieces, int reps) {
+  const std::int64_t len = 16;
+  Array x = aj::from_vector(random_floats(static_cast<std::size_t>(len * pieces), 9));
+  x.eval();
+  Run cat = timed(reps, [&] {
+    std::vector<Array> parts;
+    parts.reserve(static_cast<std::size_t>(pieces));
+    for (std::int64_t i = 0; i < pieces; ++i) parts.push_back(aj::slice(x, 0, len * i, len * (i + 1)) * 2.0f + 1.0f);
+    return aj::concatenate(parts).eval();
+  });
+  Run whole = timed(reps, [&] { return (x * 2.0f + 1.0f).eval(); });
+  std::printf("concatenate of %lld unevaluated %lld-element pieces against the whole-array expression, cold%s\n",
+              static_cast<long long>(pieces), static_cast<long long>(len), same(cat.out, whole.out) ? "" : "  VALUES DIFFER");
+  row("whole-array expression", whole, whole);
+  row("concatenate of pieces", cat, whole);
+}
+
 // The escape-time Mandelbrot on a 400 x 600 f64 grid (the example's loop):
 // evaluated every iteration against left lazy and evaluated once.
 void mandelbrot(int iterations, int reps) {
@@ -388,6 +408,7 @@ int main(int argc, char** argv) {
   mandelbrot(100, quick ? 1 : 3);
   long_chain(quick ? 10'000 : 100'000);
   wide_concat(quick ? 1'000 : 10'000);
+  concat_vs_whole(4'000, quick ? 3 : 5);
   adam(quick ? (1 << 16) : (1 << 20), 5, quick ? 20 : 50);
   return 0;
 }
