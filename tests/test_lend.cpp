@@ -8,20 +8,15 @@
 #include <arrayjit/arrayjit.hpp>
 #include <arrayjit/c_handle.hpp>
 
-#include <random>
 #include <vector>
+
+#include "tests/random_data.hpp"
 
 namespace {
 
 using aj::Array;
 
-std::vector<float> random_floats(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-2.f, 2.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+std::vector<float> random_floats(std::size_t n, unsigned seed) { return ajtest::random_in<float>(n, seed, -2.0, 2.0); }
 
 const void* data_of(const Array& a) { return a.data().ptr; }
 

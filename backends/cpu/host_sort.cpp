@@ -267,8 +267,8 @@ class LineSorter {
   }
 
   // The values as they are, 4 or 8 bytes, where no position is asked for
-  // and equal values are equal bits (sortable_as_is): false where the line
-  // is not so. The line sorted ascending is left in line.packed, read as T.
+  // and equal values are equal bits (no NaN, no -0.0: network_load checks):
+  // false where the line is not so. The line sorted ascending is left in line.packed, read as T.
   bool network_values(Line<K, P>& line, const T* x) const {
     if constexpr ((sizeof(T) == 4 || sizeof(T) == 8) && !std::is_same_v<T, bool>) {
       const auto n = static_cast<std::size_t>(n_);
