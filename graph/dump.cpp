@@ -59,6 +59,18 @@ std::string node_payload(const Node& n) {
       if (n.op == Op::Linalg) {
         return std::string(linalg_name(static_cast<LinalgKind>(n.i0))) + " flags=" + std::to_string(n.i1);
       }
+      if (n.op == Op::Collective) {
+        const auto kind = static_cast<CollectiveKind>(n.i0);
+        std::string d = collective_name(kind);
+        if (kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce_scatter) {
+          d += std::string(" ") + reduce_kind_name(static_cast<ReduceKind>(n.i1));
+        }
+        d += " group=" + std::to_string(n.ints.at(0));
+        if (kind == CollectiveKind::broadcast) d += " root=" + std::to_string(n.ints.at(1));
+        if (kind == CollectiveKind::send) d += " to=" + std::to_string(n.ints.at(1));
+        if (kind == CollectiveKind::recv) d += " from=" + std::to_string(n.ints.at(1));
+        return d;
+      }
       if (n.op == Op::TopK || n.op == Op::ArgTopK) return "axis=" + std::to_string(n.i0) + " k=" + std::to_string(n.i1);
       return "";
     case OpCategory::Remap:

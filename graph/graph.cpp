@@ -178,10 +178,12 @@ NodeId Graph::add_leaf(DType dtype, const Shape& shape, std::shared_ptr<Storage>
 // another constant of the step would share its node and build a new plan.
 // Each scalar the trace makes is its own node; an op over the same nodes is
 // still one node.
-// Annotated views are not merged either: each carries its own annotation.
+// Annotated views are not merged either: each carries its own annotation;
+// nor collectives: each call is one exchange with the other processes, which
+// count them (two sends of one array are two messages).
 static bool takes_part_in_cse(const Node& n) {
   return n.op != Op::Input && !n.storage && n.op != Op::Constant && !is_generator(n.op) &&
-         !(n.op == Op::Reshape && n.i0 == kAnnotatedViewMark);
+         !(n.op == Op::Reshape && n.i0 == kAnnotatedViewMark) && n.op != Op::Collective;
 }
 
 void Node::reset() {

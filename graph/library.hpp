@@ -25,6 +25,9 @@
 //  - HostCall: the user's function `host` over the operands (host memory, as
 //    laid out), its results packed one after another in the result
 //    (graph/host_call.hpp).
+//  - Collective: `axis` is the CollectiveKind, `k` the ReduceKind, `ints`
+//    {group, peer} (peer: broadcast's root, send's destination, recv's
+//    source); one operand (recv: none). What each computes is below.
 #pragma once
 
 #include <cstdint>
@@ -110,6 +113,27 @@ const char* linalg_op_name(LinalgKind kind, std::int64_t flags);
 // >= 2, square where the routine needs it: checked by the caller, who names
 // the user's op); the one rule that tracing, verification and the backends use.
 Shape linalg_shape(LinalgKind kind, std::int64_t flags, const Shape& a, const Shape* b);
+
+// The routines of Op::Collective (node payload i0; i1 the ReduceKind; ints
+// {group id, peer rank}), across the ranks of a group of processes
+// (backends/cpu/host_comm.hpp runs them, docs/distributed.md):
+//   all_reduce      x -> x's shape: the elementwise reduction over the ranks
+//                   (mean: the sum divided by the group's size; bool: sum and
+//                   max are or, prod and min are and).
+//   all_gather      x [n, ...] -> [size * n, ...]: every rank's x, rank after
+//                   rank (a rank-0 x gives [size]).
+//   reduce_scatter  x [size * m, ...] -> [m, ...]: rank r's block of the
+//                   elementwise reduction.
+//   broadcast       x -> x's shape: the root's x.
+//   send            x -> x's shape, x's values: x is sent to the peer when the
+//                   result is evaluated.
+//   recv            () -> the node's shape: what the peer sent.
+// The ranks must agree on each collective (kind, reduction, dtype, shapes,
+// root, in the same order): every step checks it before moving data.
+enum class CollectiveKind : std::int64_t { all_reduce, all_gather, reduce_scatter, broadcast, send, recv };
+enum class ReduceKind : std::int64_t { sum, mean, max, min, prod };
+const char* collective_name(CollectiveKind kind);
+const char* reduce_kind_name(ReduceKind kind);
 
 // Ops that run as library steps rather than inside kernels.
 constexpr bool is_library_op(Op op) {

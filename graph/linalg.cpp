@@ -1,5 +1,6 @@
 // Op::Linalg's result shapes (graph/library.hpp): one rule for tracing,
-// verification, the extent templates and every backend.
+// verification, the extent templates and every backend; the names of
+// Op::Collective's routines.
 #include <algorithm>
 
 #include "graph/library.hpp"
@@ -17,6 +18,29 @@ const char* linalg_name(LinalgKind kind) {
     case LinalgKind::eigh: return "eigh";
   }
   return "linalg";
+}
+
+const char* collective_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::all_reduce: return "all_reduce";
+    case CollectiveKind::all_gather: return "all_gather";
+    case CollectiveKind::reduce_scatter: return "reduce_scatter";
+    case CollectiveKind::broadcast: return "broadcast";
+    case CollectiveKind::send: return "send";
+    case CollectiveKind::recv: return "recv";
+  }
+  return "collective";
+}
+
+const char* reduce_kind_name(ReduceKind kind) {
+  switch (kind) {
+    case ReduceKind::sum: return "sum";
+    case ReduceKind::mean: return "mean";
+    case ReduceKind::max: return "max";
+    case ReduceKind::min: return "min";
+    case ReduceKind::prod: return "prod";
+  }
+  return "?";
 }
 
 const char* linalg_op_name(LinalgKind kind, std::int64_t flags) {

@@ -29,6 +29,7 @@ LibraryCall library_call(const Node& n, const std::vector<Layout>& inputs) {
     if (c.host.expired()) internal_error("a host_call node whose function is gone");
     c.ints = n.ints;
   }
+  if (n.op == Op::Collective) c.ints = n.ints;  // {group, peer}; axis: the kind, k: the reduction
   return c;
 }
 

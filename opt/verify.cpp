@@ -214,8 +214,21 @@ class NodeCheck {
     need(find_host_call(n_.i0) != nullptr, "host_call: its function is held");
   }
 
+  // A collective's result shape follows from its operand's and the group's
+  // size, which only the running processes know: the kind and payload are
+  // checked here, the shapes by the ranks themselves when the step runs.
+  void collective() {
+    need(n_.i0 >= 0 && n_.i0 <= static_cast<std::int64_t>(CollectiveKind::recv), "collective: a known kind");
+    need(n_.i1 >= 0 && n_.i1 <= static_cast<std::int64_t>(ReduceKind::prod), "collective: a known reduction");
+    need(n_.ints.size() == 2, "collective: payload {group, peer}");
+    const bool recv = n_.i0 == static_cast<std::int64_t>(CollectiveKind::recv);
+    need(n_.inputs.size() == (recv ? 0u : 1u), "collective: one operand (recv: none)");
+    if (!recv) need(in(0).dtype == n_.dtype, "collective: the operand has the result's dtype");
+  }
+
   void other() {
     if (n_.op == Op::HostCall) return host_call();
+    if (n_.op == Op::Collective) return collective();
     if (n_.op == Op::Sort || n_.op == Op::ArgSort || n_.op == Op::TopK || n_.op == Op::ArgTopK) return sorting();
     if (n_.op == Op::ScatterAdd || n_.op == Op::Scatter) {
       need(in(0).dtype == n_.dtype && in(2).dtype == n_.dtype && in(0).shape == n_.shape,

@@ -84,6 +84,13 @@ const std::map<std::string, std::string> kCName = {
 
 // Deliberately C++ only.
 const Reasoned kCppOnly[] = {
+    {"aj::distributed::rank", "aj_distributed_init and aj_distributed_group_info(0, &rank, &size) give it"},
+    {"aj::distributed::size", "aj_distributed_init and aj_distributed_group_info(0, &rank, &size) give it"},
+    {"aj::distributed::world", "group 0 in every aj_distributed_* function"},
+    {"aj::distributed::recv_like", "aj_distributed_recv with the array's shape and dtype"},
+    {"aj::distributed::timeout", "what the caller gave aj_distributed_set_timeout (default 300 s, or AJ_DISTRIBUTED_TIMEOUT)"},
+    {"aj::distributed::is_available", "aj_distributed_init(1, ...) fails saying the library was built without MPI"},
+    {"aj::distributed::is_initialized", "aj_distributed_init starts MPI once and returns at once after: call it"},
     {"aj::jit::target_description", "a line of aj_host_info()'s text"},
     {"aj::jit::matmul_library", "a line of aj_host_info()'s text"},
     {"aj::cuda::no_sync", "(void*)-1 as aj_array_from_cuda_view's producer_stream (documented there)"},
@@ -148,6 +155,7 @@ std::string c_name_for(const std::string& q) {
   if (ns == "aj") return "aj_" + name;
   if (ns == "aj::linalg") return "aj_linalg_" + name;
   if (ns == "aj::random") return "aj_random_" + name;
+  if (ns == "aj::distributed") return "aj_distributed_" + name;
   if (ns == "aj::jit") return "aj_jit_" + name;
   if (ns == "aj::cuda") return "aj_cuda_" + name;
   return "(no rule for namespace " + ns + ")";

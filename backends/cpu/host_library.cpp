@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/cpu/host_comm.hpp"
 #include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/host_linalg.hpp"
 #include "backends/cpu/host_matmul.hpp"
@@ -142,6 +143,7 @@ void run_library(const LibraryCall& call, const std::vector<const void*>& inputs
     }
     return run_host_call(*host_function(call.host), call.dtype, call.ints, in, out);
   }
+  if (call.op == Op::Collective) return comm::run(call, call.inputs.empty() ? nullptr : inputs[0], out);
   internal_error(std::string("host library: no step for ") + op_name(call.op));
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cpu/host_comm.hpp"
 #include "backends/cpu/host_memory.hpp"
 #include "base/index_rules.hpp"
 #include "base/semantics.hpp"
@@ -667,6 +668,30 @@ void run_host_call(NodeId id) {
   finish(id, std::move(s));
 }
 
+// A collective: the same exchange as the host backend's (it is one with the
+// other processes, who may run either executor).
+void run_collective(NodeId id) {
+  Graph& g = graph();
+  const Node& n = g[id];
+  LibraryCall c;
+  c.op = n.op;
+  c.dtype = n.dtype;
+  c.shape = n.shape.dims();
+  c.axis = n.i0;
+  c.k = n.i1;
+  c.ints = n.ints;
+  c.loc = n.loc;
+  const void* in = nullptr;
+  if (!n.inputs.empty()) {
+    const Node& x = g[n.inputs[0]];
+    c.inputs.push_back({x.dtype, x.shape.dims(), x.strides, x.offset});
+    in = x.storage->data;
+  }
+  auto s = alloc_for(n);
+  comm::run(c, in, s->data);
+  finish(id, std::move(s));
+}
+
 }  // namespace
 
 void evaluate_node(NodeId id) {
@@ -692,6 +717,7 @@ void evaluate_node(NodeId id) {
       if (op == Op::MatMul) return run_matmul(id);
       if (op == Op::Linalg) return run_linalg(id);
       if (op == Op::HostCall) return run_host_call(id);
+      if (op == Op::Collective) return run_collective(id);
       return run_sort(id);
   }
 }

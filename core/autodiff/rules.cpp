@@ -7,8 +7,10 @@
 #include <string>
 
 #include "arrayjit/autodiff.hpp"
+#include "arrayjit/distributed.hpp"
 #include "core/api/trace.hpp"
 #include "graph/host_call.hpp"
+#include "graph/library.hpp"
 
 namespace aj::autodiff {
 
@@ -464,6 +466,82 @@ const Rule host_call{[](const NodeInfo& n, const Array&, const std::vector<bool>
                      },
                      [](const NodeInfo& n, const std::vector<Array>&) -> Array { no_host_call_derivative(n); }};
 
+// Collectives are linear in their operand (sum and mean reductions, data
+// movement): the transpose of each is another collective over the same
+// group, so every rank's backward pass runs the same exchanges in the same
+// order (arrayjit/distributed.hpp).
+namespace collective_rules {
+using distributed::Group;
+using distributed::ReduceOp;
+// The mark of an alias ordered after an exchange whose values it does not
+// read (trace::marked_alias; a Reshape with a mark stays in the graph).
+constexpr std::int64_t kAfterExchangeMark = -4;
+
+[[noreturn]] void none(const NodeInfo& n, const char* why) {
+  user_error("grad", std::string(collective_name(static_cast<CollectiveKind>(n.i0))) + " has no derivative" + why, n.loc);
+}
+
+// Only the linear collectives have derivatives: sum reductions (mean never
+// reaches a node: it is traced as sum and a multiply) and data movement.
+void check_linear(const NodeInfo& n) {
+  const auto kind = static_cast<CollectiveKind>(n.i0);
+  if (kind == CollectiveKind::send || kind == CollectiveKind::recv) none(n, " (send and recv are not differentiated)");
+  if ((kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce_scatter) &&
+      static_cast<ReduceKind>(n.i1) != ReduceKind::sum) {
+    none(n, " for max, min or prod");
+  }
+}
+
+// The node's own collective over x: forward mode pushes tangents through it.
+Array apply(const NodeInfo& n, const Array& x) {
+  check_linear(n);
+  const auto kind = static_cast<CollectiveKind>(n.i0);
+  const Group group = Group::from_id(n.ints.at(0));
+  switch (kind) {
+    case CollectiveKind::all_reduce: return distributed::all_reduce(x, ReduceOp::sum, group, n.loc);
+    case CollectiveKind::all_gather: return distributed::all_gather(x, group, n.loc);
+    case CollectiveKind::reduce_scatter: return distributed::reduce_scatter(x, ReduceOp::sum, group, n.loc);
+    case CollectiveKind::broadcast: return distributed::broadcast(x, static_cast<int>(n.ints.at(1)), group, n.loc);
+    case CollectiveKind::send:
+    case CollectiveKind::recv: break;
+  }
+  internal_error("autodiff: an unknown collective");
+}
+
+// Reverse mode: the transpose, another collective over the same group.
+Array transpose(const NodeInfo& n, const Array& g) {
+  check_linear(n);
+  const auto kind = static_cast<CollectiveKind>(n.i0);
+  const Group group = Group::from_id(n.ints.at(0));
+  switch (kind) {
+    case CollectiveKind::all_reduce: return apply(n, g);  // sum is its own transpose
+    case CollectiveKind::all_gather: {
+      Array r = distributed::reduce_scatter(g, ReduceOp::sum, group, n.loc);
+      return n.in[0].ndim() == 0 ? r.reshape(Shape{}, n.loc) : r;
+    }
+    case CollectiveKind::reduce_scatter: return distributed::all_gather(g, group, n.loc);
+    case CollectiveKind::broadcast: {
+      // Every rank runs the exchange, though only the root keeps its values:
+      // the others' zeros are ordered after it (Node::after), else nothing
+      // would read it there, it would never run, and the root would wait.
+      Array total = distributed::all_reduce(g, ReduceOp::sum, group, n.loc);
+      if (group.rank() == n.ints.at(1)) return total;
+      trace::Scope scope;
+      const Array zeros = zeros_like(total, std::nullopt, n.loc);
+      return trace::marked_alias(trace::local(zeros, "grad", n.loc), kAfterExchangeMark, n.loc, total.node_id());
+    }
+    case CollectiveKind::send:
+    case CollectiveKind::recv: none(n, " (send and recv are not differentiated)");
+  }
+  internal_error("autodiff: an unknown collective");
+}
+
+const Rule collective{[](const NodeInfo& n, const Array& g, const std::vector<bool>& need, std::vector<Array>& cts) {
+                        if (!need.empty() && need[0]) cts[0] = transpose(n, g);
+                      },
+                      [](const NodeInfo& n, const std::vector<Array>& t) -> Array { return apply(n, t[0]); }};
+}  // namespace collective_rules
+
 const Rule* rule_for(Op op) {
   static constexpr Rule neg = elementwise<d_neg>, abs = elementwise<d_abs>, exp = elementwise<d_exp>,
                         log = elementwise<d_log>, log1p = elementwise<d_log1p>,
@@ -610,6 +688,7 @@ const Rule* rule_for(Op op) {
     case Op::Scatter: return &index_rules::scatter;
     case Op::Linalg: return &linalg_rules::linalg;
     case Op::HostCall: return &host_call;
+    case Op::Collective: return &collective_rules::collective;
   }
   internal_error("autodiff: rule_for of an op outside the table");
 }

@@ -452,6 +452,28 @@ bool derive(Template& t, TNode& n, std::string* why) {
           n.dims.push_back(cols);
           break;
         }
+        case Op::Collective: {
+          // all_reduce, broadcast, send: the operand's extents; all_gather:
+          // axis 0 times the group's size (a constant of the process). recv
+          // (a shape from C++) and reduce_scatter (a quotient) are traced at
+          // new extents.
+          const auto kind = static_cast<CollectiveKind>(n.i0);
+          if (kind == CollectiveKind::all_reduce || kind == CollectiveKind::broadcast ||
+              kind == CollectiveKind::send) {
+            ok = same_as(0);
+          } else if (kind == CollectiveKind::all_gather && rank >= 1 && in(0).shape.ndim() == rank &&
+                     in(0).shape[0] > 0) {
+            const std::int64_t p = n.shape[0] / in(0).shape[0];
+            ok = n.shape[0] == p * in(0).shape[0];
+            if (ok) {
+              n.dims = in(0).dims;
+              n.dims[0] = new_var(t, Var::Kind::expr, n.shape[0], mul(cst(p), atom(in(0).dims[0])));
+            }
+          } else {
+            ok = false;
+          }
+          break;
+        }
         default:
           ok = false;
       }

@@ -397,6 +397,10 @@ std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<
   } else if (c.op == Op::HostCall) {
     user_error("host_callback", "runs on the host: its inputs are on a CUDA device (move them with "
                                 ".to(Device::cpu()) first)", c.loc);
+  } else if (c.op == Op::Collective) {
+    user_error(collective_name(static_cast<CollectiveKind>(c.axis)),
+               "runs on the host (MPI; NCCL is not wired yet): its arrays are on a CUDA device (move them with "
+               ".to(Device::cpu()) first)", c.loc);
   } else {
     internal_error(std::string("cuda: no library kernel evaluates ") + op_name(c.op));
   }

@@ -24,7 +24,7 @@ from ._facilities import *  # noqa: F401,F403
 from ._transforms import (checkpoint, compile, custom_jvp, custom_vjp, grad, jit, jvp, remat,  # noqa: F401
                           value_and_grad, vjp)
 from . import _methods  # noqa: F401 (binds the Array methods)
-from . import linalg, nn, random  # noqa: F401
+from . import distributed, linalg, nn, random  # noqa: F401
 from .nn import log_softmax, logsumexp, one_hot, softmax  # noqa: F401
 
 __version__ = version()  # noqa: F405

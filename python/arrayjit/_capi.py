@@ -265,6 +265,16 @@ aj_cuda_kernel_source st ap sz p sz p
 aj_cuda_trim_memory st i32
 aj_cuda_release_borrowed st i32
 aj_host_callback st p i32 p p i32 ap i32 ap
+aj_distributed_init st i32 p p
+aj_distributed_group_info st i64 p p
+aj_distributed_split st i64 i32 i32 p
+aj_distributed_set_timeout st f64
+aj_distributed_all_reduce st a i32 i64 ap
+aj_distributed_all_gather st a i64 ap
+aj_distributed_reduce_scatter st a i32 i64 ap
+aj_distributed_broadcast st a i32 i64 ap
+aj_distributed_send st a i32 i64 ap
+aj_distributed_recv st p i32 i32 i32 i64 ap
 aj_to_dlpack_versioned st a p p
 aj_to_dlpack st a p p
 aj_from_dlpack_versioned st p ap
@@ -322,7 +332,7 @@ for _list, _params in _LIST_SIGNATURES.items():
     for _name in OP_LISTS[_list]:
         declare("aj_" + _name, "st", *_params)
 
-API_MAJOR, API_MINOR = 1, 7
+API_MAJOR, API_MINOR = 1, 8
 _v = lib.aj_api_version()
 if (_v >> 16) != API_MAJOR or (_v & 0xFFFF) < API_MINOR:
     raise ImportError("arrayjit: %s has C API %d.%d; this package needs %d.%d or later"

@@ -30,7 +30,7 @@ _T = {"aj_array": "a", "aj_array*": "ap", "const aj_array*": "ap", "aj_function"
       "int64_t": "i64", "int32_t": "i32", "int": "i32", "double": "f64", "size_t": "sz", "const char*": "s",
       "uint64_t": "u64", "uint32_t": "u32", "aj_status": "st"}
 _I32 = {"aj_dtype", "aj_device_type", "aj_pad_mode", "aj_qr_mode", "aj_norm_ord", "aj_padding_mode",
-        "aj_format_style", "aj_op_list"}
+        "aj_format_style", "aj_op_list", "aj_reduce_op"}
 
 
 def code(t):

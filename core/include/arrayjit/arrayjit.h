@@ -67,7 +67,7 @@ extern "C" {
  * library whose aj_api_version() has the same major and a minor >= its own
  * (new functions and appended struct fields raise the minor). */
 #define AJ_API_VERSION_MAJOR 1
-#define AJ_API_VERSION_MINOR 7
+#define AJ_API_VERSION_MINOR 8
 #define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
 
 AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
@@ -1078,6 +1078,46 @@ typedef struct aj_host_callback_desc {
 AJ_C_API aj_status aj_host_callback(const aj_host_callback_desc* desc, aj_dtype dtype, const int64_t* const* shapes,
                                     const int32_t* ndims, int32_t n_results, const aj_array* inputs, int32_t n_inputs,
                                     aj_array* outs);
+
+/* ---- several processes (arrayjit/distributed.hpp; since C API 1.8) -----------------------------
+ * Collectives over MPI as lazy ops: each runs when its result is evaluated,
+ * as a step ordered with the kernels around it. Start the program with
+ * mpirun -np N; every rank must evaluate the same collectives in the same
+ * order (a disagreement is an AJ_ERROR_USER on every rank naming what each
+ * asked for; a rank that waits past the timeout gets AJ_ERROR_RUNTIME). A
+ * process without a launcher is a group of one: every collective is its
+ * input. Groups are numbers: 0 is the world; aj_distributed_split makes more
+ * (-1: this process joined none). mean: floating-point arrays only; on bool
+ * arrays sum and max are or, prod and min are and. */
+typedef enum aj_reduce_op {
+  AJ_REDUCE_SUM = 0,
+  AJ_REDUCE_MEAN = 1,
+  AJ_REDUCE_MAX = 2,
+  AJ_REDUCE_MIN = 3,
+  AJ_REDUCE_PROD = 4
+} aj_reduce_op;
+/* Starts MPI (once); rank and size of the world (either pointer may be NULL).
+ * strict: a process not started by a launcher is an error, not a group of one. */
+AJ_C_API aj_status aj_distributed_init(int strict, int32_t* rank, int32_t* size);
+AJ_C_API aj_status aj_distributed_group_info(int64_t group, int32_t* rank, int32_t* size);
+/* Collective over `group`: the ranks with the same color form a new group,
+ * ranked by key (key < 0: by rank in `group`); a negative color joins none. */
+AJ_C_API aj_status aj_distributed_split(int64_t group, int32_t color, int32_t key, int64_t* out_group);
+/* Seconds a collective waits for the other ranks (default 300). */
+AJ_C_API aj_status aj_distributed_set_timeout(double seconds);
+/* The elementwise reduction over the ranks (x's shape). */
+AJ_C_API aj_status aj_distributed_all_reduce(aj_array x, aj_reduce_op op, int64_t group, aj_array* out);
+/* Every rank's x along axis 0, in rank order ([size * n, ...]; rank 0: [size]). */
+AJ_C_API aj_status aj_distributed_all_gather(aj_array x, int64_t group, aj_array* out);
+/* Block `rank` of the reduction, x split along axis 0 into size blocks. */
+AJ_C_API aj_status aj_distributed_reduce_scatter(aj_array x, aj_reduce_op op, int64_t group, aj_array* out);
+/* The root's x on every rank. */
+AJ_C_API aj_status aj_distributed_broadcast(aj_array x, int32_t root, int64_t group, aj_array* out);
+/* x sent to dst when the result (x's values) is evaluated; the receiver's
+ * aj_distributed_recv names this rank, x's shape and dtype. */
+AJ_C_API aj_status aj_distributed_send(aj_array x, int32_t dst, int64_t group, aj_array* out);
+AJ_C_API aj_status aj_distributed_recv(const int64_t* shape, int32_t ndim, aj_dtype dtype, int32_t src, int64_t group,
+                                       aj_array* out);
 
 #ifdef __cplusplus
 }

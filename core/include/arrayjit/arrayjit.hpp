@@ -7,6 +7,7 @@
 #include "arrayjit/compile.hpp"
 #include "arrayjit/conv.hpp"
 #include "arrayjit/cuda.hpp"
+#include "arrayjit/distributed.hpp"
 #include "arrayjit/dtype.hpp"
 #include "arrayjit/einsum.hpp"
 #include "arrayjit/error.hpp"

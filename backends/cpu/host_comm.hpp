@@ -1,0 +1,59 @@
+// Communication between processes: Op::Collective's steps over MPI (Open
+// MPI on Debian; docs/distributed.md).
+//
+// One thread of the process, the communication thread, makes every MPI call:
+// it initializes MPI (so MPI_THREAD_FUNNELED is all the library asks of the
+// MPI build), runs each collective as a non-blocking MPI call that it polls,
+// and finalizes MPI when the process exits. The threads that evaluate hand it
+// their steps and wait; a step that waits longer than the timeout throws an
+// aj::Error (a rank that exited, or that runs other collectives), and so does
+// a step whose ranks disagree on what it is: before moving data, the ranks of
+// a collective exchange what each was asked to do (kind, reduction, dtype,
+// shape, root) and every rank throws the same located error, listing each
+// rank's view, when they differ.
+//
+// Groups are numbered: 0 is every process (MPI_COMM_WORLD), split() adds
+// more. A process that was not started by an MPI launcher (mpirun, srun) is
+// a group of one and never starts MPI: its collectives are identities that
+// the tracing API resolves without a step.
+#pragma once
+
+#include <cstdint>
+
+#include "graph/library.hpp"
+
+namespace aj::comm {
+
+// Was the library built with MPI (CMake found it)?
+bool built_with_mpi();
+// Was this process started by an MPI launcher (its environment says so)?
+bool launched();
+// Starts MPI on the communication thread (once; later calls return at once).
+// Without an MPI build, or outside a launcher, it does nothing unless
+// `strict`, which then throws a runtime Error saying why.
+void init(bool strict);
+// Is MPI running (init started it)?
+bool running();
+
+// The calling process's rank in `group`, and the group's size (1 and 0 for
+// group 0 when MPI is not running).
+int rank(std::int64_t group);
+int size(std::int64_t group);
+// A new group: the ranks of `group` with the same color, ordered by key
+// (ties by rank in `group`); collective over `group`. A negative color: the
+// caller is in no new group (-1 returned).
+std::int64_t split(std::int64_t group, int color, int key);
+
+// Seconds a step waits for the other ranks before it throws (default 300,
+// or the environment's AJ_DISTRIBUTED_TIMEOUT).
+void set_timeout(double seconds);
+double timeout();
+
+// Runs collective step `call` (graph/library.hpp): `input` the operand as
+// laid out (call.inputs[0]; null for recv), `out` the node's contiguous
+// buffer. Throws a runtime Error naming the collective and its line
+// (call.loc) when the ranks disagree or the wait times out; the step's buffer
+// is then not a value.
+void run(const LibraryCall& call, const void* input, void* out);
+
+}  // namespace aj::comm

@@ -1,0 +1,190 @@
+// arrayjit/distributed.hpp: collectives traced as Op::Collective nodes
+// (graph/library.hpp says what each computes); the processes and their MPI
+// are backends/cpu/host_comm.hpp's. A group of one resolves every collective
+// here, without a node.
+#include "arrayjit/distributed.hpp"
+
+#include <string>
+
+#include "backends/cpu/host_comm.hpp"
+#include "core/api/trace.hpp"
+#include "graph/library.hpp"
+
+namespace aj::distributed {
+
+static_assert(static_cast<int>(ReduceOp::sum) == static_cast<int>(ReduceKind::sum) &&
+              static_cast<int>(ReduceOp::mean) == static_cast<int>(ReduceKind::mean) &&
+              static_cast<int>(ReduceOp::max) == static_cast<int>(ReduceKind::max) &&
+              static_cast<int>(ReduceOp::min) == static_cast<int>(ReduceKind::min) &&
+              static_cast<int>(ReduceOp::prod) == static_cast<int>(ReduceKind::prod));
+
+namespace {
+
+using trace::describe;
+
+const char* name_of(CollectiveKind k) { return collective_name(k); }
+
+void check_group(const Group& g, const char* op, const Loc& loc) {
+  if (!g.valid()) user_error(op, "the group is invalid (this process joined no group at split)", loc);
+  if (g.id() != 0 && !comm::running()) {
+    user_error(op, "group " + std::to_string(g.id()) + " does not exist in this process", loc);
+  }
+}
+
+void check_rank(int r, const Group& g, const char* what, const char* op, const Loc& loc) {
+  if (r < 0 || r >= g.size()) {
+    user_error(op, std::string(what) + " " + std::to_string(r) + " is not a rank of the group (size " +
+                       std::to_string(g.size()) + ")", loc);
+  }
+}
+
+void check_reduce(ReduceOp op, DType t, const char* name, const Loc& loc) {
+  if (static_cast<int>(op) < 0 || static_cast<int>(op) > static_cast<int>(ReduceOp::prod)) {
+    user_error(name, "an unknown ReduceOp", loc);
+  }
+  if (op == ReduceOp::mean && !is_float(t)) {
+    user_error(name, std::string("mean needs a floating-point array, not ") + dtype_name(t) +
+                         " (use sum, or cast first)", loc);
+  }
+}
+
+// The node: kind, reduction, group, peer over x (or none: recv).
+Array node(CollectiveKind kind, ReduceOp op, const Group& g, int peer, const Array* x_in, const Shape& shape,
+           DType dtype, const Loc& loc) {
+  const char* name = name_of(kind);
+  trace::Scope scope;
+  Node n;
+  n.op = Op::Collective;
+  n.dtype = dtype;
+  n.shape = shape;
+  trace::check_array_size(n.shape, n.dtype, name, loc);
+  n.i0 = static_cast<std::int64_t>(kind);
+  n.i1 = static_cast<std::int64_t>(op);
+  n.ints = {g.id(), peer};
+  if (x_in) {
+    const Array& x = trace::local(*x_in, name, loc);
+    n.inputs = {x.node_id()};
+  }
+  return trace::make(std::move(n), loc);
+}
+
+// mean is the sum times 1 / size, an elementwise op that fuses into the
+// kernel that reads the result (a gradient's averaging into the update).
+ReduceOp sum_for(ReduceOp op) { return op == ReduceOp::mean ? ReduceOp::sum : op; }
+Array scaled(const Array& r, ReduceOp op, const Group& g, const Loc& loc) {
+  if (op != ReduceOp::mean) return r;
+  return Operand(r, loc) * Operand(1.0 / static_cast<double>(g.size()), loc);
+}
+
+}  // namespace
+
+int Group::rank() const {
+  if (!valid()) runtime_error("aj::distributed::Group::rank: the group is invalid");
+  return comm::rank(id_);
+}
+
+int Group::size() const {
+  if (!valid()) runtime_error("aj::distributed::Group::size: the group is invalid");
+  return comm::size(id_);
+}
+
+Group Group::split(int color, int key) const {
+  if (!valid()) runtime_error("aj::distributed::Group::split: the group is invalid");
+  Group g;
+  g.id_ = comm::split(id_, color, key < 0 ? rank() : key);
+  return g;
+}
+
+Group Group::from_id(std::int64_t id) {
+  Group g;
+  g.id_ = id;
+  return g;
+}
+
+Group init(bool strict) {
+  comm::init(strict);
+  return Group();
+}
+
+bool is_initialized() { return comm::running(); }
+bool is_available() { return comm::built_with_mpi(); }
+Group world() { return Group(); }
+int rank() { return world().rank(); }
+int size() { return world().size(); }
+void set_timeout(double seconds) { comm::set_timeout(seconds); }
+double timeout() { return comm::timeout(); }
+
+Array all_reduce(const Array& x, ReduceOp op, const Group& group, Loc loc) {
+  const char* name = "all_reduce";
+  const Node& xn = trace::own_node(x, name, loc);
+  check_group(group, name, loc);
+  check_reduce(op, xn.dtype, name, loc);
+  if (group.size() == 1) return x;
+  return scaled(node(CollectiveKind::all_reduce, sum_for(op), group, 0, &x, xn.shape, xn.dtype, loc), op, group, loc);
+}
+
+Array all_gather(const Array& x, const Group& group, Loc loc) {
+  const char* name = "all_gather";
+  const Node& xn = trace::own_node(x, name, loc);
+  check_group(group, name, loc);
+  const int p = group.size();
+  std::vector<std::int64_t> d = xn.shape.dims();
+  if (d.empty()) d = {p};
+  else d[0] *= p;
+  if (p == 1) return xn.shape.ndim() == 0 ? x.reshape(Shape(d), loc) : x;
+  return node(CollectiveKind::all_gather, ReduceOp::sum, group, 0, &x, Shape(d), xn.dtype, loc);
+}
+
+Array reduce_scatter(const Array& x, ReduceOp op, const Group& group, Loc loc) {
+  const char* name = "reduce_scatter";
+  const Node& xn = trace::own_node(x, name, loc);
+  check_group(group, name, loc);
+  check_reduce(op, xn.dtype, name, loc);
+  const int p = group.size();
+  if (xn.shape.ndim() == 0) user_error(name, "needs an array with an axis 0 to split, got " + describe(x), loc);
+  if (xn.shape[0] % p != 0) {
+    user_error(name, "axis 0 of " + describe(x) + " does not split into " + std::to_string(p) +
+                         " equal blocks (one per rank)", loc);
+  }
+  if (p == 1) return x;
+  std::vector<std::int64_t> d = xn.shape.dims();
+  d[0] /= p;
+  return scaled(node(CollectiveKind::reduce_scatter, sum_for(op), group, 0, &x, Shape(d), xn.dtype, loc), op, group,
+                loc);
+}
+
+Array broadcast(const Array& x, int root, const Group& group, Loc loc) {
+  const char* name = "broadcast";
+  const Node& xn = trace::own_node(x, name, loc);
+  check_group(group, name, loc);
+  check_rank(root, group, "root", name, loc);
+  if (group.size() == 1) return x;
+  return node(CollectiveKind::broadcast, ReduceOp::sum, group, root, &x, xn.shape, xn.dtype, loc);
+}
+
+Array send(const Array& x, int dst, const Group& group, Loc loc) {
+  const char* name = "send";
+  const Node& xn = trace::own_node(x, name, loc);
+  check_group(group, name, loc);
+  check_rank(dst, group, "destination", name, loc);
+  if (dst == group.rank()) user_error(name, "a rank cannot send to itself (rank " + std::to_string(dst) + ")", loc);
+  return node(CollectiveKind::send, ReduceOp::sum, group, dst, &x, xn.shape, xn.dtype, loc);
+}
+
+Array recv(const Shape& shape, DType dtype, int src, const Group& group, Loc loc) {
+  const char* name = "recv";
+  check_group(group, name, loc);
+  check_rank(src, group, "source", name, loc);
+  if (src == group.rank()) user_error(name, "a rank cannot receive from itself (rank " + std::to_string(src) + ")", loc);
+  for (std::int64_t e : shape) {
+    if (e < 0) user_error(name, "a negative extent in the shape", loc);
+  }
+  return node(CollectiveKind::recv, ReduceOp::sum, group, src, nullptr, shape, dtype, loc);
+}
+
+Array recv_like(const Array& like, int src, const Group& group, Loc loc) {
+  const Node& n = trace::own_node(like, "recv_like", loc);
+  return recv(n.shape, n.dtype, src, group, loc);
+}
+
+}  // namespace aj::distributed

@@ -1,0 +1,108 @@
+// Several processes computing together: collectives as lazy ops, over MPI
+// (docs/distributed.md). Launch the program with `mpirun -np N prog`; each
+// process is a rank of the world group.
+//
+//   auto world = aj::distributed::init();          // a group of 1 without mpirun
+//   Array g = aj::distributed::all_reduce(grad, aj::distributed::ReduceOp::mean);
+//   w = w - lr * g;                                // fuses with the mean's division
+//
+// Collectives are nodes of the graph like any op: they run when their result
+// is evaluated, as a step of the plan ordered with the kernels around it,
+// their buffers planned like any step's, and inside aj::compile every replay
+// runs them. Rules:
+//  - Every rank of the group must evaluate the same collectives in the same
+//    order with the same kinds, dtypes and shapes (the programs are the same
+//    program, as with MPI). Each step first checks that the ranks agree: when
+//    they do not, every rank throws the same aj::Error, naming the op, the
+//    line it was traced at and what each rank asked for.
+//  - A rank that waits longer than timeout() for the others (one exited, or
+//    runs other collectives) throws an aj::Error saying so; MPI cannot be used
+//    after that in the process.
+//  - Results are computed on the host; arrays on a CUDA device are an error
+//    (NCCL is not wired yet).
+//  - In a group of one process (no launcher, or a split of one), every
+//    collective is its input (all_gather of a rank-0 array: shape [1]) and
+//    no step runs.
+//  - Collectives are never merged: two all_reduce calls on one array are
+//    two exchanges.
+//  - Calls from several threads of a process are run one at a time, in the
+//    order they reach the communication thread: issue a group's collectives
+//    from one thread (as with MPI).
+#pragma once
+
+#include <cstdint>
+
+#include "arrayjit/array.hpp"
+
+namespace aj::distributed {
+
+// How all_reduce and reduce_scatter combine the ranks' elements. mean is
+// the sum divided by the group's size (floating-point dtypes only); on bool
+// arrays sum and max are or, prod and min are and. max and min of floats:
+// NaN wins, as in aj::maximum.
+enum class ReduceOp { sum, mean, max, min, prod };
+
+// A set of processes that run collectives together.
+class Group {
+ public:
+  Group() = default;  // the world: every process of the launch
+  int rank() const;   // this process's rank in the group, 0 .. size() - 1
+  int size() const;
+  // The ranks of this group with the same color, as a new group, ranked by
+  // key (ties: by rank here; key < 0: rank here). Collective over this
+  // group: every rank calls it. A negative color: this process joins no
+  // group (the result is invalid(); using it is an error).
+  Group split(int color, int key = -1) const;
+  bool valid() const { return id_ >= 0; }
+  std::int64_t id() const { return id_; }  // the library's number for it (0: the world)
+  static Group from_id(std::int64_t id);   // inverse of id() (an unknown id: an error at use)
+
+ private:
+  std::int64_t id_ = 0;
+};
+
+// Starts MPI once, on the library's communication thread (later calls
+// return the world at once). A process not started by an MPI launcher (or a
+// library built without MPI) is a group of one; strict = true makes that an
+// error instead. MPI is finalized when the process exits.
+Group init(bool strict = false);
+// Was MPI started (init in a launched process)?
+bool is_initialized();
+// Was the library built with MPI support?
+bool is_available();
+Group world();
+int rank();  // world().rank()
+int size();  // world().size()
+
+// Seconds a collective waits for the other ranks before it throws (default
+// 300; the environment's AJ_DISTRIBUTED_TIMEOUT, if set, replaces that
+// default). Positive.
+void set_timeout(double seconds);
+double timeout();
+
+// The elementwise reduction of x over the group's ranks; x's shape and dtype.
+// Derivative: all_reduce(sum) of the cotangent for sum, (mean) for mean; max,
+// min and prod have none (an error).
+Array all_reduce(const Array& x, ReduceOp op = ReduceOp::sum, const Group& group = Group(),
+                 Loc loc = Loc::current());
+// Every rank's x, concatenated along axis 0 in rank order: [size * n, ...]
+// (a rank-0 x gives [size]). Derivative: reduce_scatter(sum).
+Array all_gather(const Array& x, const Group& group = Group(), Loc loc = Loc::current());
+// The reduction of x over the ranks, split along axis 0 into size() blocks,
+// rank r getting block r: x [size * m, ...] -> [m, ...] (axis 0 must divide).
+// Derivative of sum: all_gather of the cotangent (mean: divided by size).
+Array reduce_scatter(const Array& x, ReduceOp op = ReduceOp::sum, const Group& group = Group(),
+                     Loc loc = Loc::current());
+// The root's x on every rank (every rank passes an array of the same shape
+// and dtype; only the root's values are read). Derivative: the sum of the
+// ranks' cotangents on the root, zero elsewhere.
+Array broadcast(const Array& x, int root = 0, const Group& group = Group(), Loc loc = Loc::current());
+// Sends x to rank `dst` when the result (x's values) is evaluated: evaluate
+// it (aj::eval) or use it. The receiver calls recv with x's shape and dtype.
+// No derivative.
+Array send(const Array& x, int dst, const Group& group = Group(), Loc loc = Loc::current());
+// What rank `src` sent, of this shape and dtype. No derivative.
+Array recv(const Shape& shape, DType dtype, int src, const Group& group = Group(), Loc loc = Loc::current());
+Array recv_like(const Array& like, int src, const Group& group = Group(), Loc loc = Loc::current());
+
+}  // namespace aj::distributed
