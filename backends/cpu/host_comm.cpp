@@ -241,6 +241,8 @@ struct State {
   std::mutex m;  // guards the fields below against the evaluating threads
   bool running = false, finalized = false;
   bool owns_mpi = false;  // init started MPI (else the program did, and finalizes it)
+  bool direct = false;    // MPI_THREAD_MULTIPLE: steps call MPI on their own thread, one at a time
+  std::mutex direct_m;    // (that one at a time)
   std::string broken;  // why an earlier step left MPI unusable ("": it did not)
   std::vector<GroupInfo> groups;
   CommThread thread;
@@ -343,11 +345,14 @@ void wait_all(std::vector<MPI_Request>& reqs, const LibraryCall& c, const char* 
     int flag = 0;
     check(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
     if (flag) return;
-    if (spins < 2000) {
+    // Yield while the others are likely close (a step of the same program),
+    // then sleep in growing steps: waiting ranks on a machine with fewer
+    // cores than processes must not take the cores the others need.
+    if (spins < 20000) {
       std::this_thread::yield();
       continue;
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(spins < 20000 ? 20 : 200));
+    std::this_thread::sleep_for(std::chrono::microseconds(spins < 40000 ? 20 : 200));
     if ((spins & 63) == 0 && std::chrono::duration<double>(clock::now() - start).count() > limit) {
       const auto kind = static_cast<CollectiveKind>(c.axis);
       std::string msg = std::string("aj::") + collective_name(kind) + ": rank " +
@@ -405,32 +410,30 @@ void run_on_thread(const LibraryCall& c, const char* in, char* out) {
     user_error(name, "more than 2^31 - 1 elements in one collective: split the array", c.loc);
   }
   const MPI_Datatype type = mpi_type(t);
-  std::vector<MPI_Request> req(1);
   const int peer = static_cast<int>(c.ints.at(1));
+  // Once the ranks have agreed, every one of them is in this collective: the
+  // data moves by MPI's blocking call, its tuned algorithms progressing
+  // without us (a non-blocking collective advances only inside the polls).
   switch (kind) {
     case CollectiveKind::all_reduce:
       agree(c, g);
-      check(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, static_cast<int>(n_in), type, mpi_op(t, static_cast<ReduceKind>(c.k)), g.comm,
-                           req.data()), "MPI_Iallreduce");
-      wait_all(req, c, "for the other ranks' data");
+      check(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, static_cast<int>(n_in), type,
+                          mpi_op(t, static_cast<ReduceKind>(c.k)), g.comm), "MPI_Allreduce");
       break;
     case CollectiveKind::all_gather:
       agree(c, g);
-      check(MPI_Iallgather(in, static_cast<int>(n_in), type, out, static_cast<int>(n_in), type, g.comm, req.data()),
-            "MPI_Iallgather");
-      wait_all(req, c, "for the other ranks' data");
+      check(MPI_Allgather(in, static_cast<int>(n_in), type, out, static_cast<int>(n_in), type, g.comm),
+            "MPI_Allgather");
       break;
     case CollectiveKind::reduce_scatter:
       agree(c, g);
-      check(MPI_Ireduce_scatter_block(in, out, static_cast<int>(n_out), type, mpi_op(t, static_cast<ReduceKind>(c.k)),
-                                      g.comm, req.data()), "MPI_Ireduce_scatter_block");
-      wait_all(req, c, "for the other ranks' data");
+      check(MPI_Reduce_scatter_block(in, out, static_cast<int>(n_out), type, mpi_op(t, static_cast<ReduceKind>(c.k)),
+                                     g.comm), "MPI_Reduce_scatter_block");
       break;
     case CollectiveKind::broadcast:
       agree(c, g);
       if (g.rank == peer && out != in) std::memcpy(out, in, static_cast<std::size_t>(n_out) * item);
-      check(MPI_Ibcast(out, static_cast<int>(n_out), type, peer, g.comm, req.data()), "MPI_Ibcast");
-      wait_all(req, c, "for the root's data");
+      check(MPI_Bcast(out, static_cast<int>(n_out), type, peer, g.comm), "MPI_Bcast");
       break;
     case CollectiveKind::send:
     case CollectiveKind::recv: {
@@ -459,16 +462,28 @@ void run_on_thread(const LibraryCall& c, const char* in, char* out) {
                              " (rank " + std::to_string(sending ? g.rank : peer) + " to rank " +
                              std::to_string(sending ? peer : g.rank) + ")", c.loc);
       }
+      // Both ranks are here (each saw the other's signature): the data.
       if (sending) {
         if (out != in) std::memcpy(out, in, static_cast<std::size_t>(n_out) * item);
-        check(MPI_Isend(out, static_cast<int>(n_out), type, peer, kTagData, g.comm, req.data()), "MPI_Isend");
+        check(MPI_Send(out, static_cast<int>(n_out), type, peer, kTagData, g.comm), "MPI_Send");
       } else {
-        check(MPI_Irecv(out, static_cast<int>(n_out), type, peer, kTagData, g.comm, req.data()), "MPI_Irecv");
+        check(MPI_Recv(out, static_cast<int>(n_out), type, peer, kTagData, g.comm, MPI_STATUS_IGNORE), "MPI_Recv");
       }
-      wait_all(req, c, sending ? "for the receiving rank to take the data" : "for the data");
       break;
     }
   }
+}
+
+// Runs f where MPI calls may be made: on the evaluating thread itself (one
+// step at a time) when MPI is thread-multiple, else on the communication
+// thread.
+void on_comm(const std::function<void()>& f) {
+  State& s = state();
+  if (s.direct) {
+    std::lock_guard<std::mutex> lock(s.direct_m);
+    return f();
+  }
+  s.thread.call(f);
 }
 
 void finalize_at_exit() {
@@ -483,6 +498,7 @@ void finalize_at_exit() {
   // A broken MPI (a timed-out step) cannot finalize: the other ranks are gone
   // or elsewhere, and MPI_Finalize would wait for them.
   s.thread.call([&] {
+    std::lock_guard<std::mutex> lock(s.direct_m);  // (no step of another thread in flight)
     int gone = 0;
     MPI_Finalized(&gone);  // the program that started MPI may have finalized it already
     if (s.broken.empty() && !gone) {
@@ -518,7 +534,10 @@ void init(bool strict) {
       MPI_Initialized(&already);
       int provided = 0;
       if (!already) {
-        check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+        // MPI_THREAD_MULTIPLE where the build has it: an evaluating thread then
+        // makes its step's calls itself (one at a time), without the round
+        // trip to this thread; else (FUNNELED) every call is made here.
+        check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
         s.owns_mpi = true;
       } else {
         // The program started MPI itself: this thread is not the one that
@@ -530,6 +549,7 @@ void init(bool strict) {
                         "MPI_THREAD_MULTIPLE (MPI_Init_thread), or let aj::distributed::init start MPI");
         }
       }
+      s.direct = provided >= MPI_THREAD_MULTIPLE;
       // A world of the library's own: the program's own calls on
       // MPI_COMM_WORLD never match the library's.
       MPI_Comm world = MPI_COMM_NULL;
@@ -587,7 +607,7 @@ std::int64_t split(std::int64_t group, int color, int key) {
   State& s = state();
   if (!running()) return color < 0 ? -1 : 0;
   std::int64_t id = -1;
-  s.thread.call([&] {
+  on_comm([&] {
     GroupInfo parent;
     {
       std::lock_guard<std::mutex> lock(s.m);
@@ -609,7 +629,6 @@ std::int64_t split(std::int64_t group, int color, int key) {
 }
 
 void run(const LibraryCall& c, const void* input, void* out) {
-  State& s = state();
   if (!running()) {
     runtime_error(std::string("aj::") + collective_name(static_cast<CollectiveKind>(c.axis)) +
                   ": MPI is not running (call aj::distributed::init() first)" + where(c));
@@ -630,7 +649,7 @@ void run(const LibraryCall& c, const void* input, void* out) {
       in = packed.data();
     }
   }
-  s.thread.call([&] { run_on_thread(c, in, static_cast<char*>(out)); });
+  on_comm([&] { run_on_thread(c, in, static_cast<char*>(out)); });
 }
 
 #endif

@@ -1,16 +1,21 @@
 // Communication between processes: Op::Collective's steps over MPI (Open
 // MPI on Debian; docs/distributed.md).
 //
-// One thread of the process, the communication thread, makes every MPI call:
-// it initializes MPI (so MPI_THREAD_FUNNELED is all the library asks of the
-// MPI build), runs each collective as a non-blocking MPI call that it polls,
-// and finalizes MPI when the process exits. The threads that evaluate hand it
-// their steps and wait; a step that waits longer than the timeout throws an
-// aj::Error (a rank that exited, or that runs other collectives), and so does
-// a step whose ranks disagree on what it is: before moving data, the ranks of
-// a collective exchange what each was asked to do (kind, reduction, dtype,
-// shape, root) and every rank throws the same located error, listing each
-// rank's view, when they differ.
+// A thread of the library, the communication thread, initializes MPI (asking
+// for MPI_THREAD_MULTIPLE) and finalizes it when the process exits. With
+// MPI_THREAD_MULTIPLE an evaluating thread makes its step's MPI calls itself,
+// one step at a time; with less, it hands the step to the communication
+// thread and waits (FUNNELED is all the library needs).
+//
+// A step first has the ranks agree on what it is: they all-gather what each
+// was asked to do (kind, reduction, dtype, shape, root), non-blocking and
+// polled, so a rank that waits longer than the timeout throws an aj::Error
+// (a rank that exited, or that runs other collectives), and when they differ
+// every rank throws the same located error, listing each rank's view. Then
+// all of them are in this collective, and the data moves by MPI's blocking
+// call (its tuned algorithms; a non-blocking collective would progress only
+// inside the polls). A send and its recv agree by a header and an
+// acknowledgement.
 //
 // Groups are numbered: 0 is every process (MPI_COMM_WORLD), split() adds
 // more. A process that was not started by an MPI launcher (mpirun, srun) is
