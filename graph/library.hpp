@@ -118,7 +118,8 @@ Shape linalg_shape(LinalgKind kind, std::int64_t flags, const Shape& a, const Sh
 // {group id, peer rank}), across the ranks of a group of processes
 // (backends/cpu/host_comm.hpp runs them, docs/distributed.md):
 //   all_reduce      x -> x's shape: the elementwise reduction over the ranks
-//                   (mean: the sum divided by the group's size; bool: sum and
+//                   (mean: the node exchanges the sum, and the tracing API
+//                   multiplies it by 1 / size after; bool: sum and
 //                   max are or, prod and min are and).
 //   all_gather      x [n, ...] -> [size * n, ...]: every rank's x, rank after
 //                   rank (a rank-0 x gives [size]).

@@ -319,7 +319,7 @@ MPI_Op mpi_op(DType t, ReduceKind r) {
   if (t == DType::bool_) return r == ReduceKind::sum || r == ReduceKind::max ? MPI_LOR : MPI_LAND;
   switch (r) {
     case ReduceKind::sum:
-    case ReduceKind::mean: return MPI_SUM;  // (mean is traced as sum and a multiply)
+    case ReduceKind::mean: return MPI_SUM;  // (a mean node exchanges the sum; a multiply after it scales)
     case ReduceKind::max: return MPI_MAX;
     case ReduceKind::min: return MPI_MIN;
     case ReduceKind::prod: return MPI_PROD;
@@ -395,9 +395,6 @@ void run_on_thread(const LibraryCall& c, const char* in, char* out) {
   }
   const GroupInfo& g = group_info(c.ints.at(0), name);
   const DType t = c.dtype;
-  if (c.k == static_cast<std::int64_t>(ReduceKind::mean)) {
-    internal_error(std::string("collective ") + name + " of mean: traced as sum and a multiply");
-  }
   const std::size_t item = itemsize(t);
   std::int64_t n_out = 1;
   for (std::int64_t e : c.shape) n_out *= e;

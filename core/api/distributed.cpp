@@ -68,9 +68,9 @@ Array node(CollectiveKind kind, ReduceOp op, const Group& g, int peer, const Arr
   return trace::make(std::move(n), loc);
 }
 
-// mean is the sum times 1 / size, an elementwise op that fuses into the
+// mean is the sum times 1 / size: the node (marked mean, for messages)
+// exchanges the sum, and the scaling is an elementwise op that fuses into the
 // kernel that reads the result (a gradient's averaging into the update).
-ReduceOp sum_for(ReduceOp op) { return op == ReduceOp::mean ? ReduceOp::sum : op; }
 Array scaled(const Array& r, ReduceOp op, const Group& g, const Loc& loc) {
   if (op != ReduceOp::mean) return r;
   return Operand(r, loc) * Operand(1.0 / static_cast<double>(g.size()), loc);
@@ -120,7 +120,7 @@ Array all_reduce(const Array& x, ReduceOp op, const Group& group, Loc loc) {
   check_group(group, name, loc);
   check_reduce(op, xn.dtype, name, loc);
   if (group.size() == 1) return x;
-  return scaled(node(CollectiveKind::all_reduce, sum_for(op), group, 0, &x, xn.shape, xn.dtype, loc), op, group, loc);
+  return scaled(node(CollectiveKind::all_reduce, op, group, 0, &x, xn.shape, xn.dtype, loc), op, group, loc);
 }
 
 Array all_gather(const Array& x, const Group& group, Loc loc) {
@@ -149,7 +149,7 @@ Array reduce_scatter(const Array& x, ReduceOp op, const Group& group, Loc loc) {
   if (p == 1) return x;
   std::vector<std::int64_t> d = xn.shape.dims();
   d[0] /= p;
-  return scaled(node(CollectiveKind::reduce_scatter, sum_for(op), group, 0, &x, Shape(d), xn.dtype, loc), op, group,
+  return scaled(node(CollectiveKind::reduce_scatter, op, group, 0, &x, Shape(d), xn.dtype, loc), op, group,
                 loc);
 }
 

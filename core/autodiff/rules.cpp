@@ -481,13 +481,15 @@ constexpr std::int64_t kAfterExchangeMark = -4;
   user_error("grad", std::string(collective_name(static_cast<CollectiveKind>(n.i0))) + " has no derivative" + why, n.loc);
 }
 
-// Only the linear collectives have derivatives: sum reductions (mean never
-// reaches a node: it is traced as sum and a multiply) and data movement.
+// Only the linear collectives have derivatives: sum reductions (a mean node
+// exchanges the sum too: its scaling is a multiply node of its own) and data
+// movement.
 void check_linear(const NodeInfo& n) {
   const auto kind = static_cast<CollectiveKind>(n.i0);
+  const auto red = static_cast<ReduceKind>(n.i1);
   if (kind == CollectiveKind::send || kind == CollectiveKind::recv) none(n, " (send and recv are not differentiated)");
-  if ((kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce_scatter) &&
-      static_cast<ReduceKind>(n.i1) != ReduceKind::sum) {
+  if ((kind == CollectiveKind::all_reduce || kind == CollectiveKind::reduce_scatter) && red != ReduceKind::sum &&
+      red != ReduceKind::mean) {
     none(n, " for max, min or prod");
   }
 }

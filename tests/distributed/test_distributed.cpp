@@ -307,7 +307,7 @@ TEST_CASE("the mean's scaling and the update after it are one kernel; independen
   // and the independent exp(other) + 1 beside it.
   if (P > 1) {
     CHECK(count(": library ") == 1);
-    CHECK(count("collective all_reduce sum group=0") == 1);
+    CHECK(count("collective all_reduce mean group=0") == 1);  // (it exchanges the sum)
     CHECK(plan.find("3 steps, 2 kernels") != std::string::npos);
   }
   aj::eval({w2, side});
