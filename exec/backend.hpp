@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -79,6 +80,18 @@ class Backend {
   // Run a library step into `out` (contiguous, bytes for the whole result).
   virtual void run_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,
                            const Storage& out) = 0;
+
+  // A library step that may go on while the steps after it run (a collective
+  // across processes: its exchange overlaps the kernels that do not read
+  // it). It is started here; the returned function waits for it and throws
+  // what it threw (called once, by the step loop, before any step reads
+  // `out` and before the run ends). The caller keeps `inputs` and `out`
+  // from being reused until then. Default: runs it now, nothing to wait for.
+  virtual std::function<void()> start_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,
+                                              const Storage& out) {
+    run_library(call, inputs, out);
+    return nullptr;
+  }
 
   // A library step, then an elementwise kernel that reads its result `out`
   // at its own index (the epilogue of a matmul: bias, scale, activation) and

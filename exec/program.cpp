@@ -203,6 +203,10 @@ class Runner {
         t_current_step = step;
       }
     } empty_after{lists, t_current_step};
+    struct Drain {  // however the run ends, no exchange is left writing into a buffer
+      Runner& r;
+      ~Drain() { r.drain(); }
+    } drain_after{*this};
     compile_ahead();
     for (std::size_t k = 0; k < p_.steps.size(); ++k) {
       t_current_step = static_cast<int>(k);
@@ -210,6 +214,7 @@ class Runner {
       // where an interrupt (aj::interrupt) stops the run.
       detail::check_interrupt();
       const ProgramStep& st = p_.steps[k];
+      if (!exchanges_.empty()) await_inputs(k);
       switch (st.kind) {
         case ProgramStep::Kind::kernel: kernel_step(k); break;
         case ProgramStep::Kind::view: view_step(st); break;
@@ -225,9 +230,49 @@ class Runner {
       }
       finish(k);
     }
+    while (!exchanges_.empty()) await(0);
   }
 
  private:
+  // Exchanges started and not waited for (Backend::start_library): the
+  // value each makes, what waits for it, and the buffers it reads and writes,
+  // held so that no later step takes them over or the pool hands them out.
+  struct Exchange {
+    int value;
+    std::function<void()> wait;
+    std::vector<std::shared_ptr<Storage>> hold;
+  };
+  std::vector<Exchange> exchanges_;
+
+  static bool reads(const ProgramStep& st, int v) {
+    return std::find(st.inputs.begin(), st.inputs.end(), v) != st.inputs.end();
+  }
+  void await(std::size_t i) {
+    Exchange e = std::move(exchanges_[i]);
+    exchanges_.erase(exchanges_.begin() + static_cast<std::ptrdiff_t>(i));
+    e.wait();
+  }
+  // Before step k (and its epilogue) reads a value an exchange makes.
+  void await_inputs(std::size_t k) {
+    const ProgramStep& st = p_.steps[k];
+    for (std::size_t i = 0; i < exchanges_.size();) {
+      const int v = exchanges_[i].value;
+      if (reads(st, v) || (st.then && k + 1 < p_.steps.size() && reads(p_.steps[k + 1], v))) await(i);
+      else ++i;
+    }
+  }
+  // A run that failed still waits for what it started (its errors dropped:
+  // the run's own is thrown).
+  void drain() noexcept {
+    for (Exchange& e : exchanges_) {
+      try {
+        e.wait();
+      } catch (...) {
+      }
+    }
+    exchanges_.clear();
+  }
+
   struct Lists {
     std::vector<const Storage*> ins, epilogue_ins, out_ptrs;
     std::vector<std::shared_ptr<Storage>> outs, staged;
@@ -435,11 +480,24 @@ class Runner {
       call = &c;
     }
     const std::int64_t t0 = prof::on() ? prof::now_ns() : 0;
+    // A collective whose result the next step does not read is started, and
+    // the steps up to its first reader run while it goes on.
+    const bool overlap = st.call.op == Op::Collective && k + 1 < p_.steps.size() && !reads(p_.steps[k + 1], self);
+    Exchange e{self, nullptr, {}};
+    if (overlap) {  // (the slots are read under the graph's lock)
+      e.hold.push_back(out);
+      for (int v : st.inputs) e.hold.push_back(slots_.slot(v));
+    }
     {
       [[maybe_unused]] typename Slots::Unlocked unlocked;
-      target_.run_library(*call, l.ins, *out);
+      if (overlap) {
+        e.wait = target_.start_library(*call, l.ins, *out);
+      } else {
+        target_.run_library(*call, l.ins, *out);
+      }
       if (t0) [[unlikely]] profiled(prof::Kind::library, k, st, nullptr, t0, storage_bytes(l.ins) + out->bytes);
     }
+    if (e.wait) exchanges_.push_back(std::move(e));
     l.staged.clear();
     if (work) ++detail::stats_mut().kernels_launched;
     if (check_) check_->made(k, self, span_of(*out), taken ? st.donors[0] : -1);

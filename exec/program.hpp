@@ -14,7 +14,10 @@
 //    buffer its pieces' kernels wrote already (those pieces are not copied
 //    again); an Overwrites step (scatter) into its first operand's buffer when
 //    the donation predicate holds; a matmul with its epilogue blockwise when
-//    the planner decided so (ProgramStep::then).
+//    the planner decided so (ProgramStep::then); a collective whose result
+//    the next step does not read is started (Backend::start_library) and
+//    waited for before its first reader and before the run ends, its input
+//    and output buffers held until then.
 // The donation predicate (one for every caller): the donor's buffer has no
 // other holder (Values::sole_owner), is not borrowed, is on this device and
 // has the output's size.

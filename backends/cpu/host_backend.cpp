@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/host_comm.hpp"
 #include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/host_library.hpp"
 #include "backends/cpu/host_memory.hpp"
@@ -65,6 +66,17 @@ class HostBackend final : public exec::Backend {
     ins.clear();
     for (const Storage* s : inputs) ins.push_back(s->data);
     cpu::run_library(call, ins, out.data);
+  }
+
+  // A collective's exchange runs on the communication thread while the
+  // kernels after it do (backends/cpu/host_comm.hpp); the rest run now.
+  std::function<void()> start_library(const LibraryCall& call, const std::vector<const Storage*>& inputs,
+                                      const Storage& out) override {
+    if (call.op != Op::Collective || !comm::running()) {
+      run_library(call, inputs, out);
+      return nullptr;
+    }
+    return comm::start(call, inputs.empty() ? nullptr : inputs[0]->data, out.data);
   }
 
   void run_library_then(const LibraryCall& call, const std::vector<const Storage*>& inputs, const Storage& out,

@@ -164,6 +164,10 @@ void run(const LibraryCall& c, const void*, void*) {
   runtime_error(std::string("aj::") + collective_name(static_cast<CollectiveKind>(c.axis)) +
                 ": this arrayjit was built without MPI" + where(c));
 }
+std::function<void()> start(const LibraryCall& c, const void* input, void* out) {
+  run(c, input, out);
+  return nullptr;
+}
 
 #else
 
@@ -194,6 +198,15 @@ struct CommThread {
       }
     });
     id = th.get_id();
+  }
+
+  // Runs f on the thread after what was handed over before; returns at once.
+  void post(std::function<void()> f) {
+    {
+      std::lock_guard<std::mutex> lock(m);
+      jobs.push_back(std::move(f));
+    }
+    cv.notify_one();
   }
 
   // Runs f on the thread and waits for it; what f throws is thrown here.
@@ -243,6 +256,7 @@ struct State {
   bool owns_mpi = false;  // init started MPI (else the program did, and finalizes it)
   bool direct = false;    // MPI_THREAD_MULTIPLE: steps call MPI on their own thread, one at a time
   std::mutex direct_m;    // (that one at a time)
+  std::atomic<int> in_flight{0};  // exchanges started (start) and not done
   std::string broken;  // why an earlier step left MPI unusable ("": it did not)
   std::vector<GroupInfo> groups;
   CommThread thread;
@@ -474,13 +488,19 @@ void run_on_thread(const LibraryCall& c, const char* in, char* out) {
 // Runs f where MPI calls may be made: on the evaluating thread itself (one
 // step at a time) when MPI is thread-multiple, else on the communication
 // thread.
+// A step started before (start) and not done yet keeps its place: then
+// this one goes through the communication thread's queue after it.
 void on_comm(const std::function<void()>& f) {
   State& s = state();
-  if (s.direct) {
+  if (s.direct && s.in_flight.load() == 0) {
     std::lock_guard<std::mutex> lock(s.direct_m);
     return f();
   }
-  s.thread.call(f);
+  s.thread.call([&] {
+    std::unique_lock<std::mutex> lock(s.direct_m, std::defer_lock);
+    if (s.direct) lock.lock();
+    f();
+  });
 }
 
 void finalize_at_exit() {
@@ -625,28 +645,66 @@ std::int64_t split(std::int64_t group, int color, int key) {
   return id;
 }
 
-void run(const LibraryCall& c, const void* input, void* out) {
+namespace {
+
+// The operand as the exchange reads it: contiguous (a view's elements packed
+// into `packed` first); null for recv.
+const char* operand(const LibraryCall& c, const void* input, std::vector<char>& packed) {
   if (!running()) {
     runtime_error(std::string("aj::") + collective_name(static_cast<CollectiveKind>(c.axis)) +
                   ": MPI is not running (call aj::distributed::init() first)" + where(c));
   }
-  const auto kind = static_cast<CollectiveKind>(c.axis);
-  // The operand, contiguous (a view's elements are packed first).
+  if (static_cast<CollectiveKind>(c.axis) == CollectiveKind::recv) return nullptr;
+  const LibraryOperand& o = c.inputs.at(0);
+  if (contiguous(o)) return static_cast<const char*>(input);
+  std::int64_t n = 1;
+  for (std::int64_t e : o.shape) n *= e;
+  packed.resize(static_cast<std::size_t>(n) * itemsize(o.dtype));
+  pack(o, static_cast<const char*>(input), packed.data());
+  return packed.data();
+}
+
+// A started exchange, as its waiter sees it.
+struct Pending {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+};
+
+}  // namespace
+
+void run(const LibraryCall& c, const void* input, void* out) {
   std::vector<char> packed;
-  const char* in = nullptr;
-  if (kind != CollectiveKind::recv) {
-    const LibraryOperand& o = c.inputs.at(0);
-    if (contiguous(o)) {
-      in = static_cast<const char*>(input);
-    } else {
-      std::int64_t n = 1;
-      for (std::int64_t e : o.shape) n *= e;
-      packed.resize(static_cast<std::size_t>(n) * itemsize(o.dtype));
-      pack(o, static_cast<const char*>(input), packed.data());
-      in = packed.data();
-    }
-  }
+  const char* in = operand(c, input, packed);
   on_comm([&] { run_on_thread(c, in, static_cast<char*>(out)); });
+}
+
+std::function<void()> start(const LibraryCall& c, const void* input, void* out) {
+  auto call = std::make_shared<const LibraryCall>(c);
+  auto packed = std::make_shared<std::vector<char>>();
+  const char* in = operand(*call, input, *packed);
+  auto p = std::make_shared<Pending>();
+  State& s = state();
+  s.in_flight.fetch_add(1);
+  s.thread.post([&s, call, packed, in, out, p] {
+    try {
+      std::unique_lock<std::mutex> lock(s.direct_m, std::defer_lock);
+      if (s.direct) lock.lock();  // after any step another thread makes directly
+      run_on_thread(*call, in, static_cast<char*>(out));
+    } catch (...) {
+      p->error = std::current_exception();
+    }
+    s.in_flight.fetch_sub(1);
+    std::lock_guard<std::mutex> lock(p->m);
+    p->done = true;
+    p->cv.notify_all();
+  });
+  return [p] {
+    std::unique_lock<std::mutex> lock(p->m);
+    p->cv.wait(lock, [&] { return p->done; });
+    if (p->error) std::rethrow_exception(p->error);
+  };
 }
 
 #endif

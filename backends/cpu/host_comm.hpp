@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "graph/library.hpp"
 
@@ -60,5 +61,10 @@ double timeout();
 // (call.loc) when the ranks disagree or the wait times out; the step's buffer
 // is then not a value.
 void run(const LibraryCall& call, const void* input, void* out);
+// Starts it instead and returns what waits for it (and throws what it threw):
+// the exchange runs on the communication thread, after every step handed
+// there before it, while the caller goes on. The caller keeps `input` and
+// `out` from being reused until it has waited.
+std::function<void()> start(const LibraryCall& call, const void* input, void* out);
 
 }  // namespace aj::comm

@@ -650,10 +650,105 @@ int Schedule::kernels() const {
   return k;
 }
 
+namespace {
+
+// In a plan with collectives, the steps are ordered again so that each
+// exchange goes on while other steps run (exec/program.hpp starts it and
+// waits at its first reader): among the steps whose inputs are made, the
+// next collective first (collectives keep their order, which every rank
+// keeps alike), then the steps it needs, then steps that read no
+// collective's result, then the rest; ties by the order fuse chose. The same
+// schedule on every rank gives the same order. Plans without collectives
+// are left as they are.
+void start_collectives_early(Schedule& s) {
+  const Graph& g = graph();
+  const std::size_t n = s.steps.size();
+  const auto is_collective = [&](const Step& st) {
+    return st.kind == Step::Kind::library && g[st.node].op == Op::Collective;
+  };
+  std::vector<std::size_t> collectives;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (is_collective(s.steps[k])) collectives.push_back(k);
+  }
+  if (collectives.empty()) return;
+  // What each step reads, as the steps that make it.
+  std::vector<std::vector<std::size_t>> deps(n);
+  std::vector<char> reads_exchange(n, 0);
+  for (std::size_t k = 0; k < n; ++k) {
+    const Step& st = s.steps[k];
+    const auto dep = [&](NodeId in) {
+      if (in == kNoNode) return;
+      const auto it = s.step_of.find(in);
+      if (it == s.step_of.end() || static_cast<std::size_t>(it->second) == k) return;
+      deps[k].push_back(static_cast<std::size_t>(it->second));
+      if (is_collective(s.steps[static_cast<std::size_t>(it->second)])) reads_exchange[k] = 1;
+    };
+    if (st.kind == Step::Kind::kernel) {
+      for (NodeId in : st.inputs) dep(in);
+    } else {
+      for (NodeId in : g[st.node].inputs) dep(in);
+      dep(g[st.node].after);
+    }
+  }
+  // needed[c][k]: step k makes (transitively) what collective c reads.
+  std::vector<std::vector<char>> needed(collectives.size(), std::vector<char>(n, 0));
+  for (std::size_t c = 0; c < collectives.size(); ++c) {
+    std::vector<std::size_t> stack{collectives[c]};
+    while (!stack.empty()) {
+      const std::size_t k = stack.back();
+      stack.pop_back();
+      for (std::size_t d : deps[k]) {
+        if (!needed[c][d]) needed[c][d] = 1, stack.push_back(d);
+      }
+    }
+  }
+  std::vector<char> done(n, 0);
+  std::vector<std::size_t> order;
+  std::size_t next_c = 0;
+  const auto ready = [&](std::size_t k) {
+    if (done[k]) return false;
+    for (std::size_t d : deps[k]) {
+      if (!done[d]) return false;
+    }
+    return !is_collective(s.steps[k]) || (next_c < collectives.size() && collectives[next_c] == k);
+  };
+  while (order.size() < n) {
+    std::size_t pick = n;
+    int best = 5;
+    for (std::size_t k = 0; k < n && best > 0; ++k) {
+      if (!ready(k)) continue;
+      const int rank = is_collective(s.steps[k])                               ? 0
+                       : next_c < collectives.size() && needed[next_c][k] ? 1
+                       : !reads_exchange[k]                                    ? 2
+                                                                               : 3;
+      if (rank < best) best = rank, pick = k;
+    }
+    if (pick == n) internal_error("fuse: the steps of a plan with collectives have no order");
+    done[pick] = 1;
+    order.push_back(pick);
+    if (is_collective(s.steps[pick])) ++next_c;
+  }
+  std::vector<int> at(n);
+  std::vector<Step> steps;
+  steps.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    at[order[i]] = static_cast<int>(i);
+    steps.push_back(std::move(s.steps[order[i]]));
+  }
+  s.steps = std::move(steps);
+  for (auto& [node, k] : s.step_of) k = at[static_cast<std::size_t>(k)];
+}
+
+}  // namespace
+
 Schedule fuse(const std::vector<NodeId>& roots, bool fuse_ops) {
   {
     Partitioner p(roots, fuse_ops);  // gone before another starts (Positions)
-    if (p.run()) return p.take();
+    if (p.run()) {
+      Schedule s = p.take();
+      start_collectives_early(s);
+      return s;
+    }
   }
   // Did not converge: one kernel per op is always a plan.
   if (!fuse_ops) internal_error("fuse: planning one kernel per op did not converge");

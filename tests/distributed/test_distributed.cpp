@@ -320,6 +320,56 @@ TEST_CASE("the mean's scaling and the update after it are one kernel; independen
   }
 }
 
+TEST_CASE("exchanges overlap the kernels after them: several in flight, their buffers kept until they end") {
+  // all_reduce(g * 3), then a reduction that does not read it, then both
+  // combined: the exchange is started and the reduction runs meanwhile; g * 3
+  // is dead after the exchange starts, and no later step may take its buffer.
+  for (int rep = 0; rep < 3; ++rep) {
+    const int seed = 5500 + 10 * rep;
+    Array g = make(values(R, seed, 4096, DType::f32), Shape{4096}, DType::f32);
+    Array other = make(values(R, seed + 1, 4096, DType::f32), Shape{4096}, DType::f32);
+    Array p2 = make(values(R, seed + 2, 6, DType::i32), Shape{6}, DType::i32);
+    Array p3 = make(values(R, seed + 3, 5, DType::f64), Shape{5}, DType::f64);
+    aj::eval({g, other, p2, p3});
+    Array a = dist::all_reduce(g * 3.0f);
+    Array b = aj::sum(aj::exp(other * 0.1f));
+    Array c = a + b;
+    Array x2 = dist::all_gather(p2 + 1), x3 = dist::broadcast(p3 * 2.0, P - 1);
+    Array s2 = aj::sum(x2), s3 = aj::sum(x3);
+    if (P > 1 && rep == 0) {
+      // The schedule starts both exchanges before the sums that read them.
+      const std::string plan = aj::explain({c, s2, s3});
+      CAPTURE(plan);
+      const std::size_t gather = plan.find("collective all_gather"), bcast = plan.find("collective broadcast"),
+                        sum2 = plan.find("over [" + std::to_string(6 * P) + "] reducing");
+      CHECK(gather < bcast);
+      CHECK(bcast < sum2);
+      CHECK(sum2 != std::string::npos);
+    }
+    aj::eval({c, s2, s3});
+    const std::vector<double> sum = reduced(ReduceOp::sum, DType::f32, seed, 4096), ov = values(R, seed + 1, 4096, DType::f32);
+    double bsum = 0;
+    for (double v : ov) bsum += std::exp(v * 0.1);
+    const std::vector<double> got = read(c);
+    for (int i = 0; i < 4096; ++i) CHECK(std::abs(got[i] - (3 * sum[i] + bsum)) <= 1e-4 * std::abs(bsum));
+    double want2 = 0, want3 = 0;
+    for (int r = 0; r < P; ++r) {
+      for (double v : values(r, seed + 2, 6, DType::i32)) want2 += v + 1;
+    }
+    for (double v : values(P - 1, seed + 3, 5, DType::f64)) want3 += 2 * v;
+    CHECK(read(s2)[0] == want2);
+    CHECK(read(s3)[0] == doctest::Approx(want3));
+  }
+  // A disagreement found while kernels ran on: the evaluation throws it.
+  if (P > 1) {
+    Array x = make(values(R, 5600, R == 0 ? 3 : 4, DType::f32), Shape{R == 0 ? 3 : 4}, DType::f32);
+    Array other = make(values(R, 5601, 64, DType::f32), Shape{64}, DType::f32);
+    Array y = dist::all_reduce(x * 2.0f);
+    Array z = aj::sum(aj::exp(other));
+    CHECK_THROWS_WITH_AS(aj::eval({aj::sum(y) + z}), doctest::Contains("disagree"), aj::Error);
+  }
+}
+
 TEST_CASE("mismatched shapes are a located error on every rank, and the next collective works") {
   if (P == 1) return;
   const std::int64_t n = R == 0 ? 3 : 4;
