@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "arrayjit/half.hpp"
+#include "graph/graph.hpp"
+#include "graph/strided_walk.hpp"
 
 #ifdef AJ_HAVE_MPI
 #include <mpi.h>
@@ -82,44 +84,13 @@ std::string describe(const Sig& s) {
   return r;
 }
 
-bool contiguous(const LibraryOperand& o) {
-  if (o.offset != 0) return false;
-  std::int64_t expect = 1;
-  for (std::size_t i = o.shape.size(); i-- > 0;) {
-    if (o.shape[i] != 1 && o.strides[i] != expect) return false;
-    expect *= o.shape[i];
-  }
-  return true;
-}
-
-// The operand's elements, row-major, into dst.
+// The operand's elements, row-major, into dst (graph/strided_walk.hpp).
 void pack(const LibraryOperand& o, const char* base, char* dst) {
+  const Shape shape(o.shape);
   const std::size_t item = itemsize(o.dtype);
-  const int r = static_cast<int>(o.shape.size());
-  std::int64_t n = 1;
-  for (std::int64_t e : o.shape) n *= e;
-  if (n == 0) return;
-  if (r == 0) {
-    std::memcpy(dst, base + o.offset * static_cast<std::int64_t>(item), item);
-    return;
-  }
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(r), 0);
-  const std::int64_t inner = o.shape[r - 1], step = o.strides[r - 1];
-  for (std::int64_t done = 0; done < n; done += inner) {
-    std::int64_t at = o.offset;
-    for (int i = 0; i < r - 1; ++i) at += idx[i] * o.strides[i];
-    if (step == 1) {
-      std::memcpy(dst, base + at * static_cast<std::int64_t>(item), static_cast<std::size_t>(inner) * item);
-      dst += inner * static_cast<std::int64_t>(item);
-    } else {
-      for (std::int64_t j = 0; j < inner; ++j, dst += item) {
-        std::memcpy(dst, base + (at + j * step) * static_cast<std::int64_t>(item), item);
-      }
-    }
-    for (int i = r - 2; i >= 0; --i) {
-      if (++idx[i] < o.shape[i]) break;
-      idx[i] = 0;
-    }
+  StridedWalk walk(shape, {&o.strides}, {o.offset});
+  for (std::int64_t i = 0, n = shape.numel(); i < n; ++i, walk.next(), dst += item) {
+    std::memcpy(dst, base + walk.offset(0) * static_cast<std::int64_t>(item), item);
   }
 }
 
@@ -656,10 +627,9 @@ const char* operand(const LibraryCall& c, const void* input, std::vector<char>& 
   }
   if (static_cast<CollectiveKind>(c.axis) == CollectiveKind::recv) return nullptr;
   const LibraryOperand& o = c.inputs.at(0);
-  if (contiguous(o)) return static_cast<const char*>(input);
-  std::int64_t n = 1;
-  for (std::int64_t e : o.shape) n *= e;
-  packed.resize(static_cast<std::size_t>(n) * itemsize(o.dtype));
+  const Shape shape(o.shape);
+  if (o.offset == 0 && is_contiguous(shape, o.strides)) return static_cast<const char*>(input);
+  packed.resize(static_cast<std::size_t>(shape.numel()) * itemsize(o.dtype));
   pack(o, static_cast<const char*>(input), packed.data());
   return packed.data();
 }

@@ -22,8 +22,6 @@ namespace {
 
 using trace::describe;
 
-const char* name_of(CollectiveKind k) { return collective_name(k); }
-
 void check_group(const Group& g, const char* op, const Loc& loc) {
   if (!g.valid()) user_error(op, "the group is invalid (this process joined no group at split)", loc);
   if (g.id() != 0 && !comm::running()) {
@@ -51,7 +49,7 @@ void check_reduce(ReduceOp op, DType t, const char* name, const Loc& loc) {
 // The node: kind, reduction, group, peer over x (or none: recv).
 Array node(CollectiveKind kind, ReduceOp op, const Group& g, int peer, const Array* x_in, const Shape& shape,
            DType dtype, const Loc& loc) {
-  const char* name = name_of(kind);
+  const char* name = collective_name(kind);
   trace::Scope scope;
   Node n;
   n.op = Op::Collective;
