@@ -103,6 +103,30 @@ TEST_CASE("a strided reshape's copy kernel writes into its slice: it iterates ov
   });
 }
 
+TEST_CASE("flattened pieces (a gradient bucket) are written into their slices: any reshape into a contiguous slice") {
+  // concatenate({reshape(g1, {-1}), reshape(g2, {-1}), ...}) packs computed
+  // arrays of any shapes flat (aj::distributed::average_gradients): each
+  // kernel writes its piece contiguous at the piece's offset; a reshape of a
+  // non-contiguous result, or into a strided slice, still copies.
+  const Array a = values({4, 3}, DType::f32, 11), b = values({2, 3, 5}, DType::f32, 12), c = values({7}, DType::f32, 13);
+  const auto flat = [](const Array& x) { return aj::reshape(x, aj::Shape{x.size()}); };
+  check([&] {
+    return std::vector<Array>{
+        aj::concatenate({flat(a * 2.0f), flat(aj::exp(b)), flat(c + 1.0f)}, 0),
+        aj::concatenate({flat(aj::sum(b, 2)), flat(a.transpose() * 3.0f), c}, 0),  // a reduction; a transposed result
+        aj::concatenate({aj::reshape(b * 2.0f, {6, 5}), aj::reshape(a - 1.0f, {6, 2})}, 1),  // strided slices: copied
+    };
+  });
+  const std::string plan = aj::explain(aj::concatenate({flat(a * 2.0f), flat(aj::exp(b)), flat(c + 1.0f)}, 0));
+  CAPTURE(plan);
+  std::size_t slices = 0;
+  for (std::size_t at = plan.find("into its slice of"); at != std::string::npos; at = plan.find("into its slice of", at + 1)) {
+    ++slices;
+  }
+  CHECK(slices == 3);
+  CHECK(plan.find("buffers: 1 values") != std::string::npos);
+}
+
 TEST_CASE("reductions write into their slices, also split over threads; a piece read twice or held is copied") {
   const Array x = values({3, 200000}, DType::f32, 4), y = values({1 << 19}, DType::f64, 5);
   check([&] {

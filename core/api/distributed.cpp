@@ -4,7 +4,9 @@
 // here, without a node.
 #include "arrayjit/distributed.hpp"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "backends/cpu/host_comm.hpp"
 #include "core/api/trace.hpp"
@@ -183,6 +185,62 @@ Array recv(const Shape& shape, DType dtype, int src, const Group& group, Loc loc
 Array recv_like(const Array& like, int src, const Group& group, Loc loc) {
   const Node& n = trace::own_node(like, "recv_like", loc);
   return recv(n.shape, n.dtype, src, group, loc);
+}
+
+std::vector<Array> average_gradients(const std::vector<Array>& grads, std::int64_t bucket_bytes, const Group& group,
+                                     Loc loc) {
+  const char* name = "average_gradients";
+  check_group(group, name, loc);
+  if (bucket_bytes <= 0) user_error(name, "bucket_bytes " + std::to_string(bucket_bytes) + " is not positive", loc);
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const Node& gn = trace::own_node(grads[i], name, loc);
+    if (!is_float(gn.dtype)) {
+      user_error(name, "gradient " + std::to_string(i) + " is " + dtype_name(gn.dtype) +
+                           ", not a floating-point array (the mean of integers is not one)", loc);
+    }
+  }
+  if (group.size() == 1) return grads;
+  // Buckets per dtype, filled from the last gradient to the first; a bucket
+  // is closed when the next gradient would take it past bucket_bytes.
+  struct Bucket {
+    DType dtype;
+    std::int64_t bytes = 0;
+    std::vector<std::size_t> members;
+  };
+  std::vector<Bucket> buckets;        // in the order they are closed (then the open ones, by creation)
+  std::vector<Bucket> open;
+  for (std::size_t k = grads.size(); k-- > 0;) {
+    const DType t = grads[k].dtype(loc);
+    const std::int64_t b = grads[k].size(loc) * static_cast<std::int64_t>(itemsize(t));
+    auto it = std::find_if(open.begin(), open.end(), [&](const Bucket& o) { return o.dtype == t; });
+    if (it != open.end() && !it->members.empty() && it->bytes + b > bucket_bytes) {
+      buckets.push_back(std::move(*it));
+      open.erase(it);
+      it = open.end();
+    }
+    if (it == open.end()) it = open.insert(open.end(), Bucket{t});
+    it->bytes += b;
+    it->members.push_back(k);
+  }
+  for (Bucket& o : open) buckets.push_back(std::move(o));
+  std::vector<Array> out(grads.size());
+  for (const Bucket& bucket : buckets) {
+    if (bucket.members.size() == 1) {
+      const std::size_t k = bucket.members[0];
+      out[k] = all_reduce(grads[k], ReduceOp::mean, group, loc);
+      continue;
+    }
+    std::vector<Array> flat;
+    for (std::size_t k : bucket.members) flat.push_back(reshape(grads[k], Shape{grads[k].size(loc)}, loc));
+    const Array mean = all_reduce(concatenate(flat, 0, loc), ReduceOp::mean, group, loc);
+    std::int64_t at = 0;
+    for (std::size_t k : bucket.members) {
+      const std::int64_t n = grads[k].size(loc);
+      out[k] = reshape(slice(mean, 0, at, at + n, 1, loc), grads[k].shape(loc), loc);
+      at += n;
+    }
+  }
+  return out;
 }
 
 }  // namespace aj::distributed

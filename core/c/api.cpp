@@ -32,7 +32,7 @@ std::string without_own_lines(const char* fn, std::string s) {
   const aj::Loc* caller = aj::detail::caller_loc_override();
   const std::string instead = caller ? " (at " + aj::loc_str(*caller) + ")" : "";
   static constexpr const char* kOwn[] = {"api.cpp",       "conv.cpp",          "cuda_queries.cpp", "derivatives.cpp",
-                                         "dlpack.cpp",    "function.cpp",      "handles.cpp",      "host_callback.cpp",
+                                         "distributed.cpp", "dlpack.cpp",    "function.cpp",      "handles.cpp",      "host_callback.cpp",
                                          "io.cpp",        "linalg.cpp",        "ops.cpp",          "profile.cpp",
                                          "shape_functions.cpp", "view.cpp"};
   std::size_t from = 0;
@@ -49,8 +49,11 @@ std::string without_own_lines(const char* fn, std::string s) {
   }
   // fn is the C name (aj_exp): the C++ op names itself aj::exp.
   const std::string name = std::string(fn).rfind("aj_", 0) == 0 ? std::string(fn).substr(3) : std::string(fn);
-  const std::string again = "aj::" + name + ": ";
-  if (s.rfind(again, 0) == 0) s.erase(0, again.size());
+  // (aj_distributed_all_reduce is aj::distributed::all_reduce, which names itself aj::all_reduce.)
+  for (const std::string& own : {name, name.rfind("distributed_", 0) == 0 ? name.substr(12) : name}) {
+    const std::string again = "aj::" + own + ": ";
+    if (s.rfind(again, 0) == 0) s.erase(0, again.size());
+  }
   return s;
 }
 

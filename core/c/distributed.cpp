@@ -76,3 +76,9 @@ aj_status aj_distributed_recv(const int64_t* shape, int32_t ndim, aj_dtype dtype
     return dist::recv(shape_arg(shape, ndim), dtype_arg(dtype, "dtype"), src, group_arg(group));
   });
 }
+aj_status aj_distributed_average_gradients(const aj_array* grads, size_t n, int64_t bucket_bytes, int64_t group,
+                                           aj_array* outs) {
+  return c_make_many("aj_distributed_average_gradients", outs, static_cast<std::int64_t>(n), [&] {
+    return dist::average_gradients(arrays_arg(grads, n), bucket_bytes, group_arg(group));
+  });
+}

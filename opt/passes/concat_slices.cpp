@@ -7,10 +7,21 @@ namespace aj {
 namespace {
 
 // The layout of `src` under which the reshape view `v` of it has layout
-// `want`: only for a reshape that inserts or removes size-1 axes (the
-// remaining extents agree in order); nullopt otherwise.
+// `want`: for a reshape into a contiguous region (any reshape: row-major
+// order is kept, so src is contiguous there too; a gradient flattened into
+// its bucket), or one that inserts or removes size-1 axes (the remaining
+// extents agree in order); nullopt otherwise.
 std::optional<Layout> through_reshape(const Node& v, const Node& src, const Layout& want) {
   if (v.op != Op::Reshape) return std::nullopt;
+  if (v.shape.numel() == src.shape.numel()) {
+    bool contiguous = true;
+    const std::vector<std::int64_t> c = contiguous_strides(v.shape);
+    for (int d = 0; d < v.shape.ndim(); ++d) {
+      const auto du = static_cast<std::size_t>(d);
+      contiguous = contiguous && (v.shape[d] == 1 || want.strides[du] == c[du]);
+    }
+    if (contiguous) return Layout{contiguous_strides(src.shape), want.offset};
+  }
   std::vector<std::int64_t> kept;  // want's strides of v's non-1 axes, in order
   for (int d = 0; d < v.shape.ndim(); ++d) {
     if (v.shape[d] != 1) kept.push_back(want.strides[static_cast<std::size_t>(d)]);

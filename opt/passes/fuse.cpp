@@ -655,11 +655,14 @@ namespace {
 // In a plan with collectives, the steps are ordered again so that each
 // exchange goes on while other steps run (exec/program.hpp starts it and
 // waits at its first reader): among the steps whose inputs are made, the
-// next collective first (collectives keep their order, which every rank
-// keeps alike), then the steps it needs, then steps that read no
-// collective's result, then the rest; ties by the order fuse chose. The same
-// schedule on every rank gives the same order. Plans without collectives
-// are left as they are.
+// next collective first, then the steps it needs, then steps that read no
+// collective's result, then the rest; ties by the order fuse chose. The next
+// collective is the one that the fewest steps not yet placed stand before
+// (views not counted; ties: fuse's order), so that the gradients' exchanges of a backward pass
+// start in the order the gradients are made; in a plan with a send or recv,
+// whose pairing across ranks is the program's order, collectives keep fuse's
+// order. The same schedule on every rank gives the same order. Plans
+// without collectives are left as they are.
 void start_collectives_early(Schedule& s) {
   const Graph& g = graph();
   const std::size_t n = s.steps.size();
@@ -702,9 +705,33 @@ void start_collectives_early(Schedule& s) {
       }
     }
   }
+  bool point_to_point = false;
+  for (std::size_t k : collectives) {
+    const auto kind = static_cast<CollectiveKind>(g[s.steps[k].node].i0);
+    point_to_point = point_to_point || kind == CollectiveKind::send || kind == CollectiveKind::recv;
+  }
+  // before[c]: the steps not yet placed that collective c needs (views,
+  // which compute nothing, not counted).
+  std::vector<char> works(n, 0);
+  for (std::size_t k = 0; k < n; ++k) works[k] = s.steps[k].kind != Step::Kind::view;
+  std::vector<std::size_t> before(collectives.size(), 0);
+  for (std::size_t c = 0; c < collectives.size(); ++c) {
+    for (std::size_t k = 0; k < n; ++k) before[c] += needed[c][k] && works[k];
+  }
   std::vector<char> done(n, 0);
   std::vector<std::size_t> order;
-  std::size_t next_c = 0;
+  std::size_t next_c = 0;  // the collective placed next (collectives.size(): none left)
+  const auto choose_next = [&] {
+    if (point_to_point) {
+      while (next_c < collectives.size() && done[collectives[next_c]]) ++next_c;
+      return;
+    }
+    next_c = collectives.size();
+    for (std::size_t c = 0; c < collectives.size(); ++c) {
+      if (!done[collectives[c]] && (next_c == collectives.size() || before[c] < before[next_c])) next_c = c;
+    }
+  };
+  choose_next();
   const auto ready = [&](std::size_t k) {
     if (done[k]) return false;
     for (std::size_t d : deps[k]) {
@@ -726,7 +753,8 @@ void start_collectives_early(Schedule& s) {
     if (pick == n) internal_error("fuse: the steps of a plan with collectives have no order");
     done[pick] = 1;
     order.push_back(pick);
-    if (is_collective(s.steps[pick])) ++next_c;
+    for (std::size_t c = 0; c < collectives.size(); ++c) before[c] -= needed[c][pick] && works[pick];
+    if (is_collective(s.steps[pick])) choose_next();
   }
   std::vector<int> at(n);
   std::vector<Step> steps;

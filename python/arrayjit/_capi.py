@@ -275,6 +275,7 @@ aj_distributed_reduce_scatter st a i32 i64 ap
 aj_distributed_broadcast st a i32 i64 ap
 aj_distributed_send st a i32 i64 ap
 aj_distributed_recv st p i32 i32 i32 i64 ap
+aj_distributed_average_gradients st ap sz i64 i64 ap
 aj_to_dlpack_versioned st a p p
 aj_to_dlpack st a p p
 aj_from_dlpack_versioned st p ap
@@ -332,7 +333,7 @@ for _list, _params in _LIST_SIGNATURES.items():
     for _name in OP_LISTS[_list]:
         declare("aj_" + _name, "st", *_params)
 
-API_MAJOR, API_MINOR = 1, 8
+API_MAJOR, API_MINOR = 1, 9
 _v = lib.aj_api_version()
 if (_v >> 16) != API_MAJOR or (_v & 0xFFFF) < API_MINOR:
     raise ImportError("arrayjit: %s has C API %d.%d; this package needs %d.%d or later"

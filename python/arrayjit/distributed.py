@@ -13,7 +13,8 @@ a rank that waits past the timeout raises RuntimeError."""
 import ctypes as C
 
 from ._capi import check, lib, set_caller
-from ._core import _code, _shape_arg, new, operand
+from ._core import _code, _shape_arg, new, new_many, operand
+from ._ops import _arrays
 
 _OPS = {"sum": 0, "mean": 1, "max": 2, "min": 3, "prod": 4}
 
@@ -101,3 +102,20 @@ def recv(shape, dtype, src, group=None):
 
 def recv_like(x, src, group=None):
     return recv(x.shape, x.dtype, src, group)
+
+
+def average_gradients(grads, bucket_bytes=4 << 20, group=None):
+    """The mean of each gradient over the group's ranks (data-parallel
+    training), exchanged in buckets of at most bucket_bytes, the last gradient
+    first: one all_reduce per bucket, started in the step's plan as soon as its
+    gradients are computed. A list in grads' order (a dict or tuple of
+    gradients: the same kind back)."""
+    set_caller()
+    if isinstance(grads, dict):
+        keys = list(grads)
+        return dict(zip(keys, average_gradients([grads[k] for k in keys], bucket_bytes, group)))
+    grads_list = list(grads)
+    xs, hs, n = _arrays(grads_list)
+    out = new_many(lib.aj_distributed_average_gradients, n, hs, n, int(bucket_bytes), _g(group))
+    return tuple(out) if isinstance(grads, tuple) else out
+

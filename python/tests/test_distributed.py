@@ -27,6 +27,14 @@ def test_a_group_of_one_returns_its_inputs(rng):
     assert dist.all_gather(aj.asarray(np.float32(2.5))).shape == (1,)
     assert world.split(0).size() == 1
     assert world.split(-1) is None
+    g = [a, aj.asarray(np.arange(5.0))]
+    got = dist.average_gradients(g)
+    assert isinstance(got, list) and len(got) == 2
+    np.testing.assert_array_equal(got[0].numpy(), x)
+    got = dist.average_gradients({"w": a, "b": g[1]}, bucket_bytes=8)
+    assert set(got) == {"w", "b"}
+    np.testing.assert_array_equal(got["b"].numpy(), np.arange(5.0))
+    assert isinstance(dist.average_gradients(tuple(g)), tuple)
 
 
 def test_bad_arguments_are_errors_naming_the_op():
@@ -41,6 +49,10 @@ def test_bad_arguments_are_errors_naming_the_op():
         dist.send(a, 0)
     with pytest.raises(aj.UserError, match="does not exist"):
         dist.all_reduce(a, group=dist.Group(5))
+    with pytest.raises(aj.UserError, match=r"gradient 1 is i32.*\(at test_distributed.py:"):
+        dist.average_gradients([aj.asarray(np.ones(2)), a])
+    with pytest.raises(aj.UserError, match="bucket_bytes 0 is not positive"):
+        dist.average_gradients([aj.asarray(np.ones(2))], bucket_bytes=0)
 
 
 SCRIPT = textwrap.dedent("""
@@ -63,6 +75,13 @@ SCRIPT = textwrap.dedent("""
     elif r == 1:
         got = dist.recv((3, 4), aj.float64, 0).numpy()
         np.testing.assert_array_equal(got, np.arange(12).reshape(3, 4))
+    grads = [aj.asarray(np.full((2, 3), r + 1.0, np.float32)), aj.asarray(np.arange(5.0) * (r + 1)),
+             aj.asarray(np.float32(r))]
+    avg = dist.average_gradients(grads, bucket_bytes=24)   # [], [5] f64, [2, 3] f32 in buckets
+    mean = sum(range(1, p + 1)) / p
+    np.testing.assert_allclose(avg[0].numpy(), np.full((2, 3), mean, np.float32))
+    np.testing.assert_allclose(avg[1].numpy(), np.arange(5.0) * mean)
+    np.testing.assert_allclose(avg[2].numpy(), np.float32(sum(range(p)) / p))
     try:
         dist.all_reduce(aj.asarray(np.ones(3 + r, np.float32))).numpy()
         raise SystemExit("no error")

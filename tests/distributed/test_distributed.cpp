@@ -515,6 +515,138 @@ TEST_CASE("a compiled step with an all_reduce replays the exchange") {
   }
 }
 
+TEST_CASE("average_gradients: the mean of every rank's gradients, in buckets by dtype, the last first") {
+  // Computed gradients (kernels write them into their bucket) of two dtypes
+  // and odd shapes, with buckets of every size: one per gradient, several,
+  // one per dtype. The bucket counts are worked out by hand from the rule
+  // (filled from the last gradient; a bucket closes when the next would pass
+  // bucket_bytes; a larger gradient is a bucket by itself).
+  const std::vector<Shape> shapes = {Shape{4, 3}, Shape{}, Shape{7}, Shape{0}, Shape{33, 5}, Shape{2, 3, 5}};
+  const std::vector<DType> types = {DType::f32, DType::f64, DType::f32, DType::f32, DType::f64, DType::f32};
+  const std::vector<std::pair<std::int64_t, int>> buckets = {{1, 6}, {64, 5}, {1000, 3}, {1 << 20, 2}};
+  for (const auto& [bytes, expected] : buckets) {
+    CAPTURE(bytes);
+    const int seed = 9600 + static_cast<int>(bytes % 97);
+    std::vector<Array> grads;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      grads.push_back(make(values(R, seed + static_cast<int>(i), numel(shapes[i]), types[i]), shapes[i], types[i]) *
+                      2.0);
+    }
+    const std::vector<Array> avg = dist::average_gradients(grads, bytes);
+    REQUIRE(avg.size() == grads.size());
+    if (P > 1) {
+      const std::string plan = aj::explain(avg);
+      CAPTURE(plan);
+      int exchanges = 0;
+      for (std::size_t at = plan.find("collective all_reduce mean"); at != std::string::npos;
+           at = plan.find("collective all_reduce mean", at + 1)) {
+        ++exchanges;
+      }
+      // (64: the size-0 gradient shares a bucket with the [7] after it)
+      CHECK(exchanges == expected);
+    }
+    aj::eval(avg);
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      CAPTURE(i);
+      CHECK(avg[i].shape() == shapes[i]);
+      CHECK(avg[i].dtype() == types[i]);
+      const std::vector<double> want = reduced(ReduceOp::mean, types[i], seed + static_cast<int>(i), numel(shapes[i]));
+      const std::vector<double> got = read(avg[i]);
+      REQUIRE(got.size() == want.size());
+      for (std::size_t j = 0; j < got.size(); ++j) CHECK(std::abs(got[j] - 2 * want[j]) <= 1e-6);
+    }
+  }
+  CHECK(dist::average_gradients({}).empty());
+  // Bad input: located errors, on every rank alike (nothing is exchanged).
+  Array g = make(values(R, 9700, 4, DType::f32), Shape{4}, DType::f32);
+  Array k = make(values(R, 9701, 4, DType::i32), Shape{4}, DType::i32);
+  CHECK_THROWS_WITH_AS(dist::average_gradients({g}, 0), doctest::Contains("bucket_bytes 0 is not positive"), aj::Error);
+  CHECK_THROWS_WITH_AS(dist::average_gradients({g, k}), doctest::Contains("gradient 1 is i32"), aj::Error);
+  CHECK_THROWS_WITH_AS(dist::average_gradients({g, Array()}), doctest::Contains("average_gradients"), aj::Error);
+}
+
+TEST_CASE("average_gradients in a compiled training step: the whole batch's step, no allocation after the first") {
+  // A 2-layer network; rank R holds rows [R * 8, R * 8 + 8) of a batch of
+  // 8 * P rows. Each rank also takes the whole batch's step by itself (every
+  // rank's rows come from the same seeds) and compares.
+  constexpr std::int64_t kIn = 5, kHid = 6, kOut = 3, kRows = 8;
+  const auto loss_of = [](const std::vector<Array>& p, const Array& X, const Array& Y) {
+    Array h = aj::tanh(aj::matmul(X, p[0]) + p[1]);
+    return aj::mean(aj::square(aj::matmul(h, p[2]) + p[3] - Y));
+  };
+  const auto rows = [&](int r, int seed, std::int64_t cols) {
+    std::vector<double> v = values(r, seed, kRows * cols, DType::f64);
+    for (double& x : v) x *= 0.3;
+    return v;
+  };
+  std::vector<double> xall, yall;
+  for (int r = 0; r < P; ++r) {
+    for (double v : rows(r, 9800, kIn)) xall.push_back(v);
+    for (double v : rows(r, 9801, kOut)) yall.push_back(v);
+  }
+  const Array Xall = aj::from_vector(xall, Shape{kRows * P, kIn}), Yall = aj::from_vector(yall, Shape{kRows * P, kOut});
+  const Array X = aj::from_vector(rows(R, 9800, kIn), Shape{kRows, kIn});
+  const Array Y = aj::from_vector(rows(R, 9801, kOut), Shape{kRows, kOut});
+  const std::vector<Shape> shapes = {Shape{kIn, kHid}, Shape{kHid}, Shape{kHid, kOut}, Shape{kOut}};
+  std::vector<Array> params, reference;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    std::vector<double> v = values(0, 9810 + static_cast<int>(i), numel(shapes[i]), DType::f64);
+    for (double& x : v) x *= 0.25;
+    params.push_back(aj::from_vector(v, shapes[i]));
+    reference.push_back(aj::from_vector(v, shapes[i]));
+  }
+  // 200-byte buckets: {b2, W2} (24 + 144 bytes, packed), b1 (48 more would
+  // pass 200), W1 (240 bytes, a bucket by itself).
+  auto step = aj::compile(
+      [&](std::vector<Array> p, const Array& x, const Array& y) {
+        auto [loss, g] = aj::value_and_grad([&](const std::vector<Array>& q) { return loss_of(q, x, y); },
+                                            {0, 1, 2, 3})(p);
+        g = dist::average_gradients(g, 200);
+        std::vector<Array> out;
+        for (std::size_t i = 0; i < p.size(); ++i) out.push_back(p[i] - 0.2 * g[i]);
+        out.push_back(dist::all_reduce(loss, ReduceOp::mean));
+        return out;
+      },
+      aj::CompileOptions{.max_allocations = 0});
+  auto whole = aj::value_and_grad([&](const std::vector<Array>& q) { return loss_of(q, Xall, Yall); }, {0, 1, 2, 3});
+  std::int64_t replay_allocs = 0;  // system allocations made by the replays
+  for (int it = 0; it < 6; ++it) {
+    const std::int64_t before = aj::stats().system_allocs;
+    std::vector<Array> out = step(std::move(params), X, Y);
+    if (it > 0) replay_allocs += aj::stats().system_allocs - before;
+    auto [loss, g] = whole(reference);
+    for (std::size_t i = 0; i < reference.size(); ++i) reference[i] = reference[i] - 0.2 * g[i];
+    aj::eval(reference);
+    CHECK(out.back().item<double>() == doctest::Approx(loss.item<double>()).epsilon(1e-12));
+    for (std::size_t i = 0; i < reference.size(); ++i) {
+      const std::vector<double> got = read(out[i]), want = read(reference[i]);
+      for (std::size_t j = 0; j < got.size(); ++j) CHECK(std::abs(got[j] - want[j]) <= 1e-12);
+    }
+    out.pop_back();
+    params = std::move(out);
+  }
+  CHECK(step.counts().replays == 5);
+  CHECK(replay_allocs == 0);  // (and max_allocations = 0 held every replay)
+  if (P > 1) {
+    // The plan: three exchanges, the first ({b2, W2}) started before the
+    // backward pass's last matmul (W1's gradient, X^T times the hidden layer's).
+    auto [loss, g] = aj::value_and_grad([&](const std::vector<Array>& q) { return loss_of(q, X, Y); },
+                                        {0, 1, 2, 3})(params);
+    const std::string plan = aj::explain(dist::average_gradients(g, 200));
+    CAPTURE(plan);
+    int exchanges = 0;
+    for (std::size_t at = plan.find("collective all_reduce"); at != std::string::npos;
+         at = plan.find("collective all_reduce", at + 1)) {
+      ++exchanges;
+    }
+    CHECK(exchanges == 3);
+    const std::size_t first = plan.find("collective all_reduce"), last_matmul = plan.rfind("matmul");
+    CHECK(first != std::string::npos);
+    CHECK(last_matmul != std::string::npos);
+    CHECK(first < last_matmul);
+  }
+}
+
 int main(int argc, char** argv) {
   bool early_exit = false;
   std::vector<char*> args;

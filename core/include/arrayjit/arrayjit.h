@@ -67,7 +67,7 @@ extern "C" {
  * library whose aj_api_version() has the same major and a minor >= its own
  * (new functions and appended struct fields raise the minor). */
 #define AJ_API_VERSION_MAJOR 1
-#define AJ_API_VERSION_MINOR 8
+#define AJ_API_VERSION_MINOR 9
 #define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
 
 AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
@@ -1118,6 +1118,12 @@ AJ_C_API aj_status aj_distributed_broadcast(aj_array x, int32_t root, int64_t gr
 AJ_C_API aj_status aj_distributed_send(aj_array x, int32_t dst, int64_t group, aj_array* out);
 AJ_C_API aj_status aj_distributed_recv(const int64_t* shape, int32_t ndim, aj_dtype dtype, int32_t src, int64_t group,
                                        aj_array* out);
+/* Data-parallel training (since C API 1.9): the mean over the ranks of each
+ * of the n gradients (floating-point), exchanged in buckets of at most
+ * bucket_bytes (the last gradient first; one all_reduce per bucket), into
+ * outs[0..n) in grads' order (arrayjit/distributed.hpp, average_gradients). */
+AJ_C_API aj_status aj_distributed_average_gradients(const aj_array* grads, size_t n, int64_t bucket_bytes,
+                                                    int64_t group, aj_array* outs);
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "arrayjit/array.hpp"
 
@@ -104,5 +105,22 @@ Array send(const Array& x, int dst, const Group& group = Group(), Loc loc = Loc:
 // What rank `src` sent, of this shape and dtype. No derivative.
 Array recv(const Shape& shape, DType dtype, int src, const Group& group = Group(), Loc loc = Loc::current());
 Array recv_like(const Array& like, int src, const Group& group = Group(), Loc loc = Loc::current());
+
+// Data-parallel training: the mean of each gradient over the group's ranks
+// (each rank's gradient of its share of the batch becomes the whole batch's),
+// exchanged in buckets, as PyTorch's DDP and MLX's average_gradients do.
+// Gradients of one dtype are packed, the last first (a backward pass makes
+// them in that order), into flat buckets of at most bucket_bytes (a larger
+// gradient is a bucket by itself); each bucket is one all_reduce(mean).
+// Lazy like every collective: in the step's plan each bucket's exchange
+// starts as soon as its gradients are computed and runs while the rest of
+// the backward pass does, the gradients' kernels write into the bucket
+// directly, and the 1/size scaling fuses into the kernels that read the
+// result (the optimizer's update). In a compiled step the buckets' buffers
+// are planned like any other: no allocation per step after the first call.
+// Results: grads' shapes and dtypes, in grads' order. In a group of one: grads.
+// bucket_bytes: positive.
+std::vector<Array> average_gradients(const std::vector<Array>& grads, std::int64_t bucket_bytes = 4 << 20,
+                                     const Group& group = Group(), Loc loc = Loc::current());
 
 }  // namespace aj::distributed
