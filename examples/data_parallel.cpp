@@ -6,8 +6,11 @@
 //
 //   mpirun -np 2 build/examples/data_parallel      (alone: a group of one)
 //
-// The averaging is part of the step's graph: the gradients' all_reduce is a
-// step of the plan, and its 1/P scaling fuses into the Adam update after it.
+// The averaging is part of the step's graph: average_gradients packs the
+// gradients into buckets, each bucket's all_reduce is a step of the plan that
+// starts as soon as its gradients are made, and its 1/P scaling fuses into
+// the Adam update after it. The step is compiled: after warm-up it takes no
+// buffer from the system (CompileOptions::max_allocations = 0 holds it to that).
 #include "repl.hpp"
 
 #include <random>
@@ -43,26 +46,48 @@ Array loss_of(const std::vector<Array>& p, const Array& X, const Array& Y) {
   return mean(sum(Y * (lse - z), 1));
 }
 
-// Adam over `steps`; grads(params) gives (loss, gradients). The losses.
-template <class Grads>
-std::vector<double> train(std::vector<Array> params, Grads&& grads) {
-  std::vector<Array> m, v;
-  for (auto& p : params) m.push_back(zeros(p.shape(), DType::f64)), v.push_back(zeros(p.shape(), DType::f64));
-  std::vector<double> losses;
-  for (int t = 1; t <= kSteps; ++t) {
-    auto [loss, g] = grads(params);
-    const double c1 = 1 - std::pow(kBeta1, t), c2 = 1 - std::pow(kBeta2, t);
-    std::vector<Array> all{loss};
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      m[i] = kBeta1 * m[i] + (1 - kBeta1) * g[i];
-      v[i] = kBeta2 * v[i] + (1 - kBeta2) * g[i] * g[i];
-      params[i] = params[i] - kLr * (m[i] / c1) / (sqrt(v[i] / c2) + kEps);
-      all.push_back(params[i]), all.push_back(m[i]), all.push_back(v[i]);
-    }
-    eval(all);
-    losses.push_back(loss.template item<double>());
+// One Adam step over (X, Y), compiled: the loss and gradients, the gradients
+// averaged over the ranks in buckets of `bucket` bytes (average = false: this
+// process alone), the update. State: parameters, first and second moments.
+auto adam_step(bool average, std::int64_t bucket) {
+  return compile(
+      [average, bucket](std::vector<Array> p, std::vector<Array> m, std::vector<Array> v, const Array& X,
+                        const Array& Y, double c1, double c2) {
+        auto [loss, g] = value_and_grad([&](const std::vector<Array>& q) { return loss_of(q, X, Y); }, {0, 1, 2, 3})(p);
+        if (average) {
+          g = dist::average_gradients(g, bucket);
+          loss = dist::all_reduce(loss, dist::ReduceOp::mean);
+        }
+        std::vector<Array> out;
+        for (std::size_t i = 0; i < p.size(); ++i) {
+          m[i] = kBeta1 * m[i] + (1 - kBeta1) * g[i];
+          v[i] = kBeta2 * v[i] + (1 - kBeta2) * g[i] * g[i];
+          out.push_back(p[i] - kLr * (m[i] / c1) / (sqrt(v[i] / c2) + kEps));
+        }
+        out.insert(out.end(), m.begin(), m.end());
+        out.insert(out.end(), v.begin(), v.end());
+        out.push_back(loss);
+        return out;
+      },
+      {.max_allocations = 0});
+}
+
+// kSteps calls of a compiled step from `params` (copied) on (X, Y): the losses.
+template <class Step>
+example::Trained train(const std::string& name, const Step& step, const std::vector<Array>& params, const Array& X,
+                       const Array& Y) {
+  std::vector<Array> p, m, v;
+  for (const Array& q : params) {
+    p.push_back(q);  // (shared with params: the first step writes new buffers, later ones in place)
+    m.push_back(zeros(q.shape(), DType::f64)), v.push_back(zeros(q.shape(), DType::f64));
   }
-  return losses;
+  return example::train_compiled(name, step, kSteps, [&](int t) {
+    auto out = step(std::move(p), std::move(m), std::move(v), X, Y, 1 - std::pow(kBeta1, t), 1 - std::pow(kBeta2, t));
+    p.assign(std::make_move_iterator(out.begin()), std::make_move_iterator(out.begin() + 4));
+    m.assign(std::make_move_iterator(out.begin() + 4), std::make_move_iterator(out.begin() + 8));
+    v.assign(std::make_move_iterator(out.begin() + 8), std::make_move_iterator(out.begin() + 12));
+    return out[12].template item<double>();
+  });
 }
 
 }  // namespace
@@ -95,36 +120,34 @@ int main() {
   STEP(eval(params));
 
   std::cout << "\n# each rank's gradient of its mean loss, averaged over the ranks: the full batch's gradient\n";
-  STEP(auto local = value_and_grad([&](const std::vector<Array>& p) { return loss_of(p, Xr, Yr); }, {0, 1, 2, 3}));
-  STEP(auto averaged = [&](const std::vector<Array>& p) {
-    auto [loss, g] = local(p);
-    for (Array& gi : g) gi = dist::all_reduce(gi, dist::ReduceOp::mean);
-    return std::make_pair(dist::all_reduce(loss, dist::ReduceOp::mean), g);
-  });
-  std::cout << "\n# the same network on the whole batch in this one process, for comparison\n";
-  STEP(auto whole = value_and_grad([&](const std::vector<Array>& p) { return loss_of(p, X, Y); }, {0, 1, 2, 3}));
-
+  STEP(auto [loss, g] = value_and_grad([&](const std::vector<Array>& p) { return loss_of(p, Xr, Yr); },
+                                       {0, 1, 2, 3})(params));
+  STEP(std::vector<Array> averaged = dist::average_gradients(g, /*bucket_bytes=*/256));
   {
-    auto [l, g] = averaged(params);
-    const std::string plan = explain(g);
+    const std::string plan = explain(averaged);
     int exchanges = 0;
     for (std::size_t at = plan.find("collective all_reduce"); at != std::string::npos;
          at = plan.find("collective all_reduce", at + 1)) {
       ++exchanges;
     }
-    std::cout << ">>> explain(g): " << exchanges << " all_reduce steps (one per gradient) on " << size
-              << " processes\n";
+    std::cout << ">>> explain(averaged): " << exchanges << " all_reduce steps for " << g.size()
+              << " gradients (buckets of 256 bytes, the last gradient first) on " << size << " processes\n";
   }
 
+  std::cout << "\n# a compiled Adam step with the averaging inside; and the same step in this one process on the\n"
+               "# whole batch, for comparison\n";
+  STEP(auto parallel_step = adam_step(/*average=*/true, /*bucket=*/256));
+  STEP(auto single_step = adam_step(/*average=*/false, 0));
   std::cout << "\n>>> train " << kSteps << " Adam steps both ways\n";
-  const std::vector<double> parallel = train(params, averaged);
-  const std::vector<double> single = train(params, whole);
+  const example::Trained parallel = train("parallel_step", parallel_step, params, Xr, Yr);
+  const example::Trained single = train("single_step", single_step, params, X, Y);
   for (int t : {1, 2, 10, 50, kSteps}) {
-    std::cout << "    step " << t << ": loss " << parallel[std::size_t(t - 1)] << " on " << size
-              << " processes, " << single[std::size_t(t - 1)] << " on one\n";
+    std::cout << "    step " << t << ": loss " << parallel.losses[std::size_t(t - 1)] << " on " << size
+              << " processes, " << single.losses[std::size_t(t - 1)] << " on one\n";
   }
-  check("the loss curves agree (" + std::to_string(kSteps) + " steps)", parallel, single, 1e-6);
-  check("it learned", parallel.back() < 0.5 * parallel.front() ? 1.0 : 0.0, 1.0, 0.0);
+  check("the loss curves agree (" + std::to_string(kSteps) + " steps)", parallel.losses, single.losses, 1e-6);
+  check("it learned", parallel.losses.back() < 0.5 * parallel.losses.front() ? 1.0 : 0.0, 1.0, 0.0);
+  check("no buffer from the system after warm-up", double(parallel.system_allocs_after_warmup), 0.0, 0);
   std::cout.rdbuf(out);
   if (rank != 0 && example::checks_failed) std::cout << quiet.str();
   return example::finish();

@@ -28,6 +28,8 @@ namespace aj::comm {
 namespace {
 
 std::atomic<double> g_timeout{-1.0};
+std::atomic<int> g_overlap{-1};      // set_overlap's mode (-1: automatic)
+std::atomic<int> g_local_ranks{1};   // the world's ranks on this machine (init)
 
 const char* const kLaunchVars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"};
 
@@ -109,6 +111,26 @@ double timeout() {
   const char* env = std::getenv("AJ_DISTRIBUTED_TIMEOUT");
   t = env ? std::atof(env) : 0.0;
   return t > 0 ? t : 300.0;
+}
+
+void set_overlap(int mode) {
+  if (mode < -1 || mode > 1) runtime_error("aj::distributed::set_overlap: the mode must be -1 (automatic), 0 or 1");
+  g_overlap.store(mode);
+}
+
+bool overlap() {
+  int mode = g_overlap.load();
+  if (mode < 0) {
+    const char* env = std::getenv("AJ_DISTRIBUTED_OVERLAP");
+    if (env && (std::strcmp(env, "0") == 0 || std::strcmp(env, "1") == 0)) mode = env[0] - '0';
+  }
+  if (mode >= 0) return mode == 1;
+  // Automatic: an exchange started early runs on the communication thread,
+  // and over shared memory or a busy-polling transport it needs a core of
+  // its own; with one core per rank or fewer it only competes with the
+  // kernels (measured: bench_distributed's data-parallel step).
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores >= 2u * static_cast<unsigned>(std::max(1, g_local_ranks.load()));
 }
 
 bool launched() {
@@ -548,6 +570,13 @@ void init(bool strict) {
       MPI_Comm_rank(w.comm, &w.rank);
       MPI_Comm_size(w.comm, &w.size);
       s.groups.push_back(w);
+      MPI_Comm node = MPI_COMM_NULL;  // the ranks on this machine (for overlap())
+      if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, w.rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        int local = 1;
+        MPI_Comm_size(node, &local);
+        g_local_ranks.store(local);
+        MPI_Comm_free(&node);
+      }
       MPI_Op_create(&half_op<f16, 0>, 1, &s.half_ops[0][0]);
       MPI_Op_create(&half_op<f16, 1>, 1, &s.half_ops[0][1]);
       MPI_Op_create(&half_op<f16, 2>, 1, &s.half_ops[0][2]);
@@ -651,6 +680,10 @@ void run(const LibraryCall& c, const void* input, void* out) {
 }
 
 std::function<void()> start(const LibraryCall& c, const void* input, void* out) {
+  if (!overlap()) {
+    run(c, input, out);
+    return nullptr;
+  }
   auto call = std::make_shared<const LibraryCall>(c);
   auto packed = std::make_shared<std::vector<char>>();
   const char* in = operand(*call, input, *packed);

@@ -54,6 +54,12 @@ std::int64_t split(std::int64_t group, int color, int key);
 // or the environment's AJ_DISTRIBUTED_TIMEOUT).
 void set_timeout(double seconds);
 double timeout();
+// Do started exchanges (start) run on the communication thread while the
+// caller goes on (else start runs them at once)? mode 1: yes, 0: no, -1
+// (default): the environment's AJ_DISTRIBUTED_OVERLAP (0 or 1) if set, else
+// yes when this machine has at least two hardware threads per rank on it.
+void set_overlap(int mode);
+bool overlap();
 
 // Runs collective step `call` (graph/library.hpp): `input` the operand as
 // laid out (call.inputs[0]; null for recv), `out` the node's contiguous

@@ -113,6 +113,8 @@ int rank() { return world().rank(); }
 int size() { return world().size(); }
 void set_timeout(double seconds) { comm::set_timeout(seconds); }
 double timeout() { return comm::timeout(); }
+void set_overlap(Overlap mode) { comm::set_overlap(static_cast<int>(mode)); }
+bool overlap() { return comm::overlap(); }
 
 Array all_reduce(const Array& x, ReduceOp op, const Group& group, Loc loc) {
   const char* name = "all_reduce";

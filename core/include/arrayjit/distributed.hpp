@@ -81,6 +81,17 @@ int size();  // world().size()
 void set_timeout(double seconds);
 double timeout();
 
+// Does an exchange start as soon as its operand is made and run on the
+// communication thread while the steps that do not read it go on
+// (docs/distributed.md, "Overlap")? on, off, or automatic (the default): the
+// environment's AJ_DISTRIBUTED_OVERLAP (0 or 1) if set, else on when this
+// machine has at least two hardware threads per rank running on it (over
+// shared memory an exchange is CPU work: with a core per rank or fewer it
+// only competes with the kernels). Results are the same either way.
+enum class Overlap { off = 0, on = 1, automatic = -1 };
+void set_overlap(Overlap mode);
+bool overlap();  // what it is now
+
 // The elementwise reduction of x over the group's ranks; x's shape and dtype.
 // Derivative: all_reduce(sum) of the cotangent for sum, (mean) for mean; max,
 // min and prod have none (an error).
