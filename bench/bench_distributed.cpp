@@ -6,11 +6,19 @@
 //
 // For each size (1 KiB .. 256 MiB of f32 per rank), alternating batches of:
 //   raw  MPI_Allreduce(send, recv) from this thread (the program started MPI
-//        with MPI_THREAD_MULTIPLE, so the library's thread may call it too);
+//        with MPI_THREAD_MULTIPLE, so the library's thread may call it too),
+//        send being x's own buffer and recv mapped as the library's pool
+//        maps its buffers of 1 MiB and more;
 //   aj   aj::eval of all_reduce(x): the plan cached, the step's agreement on
 //        shapes, the exchange on the communication thread, the buffer pool.
 // Wall-clock medians over batches (both ranks in lock step); bandwidth is
 // the algorithm's bytes per rank / time. Rank 0 prints.
+//
+// Open MPI's all_reduce allocates a temporary per call (half the message and
+// more); glibc maps and unmaps one of 32 MiB or more each time, and where page
+// faults are slow (30 us each on the 2-vCPU VM) they take most of the time of
+// both columns. MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=68719476736 (passed
+// with mpirun -x) keeps them in the heap, for both sides alike.
 //
 // Then a data-parallel training step (issue 40 point 4: its overlap): an MLP
 // 784 -> 1024 -> 1024 -> 10 in f32, 128 rows per rank, SGD, compiled, each
@@ -25,8 +33,10 @@
 //            where the plan puts it, on the evaluating thread).
 // hidden = compute + comm - step (overlap on): the communication time the
 // overlap hid (negative: what it cost).
-// --only-step skips the sweep; --no-step skips the step.
+// --only-step skips the sweep; --no-step skips the step; --min-kib N and
+// --max-mib N bound the sweep (1 KiB .. 256 MiB).
 #include <mpi.h>
+#include <sys/mman.h>
 
 #include <arrayjit/arrayjit.hpp>
 #include <algorithm>
@@ -145,10 +155,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_distributed: this MPI has no MPI_THREAD_MULTIPLE\n");
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  std::int64_t max_mib = 256;
+  std::int64_t max_mib = 256, min_kib = 1;
   bool sweep = true, run_step = true;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--max-mib") == 0 && i + 1 < argc) max_mib = std::atoll(argv[i + 1]);
+    if (std::strcmp(argv[i], "--min-kib") == 0 && i + 1 < argc) min_kib = std::atoll(argv[i + 1]);
     if (std::strcmp(argv[i], "--only-step") == 0) sweep = false;
     if (std::strcmp(argv[i], "--no-step") == 0) run_step = false;
   }
@@ -160,12 +171,21 @@ int main(int argc, char** argv) {
     std::printf("%s; MPI: %s\n", aj::jit::host_info().c_str(), "Open MPI (mpirun --oversubscribe, shared memory)");
     std::printf("%10s %12s %12s %10s %10s %8s\n", "bytes", "raw us", "aj us", "raw GB/s", "aj GB/s", "aj/raw");
   }
-  for (std::int64_t bytes = 1024; sweep && bytes <= max_mib * (1 << 20); bytes *= 4) {
+  for (std::int64_t bytes = 1024 * min_kib; sweep && bytes <= max_mib * (1 << 20); bytes *= 4) {
     const std::int64_t n = bytes / 4;
-    std::vector<float> send(static_cast<std::size_t>(n)), recv(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) send[static_cast<std::size_t>(i)] = static_cast<float>((i + rank) % 7);
-    aj::Array x = aj::from_vector<float>(send, aj::Shape{n});
+    std::vector<float> values(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) values[static_cast<std::size_t>(i)] = static_cast<float>((i + rank) % 7);
+    aj::Array x = aj::from_vector<float>(values, aj::Shape{n});
     aj::eval({x});
+    // The same buffers: MPI reads x's own, and writes one mapped as the
+    // library's pool maps its large buffers (backends/cpu/host_memory.cpp).
+    const aj::ArrayData xd = x.data();
+    const float* send = static_cast<const float*>(xd.ptr);
+    const std::size_t recv_bytes = std::max<std::size_t>(static_cast<std::size_t>(bytes), 4096);
+    void* mapped = bytes >= (1 << 20) ? mmap(nullptr, recv_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                                      : std::aligned_alloc(64, recv_bytes);
+    float* recv = static_cast<float*>(mapped);
+    std::memset(recv, 0, static_cast<std::size_t>(bytes));
     const int calls = bytes <= (1 << 16) ? 200 : bytes <= (1 << 22) ? 20 : 3;
     const int batches = bytes <= (1 << 24) ? 9 : 5;
     std::vector<double> raw, ours;
@@ -173,7 +193,7 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       const double t0 = now_us();
       for (int c = 0; c < calls; ++c) {
-        MPI_Allreduce(send.data(), recv.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(send, recv, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       }
       return (now_us() - t0) / calls;
     };
@@ -202,6 +222,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_distributed: wrong sum at %lld\n", static_cast<long long>(i));
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
+    }
+    if (bytes >= (1 << 20)) {
+      munmap(mapped, recv_bytes);
+    } else {
+      std::free(mapped);
     }
     const double r = median(raw), a = median(ours);
     if (rank == 0) {

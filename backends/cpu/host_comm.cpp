@@ -106,11 +106,14 @@ void set_timeout(double seconds) {
 }
 
 double timeout() {
-  double t = g_timeout.load();
+  const double t = g_timeout.load();
   if (t > 0) return t;
-  const char* env = std::getenv("AJ_DISTRIBUTED_TIMEOUT");
-  t = env ? std::atof(env) : 0.0;
-  return t > 0 ? t : 300.0;
+  static const double from_env = [] {  // (read once: every step asks)
+    const char* env = std::getenv("AJ_DISTRIBUTED_TIMEOUT");
+    const double e = env ? std::atof(env) : 0.0;
+    return e > 0 ? e : 300.0;
+  }();
+  return from_env;
 }
 
 void set_overlap(int mode) {
@@ -121,8 +124,11 @@ void set_overlap(int mode) {
 bool overlap() {
   int mode = g_overlap.load();
   if (mode < 0) {
-    const char* env = std::getenv("AJ_DISTRIBUTED_OVERLAP");
-    if (env && (std::strcmp(env, "0") == 0 || std::strcmp(env, "1") == 0)) mode = env[0] - '0';
+    static const int from_env = [] {  // (read once: every step asks)
+      const char* env = std::getenv("AJ_DISTRIBUTED_OVERLAP");
+      return env && (std::strcmp(env, "0") == 0 || std::strcmp(env, "1") == 0) ? env[0] - '0' : -1;
+    }();
+    mode = from_env;
   }
   if (mode >= 0) return mode == 1;
   // Automatic: an exchange started early runs on the communication thread,
@@ -344,17 +350,19 @@ const GroupInfo& group_info(std::int64_t group, const char* what) {
 
 // Waits for requests, polling (MPI progresses inside the calls); throws when
 // the timeout passes, leaving MPI unusable (the requests stay posted).
-void wait_all(std::vector<MPI_Request>& reqs, const LibraryCall& c, const char* doing) {
+void wait_all(MPI_Request* reqs, int n, const LibraryCall& c, const char* doing) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const double limit = timeout();
   for (long spins = 0;; ++spins) {
     int flag = 0;
-    check(MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
+    check(MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
     if (flag) return;
-    // Yield while the others are likely close (a step of the same program),
-    // then sleep in growing steps: waiting ranks on a machine with fewer
-    // cores than processes must not take the cores the others need.
+    // Spin a little (the others are likely a few microseconds away: a step
+    // of the same program; a yield is a system call), then yield, then
+    // sleep in growing steps: waiting ranks on a machine with fewer cores
+    // than processes must not take the cores the others need.
+    if (spins < 256) continue;
     if (spins < 20000) {
       std::this_thread::yield();
       continue;
@@ -373,18 +381,32 @@ void wait_all(std::vector<MPI_Request>& reqs, const LibraryCall& c, const char* 
   }
 }
 
-// Every rank's signature; a located user error, the same on every rank,
-// when they differ.
+// FNV-1a of a signature's bytes (a Sig has no padding; what signature()
+// leaves unset is zero).
+std::uint64_t digest(const Sig& s) {
+  static_assert(sizeof(Sig) == 96, "Sig has no padding");
+  const auto* b = reinterpret_cast<const unsigned char*>(&s);
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < sizeof(Sig); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+// The ranks agree on the step, or each throws the same located user error.
+// One small all-reduce checks it (the max of each rank's digest and of its
+// complement: equal digests everywhere iff max == ~max(~digest)); only when
+// they differ do the ranks all-gather their signatures, for the message.
 void agree(const LibraryCall& c, const GroupInfo& g) {
   const Sig mine = signature(c);
+  const std::uint64_t h = digest(mine);
+  std::uint64_t sent[2] = {h, ~h}, got[2] = {0, 0};
+  MPI_Request req = MPI_REQUEST_NULL;
+  check(MPI_Iallreduce(sent, got, 2, MPI_UINT64_T, MPI_MAX, g.comm, &req), "MPI_Iallreduce");
+  wait_all(&req, 1, c, "for the other ranks to reach this collective");
+  if (got[0] == ~got[1]) return;
   std::vector<Sig> all(static_cast<std::size_t>(g.size));
-  std::vector<MPI_Request> req(1);
-  check(MPI_Iallgather(&mine, sizeof(Sig), MPI_BYTE, all.data(), sizeof(Sig), MPI_BYTE, g.comm, req.data()),
+  check(MPI_Iallgather(&mine, sizeof(Sig), MPI_BYTE, all.data(), sizeof(Sig), MPI_BYTE, g.comm, &req),
         "MPI_Iallgather");
-  wait_all(req, c, "for the other ranks to reach this collective");
-  bool ok = true;
-  for (const Sig& s : all) ok = ok && same(s, all[0], false);
-  if (ok) return;
+  wait_all(&req, 1, c, "for the other ranks to say what they run");
   std::string msg = "the ranks disagree:";
   for (std::size_t r = 0; r < all.size(); ++r) {
     if (all.size() > 8 && r > 0 && same(all[r], all[0], false)) continue;
@@ -445,7 +467,7 @@ void run_on_thread(const LibraryCall& c, const char* in, char* out) {
       // compare, so both fail alike; then the data.
       const bool sending = kind == CollectiveKind::send;
       Sig mine = signature(c), theirs;
-      std::vector<MPI_Request> r2(2);
+      MPI_Request r2[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
       if (sending) {
         check(MPI_Isend(&mine, sizeof(Sig), MPI_BYTE, peer, kTagHeader, g.comm, &r2[0]), "MPI_Isend");
         check(MPI_Irecv(&theirs, sizeof(Sig), MPI_BYTE, peer, kTagAck, g.comm, &r2[1]), "MPI_Irecv");
@@ -453,7 +475,7 @@ void run_on_thread(const LibraryCall& c, const char* in, char* out) {
         check(MPI_Irecv(&theirs, sizeof(Sig), MPI_BYTE, peer, kTagHeader, g.comm, &r2[0]), "MPI_Irecv");
         check(MPI_Isend(&mine, sizeof(Sig), MPI_BYTE, peer, kTagAck, g.comm, &r2[1]), "MPI_Isend");
       }
-      wait_all(r2, c, sending ? "for the receiving rank" : "for the sending rank");
+      wait_all(r2, 2, c, sending ? "for the receiving rank" : "for the sending rank");
       if (!same(mine, theirs, true)) {
         const Sig& sent = sending ? mine : theirs;
         const Sig& expected = sending ? theirs : mine;

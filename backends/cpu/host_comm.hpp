@@ -7,8 +7,9 @@
 // one step at a time; with less, it hands the step to the communication
 // thread and waits (FUNNELED is all the library needs).
 //
-// A step first has the ranks agree on what it is: they all-gather what each
-// was asked to do (kind, reduction, dtype, shape, root), non-blocking and
+// A step first has the ranks agree on what it is: they all-reduce a digest
+// of what each was asked to do (kind, reduction, dtype, shape, root; the
+// whole of it all-gathered only when they differ), non-blocking and
 // polled, so a rank that waits longer than the timeout throws an aj::Error
 // (a rank that exited, or that runs other collectives), and when they differ
 // every rank throws the same located error, listing each rank's view. Then

@@ -52,6 +52,12 @@ aj_status aj_distributed_split(int64_t group, int32_t color, int32_t key, int64_
 aj_status aj_distributed_set_timeout(double seconds) {
   return c_call("aj_distributed_set_timeout", [&] { dist::set_timeout(seconds); });
 }
+aj_status aj_distributed_set_overlap(int32_t mode) {
+  return c_call("aj_distributed_set_overlap", [&] {
+    if (mode < -1 || mode > 1) c_error("mode " + std::to_string(mode) + " is not -1 (automatic), 0 or 1");
+    dist::set_overlap(static_cast<dist::Overlap>(mode));
+  });
+}
 aj_status aj_distributed_all_reduce(aj_array x, aj_reduce_op op, int64_t group, aj_array* out) {
   return c_make("aj_distributed_all_reduce", out,
                 [&] { return dist::all_reduce(arg(x, "x"), reduce_arg(op), group_arg(group)); });

@@ -64,6 +64,13 @@ def set_timeout(seconds):
     check(lib.aj_distributed_set_timeout(float(seconds)))
 
 
+def set_overlap(mode):
+    """Do exchanges run while the steps that do not read them do? True,
+    False, or None (automatic: AJ_DISTRIBUTED_OVERLAP, else on with at least
+    two hardware threads per rank on the machine)."""
+    check(lib.aj_distributed_set_overlap(-1 if mode is None else int(bool(mode))))
+
+
 def _g(group):
     return (group or Group())._id
 

@@ -35,6 +35,8 @@ def test_a_group_of_one_returns_its_inputs(rng):
     assert set(got) == {"w", "b"}
     np.testing.assert_array_equal(got["b"].numpy(), np.arange(5.0))
     assert isinstance(dist.average_gradients(tuple(g)), tuple)
+    dist.set_overlap(True)
+    dist.set_overlap(None)
 
 
 def test_bad_arguments_are_errors_naming_the_op():

@@ -1105,6 +1105,10 @@ AJ_C_API aj_status aj_distributed_group_info(int64_t group, int32_t* rank, int32
 AJ_C_API aj_status aj_distributed_split(int64_t group, int32_t color, int32_t key, int64_t* out_group);
 /* Seconds a collective waits for the other ranks (default 300). */
 AJ_C_API aj_status aj_distributed_set_timeout(double seconds);
+/* Do exchanges run while the steps that do not read them do (since C API
+ * 1.9)? 1: yes, 0: no, -1: automatic (AJ_DISTRIBUTED_OVERLAP, else yes with
+ * at least two hardware threads per rank on the machine). */
+AJ_C_API aj_status aj_distributed_set_overlap(int32_t mode);
 /* The elementwise reduction over the ranks (x's shape). */
 AJ_C_API aj_status aj_distributed_all_reduce(aj_array x, aj_reduce_op op, int64_t group, aj_array* out);
 /* Every rank's x along axis 0, in rank order ([size * n, ...]; rank 0: [size]). */
