@@ -58,6 +58,12 @@ aj_status aj_distributed_set_overlap(int32_t mode) {
     dist::set_overlap(static_cast<dist::Overlap>(mode));
   });
 }
+aj_status aj_distributed_overlap(int32_t* on) {
+  return c_call("aj_distributed_overlap", [&] {
+    if (!on) c_error("null output pointer");
+    *on = dist::overlap() ? 1 : 0;
+  });
+}
 aj_status aj_distributed_all_reduce(aj_array x, aj_reduce_op op, int64_t group, aj_array* out) {
   return c_make("aj_distributed_all_reduce", out,
                 [&] { return dist::all_reduce(arg(x, "x"), reduce_arg(op), group_arg(group)); });

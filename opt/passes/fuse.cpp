@@ -658,11 +658,11 @@ namespace {
 // next collective first, then the steps it needs, then steps that read no
 // collective's result, then the rest; ties by the order fuse chose. The next
 // collective is the one that the fewest steps not yet placed stand before
-// (views not counted; ties: fuse's order), so that the gradients' exchanges of a backward pass
-// start in the order the gradients are made; in a plan with a send or recv,
-// whose pairing across ranks is the program's order, collectives keep fuse's
-// order. The same schedule on every rank gives the same order. Plans
-// without collectives are left as they are.
+// (views not counted; ties: fuse's order), so that the gradients' exchanges
+// of a backward pass start in the order the gradients are made; in a plan
+// with a send or recv, whose pairing across ranks is the program's order,
+// collectives keep fuse's order. The same schedule on every rank gives the
+// same order. Plans without collectives are left as they are.
 void start_collectives_early(Schedule& s) {
   const Graph& g = graph();
   const std::size_t n = s.steps.size();

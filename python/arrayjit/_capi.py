@@ -270,6 +270,7 @@ aj_distributed_group_info st i64 p p
 aj_distributed_split st i64 i32 i32 p
 aj_distributed_set_timeout st f64
 aj_distributed_set_overlap st i32
+aj_distributed_overlap st p
 aj_distributed_all_reduce st a i32 i64 ap
 aj_distributed_all_gather st a i64 ap
 aj_distributed_reduce_scatter st a i32 i64 ap

@@ -71,6 +71,14 @@ def set_overlap(mode):
     check(lib.aj_distributed_set_overlap(-1 if mode is None else int(bool(mode))))
 
 
+def overlap():
+    """Do exchanges overlap the steps after them now (set_overlap's setting,
+    or what automatic chose)?"""
+    on = C.c_int32(0)
+    check(lib.aj_distributed_overlap(C.byref(on)))
+    return bool(on.value)
+
+
 def _g(group):
     return (group or Group())._id
 

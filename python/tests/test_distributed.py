@@ -36,6 +36,9 @@ def test_a_group_of_one_returns_its_inputs(rng):
     np.testing.assert_array_equal(got["b"].numpy(), np.arange(5.0))
     assert isinstance(dist.average_gradients(tuple(g)), tuple)
     dist.set_overlap(True)
+    assert dist.overlap() is True
+    dist.set_overlap(False)
+    assert dist.overlap() is False
     dist.set_overlap(None)
 
 

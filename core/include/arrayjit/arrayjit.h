@@ -1109,6 +1109,8 @@ AJ_C_API aj_status aj_distributed_set_timeout(double seconds);
  * 1.9)? 1: yes, 0: no, -1: automatic (AJ_DISTRIBUTED_OVERLAP, else yes with
  * at least two hardware threads per rank on the machine). */
 AJ_C_API aj_status aj_distributed_set_overlap(int32_t mode);
+/* *on = 1 when exchanges overlap now (the setting, or what automatic chose), else 0. */
+AJ_C_API aj_status aj_distributed_overlap(int32_t* on);
 /* The elementwise reduction over the ranks (x's shape). */
 AJ_C_API aj_status aj_distributed_all_reduce(aj_array x, aj_reduce_op op, int64_t group, aj_array* out);
 /* Every rank's x along axis 0, in rank order ([size * n, ...]; rank 0: [size]). */
