@@ -173,6 +173,10 @@ std::function<void()> start(const LibraryCall& c, const void* input, void* out) 
 namespace {
 
 constexpr int kTagHeader = 7001, kTagAck = 7002, kTagData = 7003;
+// A rank whose program ends (its exit handler) tells every other rank, so
+// that one waiting for it in a collective fails at once instead of at the
+// timeout (on the library's world communicator; never received otherwise).
+constexpr int kTagBye = 7004;
 
 // The communication thread: runs jobs in the order they were handed over.
 struct CommThread {
@@ -257,6 +261,7 @@ struct State {
   std::mutex direct_m;    // (that one at a time)
   std::atomic<int> in_flight{0};  // exchanges started (start) and not done
   std::string broken;  // why an earlier step left MPI unusable ("": it did not)
+  std::vector<int> departed;  // world ranks whose program ended (their goodbyes received)
   std::vector<GroupInfo> groups;
   CommThread thread;
   // Reductions MPI has no operation for: f16/bf16 (any), and float max/min,
@@ -348,8 +353,48 @@ const GroupInfo& group_info(std::int64_t group, const char* what) {
   return s.groups[static_cast<std::size_t>(group)];
 }
 
+// Throws when a rank that step c waits for has ended its program (its
+// goodbye, sent at exit, received now or before), leaving MPI unusable.
+void check_departed(const LibraryCall& c, const char* doing) {
+  State& s = state();
+  MPI_Comm world = s.groups.at(0).comm;
+  for (;;) {
+    int flag = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kTagBye, world, &flag, &st) != MPI_SUCCESS || !flag) break;
+    int ignored = 0;
+    MPI_Recv(&ignored, 1, MPI_INT, st.MPI_SOURCE, kTagBye, world, MPI_STATUS_IGNORE);
+    s.departed.push_back(st.MPI_SOURCE);
+  }
+  if (s.departed.empty()) return;
+  const auto kind = static_cast<CollectiveKind>(c.axis);
+  const GroupInfo& g = group_info(c.ints.at(0), collective_name(kind));
+  MPI_Group world_group, group;
+  MPI_Comm_group(world, &world_group);
+  MPI_Comm_group(g.comm, &group);
+  for (int w : s.departed) {
+    int r = MPI_UNDEFINED;  // w's rank in the step's group
+    MPI_Group_translate_ranks(world_group, 1, &w, group, &r);
+    const bool waited_for = r != MPI_UNDEFINED && (kind == CollectiveKind::send || kind == CollectiveKind::recv
+                                                       ? r == static_cast<int>(c.ints.at(1))
+                                                       : r != g.rank);
+    if (!waited_for) continue;
+    MPI_Group_free(&world_group);
+    MPI_Group_free(&group);
+    std::string msg = std::string("aj::") + collective_name(kind) + ": rank " + std::to_string(r) +
+                      " ended its program while rank " + std::to_string(g.rank) + " waited " + doing +
+                      " (every rank must evaluate the same collectives: a value evaluated on some ranks only, "
+                      "such as one printed by rank 0, leaves the others waiting)" + where(c);
+    s.broken = msg;
+    runtime_error(msg);
+  }
+  MPI_Group_free(&world_group);
+  MPI_Group_free(&group);
+}
+
 // Waits for requests, polling (MPI progresses inside the calls); throws when
-// the timeout passes, leaving MPI unusable (the requests stay posted).
+// the timeout passes or a rank it waits for ended its program, leaving MPI
+// unusable (the requests stay posted).
 void wait_all(MPI_Request* reqs, int n, const LibraryCall& c, const char* doing) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
@@ -363,6 +408,7 @@ void wait_all(MPI_Request* reqs, int n, const LibraryCall& c, const char* doing)
     // sleep in growing steps: waiting ranks on a machine with fewer cores
     // than processes must not take the cores the others need.
     if (spins < 256) continue;
+    if ((spins & 15) == 0) check_departed(c, doing);
     if (spins < 20000) {
       std::this_thread::yield();
       continue;
@@ -518,6 +564,31 @@ void on_comm(const std::function<void()>& f) {
   });
 }
 
+// Tells every other rank that this one's program ended (kTagBye), giving
+// the small messages up to a second to leave.
+void say_goodbye(State& s) {
+  const GroupInfo& w = s.groups[0];
+  std::vector<MPI_Request> reqs;
+  static const int bye = 1;
+  for (int r = 0; r < w.size; ++r) {
+    if (r == w.rank) continue;
+    MPI_Request q = MPI_REQUEST_NULL;
+    if (MPI_Isend(&bye, 1, MPI_INT, r, kTagBye, w.comm, &q) == MPI_SUCCESS) reqs.push_back(q);
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    int done = 0;
+    if (MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS || done) break;
+    if (std::chrono::steady_clock::now() > until) {
+      for (MPI_Request& q : reqs) {
+        if (q != MPI_REQUEST_NULL) MPI_Request_free(&q);
+      }
+      break;
+    }
+    std::this_thread::yield();
+  }
+}
+
 void finalize_at_exit() {
   State& s = state();
   bool run = false;
@@ -533,6 +604,7 @@ void finalize_at_exit() {
     std::lock_guard<std::mutex> lock(s.direct_m);  // (no step of another thread in flight)
     int gone = 0;
     MPI_Finalized(&gone);  // the program that started MPI may have finalized it already
+    if (!gone && !s.groups.empty()) say_goodbye(s);
     if (s.broken.empty() && !gone) {
       for (GroupInfo& g : s.groups) {
         if (g.comm != MPI_COMM_NULL) MPI_Comm_free(&g.comm);

@@ -4,12 +4,15 @@
 // give the way one process would, and compares.
 //
 //   mpirun -np 4 --oversubscribe build/aj_distributed_tests [doctest options]
-//   mpirun -np 2 build/aj_distributed_tests --early-exit   (rank 1 leaves; rank 0
-//                                                             must get an aj::Error)
+//   mpirun -np 2 build/aj_distributed_tests --early-exit   (rank 1's program ends;
+//                                  rank 0 must get an aj::Error saying so, at once)
+//   mpirun -np 2 build/aj_distributed_tests --early-crash  (rank 1 dies without a
+//                                  word; rank 0 must get an aj::Error at its timeout)
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <arrayjit/arrayjit.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -652,27 +655,38 @@ TEST_CASE("average_gradients in a compiled training step: the whole batch's step
 }
 
 int main(int argc, char** argv) {
-  bool early_exit = false;
+  bool early_exit = false, early_crash = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--early-exit") == 0) early_exit = true;
+    else if (std::strcmp(argv[i], "--early-crash") == 0) early_crash = true;
     else args.push_back(argv[i]);
   }
   dist::init(/*strict=*/true);
   R = dist::rank();
   P = dist::size();
-  if (early_exit) {
-    // Rank 1 leaves without taking part; rank 0 must fail with an aj::Error
-    // within its timeout, never hang.
-    if (R != 0) return 0;
-    dist::set_timeout(3.0);
+  if (early_exit || early_crash) {
+    // Rank 1 leaves without taking part: its program ends (its exit handler
+    // says goodbye: rank 0 must fail at once, long before its 60 s timeout),
+    // or it dies without a word (_exit: rank 0 must fail at its 3 s timeout).
+    // Never a hang.
+    if (R != 0) {
+      if (early_crash) std::_Exit(0);
+      return 0;
+    }
+    dist::set_timeout(early_exit ? 60.0 : 3.0);
+    const auto t0 = std::chrono::steady_clock::now();
     try {
       aj::eval({dist::all_reduce(aj::ones(Shape{8}))});
       std::printf("early-exit: rank 0 got no error\n");
       return 1;
     } catch (const aj::Error& e) {
-      const bool said = std::string(e.what()).find("waited 3 s") != std::string::npos;
-      std::printf("early-exit: rank 0 got %s: %s\n", said ? "the error" : "another error", e.what());
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const bool said = early_exit ? std::string(e.what()).find("rank 1 ended its program") != std::string::npos &&
+                                         waited < 30
+                                   : std::string(e.what()).find("waited 3 s") != std::string::npos;
+      std::printf("early-exit: rank 0 got %s after %.1f s: %s\n", said ? "the error" : "another error", waited,
+                  e.what());
       std::fflush(stdout);
       return said ? 0 : 1;
     }

@@ -15,9 +15,10 @@
 //    program, as with MPI). Each step first checks that the ranks agree: when
 //    they do not, every rank throws the same aj::Error, naming the op, the
 //    line it was traced at and what each rank asked for.
-//  - A rank that waits longer than timeout() for the others (one exited, or
-//    runs other collectives) throws an aj::Error saying so; MPI cannot be used
-//    after that in the process.
+//  - A rank that waits for one whose program ended throws an aj::Error at
+//    once saying so; one that waits longer than timeout() for the others
+//    (one died, or runs other collectives) throws one at the timeout. MPI
+//    cannot be used after that in the process.
 //  - Results are computed on the host; arrays on a CUDA device are an error
 //    (NCCL is not wired yet).
 //  - In a group of one process (no launcher, or a split of one), every
