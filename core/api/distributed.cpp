@@ -209,7 +209,7 @@ std::vector<Array> average_gradients(const std::vector<Array>& grads, std::int64
     std::int64_t bytes = 0;
     std::vector<std::size_t> members;
   };
-  std::vector<Bucket> buckets;        // in the order they are closed (then the open ones, by creation)
+  std::vector<Bucket> buckets;  // in the order they are closed (then the open ones, by creation)
   std::vector<Bucket> open;
   for (std::size_t k = grads.size(); k-- > 0;) {
     const DType t = grads[k].dtype(loc);
@@ -220,7 +220,7 @@ std::vector<Array> average_gradients(const std::vector<Array>& grads, std::int64
       open.erase(it);
       it = open.end();
     }
-    if (it == open.end()) it = open.insert(open.end(), Bucket{t});
+    if (it == open.end()) it = open.insert(open.end(), Bucket{t, 0, {}});
     it->bytes += b;
     it->members.push_back(k);
   }
@@ -236,8 +236,9 @@ std::vector<Array> average_gradients(const std::vector<Array>& grads, std::int64
     for (std::size_t k : bucket.members) flat.push_back(reshape(grads[k], Shape{grads[k].size(loc)}, loc));
     const Array mean = all_reduce(concatenate(flat, 0, loc), ReduceOp::mean, group, loc);
     std::int64_t at = 0;
-    for (std::size_t k : bucket.members) {
-      const std::int64_t n = grads[k].size(loc);
+    for (std::size_t i = 0; i < flat.size(); ++i) {
+      const std::size_t k = bucket.members[i];
+      const std::int64_t n = flat[i].size(loc);
       out[k] = reshape(slice(mean, 0, at, at + n, 1, loc), grads[k].shape(loc), loc);
       at += n;
     }

@@ -31,10 +31,10 @@ thread_local const char* t_fallback = nullptr;
 std::string without_own_lines(const char* fn, std::string s) {
   const aj::Loc* caller = aj::detail::caller_loc_override();
   const std::string instead = caller ? " (at " + aj::loc_str(*caller) + ")" : "";
-  static constexpr const char* kOwn[] = {"api.cpp",       "conv.cpp",          "cuda_queries.cpp", "derivatives.cpp",
-                                         "distributed.cpp", "dlpack.cpp",    "function.cpp",      "handles.cpp",      "host_callback.cpp",
-                                         "io.cpp",        "linalg.cpp",        "ops.cpp",          "profile.cpp",
-                                         "shape_functions.cpp", "view.cpp"};
+  static constexpr const char* kOwn[] = {"api.cpp",          "conv.cpp",    "cuda_queries.cpp",    "derivatives.cpp",
+                                         "distributed.cpp",  "dlpack.cpp",  "function.cpp",        "handles.cpp",
+                                         "host_callback.cpp", "io.cpp",     "linalg.cpp",          "ops.cpp",
+                                         "profile.cpp",      "shape_functions.cpp", "view.cpp"};
   std::size_t from = 0;
   while ((from = s.find(" (at ", from)) != std::string::npos) {
     const std::size_t close = s.find(')', from);
@@ -50,7 +50,8 @@ std::string without_own_lines(const char* fn, std::string s) {
   // fn is the C name (aj_exp): the C++ op names itself aj::exp.
   const std::string name = std::string(fn).rfind("aj_", 0) == 0 ? std::string(fn).substr(3) : std::string(fn);
   // (aj_distributed_all_reduce is aj::distributed::all_reduce, which names itself aj::all_reduce.)
-  for (const std::string& own : {name, name.rfind("distributed_", 0) == 0 ? name.substr(12) : name}) {
+  const std::string ns = "distributed_";
+  for (const std::string& own : {name, name.rfind(ns, 0) == 0 ? name.substr(ns.size()) : name}) {
     const std::string again = "aj::" + own + ": ";
     if (s.rfind(again, 0) == 0) s.erase(0, again.size());
   }
