@@ -2,10 +2,10 @@
 //
 // The kernels' source (everything after the prelude is the same text NVRTC
 // compiles) is compiled by the host C++ compiler against a small shim: CUDA's
-// index variables become thread-locals, a block is `blockDim.x` std::threads
-// run together (so __syncthreads is a barrier and __shfl_down_sync a
-// per-warp exchange through memory), blocks run one after another on the
-// same threads (so __shared__ can be a static). What this checks: the generated index math,
+// index variables become globals, a block's `blockDim.x` threads are fibers
+// on one OS thread, each run until it reaches a barrier (so __syncthreads is
+// a barrier and __shfl_down_sync a per-warp exchange through memory without a
+// system call), blocks run one after another (so __shared__ can be a static). What this checks: the generated index math,
 // vector path, reductions (block, two-pass, serial), epilogues, parameter
 // packing and launch planning, computed with the host's libm. What it cannot:
 // CUDA's own math library, real memory ordering, the driver.
@@ -27,33 +27,65 @@
 namespace ajtest {
 
 inline constexpr const char* kCudaShim = R"SHIM(
-#include <barrier>
 #include <cmath>
 #include <cstring>
 #include <math.h>
-#include <memory>
-#include <thread>
+#include <setjmp.h>
+#include <stdexcept>
+#include <sys/mman.h>
+#include <ucontext.h>
 #include <vector>
 struct aj_dim3 { unsigned x = 0, y = 0, z = 0; };
-static thread_local aj_dim3 threadIdx, blockIdx;
-static aj_dim3 blockDim, gridDim;
-static std::barrier<>* aj_block_bar;
-static std::barrier<>** aj_warp_bar;
-static unsigned long long aj_shfl_slot[32][32];
+// One OS thread runs a block's threads as fibers (ucontext stacks, switched
+// by _setjmp/_longjmp: no system call per switch), one after another until
+// each reaches a barrier or returns; the scheduler sets the index variables
+// before it resumes a fiber.
+static aj_dim3 threadIdx, blockIdx, blockDim, gridDim;
+struct aj_fiber { jmp_buf ctx; ucontext_t start; char* stack; bool started, done; };
+struct aj_barrier { unsigned expected, count; unsigned long gen; };
+static std::vector<aj_fiber> aj_fibers;
+static unsigned aj_cur;
+static jmp_buf aj_sched;
+static void (*aj_entry)(const void*);
+static const void* aj_blob;
+static aj_barrier aj_block_bar, aj_warp_bar[32];
+static constexpr std::size_t aj_stack_bytes = 256 << 10;
+inline void aj_yield() {
+  if (!_setjmp(aj_fibers[aj_cur].ctx)) _longjmp(aj_sched, 1);
+}
+inline void aj_release(aj_barrier& b) { b.count = 0; ++b.gen; }
+// A barrier of the threads that have not returned (as bar.sync counts them).
+inline void aj_arrive_and_wait(aj_barrier& b) {
+  const unsigned long g = b.gen;
+  if (++b.count == b.expected) return aj_release(b);
+  while (b.gen == g) aj_yield();
+}
+inline void aj_leave(aj_barrier& b) {
+  --b.expected;
+  if (b.count != 0 && b.count == b.expected) aj_release(b);
+}
+static void aj_fiber_main() {
+  aj_entry(aj_blob);
+  aj_fibers[aj_cur].done = true;
+  aj_leave(aj_block_bar);
+  aj_leave(aj_warp_bar[threadIdx.x >> 5]);
+  _longjmp(aj_sched, 1);
+}
 #define __global__
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __shared__ static
 #define __constant__
-inline void __syncthreads() { aj_block_bar->arrive_and_wait(); }
+inline void __syncthreads() { aj_arrive_and_wait(aj_block_bar); }
+static unsigned long long aj_shfl_slot[32][32];
 template <class T> T __shfl_down_sync(unsigned, T v, int d) {
   const unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   std::memcpy(&aj_shfl_slot[w][lane], &v, sizeof v);
-  aj_warp_bar[w]->arrive_and_wait();
+  aj_arrive_and_wait(aj_warp_bar[w]);
   T r = v;
   if (lane + d < 32) std::memcpy(&r, &aj_shfl_slot[w][lane + d], sizeof r);
-  aj_warp_bar[w]->arrive_and_wait();
+  aj_arrive_and_wait(aj_warp_bar[w]);
   return r;
 }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
@@ -71,31 +103,48 @@ inline __half __ushort_as_half(unsigned short b) { return __half{b}; }
 inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.x; }
 inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short b) { return __nv_bfloat16{b}; }
 extern "C" void aj_emu_launch(void (*f)(const void*), const void* blob, unsigned grid, unsigned block) {
+  if (block == 0 || block > 1024 || block % 32 != 0) throw std::runtime_error("emulator: block size must be 32..1024, a multiple of 32");
   gridDim.x = grid;
   blockDim.x = block;
-  std::barrier<> bar(block);
-  std::vector<std::unique_ptr<std::barrier<>>> warps;
-  std::vector<std::barrier<>*> wp;
-  for (unsigned w = 0; w < block / 32; ++w) {
-    warps.push_back(std::make_unique<std::barrier<>>(32));
-    wp.push_back(warps.back().get());
+  aj_entry = f;
+  aj_blob = blob;
+  while (aj_fibers.size() < block) {  // stacks kept for the next launch
+    void* s = mmap(nullptr, aj_stack_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (s == MAP_FAILED) throw std::runtime_error("emulator: cannot map a fiber stack");
+    aj_fibers.push_back(aj_fiber{});
+    aj_fibers.back().stack = static_cast<char*>(s);
   }
-  aj_block_bar = &bar;
-  aj_warp_bar = wp.data();
-  // One thread per block thread, reused for every block (creating threads
-  // dominates otherwise); the barrier after each block keeps the blocks apart.
-  std::vector<std::thread> ts;
-  for (unsigned t = 0; t < block; ++t) {
-    ts.emplace_back([=, &bar] {
-      threadIdx.x = t;
-      for (unsigned b = 0; b < grid; ++b) {
-        blockIdx.x = b;
-        f(blob);
-        bar.arrive_and_wait();
+  for (unsigned b = 0; b < grid; ++b) {
+    blockIdx.x = b;
+    aj_block_bar = aj_barrier{block, 0, 0};
+    for (unsigned w = 0; w < block / 32; ++w) aj_warp_bar[w] = aj_barrier{32, 0, 0};
+    for (unsigned t = 0; t < block; ++t) {
+      aj_fiber& fb = aj_fibers[t];
+      fb.started = fb.done = false;
+      getcontext(&fb.start);
+      fb.start.uc_stack.ss_sp = fb.stack;
+      fb.start.uc_stack.ss_size = aj_stack_bytes;
+      fb.start.uc_link = nullptr;
+      makecontext(&fb.start, aj_fiber_main, 0);
+    }
+    // Rounds: every live fiber runs to its next barrier (or its end).
+    for (unsigned live = block; live != 0;) {
+      live = 0;
+      for (unsigned t = 0; t < block; ++t) {
+        if (aj_fibers[t].done) continue;
+        aj_cur = t;
+        threadIdx.x = t;
+        if (!_setjmp(aj_sched)) {
+          if (!aj_fibers[t].started) {
+            aj_fibers[t].started = true;
+            setcontext(&aj_fibers[t].start);
+          }
+          _longjmp(aj_fibers[t].ctx, 1);
+        }
+        if (!aj_fibers[aj_cur].done) ++live;
       }
-    });
+    }
   }
-  for (auto& t : ts) t.join();
 }
 )SHIM";
 
@@ -127,7 +176,7 @@ class HostCudaLibrary {
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("cannot make " + dir_);
     std::ofstream(dir_ + "/k.cpp") << unit;
     const char* cxx = std::getenv("CXX");
-    cmd = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++20 -O0 -w -shared -fPIC -pthread -o " + dir_ +
+    cmd = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++20 -O0 -w -shared -fPIC -o " + dir_ +
           "/k.so " + dir_ + "/k.cpp > " + dir_ + "/log.txt 2>&1";
     if (const int status = std::system(cmd.c_str()); status != 0) {
       std::ifstream log(dir_ + "/log.txt");

@@ -2,7 +2,8 @@
 // kernel the optimizer makes for the random-graph suite, for a table of
 // every op x dtype x layout (indexing ops included), and every library kernel
 // (matmul, copy, sort, scatter) x dtype x rank, is rendered to CUDA C and compiled by NVRTC for
-// sm_90: to PTX by default (NVRTC's front end and NVVM; seconds), through
+// sm_90: to PTX by default (NVRTC's front end and NVVM with --Ofast-compile=max
+// where NVRTC has it; seconds), through
 // ptxas to a cubin with AJ_TEST_LONG=1 (tests/test_cuda_codegen.cpp compiles
 // one cubin always). Skips with "NVRTC not found: ... skipped" without NVRTC.
 #include <doctest/doctest.h>
@@ -78,6 +79,7 @@ void compile_all(const Sources& s, std::size_t batch, bool cubin) {
     opt.memory_cache = false;
     opt.disk_cache = false;
     opt.ptx_only = !cubin;
+    opt.fast_compile = !cubin;  // the long tier compiles as the runtime does
     try {
       auto img = aj::cuda::compile(unit, 90, opt);
       CHECK(img->cubin == cubin);

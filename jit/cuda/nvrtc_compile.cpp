@@ -138,7 +138,7 @@ const std::string& extra_flags_text() {
   return t;
 }
 
-Image run_nvrtc(const KernelSource& src, int arch, bool ptx_only) {
+Image run_nvrtc(const KernelSource& src, int arch, bool ptx_only, bool fast_compile) {
   const NvrtcApi& nv = require_nvrtc();
   auto [target, cubin] = pick_arch(nv, arch);
   if (ptx_only) cubin = false;
@@ -154,6 +154,7 @@ Image run_nvrtc(const KernelSource& src, int arch, bool ptx_only) {
   std::vector<const char*> opts = {"-std=c++17", "--fmad=false", arch_opt.c_str()};
   if (!half_include_dir(nv).empty()) opts.push_back(include.c_str());
   for (const auto& f : extra_flags()) opts.push_back(f.c_str());
+  if (fast_compile && nv.major >= 13) opts.push_back("--Ofast-compile=max");
   const nvrtcResult r = nv.nvrtcCompileProgram(prog.p, static_cast<int>(opts.size()), opts.data());
   std::size_t log_size = 0;
   nv.nvrtcGetProgramLogSize(prog.p, &log_size);
@@ -198,6 +199,7 @@ std::shared_ptr<const Image> compile(const KernelSource& src, int arch, const Co
   key = mix(key, static_cast<std::uint64_t>(nv.major * 1000 + nv.minor));
   key = mix(key, static_cast<std::uint64_t>(opt.driver_version));
   key = mix(key, opt.ptx_only);
+  key = mix(key, opt.fast_compile);
   key = mix(key, std::hash<std::string>()(extra_flags_text()));
   Cache& c = cache();
   if (opt.memory_cache) {
@@ -217,7 +219,7 @@ std::shared_ptr<const Image> compile(const KernelSource& src, int arch, const Co
   if (disk.enabled()) {
     disk_key = "cuda sm_" + std::to_string(arch) + " nvrtc " + std::to_string(nv.major) + "." +
                std::to_string(nv.minor) + " driver " + std::to_string(opt.driver_version) +
-               (opt.ptx_only ? " ptx" : " any") + extra_flags_text() + "\n" + src.source;
+               (opt.ptx_only ? " ptx" : " any") + (opt.fast_compile ? " fast" : "") + extra_flags_text() + "\n" + src.source;
   }
   bool from_disk = false;
   std::string payload;  // the kind ('c' cubin, 'p' PTX), then the image
@@ -230,7 +232,7 @@ std::shared_ptr<const Image> compile(const KernelSource& src, int arch, const Co
   }
   if (!from_disk) {
     const std::int64_t t0 = detail::prof::on() ? detail::prof::now_ns() : 0;
-    *img = run_nvrtc(src, arch, opt.ptx_only);
+    *img = run_nvrtc(src, arch, opt.ptx_only, opt.fast_compile);
     if (t0) {
       detail::prof::Event e;
       e.kind = detail::prof::Kind::compile;

@@ -33,6 +33,9 @@ struct CompileOptions {
   bool disk_cache = true;   // also subject to AJ_CUDA_DISK_CACHE
   int driver_version = 0;   // part of the disk key (0 when compiling without a driver)
   bool ptx_only = false;    // stop at PTX (skips ptxas; for quick compile-only checks)
+  // --Ofast-compile=max where NVRTC has it (seen in 13.0): the front end and
+  // code generation in full, few optimizations, 6x quicker (compile-only checks).
+  bool fast_compile = false;
 };
 
 // Throws aj::Error (runtime) when NVRTC is missing, or on a compile failure
