@@ -150,13 +150,13 @@ struct ProfilePlan {
 
 }  // namespace
 
-void plan_into(const std::vector<NodeId>& roots, Plan* into, bool use_cache, bool whole) {
+void plan_into(const std::vector<NodeId>& roots, Plan* into, bool use_cache, bool whole, bool for_compile) {
   ProfilePlan profiled;
   g_logging = detail::log_any();
   Plan& p = *into;
   std::vector<NodeId> order;  // simplify's walk, for the key when it changed nothing
   run_pass("simplify", roots, [&](bool on) {
-    if (on) simplify(roots, &order);
+    if (on) simplify(roots, &order, /*merge_concat_pieces=*/!for_compile);
     return std::string();
   });
   const plan_cache::Key* key = nullptr;

@@ -34,11 +34,14 @@ struct Plan {
 // `whole`: a plan-cache hit is translated whole (every field explain, the DOT
 // dump and aj::compile's programs read), as it is anyway when a log channel or
 // verification is on; otherwise a hit fills only the schedule's roots, order
-// and materializations besides the program.
+// and materializations besides the program. `for_compile`: the plan is for
+// aj::compile's program, run again at other extents, so simplify keeps what
+// holds at these extents only (concatenates of slices that continue each other).
 Plan plan(const std::vector<NodeId>& roots, bool use_cache = true, bool whole = false);
 // The same into `*p`, whose memory a plan-cache hit reuses (the evaluation of
 // a traced call allocates nothing for its plan once it has had one).
-void plan_into(const std::vector<NodeId>& roots, Plan* p, bool use_cache = true, bool whole = false);
+void plan_into(const std::vector<NodeId>& roots, Plan* p, bool use_cache = true, bool whole = false,
+               bool for_compile = false);
 
 // That plan as text (kernels, fused ops, buffer slots, in-place reuse),
 // planned from scratch; computes nothing.

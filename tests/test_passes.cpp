@@ -433,3 +433,97 @@ TEST_CASE("no buffer is donated while a view of it survives the evaluation") {
 }
 
 }  // TEST_SUITE
+
+// simplify's concatenate rule: pieces that are one elementwise expression over
+// slices continuing each other along the axis become that expression over
+// the slice they make together (the values checked against host loops).
+TEST_CASE("simplify: a concatenate of one expression over continuing slices is the expression over the whole slice") {
+  const std::vector<double> xv = random_doubles(400 * 16, 41);
+  Array x = aj::from_vector(xv);
+  auto f = [](const Array& s) { return s * 2.0 + 1.0; };
+  auto expect = [&](std::int64_t start, std::int64_t len, std::int64_t step) {
+    std::vector<double> e;
+    for (std::int64_t i = 0; i < len; ++i) e.push_back(xv[static_cast<std::size_t>(start + i * step)] * 2.0 + 1.0);
+    return e;
+  };
+
+  SUBCASE("400 pieces of 16: one kernel, no concatenate") {
+    std::vector<Array> parts;
+    for (std::int64_t i = 0; i < 400; ++i) parts.push_back(f(aj::slice(x, 0, 16 * i, 16 * (i + 1))));
+    Array y = aj::concatenate(parts);
+    aj::simplify({y.node_id()});
+    CHECK(aj::dump({y}).find("concat") == std::string::npos);
+    aj::reset_stats();
+    CHECK(y.to_vector<double>() == expect(0, 6400, 1));
+    CHECK(aj::stats().kernels_launched == 1);
+  }
+  SUBCASE("a run among other pieces becomes one piece; reversed slices continue backwards") {
+    Array a = aj::from_vector(random_doubles(3, 42));
+    Array y = aj::concatenate({a, f(aj::slice(x, 0, 40, 44)), f(aj::slice(x, 0, 44, 50)), f(aj::slice(x, 0, 50, 51)), a});
+    aj::simplify({y.node_id()});
+    CHECK(aj::dump({y}).find("concat") != std::string::npos);
+    CHECK(aj::graph()[y.node_id()].inputs.size() == 3);
+    std::vector<double> e = a.to_vector<double>();
+    for (double v : expect(40, 11, 1)) e.push_back(v);
+    for (double v : a.to_vector<double>()) e.push_back(v);
+    CHECK(y.to_vector<double>() == e);
+
+    Array r = aj::concatenate({f(aj::slice(x, 0, 20, 15, -1)), f(aj::slice(x, 0, 15, 9, -1))});
+    aj::simplify({r.node_id()});
+    CHECK(aj::dump({r}).find("concat") == std::string::npos);
+    CHECK(r.to_vector<double>() == expect(20, 11, -1));
+  }
+  SUBCASE("pieces that do not continue each other, or differ, stay a concatenate") {
+    std::vector<Array> cases = {
+        aj::concatenate({f(aj::slice(x, 0, 0, 4)), f(aj::slice(x, 0, 5, 9))}),     // a gap
+        aj::concatenate({f(aj::slice(x, 0, 4, 8)), f(aj::slice(x, 0, 0, 4))}),     // out of order
+        aj::concatenate({f(aj::slice(x, 0, 0, 4)), aj::slice(x, 0, 4, 8) * 3.0 + 1.0}),  // another constant
+        aj::concatenate({f(aj::slice(x, 0, 0, 4)), aj::slice(x, 0, 4, 8) * 2.0 - 1.0}),  // another op
+        aj::concatenate({f(aj::slice(x, 0, 0, 4)), f(aj::slice(x, 0, 4, 12, 2))}),  // another step
+    };
+    const std::vector<std::vector<double>> want = {
+        [&] { auto e = expect(0, 4, 1); for (double v : expect(5, 4, 1)) e.push_back(v); return e; }(),
+        [&] { auto e = expect(4, 4, 1); for (double v : expect(0, 4, 1)) e.push_back(v); return e; }(),
+        [&] { auto e = expect(0, 4, 1); for (int i = 4; i < 8; ++i) e.push_back(xv[static_cast<std::size_t>(i)] * 3.0 + 1.0); return e; }(),
+        [&] { auto e = expect(0, 4, 1); for (int i = 4; i < 8; ++i) e.push_back(xv[static_cast<std::size_t>(i)] * 2.0 - 1.0); return e; }(),
+        [&] { auto e = expect(0, 4, 1); for (double v : expect(4, 4, 2)) e.push_back(v); return e; }(),
+    };
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      CAPTURE(i);
+      aj::simplify({cases[i].node_id()});
+      CHECK(aj::graph()[cases[i].node_id()].op == aj::Op::Concat);
+      CHECK(cases[i].to_vector<double>() == want[i]);
+    }
+  }
+  SUBCASE("2-D along axis 1: a column broadcast merges, a row broadcast (different in each piece) does not") {
+    const std::vector<double> mv = random_doubles(3 * 12, 43), cv = random_doubles(3, 44), rv = random_doubles(4, 45);
+    Array m = aj::from_vector(mv, {3, 12});
+    Array col = aj::from_vector(cv, {3, 1});
+    Array row = aj::from_vector(rv, {1, 4});
+    Array y = aj::concatenate({aj::slice(m, 1, 0, 4) * col, aj::slice(m, 1, 4, 8) * col, aj::slice(m, 1, 8, 12) * col}, 1);
+    Array z = aj::concatenate({aj::slice(m, 1, 0, 4) * row, aj::slice(m, 1, 4, 8) * row}, 1);
+    aj::simplify({y.node_id(), z.node_id()});
+    CHECK(aj::graph()[y.node_id()].op == aj::Op::Mul);
+    CHECK(aj::graph()[z.node_id()].op == aj::Op::Concat);
+    std::vector<double> ey, ez;
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 12; ++j) ey.push_back(mv[static_cast<std::size_t>(i * 12 + j)] * cv[static_cast<std::size_t>(i)]);
+      for (int j = 0; j < 8; ++j) ez.push_back(mv[static_cast<std::size_t>(i * 12 + j)] * rv[static_cast<std::size_t>(j % 4)]);
+    }
+    CHECK(y.to_vector<double>() == ey);
+    CHECK(z.to_vector<double>() == ez);
+  }
+  SUBCASE("aj::compile keeps the concatenate: pieces that continue at one extent need not at another") {
+    auto g = aj::compile([](const Array& v) {
+      return aj::concatenate({aj::slice(v, 0, 0, 4) * 2.0, aj::slice(v, 0, -4, std::nullopt) * 2.0});
+    });
+    for (std::int64_t n : {8, 10, 8, 13}) {
+      CAPTURE(n);
+      const std::vector<double> vv = random_doubles(static_cast<std::size_t>(n), static_cast<unsigned>(50 + n));
+      std::vector<double> e;
+      for (std::int64_t i = 0; i < 4; ++i) e.push_back(vv[static_cast<std::size_t>(i)] * 2.0);
+      for (std::int64_t i = n - 4; i < n; ++i) e.push_back(vv[static_cast<std::size_t>(i)] * 2.0);
+      CHECK(g(aj::from_vector(vv)).to_vector<double>() == e);
+    }
+  }
+}

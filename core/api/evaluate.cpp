@@ -151,7 +151,8 @@ void evaluate(const std::vector<NodeId>& roots_in) {
   const bool dump_dot = dot_dir && *dot_dir;
   PlanSlot slot;
   // The DOT file draws every field; aj::compile makes a program of its own.
-  opt::plan_into(roots, &slot.plan(), true, /*whole=*/dump_dot || t_observer != nullptr);
+  opt::plan_into(roots, &slot.plan(), true, /*whole=*/dump_dot || t_observer != nullptr,
+                 /*for_compile=*/t_observer != nullptr);
   const opt::Plan& p = slot.plan();
   const Claim claim(g, p.schedule.order);
   // The nodes no step writes (computed inside kernels) go as soon as their

@@ -1,7 +1,9 @@
 #include "opt/passes/simplify.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <optional>
+#include <unordered_map>
 
 #include "base/semantics.hpp"
 
@@ -251,9 +253,163 @@ void fold_reduction(NodeId id) {
   if (r) make_fill(id, *r);
 }
 
+// ---- a concatenate of one elementwise expression over adjacent slices ----
+//
+// concatenate([f(x[0:16]), f(x[16:32]), ...]) is f(x[0:16k]) when every piece
+// is the same elementwise expression whose position-dependent leaves are
+// slices, along the concatenate's axis, that continue each other (the issue
+// 33 case: 4,000 pieces of 16 elements plan as 250 kernels, the whole-array
+// expression as one). Leaves that do not depend on the position are equal
+// constants (a scalar operand) and broadcasts of one value that is 1 long on
+// that axis.
+
+// Larger pieces are left as they are (the match recurses through them).
+constexpr std::size_t kMaxPieceNodes = 4096;
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+bool same_payload(const Node& a, const Node& b) {
+  return a.op == b.op && a.dtype == b.dtype && a.i0 == b.i0 && a.i1 == b.i1 && same_bits(a.f0, b.f0) &&
+         same_bits(a.f1, b.f1) && a.ints == b.ints && a.inputs.size() == b.inputs.size() && a.after == kNoNode &&
+         b.after == kNoNode;
+}
+
+// same_payload but the slice start along `axis`, which must be delta steps on.
+bool slice_continues(const Node& a, const Node& b, int axis, std::int64_t delta) {
+  if (a.op != Op::Slice || b.op != Op::Slice || a.dtype != b.dtype || a.inputs != b.inputs || a.after != kNoNode ||
+      b.after != kNoNode || a.ints.size() != b.ints.size()) {
+    return false;
+  }
+  const std::size_t at = 2 * static_cast<std::size_t>(axis);
+  for (std::size_t k = 0; k < a.ints.size(); ++k) {
+    if (k != at && a.ints[k] != b.ints[k]) return false;
+  }
+  std::int64_t want = 0;
+  return !__builtin_mul_overflow(delta, a.ints[at + 1], &want) && !__builtin_add_overflow(want, a.ints[at], &want) &&
+         b.ints[at] == want;
+}
+
+// Whether a piece is the template piece's expression `delta` positions on:
+// node for node the same ops and payloads, slices that continue the
+// template's, broadcasts of the same value (or of equal constants).
+struct PieceMatch {
+  int axis;
+  std::int64_t delta;
+  const Shape& template_shape;
+  const Shape& piece_shape;
+  std::unordered_map<NodeId, NodeId> seen;  // template node -> piece node
+
+  bool operator()(NodeId u, NodeId v) {
+    if (auto it = seen.find(u); it != seen.end()) return it->second == v;
+    if (seen.size() >= kMaxPieceNodes) return false;
+    const Graph& g = graph();
+    const Node& a = g[u];
+    const Node& b = g[v];
+    if (u == v) {  // one broadcast in both pieces (CSE): of a value 1 long on the axis
+      return a.op == Op::Broadcast && !a.evaluated() && a.shape == template_shape && b.shape == piece_shape &&
+             broadcast_input(a.inputs[0], a.inputs[0], a.shape) && seen.emplace(u, v).second;
+    }
+    if (a.evaluated() || b.evaluated() || a.shape != template_shape || b.shape != piece_shape) return false;
+    if (a.op == Op::Slice) {
+      if (!slice_continues(a, b, axis, delta)) return false;
+      seen.emplace(u, v);
+      return true;
+    }
+    if (!same_payload(a, b)) return false;
+    seen.emplace(u, v);
+    if (a.op == Op::Constant) return true;  // a scalar operand: equal values (constants are not CSE'd)
+    if (a.op == Op::Broadcast) return broadcast_input(a.inputs[0], b.inputs[0], a.shape);
+    if (!is_elementwise(a.op)) return false;
+    for (std::size_t k = 0; k < a.inputs.size(); ++k) {
+      if (!(*this)(a.inputs[k], b.inputs[k])) return false;
+    }
+    return true;
+  }
+
+  // The same value, 1 long on the axis (or below it), broadcast.
+  bool broadcast_input(NodeId u, NodeId v, const Shape& out) const {
+    const Graph& g = graph();
+    const Node& a = g[u];
+    if (u != v) {  // separately traced equal constants (constants are not CSE'd)
+      const Node& b = g[v];
+      if (a.op != Op::Constant || a.evaluated() || b.evaluated() || !same_payload(a, b) || a.shape != b.shape) return false;
+    }
+    const int d = out.ndim() - a.shape.ndim();
+    return axis < d || a.shape[axis - d] == 1;
+  }
+};
+
+bool continues(NodeId u, NodeId v, int axis, std::int64_t delta) {
+  return PieceMatch{axis, delta, graph()[u].shape, graph()[v].shape, {}}(u, v);
+}
+
+// The template piece's node `u` at `shape` (its extent along the axis the
+// run's), its inputs widened too: its slices start where the template's do.
+NodeId widen(NodeId u, const Shape& shape, std::unordered_map<NodeId, NodeId>& made);
+
+Node widened(NodeId u, const Shape& shape, std::unordered_map<NodeId, NodeId>& made) {
+  Node n;
+  {
+    const Node& a = graph()[u];
+    n.op = a.op;
+    n.dtype = a.dtype;
+    n.i0 = a.i0;
+    n.i1 = a.i1;
+    n.f0 = a.f0;
+    n.f1 = a.f1;
+    n.ints = a.ints;
+    n.loc = a.loc;
+    n.inputs = a.inputs;
+  }
+  n.shape = shape;
+  if (is_elementwise(n.op)) {
+    for (NodeId& in : n.inputs) in = widen(in, shape, made);
+  }
+  return n;
+}
+
+NodeId widen(NodeId u, const Shape& shape, std::unordered_map<NodeId, NodeId>& made) {
+  if (auto it = made.find(u); it != made.end()) return it->second;
+  const NodeId w = graph().add(widened(u, shape, made));
+  made.emplace(u, w);
+  return w;
+}
+
+void fold_concat(NodeId id) {
+  Graph& g = graph();
+  const Node c = g[id];  // a copy: add() below may move the node table
+  const int axis = static_cast<int>(c.i0);
+  const std::size_t k = c.inputs.size();
+  std::vector<NodeId> inputs;
+  bool merged = false;
+  for (std::size_t i = 0; i < k;) {
+    std::int64_t len = g[c.inputs[i]].shape[axis];
+    std::size_t j = i + 1;
+    while (len > 0 && j < k && g[c.inputs[j]].shape[axis] > 0 && continues(c.inputs[i], c.inputs[j], axis, len)) {
+      len += g[c.inputs[j]].shape[axis];
+      ++j;
+    }
+    if (j - i == 1) {
+      inputs.push_back(c.inputs[i]);
+    } else {
+      std::vector<std::int64_t> dims = g[c.inputs[i]].shape.dims();
+      dims[static_cast<std::size_t>(axis)] = len;
+      std::unordered_map<NodeId, NodeId> made;
+      if (i == 0 && j == k) return g.rewrite(id, widened(c.inputs[0], c.shape, made));  // the whole of it
+      inputs.push_back(widen(c.inputs[i], Shape(dims), made));
+      merged = true;
+    }
+    i = j;
+  }
+  if (!merged) return;
+  Node like = c;
+  like.inputs = std::move(inputs);
+  g.rewrite(id, like);
+}
+
 }  // namespace
 
-void simplify(const std::vector<NodeId>& roots, std::vector<NodeId>* walked) {
+void simplify(const std::vector<NodeId>& roots, std::vector<NodeId>* walked, bool merge_concat_pieces) {
   Graph& g = graph();
   const std::uint64_t rewrites = g.rewrites();
   // Inputs first: a rewrite only frees nodes before the current one, and
@@ -265,6 +421,7 @@ void simplify(const std::vector<NodeId>& roots, std::vector<NodeId>* walked) {
     if (is_elementwise(n.op)) fold_elementwise(id);
     else if (is_view(n.op)) fold_view(id);
     else if (is_reduction(n.op)) fold_reduction(id);
+    else if (n.op == Op::Concat && merge_concat_pieces) fold_concat(id);
   }
   if (walked) {
     walked->clear();

@@ -18,6 +18,15 @@
 //  - Node identity is kept: a rewritten node changes in place into an
 //    equivalent one (a Broadcast of a new Constant, or an identity Reshape
 //    "alias" of the simpler node), so user handles stay valid.
+//  - A concatenate of one elementwise expression over slices that continue
+//    each other along its axis is that expression over the slice they make
+//    together (concatenate([f(x[0:16]), f(x[16:32])]) is f(x[0:32])); a run of
+//    such pieces among others becomes one piece. The pieces' other leaves
+//    must be equal constants or broadcasts of one value 1 long on the axis
+//    (the one rule that looks at constants' values: pieces with different
+//    scalars stay a concatenate). Pieces of more than 4,096 nodes are left alone. Not for
+//    aj::compile's programs (`merge_concat_pieces` false): whether slices
+//    continue each other can hold at one call's extents and not at another's.
 //  - CSE: trace-time structural hashing already merges equal nodes; rewritten
 //    nodes re-enter the CSE table. DCE: reference counts free every node that
 //    a rewrite left unreachable, at once.
@@ -32,6 +41,7 @@ namespace aj {
 // `walked`, when given: the topological order of the unevaluated nodes the
 // roots need (unevaluated_order) when simplify rewrote nothing, else empty
 // (the plan cache's key walks it instead of walking again).
-void simplify(const std::vector<NodeId>& roots, std::vector<NodeId>* walked = nullptr);
+void simplify(const std::vector<NodeId>& roots, std::vector<NodeId>* walked = nullptr,
+              bool merge_concat_pieces = true);
 
 }  // namespace aj
