@@ -361,6 +361,7 @@ inline void RandomGraph::step_matmul() {
 }
 
 inline void RandomGraph::step_concat() {
+  if (coin(0.3)) return step_concat_pieces();
   int k = pick([](const Val& v) { return v.a.ndim() >= 1; });
   if (k < 0) return;
   const Val a = pool_[static_cast<std::size_t>(k)];
@@ -414,6 +415,61 @@ inline void RandomGraph::step_concat() {
   if (compiling() && std::any_of(parts.begin(), parts.end(), [](const Val& p) { return !p.input; }))
     ++used_[op + " of computed pieces"];
   place(out, b, op + "({" + names + "}, " + std::to_string(axis) + ")", op, -1);
+}
+
+// A concatenate of one expression (a negation) over slices of one value
+// that continue each other along the axis, forwards or backwards: simplify
+// makes it the expression over the whole slice. One time in three a piece
+// breaks the run (abs instead, or a slice one shorter: a gap), and it stays
+// a concatenate. Negation and abs are exact, so the bound is the value's.
+inline void RandomGraph::step_concat_pieces() {
+  const int k = pick([](const Val& v) {
+    if (v.a.ndim() == 0 || v.dtype() == DType::bool_) return false;
+    const Dims e = v.dims();
+    return std::any_of(e.begin(), e.end(), [](std::int64_t x) { return x >= 2; });
+  });
+  if (k < 0) return;
+  const Val a = pool_[static_cast<std::size_t>(k)];
+  const Dims d = a.dims();
+  std::vector<int> axes;
+  for (int q = 0; q < static_cast<int>(d.size()); ++q) {
+    if (d[static_cast<std::size_t>(q)] >= 2) axes.push_back(q);
+  }
+  const int ax = axes[static_cast<std::size_t>(uni(0, static_cast<int>(axes.size()) - 1))];
+  const int n = static_cast<int>(d[static_cast<std::size_t>(ax)]);
+  const int pieces = uni(2, std::min(4, n));
+  std::vector<int> cuts{0, n};
+  while (static_cast<int>(cuts.size()) < pieces + 1) {
+    const int c = uni(1, n - 1);
+    if (std::find(cuts.begin(), cuts.end(), c) == cuts.end()) cuts.push_back(c);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  const bool reversed = coin(0.3);
+  const int broken = coin(0.33) ? uni(0, pieces - 1) : -1;
+  std::vector<Array> arrays;
+  std::string names;
+  for (int i = 0; i < pieces; ++i) {
+    int s = cuts[static_cast<std::size_t>(i)];
+    const int e = cuts[static_cast<std::size_t>(i) + 1];
+    const bool gap = i == broken && e - s >= 2 && coin(0.5);
+    if (gap) ++s;
+    Array sl;
+    std::string sn;
+    if (reversed) {  // positions n-1-s down to n-e
+      const std::optional<std::int64_t> stop = e == n ? std::nullopt : std::optional<std::int64_t>(n - 1 - e);
+      sl = aj::slice(a.a, ax, n - 1 - s, stop, -1);
+      sn = "slice(" + a.name + ", " + std::to_string(ax) + ", " + std::to_string(n - 1 - s) + ", " +
+           (stop ? std::to_string(*stop) : std::string("end")) + ", -1)";
+    } else {
+      sl = aj::slice(a.a, ax, s, e);
+      sn = "slice(" + a.name + ", " + std::to_string(ax) + ", " + std::to_string(s) + ", " + std::to_string(e) + ")";
+    }
+    const bool other_op = i == broken && !gap;
+    arrays.push_back(other_op ? aj::abs(sl) : -sl);
+    names += (names.empty() ? "" : ", ") + std::string(other_op ? "abs(" : "-(") + sn + ")";
+  }
+  Array out = aj::concatenate(arrays, ax);
+  place(out, a.b, "concatenate({" + names + "}, " + std::to_string(ax) + ")", "concatenate of continuing slices", -1);
 }
 
 // Indices of shape `dims`: small integers around the axis extents the

@@ -264,6 +264,7 @@ class RandomGraph {
   void step_view();
   void step_matmul();
   void step_concat();
+  void step_concat_pieces();  // one expression over slices that continue each other
   void step_eval();
   void step_scan_sort();  // cumsum, cumprod, sort, argsort, topk, erf(c), softmax, logsumexp
   void step_drop();
