@@ -5,10 +5,13 @@
 // index variables become globals, a block's `blockDim.x` threads are fibers
 // on one OS thread, each run until it reaches a barrier (so __syncthreads is
 // a barrier and __shfl_down_sync a per-warp exchange through memory without a
-// system call), blocks run one after another (so __shared__ can be a static). What this checks: the generated index math,
-// vector path, reductions (block, two-pass, serial), epilogues, parameter
-// packing and launch planning, computed with the host's libm. What it cannot:
-// CUDA's own math library, real memory ordering, the driver.
+// system call), blocks run one after another (so __shared__ can be a
+// static). What this checks: the generated index math, vector path,
+// reductions (block, two-pass, serial), epilogues, parameter packing and
+// launch planning, computed with the host's libm, and that every barrier is
+// reached by every thread that has not returned. What it cannot: CUDA's own
+// math library, real memory ordering (the fibers between two barriers run one
+// after another, in thread order, so a missing barrier can go unseen), the driver.
 #pragma once
 
 #include <dlfcn.h>
