@@ -11,7 +11,8 @@
 // launch planning, computed with the host's libm, and that every barrier is
 // reached by every thread that has not returned. What it cannot: CUDA's own
 // math library, real memory ordering (the fibers between two barriers run one
-// after another, in thread order, so a missing barrier can go unseen), the driver.
+// after another, forwards and backwards in turn: a missing barrier shows where
+// the values it should order differ), the driver.
 #pragma once
 
 #include <dlfcn.h>
@@ -58,9 +59,14 @@ inline void aj_yield() {
 }
 inline void aj_release(aj_barrier& b) { b.count = 0; ++b.gen; }
 // A barrier of the threads that have not returned (as bar.sync counts them).
+// The last to arrive waits for the next round too, so that every thread
+// leaves it in that round's order.
 inline void aj_arrive_and_wait(aj_barrier& b) {
   const unsigned long g = b.gen;
-  if (++b.count == b.expected) return aj_release(b);
+  if (++b.count == b.expected) {
+    aj_release(b);
+    return aj_yield();
+  }
   while (b.gen == g) aj_yield();
 }
 inline void aj_leave(aj_barrier& b) {
@@ -130,10 +136,13 @@ extern "C" void aj_emu_launch(void (*f)(const void*), const void* blob, unsigned
       fb.start.uc_link = nullptr;
       makecontext(&fb.start, aj_fiber_main, 0);
     }
-    // Rounds: every live fiber runs to its next barrier (or its end).
-    for (unsigned live = block; live != 0;) {
+    // Rounds: every live fiber runs to its next barrier (or its end), in
+    // thread order and then in reverse, so that a thread reading what
+    // another writes without a barrier between reads it too early in one of them.
+    for (unsigned live = block, round = 0; live != 0; ++round) {
       live = 0;
-      for (unsigned t = 0; t < block; ++t) {
+      for (unsigned i = 0; i < block; ++i) {
+        const unsigned t = (round + b) % 2 == 0 ? i : block - 1 - i;
         if (aj_fibers[t].done) continue;
         aj_cur = t;
         threadIdx.x = t;
