@@ -508,6 +508,7 @@ TEST_CASE("the generator is deterministic and covers every kind of op") {
       "sum", "prod", "mean", "max", "min", "all", "any", "argmax", "argmin",
       "transpose", "slice", "broadcast_to", "reshape", "expand_dims", "squeeze",
       "matmul", "concatenate", "stack", "concatenate of continuing slices", "eval", "read", "drop", "(rebind)",
+      "loop of slice_update", "loop of pad edge", "loop of pad constant", "loop of roll", "loop of roll and mask",
       "cumsum", "cumprod", "sort", "argsort", "topk", "erf", "erfc", "softmax", "logsumexp",
       "take", "take_along_axis", "scatter_add", "scatter", "scatter_add_along_axis", "put_along_axis",
       "slice_update", "slice_add", "pad", "roll", "one_hot", "where_scalar",
