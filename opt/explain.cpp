@@ -79,6 +79,7 @@ std::string stored_text(const Materialization& m, const Names& name) {
       return "materialized: read through a broadcast by " + by + " (" + std::to_string(m.count) +
              " evaluations for its " + std::to_string(g[m.node].numel()) + " elements)";
     case W::several_kernels: return "materialized: needed by " + std::to_string(m.count) + " kernels";
+    case W::empty: return "materialized: has no elements";
     case W::size_cap:
       return "materialized: the kernel computing " + by + " would pass the size cap (" + std::to_string(m.count) +
              " nodes)";

@@ -65,6 +65,8 @@ struct Materialization {
     broadcast,            // read through a broadcast by `by`: `count` evaluations for its elements
     several_kernels,      // needed by `count` kernels
     size_cap,             // the kernel computing `by` would pass the size cap
+    empty,                // has no elements: stored (nothing), so no kernel inlines it (a loop over
+                          // an empty array would otherwise fuse into one kernel that grows each step)
   };
   NodeId node = kNoNode;
   Why why = Why::held;
