@@ -156,7 +156,7 @@ class Partitioner {
     for (NodeId id : s_.order) {
       const Node& n = g_[id];
       if (!fuse_ops && !is_view(n.op)) mark(id, std::nullopt);
-      if (n.numel() == 0 && counts_as_work(n.op) && !is_view(n.op)) mark(id, Materialization{id, Why::empty});
+      if (n.numel() == 0 && counts_as_work(n.op)) mark(id, Materialization{id, Why::empty});
       if (g_.ext_count(id) > 0 && !is_mat(id) && !free_value(id) && !temporary(id)) {
         mark(id, Materialization{id, Why::held});
       }

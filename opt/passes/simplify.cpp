@@ -1,7 +1,7 @@
 #include "opt/passes/simplify.hpp"
 
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <optional>
 #include <unordered_map>
 
@@ -266,7 +266,7 @@ void fold_reduction(NodeId id) {
 // Larger pieces are left as they are (the match recurses through them).
 constexpr std::size_t kMaxPieceNodes = 4096;
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
 
 bool same_payload(const Node& a, const Node& b) {
   return a.op == b.op && a.dtype == b.dtype && a.i0 == b.i0 && a.i1 == b.i1 && same_bits(a.f0, b.f0) &&
@@ -351,13 +351,7 @@ Node widened(NodeId u, const Shape& shape, std::unordered_map<NodeId, NodeId>& m
   Node n;
   {
     const Node& a = graph()[u];
-    n.op = a.op;
-    n.dtype = a.dtype;
-    n.i0 = a.i0;
-    n.i1 = a.i1;
-    n.f0 = a.f0;
-    n.f1 = a.f1;
-    n.ints = a.ints;
+    copy_payload(n, a);
     n.loc = a.loc;
     n.inputs = a.inputs;
   }
@@ -389,13 +383,14 @@ void fold_concat(NodeId id) {
       len += g[c.inputs[j]].shape[axis];
       ++j;
     }
+    std::unordered_map<NodeId, NodeId> made;
     if (j - i == 1) {
       inputs.push_back(c.inputs[i]);
+    } else if (i == 0 && j == k) {
+      return g.rewrite(id, widened(c.inputs[0], c.shape, made));  // the whole of it
     } else {
       std::vector<std::int64_t> dims = g[c.inputs[i]].shape.dims();
       dims[static_cast<std::size_t>(axis)] = len;
-      std::unordered_map<NodeId, NodeId> made;
-      if (i == 0 && j == k) return g.rewrite(id, widened(c.inputs[0], c.shape, made));  // the whole of it
       inputs.push_back(widen(c.inputs[i], Shape(dims), made));
       merged = true;
     }
