@@ -212,7 +212,10 @@ class Lowerer {
       r_.outputs.push_back(root);
     }
     r_.ok = !r_.conflict && r_.boundaries.empty();
-    for (NodeId id : order_) r_.evaluations.push_back({id, work_.at(id).points});
+    for (NodeId id : order_) {
+      r_.evaluations.push_back({id, work_.at(id).points});
+      r_.evaluation_maps.push_back(work_.at(id).maps);
+    }
     return std::move(r_);
   }
 

@@ -119,6 +119,7 @@ struct Lowered {
   std::vector<ScalarSource> scalar_sources;  // per kernel scalar
   // Per node that counts as work: the points this kernel evaluates it at.
   std::vector<std::pair<NodeId, std::int64_t>> evaluations;
+  std::vector<std::int64_t> evaluation_maps;  // per evaluations entry: the index maps it is evaluated under
   // Per load of a node an earlier step makes (materialized, not evaluated):
   // the points this kernel would evaluate it at if it computed it instead
   // (the work rule's other side, which opt/materialize checks again).

@@ -26,6 +26,11 @@ struct Plan {
   std::shared_ptr<const Program> program;
   std::vector<NodeId> value_nodes;
   std::vector<ScalarOverride> scalars;
+  // The partition was kept from a plan made at other numbers (the plan
+  // cache's materialize), not chosen by fuse for these: valid under every
+  // rule fuse keeps, but fuse's greedy boundaries, whose order depends on
+  // numbers, may have fallen elsewhere (opt/materialize.hpp).
+  bool renumbered = false;
 };
 
 // The plan for evaluating the roots (and what they need); `use_cache`: from

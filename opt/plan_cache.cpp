@@ -32,6 +32,7 @@ struct Entry {
   std::vector<std::uint8_t> epilogues;
   std::shared_ptr<const opt::Program> program;  // scalar sources by walk position
   std::vector<NodeId> value_pos;                 // per program value
+  bool renumbered = false;                       // made by materialize (Plan::renumbered)
 };
 
 // Switched on or off for every graph; clear() bumps the epoch, and each
@@ -349,6 +350,7 @@ bool lookup(const Key& key, opt::Plan* p, bool whole) {
         }
       }
       p->epilogues = e.epilogues;
+      p->renumbered = e.renumbered;
       p->program = e.program;
       p->value_nodes.resize(e.value_pos.size());
       for (std::size_t v = 0; v < e.value_pos.size(); ++v) p->value_nodes[v] = node(e.value_pos[v]);
@@ -384,6 +386,7 @@ bool lookup(const Key& key, opt::Plan* p, bool whole) {
       ++c.counters.hits;
       ++c.counters.renumbered;
       ++detail::stats_mut().plans_renumbered;
+      p->renumbered = true;
       if (detail::log_any() && detail::log_enabled("passes")) {
         detail::log("passes", "plan cache: the same structure at other numbers (fuse skipped, numbers made again)");
       }
@@ -440,6 +443,7 @@ void insert(const Key& key, opt::Plan* p) {
   e.words = key.words;
   e.numbers = key.numbers;
   e.epilogues = p->epilogues;
+  e.renumbered = p->renumbered;
   e.program = program;
   p->program = std::move(program);
   bucket.push_back(std::move(e));
@@ -461,6 +465,11 @@ std::string plan_difference(const Schedule& a, const BufferPlan& ab, const Sched
       // the request it refused; a renumbered plan gives the most points of
       // one load instead (opt/materialize.cpp). The decision is the same.
       if (x.node == y.node && x.why == y.why && x.by == y.by && x.why == Materialization::Why::broadcast) continue;
+      // Several maps: `by` and `count` say where fuse's walk found the second
+      // map and how many it had met (explain's figures); a renumbered plan
+      // keeps the walk of the numbers it was made at, which can meet the
+      // node first from another reader at these. The decision is the same.
+      if (x.node == y.node && x.why == y.why && x.why == Materialization::Why::several_maps) continue;
       return "materialized " + std::to_string(i) + ": %" + std::to_string(x.node) + " why " +
              std::to_string(static_cast<int>(x.why)) + " by %" + std::to_string(x.by) + " count " + std::to_string(x.count) +
              ", from scratch %" + std::to_string(y.node) + " why " + std::to_string(static_cast<int>(y.why)) + " by %" +

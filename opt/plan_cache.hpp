@@ -33,7 +33,9 @@
 //    class gives another structure, so another plan; the run-time donation check (donation_applies) still runs for every
 //    donation, so a storage shared since (use_count > 1) is never written.
 //  - When verification is on (tests, debug builds) a hit also plans from
-//    scratch and throws an internal error unless the two plans are identical.
+//    scratch and throws an internal error unless the two plans are identical
+//    (or, for a plan made at other numbers whose partition fuse would choose
+//    otherwise here, unless it passes the verifier: opt/materialize.hpp).
 //  - Anything unusual is not cached: a pass switched off, a node the walk
 //    does not reach named by the plan. Those evaluations plan from scratch.
 //  - Bounded: at most kMaxEntries plans (the whole cache is dropped when full;

@@ -266,11 +266,7 @@ class RandomGraph {
   void step_matmul();
   void step_concat();
   void step_concat_pieces();  // one expression over slices that continue each other
-  void step_loop();
-  static bool loops_when_compiling() {
-    static const bool on = [] { const char* e = std::getenv("AJ_CRG_LOOPS"); return e && *e == '1'; }();
-    return on;
-  }  // a lazy loop of 2-20 steps of a boundary idiom (slice_update, pad, roll, a mask)
+  void step_loop();  // a lazy loop of 2-20 steps of a boundary idiom (slice_update, pad, roll, a mask)
   void step_eval();
   void step_scan_sort();  // cumsum, cumprod, sort, argsort, topk, erf(c), softmax, logsumexp
   void step_drop();
@@ -670,11 +666,7 @@ inline void RandomGraph::step() {
     case 6: return step_reduce();
     case 7: return step_view();
     case 8: return step_matmul();
-    // Lazy loops are left out of compile mode for now: there the eager call's
-    // plan-cache translation of a loop's plan differs from planning it from
-    // scratch at new extents (the work rule's counts; issue 32). AJ_CRG_LOOPS=1
-    // puts them back (AJ_CRG_SEED=201986313 shows it).
-    case 9: return coin(0.25) && (!compiling() || loops_when_compiling()) ? step_loop() : step_concat();
+    case 9: return coin(0.25) ? step_loop() : step_concat();
     case 10: return step_eval();
     case 11: return step_drop();
     case 12: return step_scan_sort();

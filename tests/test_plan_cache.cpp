@@ -195,6 +195,87 @@ TEST_CASE("another length reuses the plan's decisions with its own numbers; othe
   CHECK(y2.to_vector<double>()[11] == v[11] * 3.0 + 1.0);
 }
 
+// A lazy smoothing loop (a slice_update per step) at another length: the
+// work rule's point counts are not proportional to the length (a pad read
+// through a slice evaluates its inside at n - 3 of n points), so fuse's
+// greedy boundaries fall at other nodes at n = 5 than at n = 11. The kept
+// partition is still valid there and is used; verification (on in tests)
+// checks it with every rule fuse keeps, not against fuse's choice.
+TEST_CASE("a lazy stencil loop at another length keeps its partition where fuse would cut elsewhere") {
+  auto smooth = [](const std::vector<float>& v0, int steps) {
+    const auto n = static_cast<std::int64_t>(v0.size());
+    Array v = aj::from_vector(v0);
+    for (int t = 0; t < steps; ++t) {
+      Array m = (aj::slice(v, 0, 0, n - 2) + aj::slice(v, 0, 2, n)) * 0.5f;
+      v = aj::slice_update(v, {aj::Slice(1, n - 1)}, m);
+    }
+    return v;
+  };
+  auto by_hand = [](std::vector<float> v, int steps) {
+    for (int t = 0; t < steps; ++t) {
+      std::vector<float> w = v;
+      for (std::size_t i = 1; i + 1 < v.size(); ++i) w[i] = (v[i - 1] + v[i + 1]) * 0.5f;
+      v = w;
+    }
+    return v;
+  };
+  for (auto [first, second] : {std::pair{5, 11}, std::pair{11, 5}}) {
+    CAPTURE(first);
+    CAPTURE(second);
+    pc::clear();
+    const std::vector<float> a = ajtest::random_in<float>(static_cast<std::size_t>(first), 11, -1.0, 1.0);
+    Array x = smooth(a, 11);
+    x.eval();
+    CHECK(x.to_vector<float>() == by_hand(a, 11));
+    const std::uint64_t renumbered = pc::counters().renumbered, built = aj::stats().plans_built;
+    const std::vector<float> b = ajtest::random_in<float>(static_cast<std::size_t>(second), 12, -1.0, 1.0);
+    Array y = smooth(b, 11);
+    y.eval();  // with verification on: planned from scratch too, another partition, no error
+    CHECK(pc::counters().renumbered == renumbered + 1);
+    CHECK(aj::stats().plans_built == built);
+    CHECK(y.to_vector<float>() == by_hand(b, 11));
+  }
+}
+
+// The other side: a kept plan that reads a node at two offsets in one kernel
+// because the two reads fit its elements at n = 4 (a pad of 3 on each side
+// leaves 2 of 4 points inside each read) would evaluate it at 2 (n - 3)
+// points at n = 20. Fuse stores it there (several index maps), so the kept
+// plan is refused and the call plans from scratch.
+TEST_CASE("a kept plan that would evaluate a node past its elements at new numbers is not used") {
+  pc::clear();
+  auto run = [](const std::vector<double>& v) {
+    const auto n = static_cast<std::int64_t>(v.size());
+    const Array x = aj::from_vector(v);
+    Array z = [&] {  // y and p temporaries: fuse decides where they are computed
+      Array y = x * 2.0;
+      Array p = aj::pad(y, {aj::PadWidth{3, 3}});
+      return aj::slice(p, 0, 0, n) + aj::slice(p, 0, 6, n + 6);
+    }();
+    z.eval();
+    return z.to_vector<double>();
+  };
+  auto by_hand = [](const std::vector<double>& v) {
+    const auto n = static_cast<std::int64_t>(v.size());
+    std::vector<double> z(v.size());
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t l = i - 3, r = i + 3;  // the two reads, in v's indices
+      z[static_cast<std::size_t>(i)] = (l >= 0 ? 2 * v[static_cast<std::size_t>(l)] : 0.0) +
+                                       (r < n ? 2 * v[static_cast<std::size_t>(r)] : 0.0);
+    }
+    return z;
+  };
+  const std::vector<double> a = ajtest::random_in<double>(4, 21, -1.0, 1.0);
+  CHECK(run(a) == by_hand(a));  // one kernel: y at 2 + 2 of its 4 points
+  const std::uint64_t renumbered = pc::counters().renumbered, built = aj::stats().plans_built;
+  const std::vector<double> b = ajtest::random_in<double>(20, 22, -1.0, 1.0);
+  CHECK(run(b) == by_hand(b));  // the kept kernel would compute y at 17 + 17 of 20
+  CHECK(pc::counters().renumbered == renumbered);
+  CHECK(aj::stats().plans_built == built + 1);
+  CAPTURE(pc::last_refusal());
+  CHECK(pc::last_refusal().find("work rule") != std::string::npos);
+}
+
 TEST_CASE("a scalar that simplify folded is part of the key: x * 1 then x * 2") {
   pc::clear();
   const std::vector<double> v{1.5, -2, 0.25};
