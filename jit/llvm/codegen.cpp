@@ -445,15 +445,58 @@ class KernelCodegen {
   // no point reached (a row shorter than the lanes) still holds (identity,
   // its lane number >= the row length): it loses every tie to a real one.
   void inner_reduce_lanes(const Pos& base) {
+    const int d = reduce_[0];
+    Value* ext = ext_[static_cast<std::size_t>(d)];
+    // By positions (no candidate operand), a lane keeps the group of L
+    // points its best value came from (its index: group * L + lane), one
+    // broadcast a group instead of an index per lane; in a row shorter than
+    // 2^31 the group fits in i32, as many bits as an f32 value, so the
+    // lanes' (value, group) selects are half as wide as with i64.
+    bool narrow = true;
+    for (const KInstr& in : k_.instrs) narrow &= !(is_arg(in) && in.b >= 0);
+    if (!narrow) {
+      point(1, base, [r = lanes_reduce(base, i64_)](std::size_t j) { return r[j]; });
+      return;
+    }
+    auto* small = llvm::BasicBlock::Create(c_, "arg.i32", f_);
+    auto* large = llvm::BasicBlock::Create(c_, "arg.i64", f_);
+    auto* join = llvm::BasicBlock::Create(c_, "arg.join", f_);
+    b_.CreateCondBr(b_.CreateICmpSLE(ext, b_.getInt64(std::numeric_limits<std::int32_t>::max())), small, large);
+    b_.SetInsertPoint(small);
+    std::vector<Value*> r32 = lanes_reduce(base, b_.getInt32Ty());
+    auto* from32 = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(large);
+    std::vector<Value*> r64 = lanes_reduce(base, i64_);
+    auto* from64 = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    std::vector<Value*> result(r32.size(), nullptr);
+    for (std::size_t j = 0; j < result.size(); ++j) {
+      if (!r32[j]) continue;
+      llvm::PHINode* phi = b_.CreatePHI(r32[j]->getType(), 2);
+      phi->addIncoming(r32[j], from32);
+      phi->addIncoming(r64[j], from64);
+      result[j] = phi;
+    }
+    point(1, base, [&](std::size_t j) { return result[j]; });
+  }
+
+  // The lanes of one row reduced, per Reduce instruction its result (an
+  // arg reduction's index as i64); arg reductions by position keep their
+  // lanes' groups in `index_t` (i32 where the row is shorter than 2^31).
+  std::vector<Value*> lanes_reduce(const Pos& base, llvm::Type* index_t) {
     const int lanes = arg_lanes();
     const std::size_t ni = k_.instrs.size();
     std::vector<llvm::AllocaInst*> acc(ni, nullptr), best(ni, nullptr);
     auto at = [&](llvm::AllocaInst* a, llvm::Type* t, Value* l) { return b_.CreateInBoundsGEP(t, a, l); };
+    auto acc_type = [&](const KInstr& in) { return is_arg(in) && in.b < 0 ? index_t : sc_.type(in.dtype); };
+    auto narrow = [&](Value* v) { return v->getType() == index_t ? v : b_.CreateTrunc(v, index_t); };
     Value* L = b_.getInt64(lanes);
     for (std::size_t j = 0; j < ni; ++j) {
       const KInstr& in = k_.instrs[j];
       if (in.kind != KOp::Reduce) continue;
-      acc[j] = entry_alloca(sc_.type(in.dtype), lanes);
+      acc[j] = entry_alloca(acc_type(in), lanes);
       if (is_arg(in)) best[j] = entry_alloca(sc_.mem_type(value_dtype(in)), lanes);
     }
     loop(L, true, [&](Value* l) {
@@ -461,7 +504,8 @@ class KernelCodegen {
         const KInstr& in = k_.instrs[j];
         if (!acc[j]) continue;
         if (best[j]) {
-          b_.CreateStore(in.b >= 0 ? static_cast<Value*>(no_index()) : l, at(acc[j], i64_, l));
+          Value* none = in.b >= 0 ? static_cast<Value*>(no_index()) : llvm::ConstantInt::get(index_t, 0);
+          b_.CreateStore(none, at(acc[j], acc_type(in), l));
           b_.CreateStore(arg_identity(in), at(best[j], sc_.mem_type(value_dtype(in)), l));
         } else {
           b_.CreateStore(sc_.identity(in.op, in.dtype), at(acc[j], sc_.type(in.dtype), l));
@@ -469,19 +513,20 @@ class KernelCodegen {
       }
     });
     const int d = reduce_[0];
-    auto update = [&](Value* l, Value* i) {
+    // i: the position along the row, group its group of L (in index_t).
+    auto update = [&](Value* l, Value* i, Value* group) {
       std::vector<Value*> v = point(0, step(base, d, i), nullptr);
       for (std::size_t j = 0; j < ni; ++j) {
         const KInstr& in = k_.instrs[j];
         if (!acc[j]) continue;
         Value* x = v[static_cast<std::size_t>(in.a)];
-        Value* ap = at(acc[j], sc_.type(in.dtype), l);
-        Value* cur = b_.CreateLoad(sc_.type(in.dtype), ap);
+        Value* ap = at(acc[j], acc_type(in), l);
+        Value* cur = b_.CreateLoad(acc_type(in), ap);
         if (best[j]) {
           const DType t = value_dtype(in);
           Value* bp = at(best[j], sc_.mem_type(t), l);
           Value* cur_best = from_slot(b_.CreateLoad(sc_.mem_type(t), bp), t);
-          Value* xi = in.b >= 0 ? v[static_cast<std::size_t>(in.b)] : i;
+          Value* xi = in.b >= 0 ? v[static_cast<std::size_t>(in.b)] : group;
           Value* take = in.b >= 0 ? arg_take(in.op, t, x, xi, cur_best, cur) : arg_better(in.op, t, x, cur_best);
           b_.CreateStore(to_slot(b_.CreateSelect(take, x, cur_best), t), bp);
           b_.CreateStore(b_.CreateSelect(take, xi, cur), ap);
@@ -494,21 +539,31 @@ class KernelCodegen {
     Value* groups = b_.CreateUDiv(ext, L);
     loop(groups, false, [&](Value* g) {
       Value* first = b_.CreateMul(g, L, "", true, true);
-      loop(L, true, [&](Value* l) { update(l, b_.CreateAdd(first, l, "", true, true)); });
+      Value* group = narrow(g);
+      loop(L, true, [&](Value* l) { update(l, b_.CreateAdd(first, l, "", true, true), group); });
     });
     Value* done = b_.CreateMul(groups, L, "", true, true);
-    loop(b_.CreateSub(ext, done), false, [&](Value* r) { update(r, b_.CreateAdd(done, r, "", true, true)); });
+    Value* last = narrow(groups);
+    loop(b_.CreateSub(ext, done), false, [&](Value* r) { update(r, b_.CreateAdd(done, r, "", true, true), last); });
     // Fold the lanes.
     std::vector<Value*> result(ni, nullptr);
     for (std::size_t j = 0; j < ni; ++j) {
       const KInstr& in = k_.instrs[j];
       if (!acc[j]) continue;
-      llvm::Type* at_t = sc_.type(in.dtype);
-      Value* r = b_.CreateLoad(at_t, at(acc[j], at_t, b_.getInt64(0)));
+      llvm::Type* at_t = acc_type(in);
+      // An arg reduction by positions keeps each lane's group: its index is
+      // group * L + lane.
+      auto index_of = [&](int l) -> Value* {
+        Value* v = b_.CreateLoad(at_t, at(acc[j], at_t, b_.getInt64(l)));
+        if (!best[j] || in.b >= 0) return v;
+        if (v->getType() != i64_) v = b_.CreateSExt(v, i64_);
+        return b_.CreateAdd(b_.CreateMul(v, L, "", true, true), b_.getInt64(l), "", true, true);
+      };
+      Value* r = index_of(0);
       const DType t = value_dtype(in);
       Value* rb = best[j] ? from_slot(b_.CreateLoad(sc_.mem_type(t), at(best[j], sc_.mem_type(t), b_.getInt64(0))), t) : nullptr;
       for (int l = 1; l < lanes; ++l) {
-        Value* x = b_.CreateLoad(at_t, at(acc[j], at_t, b_.getInt64(l)));
+        Value* x = index_of(l);
         if (!best[j]) {
           r = sc_.op(in, in.dtype, r, x, nullptr, true);
           continue;
@@ -520,7 +575,7 @@ class KernelCodegen {
       }
       result[j] = r;
     }
-    point(1, base, [&](std::size_t j) { return result[j]; });
+    return result;
   }
 
   // Lanes of inner_reduce_lanes: 64 bytes of the widest accumulated value.
