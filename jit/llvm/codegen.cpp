@@ -594,24 +594,54 @@ class KernelCodegen {
   // in order, and is stored once, so the row streams are read side by side
   // and each output is still summed in row-major order (bit-exact).
   void outer_reduce(const Pos& base, Value* n) {
+    // An arg reduction by positions keeps the row it took in i32 where the
+    // reduced axis is shorter than 2^31 (half the width of i64 to select,
+    // load and store per slot); a run-time branch on that extent.
+    bool by_position = false, candidates = false;
+    for (const KInstr& in : k_.instrs) {
+      by_position |= is_arg(in) && in.b < 0;
+      candidates |= is_arg(in) && in.b >= 0;
+    }
+    if (!by_position || candidates) {
+      outer_reduce_rows(base, n, i64_);
+      return;
+    }
+    Value* ext = ext_[static_cast<std::size_t>(reduce_.back())];
+    auto* small = llvm::BasicBlock::Create(c_, "outer.i32", f_);
+    auto* large = llvm::BasicBlock::Create(c_, "outer.i64", f_);
+    auto* join = llvm::BasicBlock::Create(c_, "outer.join", f_);
+    b_.CreateCondBr(b_.CreateICmpSLE(ext, b_.getInt64(std::numeric_limits<std::int32_t>::max())), small, large);
+    b_.SetInsertPoint(small);
+    outer_reduce_rows(base, n, b_.getInt32Ty());
+    b_.CreateBr(join);
+    b_.SetInsertPoint(large);
+    outer_reduce_rows(base, n, i64_);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+  }
+
+  // outer_reduce with an arg reduction's rows by position in `index_t`.
+  void outer_reduce_rows(const Pos& base, Value* n, llvm::Type* index_t) {
     // acc: the accumulator (an arg reduction's index); best: an arg
     // reduction's best value.
     std::vector<llvm::AllocaInst*> acc(k_.instrs.size(), nullptr), best(k_.instrs.size(), nullptr);
     const int L = seg_axis_;
-    auto slot = [&](std::size_t j, Value* i) {
-      return b_.CreateInBoundsGEP(sc_.type(k_.instrs[j].dtype), acc[j], i);
+    auto acc_type = [&](std::size_t j) {
+      const KInstr& in = k_.instrs[j];
+      return is_arg(in) && in.b < 0 ? index_t : sc_.type(in.dtype);
     };
+    auto slot = [&](std::size_t j, Value* i) { return b_.CreateInBoundsGEP(acc_type(j), acc[j], i); };
     auto best_slot = [&](std::size_t j, Value* i) {
       return b_.CreateInBoundsGEP(sc_.mem_type(value_dtype(k_.instrs[j])), best[j], i);
     };
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
       if (in.kind != KOp::Reduce && in.kind != KOp::Scan) continue;
-      acc[j] = entry_alloca(sc_.type(in.dtype), outer_block());
+      acc[j] = entry_alloca(acc_type(j), outer_block());
       if (is_arg(in)) {
         best[j] = entry_alloca(sc_.mem_type(value_dtype(in)), outer_block());
         loop(n, true, [&](Value* i) {
-          b_.CreateStore(in.b >= 0 ? no_index() : b_.getInt64(0), slot(j, i));
+          b_.CreateStore(in.b >= 0 ? no_index() : llvm::ConstantInt::get(index_t, 0), slot(j, i));
           b_.CreateStore(arg_identity(in), best_slot(j, i));
         });
         continue;
@@ -624,7 +654,7 @@ class KernelCodegen {
       loop(n, true, [&](Value* i) {
         std::vector<Value*> cur(k_.instrs.size(), nullptr), cur_best(k_.instrs.size(), nullptr);
         for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
-          if (acc[j]) cur[j] = b_.CreateLoad(sc_.type(k_.instrs[j].dtype), slot(j, i));
+          if (acc[j]) cur[j] = b_.CreateLoad(acc_type(j), slot(j, i));
           if (best[j]) {
             const DType t = value_dtype(k_.instrs[j]);
             cur_best[j] = from_slot(b_.CreateLoad(sc_.mem_type(t), best_slot(j, i)), t);
@@ -642,7 +672,8 @@ class KernelCodegen {
             if (!acc[j] || in.kind != KOp::Reduce) continue;
             Value* x = v[static_cast<std::size_t>(in.a)];
             if (best[j]) {
-              Value* xi = in.b >= 0 ? v[static_cast<std::size_t>(in.b)] : row;
+              Value* xi = in.b >= 0 ? v[static_cast<std::size_t>(in.b)]
+                                    : index_t == i64_ ? row : b_.CreateTrunc(row, index_t);
               Value* take = in.b >= 0 ? arg_take(in.op, value_dtype(in), x, xi, cur_best[j], cur[j])
                                       : arg_better(in.op, value_dtype(in), x, cur_best[j]);
               cur_best[j] = b_.CreateSelect(take, x, cur_best[j]);
@@ -676,7 +707,8 @@ class KernelCodegen {
     });
     loop(n, true, [&](Value* i) {
       point(1, step(base, L, i), [&](std::size_t j) {
-        return static_cast<Value*>(b_.CreateLoad(sc_.type(k_.instrs[j].dtype), slot(j, i)));
+        Value* v = b_.CreateLoad(acc_type(j), slot(j, i));
+        return acc_type(j) == sc_.type(k_.instrs[j].dtype) ? v : b_.CreateSExt(v, sc_.type(k_.instrs[j].dtype));
       });
     });
   }
