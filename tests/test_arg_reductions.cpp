@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/api/executor.hpp"
+#include "jit/llvm/codegen.hpp"
 
 namespace {
 
@@ -130,6 +131,28 @@ TEST_CASE("argmax/argmin over an outer axis match the reference: every dtype, bl
       check([&] { return both(x, 0); }, s.numel() < 20000);
     }
   }
+}
+
+// Axes of 2^31 points or more keep their indices in i64 on a scalar path
+// (jit/llvm/codegen.hpp, index_i32_limit); with the limit at 6 the same
+// kernels take it from 7 points on, and both paths meet the reference.
+TEST_CASE("argmax/argmin over axes past the i32 index limit take the i64 path and match the reference") {
+  const std::string dir = aj::jit::cache_dir();
+  aj::jit::set_cache_dir("");  // no kernel made at the usual limit comes back from disk
+  aj::jit::clear_memory_cache();
+  aj::jit::set_index_i32_limit(6);
+  const aj::Shape shapes[] = {{5, 6}, {4, 7}, {3, 17}, {9, 33}, {40, 513}, {7, 1025}, {1003, 3}};
+  for (DType t : kDTypes) {
+    for (const aj::Shape& s : shapes) {
+      CAPTURE(std::string(aj::dtype_name(t)));
+      CAPTURE(s.str());
+      const Array x = tie_heavy(s, t, 3, true);
+      check([&] { return std::vector<Array>{aj::argmax(x, 1), aj::argmin(x, 1), aj::argmax(x, 0), aj::argmin(x, 0)}; });
+    }
+  }
+  aj::jit::set_index_i32_limit(std::numeric_limits<std::int32_t>::max());
+  aj::jit::clear_memory_cache();
+  aj::jit::set_cache_dir(dir);
 }
 
 TEST_CASE("argmax/argmin of 3-d arrays over each axis, of strided, reversed and transposed views") {

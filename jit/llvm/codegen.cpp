@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <limits>
@@ -239,10 +240,14 @@ class KernelCodegen {
     Value* next = body(i);
     i->addIncoming(next, b_.GetInsertBlock());
     llvm::BranchInst* br = b_.CreateBr(head);
-    if (vectorize) {
+    if (vectorize || scalar_loops_) {
+      // Vectorized where asked; in scalar_loops_ code, neither vectorized
+      // nor unrolled (a rare path kept small: LLVM's time grows with both).
+      std::vector<llvm::Metadata*> ops{nullptr};
       llvm::Metadata* enable[] = {llvm::MDString::get(c_, "llvm.loop.vectorize.enable"),
-                                  llvm::ConstantAsMetadata::get(b_.getTrue())};
-      llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(c_, enable)};
+                                  llvm::ConstantAsMetadata::get(scalar_loops_ ? b_.getFalse() : b_.getTrue())};
+      ops.push_back(llvm::MDNode::get(c_, enable));
+      if (scalar_loops_) ops.push_back(llvm::MDNode::get(c_, {llvm::MDString::get(c_, "llvm.loop.unroll.disable")}));
       llvm::MDNode* id = llvm::MDNode::getDistinct(c_, ops);
       id->replaceOperandWith(0, id);
       br->setMetadata(llvm::LLVMContext::MD_loop, id);
@@ -450,43 +455,44 @@ class KernelCodegen {
     // By positions (no candidate operand), a lane keeps the group of L
     // points its best value came from (its index: group * L + lane), one
     // broadcast a group instead of an index per lane; in a row shorter than
-    // 2^31 the group fits in i32, as many bits as an f32 value, so the
+    // 2^31 (index_i32_limit) the group fits in i32, as many bits as an f32 value, so the
     // lanes' (value, group) selects are half as wide as with i64.
     bool narrow = true;
     for (const KInstr& in : k_.instrs) narrow &= !(is_arg(in) && in.b >= 0);
     if (!narrow) {
-      point(1, base, [r = lanes_reduce(base, i64_)](std::size_t j) { return r[j]; });
+      point(1, base, [r = lanes_reduce(base, i64_, arg_lanes())](std::size_t j) { return r[j]; });
       return;
     }
-    auto* small = llvm::BasicBlock::Create(c_, "arg.i32", f_);
-    auto* large = llvm::BasicBlock::Create(c_, "arg.i64", f_);
-    auto* join = llvm::BasicBlock::Create(c_, "arg.join", f_);
-    b_.CreateCondBr(b_.CreateICmpSLE(ext, b_.getInt64(std::numeric_limits<std::int32_t>::max())), small, large);
+    by_index_width(ext, [&](llvm::Type* index_t) {
+      // Rows of 2^31 points or more: one lane, i64 positions, scalar code.
+      std::vector<Value*> r = lanes_reduce(base, index_t, index_t == i64_ ? 1 : arg_lanes());
+      point(1, base, [&](std::size_t j) { return r[j]; });
+    });
+  }
+
+  // Code for an arg reduction's indices in i32 where `extent` (the reduced
+  // axis) is under 2^31, the fast path; else, in i64, a scalar one
+  // (scalar_loops_: not vectorized or unrolled, so it costs LLVM little).
+  void by_index_width(Value* extent, const std::function<void(llvm::Type*)>& emit) {
+    auto* small = llvm::BasicBlock::Create(c_, "index.i32", f_);
+    auto* large = llvm::BasicBlock::Create(c_, "index.i64", f_);
+    auto* join = llvm::BasicBlock::Create(c_, "index.join", f_);
+    b_.CreateCondBr(b_.CreateICmpSLE(extent, b_.getInt64(index_i32_limit())), small, large);
     b_.SetInsertPoint(small);
-    std::vector<Value*> r32 = lanes_reduce(base, b_.getInt32Ty());
-    auto* from32 = b_.GetInsertBlock();
+    emit(b_.getInt32Ty());
     b_.CreateBr(join);
     b_.SetInsertPoint(large);
-    std::vector<Value*> r64 = lanes_reduce(base, i64_);
-    auto* from64 = b_.GetInsertBlock();
+    scalar_loops_ = true;
+    emit(i64_);
+    scalar_loops_ = false;
     b_.CreateBr(join);
     b_.SetInsertPoint(join);
-    std::vector<Value*> result(r32.size(), nullptr);
-    for (std::size_t j = 0; j < result.size(); ++j) {
-      if (!r32[j]) continue;
-      llvm::PHINode* phi = b_.CreatePHI(r32[j]->getType(), 2);
-      phi->addIncoming(r32[j], from32);
-      phi->addIncoming(r64[j], from64);
-      result[j] = phi;
-    }
-    point(1, base, [&](std::size_t j) { return result[j]; });
   }
 
   // The lanes of one row reduced, per Reduce instruction its result (an
   // arg reduction's index as i64); arg reductions by position keep their
   // lanes' groups in `index_t` (i32 where the row is shorter than 2^31).
-  std::vector<Value*> lanes_reduce(const Pos& base, llvm::Type* index_t) {
-    const int lanes = arg_lanes();
+  std::vector<Value*> lanes_reduce(const Pos& base, llvm::Type* index_t, int lanes) {
     const std::size_t ni = k_.instrs.size();
     std::vector<llvm::AllocaInst*> acc(ni, nullptr), best(ni, nullptr);
     auto at = [&](llvm::AllocaInst* a, llvm::Type* t, Value* l) { return b_.CreateInBoundsGEP(t, a, l); };
@@ -606,18 +612,8 @@ class KernelCodegen {
       outer_reduce_rows(base, n, i64_);
       return;
     }
-    Value* ext = ext_[static_cast<std::size_t>(reduce_.back())];
-    auto* small = llvm::BasicBlock::Create(c_, "outer.i32", f_);
-    auto* large = llvm::BasicBlock::Create(c_, "outer.i64", f_);
-    auto* join = llvm::BasicBlock::Create(c_, "outer.join", f_);
-    b_.CreateCondBr(b_.CreateICmpSLE(ext, b_.getInt64(std::numeric_limits<std::int32_t>::max())), small, large);
-    b_.SetInsertPoint(small);
-    outer_reduce_rows(base, n, b_.getInt32Ty());
-    b_.CreateBr(join);
-    b_.SetInsertPoint(large);
-    outer_reduce_rows(base, n, i64_);
-    b_.CreateBr(join);
-    b_.SetInsertPoint(join);
+    by_index_width(ext_[static_cast<std::size_t>(reduce_.back())],
+                   [&](llvm::Type* index_t) { outer_reduce_rows(base, n, index_t); });
   }
 
   // outer_reduce with an arg reduction's rows by position in `index_t`.
@@ -695,7 +691,7 @@ class KernelCodegen {
       // output streams, whose ranges over the whole loop nest overlap, so
       // the vectorizer's run-time alias check would always send the loop to
       // its scalar version (4x slower for cumsum(x, 0)). One row per pass.
-      const int unroll = outer_rows();
+      const int unroll = scalar_loops_ ? 1 : outer_rows();
       if (unroll == 1) {  // no remainder: one copy of the body
         loop(ext, false, [&](Value* r) { rows(pos, r, 1); });
         return;
@@ -968,6 +964,7 @@ class KernelCodegen {
   std::vector<int> outer_, reduce_;
   Mode mode_ = Mode::elementwise;
   bool arg_ = false;  // the kernel has an arg reduction
+  bool scalar_loops_ = false;  // loops made now are neither vectorized nor unrolled (by_index_width)
   int seg_axis_ = -1;
   bool has_scan_ = false;
   std::vector<Value*> mask_at_;  // range_split's interval: each InRange's value there (loop-invariant)
@@ -982,6 +979,13 @@ class KernelCodegen {
 };
 
 }  // namespace
+
+namespace {
+std::atomic<std::int64_t> g_index_i32_limit{std::numeric_limits<std::int32_t>::max()};
+}  // namespace
+
+std::int64_t index_i32_limit() { return g_index_i32_limit.load(std::memory_order_relaxed); }
+void set_index_i32_limit(std::int64_t n) { g_index_i32_limit.store(n, std::memory_order_relaxed); }
 
 std::unique_ptr<llvm::Module> generate_module(const Kernel& k, const std::vector<int>& alias,
                                               const std::string& fn_name, llvm::LLVMContext& ctx) {

@@ -64,6 +64,13 @@ inline constexpr int kOuterRowsWork = 32;
 // accumulators (half as many for 8-byte values), folded at the end.
 inline constexpr int kArgLanes = 16;
 
+// An arg reduction keeps its indices in i32 where the reduced axis is at
+// most this long (a run-time branch; longer axes run a scalar i64 loop).
+// INT32_MAX; tests lower it to run the i64 path on small arrays (kernels
+// compiled meanwhile keep the value they were made with).
+std::int64_t index_i32_limit();
+void set_index_i32_limit(std::int64_t n);
+
 // Throws aj::Error (internal) for IR that breaks graph/kernel.hpp's rules.
 std::unique_ptr<llvm::Module> generate_module(const Kernel& k, const std::vector<int>& alias,
                                               const std::string& fn_name, llvm::LLVMContext& ctx);
