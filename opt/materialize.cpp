@@ -49,9 +49,14 @@ bool materialize(const Plan& kept, Plan* out, std::string* why) {
   // The work rule's ledger: points each node is evaluated at, by how many
   // kernels; and the points the kernels that load a stored node would
   // evaluate it at instead.
-  std::unordered_map<NodeId, std::pair<std::int64_t, int>> evaluated, would;
-  // Per node, per kernel that evaluates it: (points, index maps).
-  std::unordered_map<NodeId, std::vector<std::pair<std::int64_t, std::int64_t>>> per_kernel;
+  std::unordered_map<NodeId, std::pair<std::int64_t, int>> would;
+  struct Evaluated {
+    std::int64_t points = 0;  // over every kernel
+    int kernels = 0;
+    std::int64_t most = 0;    // the most points of one kernel
+    bool one_map = false;     // some kernel evaluates it under one index map
+  };
+  std::unordered_map<NodeId, Evaluated> evaluated;
   std::unordered_map<NodeId, std::int64_t> most;  // the most points of one load
 
   for (std::size_t k = 0; k < ks.steps.size(); ++k) {
@@ -91,10 +96,11 @@ bool materialize(const Plan& kept, Plan* out, std::string* why) {
         }
         for (std::size_t i = 0; i < lw.evaluations.size(); ++i) {
           const auto& [id, points] = lw.evaluations[i];
-          auto& e = evaluated[id];
-          e.first += points;
-          ++e.second;
-          per_kernel[id].push_back({points, lw.evaluation_maps[i]});
+          Evaluated& e = evaluated[id];
+          e.points += points;
+          ++e.kernels;
+          e.most = std::max(e.most, points);
+          e.one_map |= lw.evaluation_maps[i] == 1;
         }
         for (const auto& [id, points] : lw.loads) {
           auto& e = would[id];
@@ -125,17 +131,13 @@ bool materialize(const Plan& kept, Plan* out, std::string* why) {
   now = ks.steps.size();
   for (const auto& [id, e] : evaluated) {
     const std::int64_t numel = g[id].numel();
-    if (e.first <= numel) continue;
+    if (e.points <= numel) continue;
     // Past its elements only as fuse allows it (lowering's within_work,
-    // grow_for_work): in two kernels, within work_limit, the one lowered
-    // first at most once per element, the one lowered second under one
-    // index map at at most its elements. (One kernel evaluating a node under
-    // two maps past its elements is a several_maps boundary for fuse.)
-    const auto& k = per_kernel[id];
-    auto second_ok = [&](std::size_t first, std::size_t second) {
-      return k[first].first <= numel && k[second].first <= numel && k[second].second == 1;
-    };
-    if (k.size() == 2 && e.first <= work_limit(g, id, ctx.is_materialized) && (second_ok(0, 1) || second_ok(1, 0))) {
+    // grow_for_work): in two kernels, within work_limit, each at most once
+    // per element, the one lowered second under one index map. (One kernel
+    // evaluating a node under two maps past its elements is a several_maps
+    // boundary for fuse.)
+    if (e.kernels == 2 && e.points <= work_limit(g, id, ctx.is_materialized) && e.most <= numel && e.one_map) {
       continue;
     }
     return fail("the work rule: the kept plan evaluates a node at more points than fuse allows here");
@@ -148,8 +150,8 @@ bool materialize(const Plan& kept, Plan* out, std::string* why) {
     // may compute it for its other outputs still: the ledger fuse judged.
     auto [points, kernels] = it->second;
     if (auto own = evaluated.find(m.node); own != evaluated.end()) {
-      points += own->second.first;
-      kernels += own->second.second;
+      points += own->second.points;
+      kernels += own->second.kernels;
     }
     if (m.why == Materialization::Why::broadcast) m.count = most[m.node];  // (explain's figure, at these numbers)
     const bool inline_here = points <= g[m.node].numel() ||

@@ -450,24 +450,31 @@ class KernelCodegen {
   // no point reached (a row shorter than the lanes) still holds (identity,
   // its lane number >= the row length): it loses every tie to a real one.
   void inner_reduce_lanes(const Pos& base) {
-    const int d = reduce_[0];
-    Value* ext = ext_[static_cast<std::size_t>(d)];
     // By positions (no candidate operand), a lane keeps the group of L
     // points its best value came from (its index: group * L + lane), one
-    // broadcast a group instead of an index per lane; in a row shorter than
-    // 2^31 (index_i32_limit) the group fits in i32, as many bits as an f32 value, so the
-    // lanes' (value, group) selects are half as wide as with i64.
-    bool narrow = true;
-    for (const KInstr& in : k_.instrs) narrow &= !(is_arg(in) && in.b >= 0);
-    if (!narrow) {
+    // broadcast a group instead of an index per lane; in a row of at most
+    // index_i32_limit() points the group fits in i32, as many bits as an f32
+    // value, so the lanes' (value, group) selects are half as wide as with i64.
+    if (!index_branch()) {
       point(1, base, [r = lanes_reduce(base, i64_, arg_lanes())](std::size_t j) { return r[j]; });
       return;
     }
-    by_index_width(ext, [&](llvm::Type* index_t) {
+    by_index_width(ext_[static_cast<std::size_t>(reduce_[0])], [&](llvm::Type* index_t) {
       // Rows of 2^31 points or more: one lane, i64 positions, scalar code.
       std::vector<Value*> r = lanes_reduce(base, index_t, index_t == i64_ ? 1 : arg_lanes());
       point(1, base, [&](std::size_t j) { return r[j]; });
     });
+  }
+
+  // An arg reduction by positions and none with candidate indices (those
+  // stay i64): the kernel branches on its reduced extent (by_index_width).
+  bool index_branch() const {
+    bool by_position = false, candidates = false;
+    for (const KInstr& in : k_.instrs) {
+      by_position |= is_arg(in) && in.b < 0;
+      candidates |= is_arg(in) && in.b >= 0;
+    }
+    return by_position && !candidates;
   }
 
   // Code for an arg reduction's indices in i32 where `extent` (the reduced
@@ -603,12 +610,7 @@ class KernelCodegen {
     // An arg reduction by positions keeps the row it took in i32 where the
     // reduced axis is shorter than 2^31 (half the width of i64 to select,
     // load and store per slot); a run-time branch on that extent.
-    bool by_position = false, candidates = false;
-    for (const KInstr& in : k_.instrs) {
-      by_position |= is_arg(in) && in.b < 0;
-      candidates |= is_arg(in) && in.b >= 0;
-    }
-    if (!by_position || candidates) {
+    if (!index_branch()) {
       outer_reduce_rows(base, n, i64_);
       return;
     }
