@@ -11,8 +11,10 @@
 #include <arrayjit/arrayjit.hpp>
 #include <arrayjit/jit.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -165,5 +167,66 @@ TEST_CASE("boundary idioms: a heat step with each idiom is one kernel, bit for b
     got.eval();
     CHECK(aj::stats().kernels_launched == 1);
     CHECK(same(bits_of(got), want));
+  }
+}
+
+TEST_CASE("iota comparisons split the loop: every op, either side, views, i32 and i64, bit for bit the reference") {
+  // `arange == c` and its kin are runs of the segment the host JIT computes
+  // from the iota's start and step (jit/llvm/codegen.cpp, iota_runs): each
+  // interval runs with the mask constant. Every comparison, the scalar on
+  // either side, values inside, at the ends and outside the iota's, steps
+  // of either sign, the iota read reversed, strided and broadcast along
+  // either axis, fused with a where; values near 2^60; and iotas whose
+  // values are not exact integer arithmetic (a start past 9e15, an i32 iota
+  // that wraps), which keep the per-point masks.
+  std::mt19937_64 rng(20261201);
+  const Array y = aj::random::uniform({13, 31});
+  y.eval();
+  using Cmp = Array (*)(const aj::Operand&, const aj::Operand&);
+  const std::vector<std::pair<const char*, Cmp>> ops = {
+      {"==", [](const aj::Operand& a, const aj::Operand& b) { return a == b; }},
+      {"!=", [](const aj::Operand& a, const aj::Operand& b) { return a != b; }},
+      {"<", [](const aj::Operand& a, const aj::Operand& b) { return a < b; }},
+      {"<=", [](const aj::Operand& a, const aj::Operand& b) { return a <= b; }},
+      {">", [](const aj::Operand& a, const aj::Operand& b) { return a > b; }},
+      {">=", [](const aj::Operand& a, const aj::Operand& b) { return a >= b; }}};
+  struct Iota {
+    double start, step;
+    DType t;
+  };
+  const std::vector<Iota> iotas = {{0, 1, DType::i64}, {5, 3, DType::i64}, {40, -7, DType::i64}, {-11, 2, DType::i32},
+                                   {3, -1, DType::i32}, {-5e15, 8.9e15, DType::i64}, {1e16, 1, DType::i64}, {2147483600.0, 1, DType::i32}};
+  for (const Iota& io : iotas) {
+    const double stop = io.start + io.step * 97;
+    // Traced afresh by each call (a held iota would be stored by the
+    // reference run, and the JIT would then load it).
+    auto iota = [&] { return aj::arange(io.start, stop, io.step, io.t); };
+    const std::int64_t len = iota().shape()[0];  // 97, or near it where doubles round (a start of 1e16)
+    REQUIRE(len >= 40);
+    const Array x = aj::random::uniform({len});
+    x.eval();
+    const double last = io.start + io.step * static_cast<double>(len - 1);
+    for (const auto& [name, cmp] : ops) {
+      std::vector<double> cs = {io.start, last, io.start + io.step * 40, io.start - io.step, last + io.step,
+                                std::min(io.start, last) - 1000};
+      cs.push_back(io.start + io.step * static_cast<double>(rng() % static_cast<std::uint64_t>(len)) + (io.step > 1 ? 1 : 0));  // between two values
+      for (double cd : cs) {
+        if (io.t == DType::i32) cd = std::clamp(cd, -2147483648.0, 2147483647.0);  // a scalar must fit the dtype
+        const auto c = static_cast<std::int64_t>(cd);
+        const std::string what = std::string("arange(") + std::to_string(io.start) + ", step " + std::to_string(io.step) +
+                                 ", " + aj::dtype_name(io.t) + ") " + name + " " + std::to_string(c);
+        check(what, [&] { return cmp(iota(), c); });
+        check(what + ", scalar on the left", [&] { return cmp(c, iota()); });
+        check(what + ", reversed, in a where", [&] { return aj::where(cmp(aj::flip(iota()), c), x, x * 2.0f); });
+        check(what + ", every third", [&] { return cmp(aj::slice(iota(), 0, 1, len, 3), c); });
+      }
+      // 2-D: the iota along the rows (constant over a row) and along the
+      // columns, and a comparison of the two (the diagonal, not a run).
+      auto r = [&] { return aj::reshape(aj::slice(iota(), 0, 0, 13), {13, 1}); };
+      auto cl = [&] { return aj::slice(iota(), 0, 0, 31); };
+      const auto c = static_cast<std::int64_t>(std::min(io.start + io.step * 5, 2147483647.0));
+      check(std::string("rows and columns ") + name, [&] { return aj::where(cmp(r(), c) || cmp(cl(), c), y, -y); });
+      check(std::string("rows against columns ") + name, [&] { return cmp(r(), cl()); });
+    }
   }
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/MDBuilder.h>
@@ -790,19 +791,52 @@ class KernelCodegen {
   }
 
   // The inner (segment) loop of an elementwise kernel with pad masks
-  // (InRange). Each mask holds on one run [from, to) of the segment, so the
-  // runs' ends cut the segment into intervals on which every mask is
-  // constant: each interval runs as a loop of its own with the masks its
-  // values at the interval's first point, loop-invariant (a masked load
-  // becomes a plain load or none once LLVM unswitches it, and a select of
-  // an invariant a plain value). The inside of a pad, and the two halves of
-  // a roll (complementary masks), run at the speed of a plain kernel.
+  // (InRange) or comparisons of an integer iota with a scalar (`arange(n) ==
+  // 0`, `i < k`: iota_compare). Each such mask holds on one run [from, to)
+  // of the segment, or off it (`negate`: `!=`, `>`, `>=`), so the runs'
+  // ends cut the segment into intervals on which every mask is constant:
+  // each interval runs as a loop of its own with the masks its values at the
+  // interval's first point, loop-invariant (a masked load becomes a plain
+  // load or none once LLVM unswitches it, and a select of an invariant a
+  // plain value). The inside of a pad, the two halves of a roll
+  // (complementary masks) and the inside of an `arange` mask run at the
+  // speed of a plain kernel.
+  struct Run {
+    std::size_t instr;
+    Value *from, *to;
+    bool negate = false;  // the mask holds off [from, to)
+    // The mask's value on most of a segment, where that is known: true for
+    // a pad's (its inside), false for `==` and true for `!=`.
+    std::optional<bool> usual;
+  };
+
   void range_split(const Pos& base, Value* n) {
+    std::vector<Run> runs = pad_runs(base, n);
+    Value* ok = b_.getTrue();
+    std::vector<Run> iota = iota_runs(base, n, ok);
+    if (iota.empty()) return split_loop(base, n, runs);
+    // The iota runs rest on the iota's values being exact i64 (or i32)
+    // arithmetic over the segment; where they are not (a huge start or
+    // step), the masks are computed at every point as before.
+    auto* fast = llvm::BasicBlock::Create(c_, "iota.split", f_);
+    auto* slow = llvm::BasicBlock::Create(c_, "iota.points", f_);
+    auto* join = llvm::BasicBlock::Create(c_, "iota.join", f_);
+    b_.CreateCondBr(ok, fast, slow);
+    b_.SetInsertPoint(fast);
+    std::vector<Run> all = runs;
+    all.insert(all.end(), iota.begin(), iota.end());
+    split_loop(base, n, all);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(slow);
+    if (runs.empty()) loop(n, true, [&](Value* j) { point(0, step(base, seg_axis_, j), nullptr); });
+    else split_loop(base, n, runs);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+  }
+
+  // Each pad mask's run over the segment.
+  std::vector<Run> pad_runs(const Pos& base, Value* n) {
     const auto L = static_cast<std::size_t>(seg_axis_);
-    struct Run {
-      std::size_t instr;
-      Value *from, *to;
-    };
     std::vector<Run> runs;
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
@@ -830,33 +864,242 @@ class KernelCodegen {
         from = b_.CreateSelect(pos, up_from, dn_from);
         to = b_.CreateSelect(pos, up_to, dn_to);
       }
-      // Clamped to the segment, and empty where from >= to.
-      auto clamp = [&](Value* x) {
-        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, b_.getInt64(0)), n);
-      };
-      from = clamp(from);
-      to = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, clamp(to), from);
-      runs.push_back({j, from, to});
+      Run run = clamped({j, from, to}, n);
+      run.usual = true;
+      runs.push_back(run);
     }
-    // for (p = 0; p < n; p = next): next is the first run end after p.
-    loop_by(n, false, [&](Value* p) {
-      Value* next = n;
-      mask_at_.assign(k_.instrs.size(), nullptr);
-      for (const Run& r : runs) {
-        for (Value* end : {r.from, r.to}) {
-          next = b_.CreateSelect(b_.CreateICmpSGT(end, p), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, next, end), next);
-        }
-        mask_at_[r.instr] = b_.CreateAnd(b_.CreateICmpSLE(r.from, p), b_.CreateICmpSLT(p, r.to));
+    return runs;
+  }
+
+  // A run clamped to the segment [0, n), empty where from >= to.
+  Run clamped(Run r, Value* n) {
+    auto clamp = [&](Value* x) {
+      return b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, b_.getInt64(0)), n);
+    };
+    r.from = clamp(r.from);
+    r.to = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, clamp(r.to), r.from);
+    return r;
+  }
+
+  // A comparison of an integer iota with a scalar: `v op c` where v is an
+  // Iota of i64 or i32 read at its index stream's position (no gather
+  // offset) and c a Const of the same dtype, either side. The op as if the
+  // iota were on the left (Lt <-> Gt, Le <-> Ge when it is on the right).
+  struct IotaCompare {
+    std::size_t iota, c;
+    Op op;
+  };
+  std::optional<IotaCompare> iota_compare(const KInstr& in) const {
+    if (in.kind != KOp::Binary || in.phase != 0 || !is_compare(in.op)) return std::nullopt;
+    auto is_iota = [&](std::int32_t x) {
+      const KInstr& v = k_.instrs[static_cast<std::size_t>(x)];
+      return v.kind == KOp::Index && v.op == Op::Iota && v.b < 0 && v.phase == 0 &&
+             (v.dtype == DType::i64 || v.dtype == DType::i32);
+    };
+    auto is_const = [&](std::int32_t x) { return k_.instrs[static_cast<std::size_t>(x)].kind == KOp::Const; };
+    if (is_iota(in.a) && is_const(in.b)) return IotaCompare{static_cast<std::size_t>(in.a), static_cast<std::size_t>(in.b), in.op};
+    if (is_const(in.a) && is_iota(in.b)) {
+      const Op mirrored = in.op == Op::Lt ? Op::Gt : in.op == Op::Gt ? Op::Lt : in.op == Op::Le ? Op::Ge : in.op == Op::Ge ? Op::Le : in.op;
+      return IotaCompare{static_cast<std::size_t>(in.b), static_cast<std::size_t>(in.a), mirrored};
+    }
+    return std::nullopt;
+  }
+
+  // Each iota comparison's run over the segment; `ok` is and-ed with
+  // whether they hold: the iota's start and step integral (as
+  // sem::generate_value computes it in integers) and its values over the
+  // segment, A + B j for j in [0, n), free of overflow and inside the
+  // dtype (an i32 iota that would wrap is left to the per-point code).
+  std::vector<Run> iota_runs(const Pos& base, Value* n, Value*& ok) {
+    const auto L = static_cast<std::size_t>(seg_axis_);
+    std::vector<Run> runs;
+    for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
+      const std::optional<IotaCompare> ic = iota_compare(k_.instrs[j]);
+      if (!ic) continue;
+      const KInstr& x = k_.instrs[ic->iota];
+      const auto s = static_cast<std::size_t>(x.arg);
+      const bool i32 = x.dtype == DType::i32;
+      auto integral = [&](Value* f) {
+        Value* fl = b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, f);
+        Value* ab = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, f);
+        return b_.CreateAnd(b_.CreateFCmpOEQ(fl, f), b_.CreateFCmpOLT(ab, llvm::ConstantFP::get(b_.getDoubleTy(), 9e15)));
+      };
+      auto to_int = [&](Value* f, Value* good) {  // poison never reaches a branch: 0 where not integral
+        return b_.CreateSelect(good, b_.CreateFPToSI(f, i64_), b_.getInt64(0));
+      };
+      Value* f0ok = integral(gen_params_[ic->iota][0]);
+      Value* f1ok = integral(gen_params_[ic->iota][1]);
+      Value* start = to_int(gen_params_[ic->iota][0], f0ok);
+      Value* stp = to_int(gen_params_[ic->iota][1], f1ok);
+      Value* good = b_.CreateAnd(f0ok, f1ok);
+      std::vector<Value*> overflow;
+      auto mul = [&](Value* a, Value* b) {
+        Value* r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow, a, b);
+        overflow.push_back(b_.CreateExtractValue(r, 1));
+        return b_.CreateExtractValue(r, 0);
+      };
+      auto add = [&](Value* a, Value* b) {
+        Value* r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, a, b);
+        overflow.push_back(b_.CreateExtractValue(r, 1));
+        return b_.CreateExtractValue(r, 0);
+      };
+      Value* k = stride_[s][L] ? stride_[s][L] : b_.getInt64(0);
+      Value* A = add(start, mul(stp, base[s]));                  // the value at j = 0
+      Value* B = mul(stp, k);                                    // per step of j
+      Value* E = add(A, mul(B, b_.CreateSub(n, b_.getInt64(1))));  // at j = n - 1
+      for (Value* o : overflow) good = b_.CreateAnd(good, b_.CreateNot(o));
+      // Inside +-2^61 (i32: the i32 range), so that c clamped below and the
+      // differences stay far from overflow.
+      const std::int64_t lim = i32 ? std::numeric_limits<std::int32_t>::max() : (std::int64_t{1} << 61);
+      const std::int64_t low = i32 ? std::numeric_limits<std::int32_t>::min() : -lim;
+      for (Value* v : {A, E}) {
+        good = b_.CreateAnd(good, b_.CreateAnd(b_.CreateICmpSGE(v, b_.getInt64(low)), b_.CreateICmpSLE(v, b_.getInt64(lim))));
       }
-      loop(b_.CreateSub(next, p), true, [&](Value* j) { point(0, step(base, seg_axis_, b_.CreateAdd(j, p, "", true, true)), nullptr); });
-      mask_at_.clear();
-      return next;
-    });
+      ok = b_.CreateAnd(ok, good);
+      // c clamped to [min - 1, max + 1] of the segment's values: the same
+      // answer at every point, and c - A small.
+      Value* c = consts_[ic->c];
+      if (i32) c = b_.CreateSExt(c, i64_);
+      Value* vmin = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, A, E);
+      Value* vmax = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, A, E);
+      c = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, c, b_.CreateSub(vmin, b_.getInt64(1)));
+      c = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, c, b_.CreateAdd(vmax, b_.getInt64(1)));
+      // Gt is !Le, Ge is !Lt, Ne is !Eq.
+      Op op = ic->op;
+      const bool negate = op == Op::Gt || op == Op::Ge || op == Op::Ne;
+      if (op == Op::Gt) op = Op::Le;
+      if (op == Op::Ge) op = Op::Lt;
+      if (op == Op::Ne) op = Op::Eq;
+      Value* zero = b_.getInt64(0);
+      Value* one = b_.getInt64(1);
+      Value* pos = b_.CreateICmpSGT(B, zero);
+      Value* flat = b_.CreateICmpEQ(B, zero);
+      // |B| as a divisor: never 0 (a flat segment takes the other arm) and
+      // never -1 (no INT64_MIN / -1), even on the arm a select drops.
+      Value* ab = b_.CreateSelect(flat, one, b_.CreateSelect(pos, B, b_.CreateNeg(B)));
+      Value* D = b_.CreateSub(c, A);  // v(j) - c = B j - D
+      Value *from, *to;
+      if (op == Op::Eq) {
+        // B j == D: j = D / B where B divides D.
+        Value* num = b_.CreateSelect(pos, D, b_.CreateNeg(D));
+        Value* at = b_.CreateSDiv(num, ab);
+        Value* exact = b_.CreateICmpEQ(b_.CreateSRem(num, ab), zero);
+        Value* hit = b_.CreateSelect(flat, b_.CreateICmpEQ(D, zero), exact);
+        from = b_.CreateSelect(flat, zero, at);
+        to = b_.CreateSelect(hit, b_.CreateSelect(flat, n, b_.CreateAdd(at, one)), from);
+      } else {
+        // v < c (Le: v < c + 1): B j < D. B > 0: j < ceil(D / B);
+        // B < 0: j > -D / |B|, j >= floor(-D / |B|) + 1.
+        if (op == Op::Le) D = b_.CreateAdd(D, one);
+        Value* q = b_.CreateSDiv(D, ab);
+        Value* r = b_.CreateSRem(D, ab);
+        Value* ceil = b_.CreateAdd(q, b_.CreateZExt(b_.CreateICmpSGT(r, zero), i64_));
+        Value* nq = b_.CreateSDiv(b_.CreateNeg(D), ab);
+        Value* nr = b_.CreateSRem(b_.CreateNeg(D), ab);
+        Value* floor_plus = b_.CreateAdd(b_.CreateSub(nq, b_.CreateZExt(b_.CreateICmpSLT(nr, zero), i64_)), one);
+        Value* all = b_.CreateICmpSGT(D, zero);  // flat: 0 < D
+        from = b_.CreateSelect(flat, zero, b_.CreateSelect(pos, zero, floor_plus));
+        to = b_.CreateSelect(flat, b_.CreateSelect(all, n, zero), b_.CreateSelect(pos, ceil, n));
+      }
+      Run run = clamped({j, from, to}, n);
+      run.negate = negate;
+      if (op == Op::Eq) run.usual = negate;
+      runs.push_back(run);
+    }
+    return runs;
+  }
+
+  // for (p = 0; p < n; p = next): next is the first run end after p, and
+  // each mask is its value at p. What does not change over an interval
+  // (interval_invariant) is computed once before its loop: LLVM would keep a
+  // masked load of a broadcast stream in the loop, and its vectorizer
+  // scalarizes that into a branch per lane (an edge pad of both axes ran
+  // 9x slower than `x * 2`). The interval where every mask has its usual
+  // value (inside every pad, off every `==`) runs a loop of its own with
+  // those values as constants: plain loads, no selects between a pad's
+  // pieces (LLVM does not unswitch a loop on a dozen masks).
+  void split_loop(const Pos& base, Value* n, const std::vector<Run>& runs) {
+    std::vector<bool> invariant = interval_invariant(runs);
+    bool assumed = false;
+    for (const Run& r : runs) assumed |= r.usual.has_value();
+    // One walk over the intervals; `which`: every interval (nullopt), or
+    // only those where every mask has its usual value (true) or not (false).
+    auto walk = [&](std::optional<bool> which) {
+      loop_by(n, false, [&](Value* p) {
+        Value* next = n;
+        std::vector<Value*> at(k_.instrs.size(), nullptr);
+        Value* usual = b_.getTrue();
+        for (const Run& r : runs) {
+          for (Value* end : {r.from, r.to}) {
+            next = b_.CreateSelect(b_.CreateICmpSGT(end, p), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, next, end), next);
+          }
+          Value* in = b_.CreateAnd(b_.CreateICmpSLE(r.from, p), b_.CreateICmpSLT(p, r.to));
+          at[r.instr] = r.negate ? b_.CreateNot(in) : in;
+          if (r.usual) usual = b_.CreateAnd(usual, *r.usual ? at[r.instr] : b_.CreateNot(at[r.instr]));
+        }
+        auto* run = llvm::BasicBlock::Create(c_, "interval", f_);
+        auto* skip = llvm::BasicBlock::Create(c_, "interval.next", f_);
+        if (which) b_.CreateCondBr(*which ? usual : b_.CreateNot(usual), run, skip);
+        else b_.CreateBr(run);
+        b_.SetInsertPoint(run);
+        mask_at_ = at;
+        if (which == std::optional<bool>(true)) {
+          for (const Run& r : runs) {
+            if (r.usual) mask_at_[r.instr] = b_.getInt1(*r.usual);
+          }
+        }
+        // The interval [p, next) is not empty: its first point's values
+        // are every point's.
+        hoisted_ = point(0, step(base, seg_axis_, p), nullptr, {}, &invariant);
+        loop(b_.CreateSub(next, p), true, [&](Value* j) { point(0, step(base, seg_axis_, b_.CreateAdd(j, p, "", true, true)), nullptr); });
+        hoisted_.clear();
+        mask_at_.clear();
+        b_.CreateBr(skip);
+        b_.SetInsertPoint(skip);
+        return next;
+      });
+    };
+    if (!assumed) return walk(std::nullopt);
+    // Two walks, not one with both loops in it: LLVM's loop unswitching
+    // prices a loop by its number of siblings, and with the usual loop
+    // beside it the masked loop of a roll (whose masks never all hold) was
+    // no longer unswitched (the roll heat step 35 -> 48 us).
+    walk(true);
+    walk(false);
+  }
+
+  // The phase-0 instructions whose value is the same at every point of an
+  // interval: its masks (the runs), constants, and loads, generators and
+  // positions of streams that do not move along the segment (no gather
+  // offset), and ops of those. Every op is safe to compute where its loop's
+  // point would (base/semantics.hpp: no undefined behaviour), and a masked
+  // load keeps its branch.
+  std::vector<bool> interval_invariant(const std::vector<Run>& runs) const {
+    const auto L = static_cast<std::size_t>(seg_axis_);
+    std::vector<bool> inv(k_.instrs.size(), false);
+    for (const Run& r : runs) inv[r.instr] = true;
+    auto is = [&](std::int32_t o) { return o < 0 || inv[static_cast<std::size_t>(o)]; };
+    for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
+      const KInstr& in = k_.instrs[j];
+      if (in.phase != 0 || inv[j]) continue;
+      const bool streamed = in.kind == KOp::Load || in.kind == KOp::Index || in.kind == KOp::Position;
+      const bool still = streamed && !stride_[static_cast<std::size_t>(in.arg)][L];  // arg: the stream
+      switch (in.kind) {
+        case KOp::Const: inv[j] = true; break;
+        case KOp::Load: inv[j] = still && in.b < 0 && is(in.c); break;
+        case KOp::Index: inv[j] = still && is(in.b); break;
+        case KOp::Position: inv[j] = still; break;
+        case KOp::Unary: case KOp::Binary: case KOp::Where: inv[j] = is(in.a) && is(in.b) && is(in.c); break;
+        default: break;
+      }
+    }
+    return inv;
   }
 
   bool has_ranges() const {
     for (const KInstr& in : k_.instrs) {
       if (in.kind == KOp::InRange && in.phase == 0) return true;
+      if (iota_compare(in)) return true;
     }
     return false;
   }
@@ -882,13 +1125,21 @@ class KernelCodegen {
   // Evaluate the instructions of `phase` at one point, then store that
   // phase's outputs (all loads of a point come before its stores). `scan`
   // advances Scan instruction j's running value by x and returns it.
+  // `only`: evaluate just those instructions and store nothing (the
+  // values split_loop hoists before an interval's loop).
   std::vector<Value*> point(int phase, const Pos& pos, const std::function<Value*(std::size_t)>& reduced,
-                            const std::function<Value*(std::size_t, Value*)>& scan = {}) {
+                            const std::function<Value*(std::size_t, Value*)>& scan = {},
+                            const std::vector<bool>* only = nullptr) {
     std::vector<Value*> v(k_.instrs.size(), nullptr);
     auto val = [&](int o) { return o < 0 ? nullptr : v[static_cast<std::size_t>(o)]; };
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
       if (in.phase != phase) continue;
+      if (only && !(*only)[j]) continue;
+      if (!hoisted_.empty() && hoisted_[j]) {
+        v[j] = hoisted_[j];
+        continue;
+      }
       switch (in.kind) {
         case KOp::Load: {
           const auto s = static_cast<std::size_t>(in.arg);
@@ -928,6 +1179,10 @@ class KernelCodegen {
           break;
         }
         case KOp::Unary: case KOp::Binary: case KOp::Where: {
+          if (in.kind == KOp::Binary && !mask_at_.empty() && mask_at_[j]) {  // an iota compare, invariant here
+            v[j] = mask_at_[j];
+            break;
+          }
           const int first = in.kind == KOp::Where ? in.b : in.a;
           const DType t = k_.instrs[static_cast<std::size_t>(first)].dtype;
           v[j] = sc_.op(in, t, val(in.a), val(in.b), val(in.c), false);
@@ -943,6 +1198,7 @@ class KernelCodegen {
           break;
       }
     }
+    if (only) return v;
     for (std::size_t o = 0; o < k_.outputs.size(); ++o) {
       const KOutput& out = k_.outputs[o];
       if (out.phase != phase) continue;
@@ -969,7 +1225,8 @@ class KernelCodegen {
   bool scalar_loops_ = false;  // loops made now are neither vectorized nor unrolled (by_index_width)
   int seg_axis_ = -1;
   bool has_scan_ = false;
-  std::vector<Value*> mask_at_;  // range_split's interval: each InRange's value there (loop-invariant)
+  std::vector<Value*> mask_at_;  // range_split's interval: each InRange's (iota compare's) value there (loop-invariant)
+  std::vector<Value*> hoisted_;  // split_loop's interval: values computed once before its loop
   std::vector<llvm::MDNode*> scope_of_, others_of_;  // per stream that is its own scope (no_alias)
   llvm::Function* f_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;

@@ -18,9 +18,11 @@
 //    outer-axis blocks, in kArgLanes lanes along the row when the last axis
 //    is reduced (selects the vectorizer widens), folded to the lowest index
 //    among the best values.
-// Pad masks (KOp::InRange) split the elementwise inner loop in three: the
-// points inside every range run with the masks constant true (plain loads),
-// the edges with masked loads. Loads and stores carry alias scopes saying
+// Pad masks (KOp::InRange) and comparisons of an integer iota with a scalar
+// split the elementwise inner loop into intervals on which every mask is
+// constant: the points inside every pad (off every `arange == c`) run with
+// the masks as constants (plain loads), the others with them loop-invariant,
+// and what does not move over an interval is computed before its loop. Loads and stores carry alias scopes saying
 // inputs and outputs are separate buffers (unless an output takes an input
 // over in place): the buffer plan guarantees it, and LLVM then keeps a
 // gather's per-row index out of the row loop.
