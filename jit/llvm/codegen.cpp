@@ -808,6 +808,8 @@ class KernelCodegen {
     // The mask's value on most of a segment, where that is known: true for
     // a pad's (its inside), false for `==` and true for `!=`.
     std::optional<bool> usual;
+    bool flat = false;  // its stream does not move along the segment: all of it, or none
+    std::vector<std::size_t> also;  // other masks of the same stream and range (the same values)
   };
 
   void range_split(const Pos& base, Value* n) {
@@ -841,6 +843,16 @@ class KernelCodegen {
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
       if (in.kind != KOp::InRange || in.phase != 0) continue;
+      // A pad's mask is often repeated (each piece of an edge pad and
+      // every read of the pad test it): one run for all.
+      auto same = std::find_if(runs.begin(), runs.end(), [&](const Run& r) {
+        const KInstr& o = k_.instrs[r.instr];
+        return o.arg == in.arg && o.a == in.a && o.b == in.b;
+      });
+      if (same != runs.end()) {
+        same->also.push_back(j);
+        continue;
+      }
       const auto s = static_cast<std::size_t>(in.arg);
       Value* lo = scalar_i64(in.a);
       Value* hi = scalar_i64(in.b);
@@ -866,6 +878,7 @@ class KernelCodegen {
       }
       Run run = clamped({j, from, to}, n);
       run.usual = true;
+      run.flat = !k;
       runs.push_back(run);
     }
     return runs;
@@ -1004,6 +1017,7 @@ class KernelCodegen {
       Run run = clamped({j, from, to}, n);
       run.negate = negate;
       if (op == Op::Eq) run.usual = negate;
+      run.flat = !stride_[s][L];
       runs.push_back(run);
     }
     return runs;
@@ -1022,6 +1036,16 @@ class KernelCodegen {
     std::vector<bool> invariant = interval_invariant(runs);
     bool assumed = false;
     for (const Run& r : runs) assumed |= r.usual.has_value();
+    // A flat run is the segment or nothing: its value is the segment's and
+    // it cuts nothing (the 2-D grid's row masks).
+    auto value_at = [&](const Run& r, Value* p) {
+      Value* in = r.flat ? b_.CreateICmpSLT(r.from, r.to) : b_.CreateAnd(b_.CreateICmpSLE(r.from, p), b_.CreateICmpSLT(p, r.to));
+      return r.negate ? b_.CreateNot(in) : in;
+    };
+    std::vector<Value*> flat_at(runs.size(), nullptr);
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i].flat) flat_at[i] = value_at(runs[i], nullptr);
+    }
     // One walk over the intervals; `which`: every interval (nullopt), or
     // only those where every mask has its usual value (true) or not (false).
     auto walk = [&](std::optional<bool> which) {
@@ -1029,13 +1053,17 @@ class KernelCodegen {
         Value* next = n;
         std::vector<Value*> at(k_.instrs.size(), nullptr);
         Value* usual = b_.getTrue();
-        for (const Run& r : runs) {
-          for (Value* end : {r.from, r.to}) {
-            next = b_.CreateSelect(b_.CreateICmpSGT(end, p), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, next, end), next);
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+          const Run& r = runs[i];
+          if (!r.flat) {
+            for (Value* end : {r.from, r.to}) {
+              next = b_.CreateSelect(b_.CreateICmpSGT(end, p), b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, next, end), next);
+            }
           }
-          Value* in = b_.CreateAnd(b_.CreateICmpSLE(r.from, p), b_.CreateICmpSLT(p, r.to));
-          at[r.instr] = r.negate ? b_.CreateNot(in) : in;
-          if (r.usual) usual = b_.CreateAnd(usual, *r.usual ? at[r.instr] : b_.CreateNot(at[r.instr]));
+          Value* v = r.flat ? flat_at[i] : value_at(r, p);
+          at[r.instr] = v;
+          for (std::size_t o : r.also) at[o] = v;
+          if (r.usual) usual = b_.CreateAnd(usual, *r.usual ? v : b_.CreateNot(v));
         }
         auto* run = llvm::BasicBlock::Create(c_, "interval", f_);
         auto* skip = llvm::BasicBlock::Create(c_, "interval.next", f_);
@@ -1045,7 +1073,9 @@ class KernelCodegen {
         mask_at_ = at;
         if (which == std::optional<bool>(true)) {
           for (const Run& r : runs) {
-            if (r.usual) mask_at_[r.instr] = b_.getInt1(*r.usual);
+            if (!r.usual) continue;
+            mask_at_[r.instr] = b_.getInt1(*r.usual);
+            for (std::size_t o : r.also) mask_at_[o] = mask_at_[r.instr];
           }
         }
         // The interval [p, next) is not empty: its first point's values
@@ -1077,7 +1107,10 @@ class KernelCodegen {
   std::vector<bool> interval_invariant(const std::vector<Run>& runs) const {
     const auto L = static_cast<std::size_t>(seg_axis_);
     std::vector<bool> inv(k_.instrs.size(), false);
-    for (const Run& r : runs) inv[r.instr] = true;
+    for (const Run& r : runs) {
+      inv[r.instr] = true;
+      for (std::size_t o : r.also) inv[o] = true;
+    }
     auto is = [&](std::int32_t o) { return o < 0 || inv[static_cast<std::size_t>(o)]; };
     for (std::size_t j = 0; j < k_.instrs.size(); ++j) {
       const KInstr& in = k_.instrs[j];
