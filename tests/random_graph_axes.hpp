@@ -508,7 +508,12 @@ inline void RandomGraph::step_loop() {
   Dims at(static_cast<std::size_t>(r), 1);
   at[static_cast<std::size_t>(ax)] = n;
   const Array pos = aj::arange(n).reshape(Shape(at));
-  const Array ends = (pos == 0) || (pos == n - 1);
+  // The ends, as a user might write them (each comparison is a run of the
+  // host JIT's split loop: jit/llvm/codegen.cpp, iota_runs).
+  const int form = idiom == 4 ? uni(0, 2) : 0;
+  const Array ends = form == 0   ? (pos == 0) || (pos == n - 1)
+                     : form == 1 ? (pos < 1) || (pos >= n - 1)
+                                 : (std::int64_t{0} >= pos) || (n - 1 <= pos);
   Array v = x.a;
   Bound b = x.b;
   const double eps = eps_of(x.dtype());
@@ -524,9 +529,11 @@ inline void RandomGraph::step_loop() {
     }
     b.abs_err += 2 * eps * (b.mag + b.err());
   }
+  static const char* ends_forms[] = {"", " (ends: pos == 0 || pos == n - 1)", " (ends: pos < 1 || pos >= n - 1)",
+                                     " (ends: 0 >= pos || n - 1 <= pos)"};
   place(v, b,
         std::string("loop(") + x.name + ", " + std::to_string(steps) + " steps of " + names[idiom] + " along axis " +
-            std::to_string(ax) + ")",
+            std::to_string(ax) + ends_forms[idiom == 4 ? form + 1 : 0] + ")",
         std::string("loop of ") + names[idiom], -1);
 }
 
