@@ -6,8 +6,10 @@
 //
 //   build/bench/idioms
 //
-// Each line also says how many kernels the step launched. Targets (issue
-// 33): 1 kernel and <= 1.5x the hand loop.
+// Each line says the step's time called eagerly (traced and dispatched
+// every call) and through aj::compile (a replay of the kept kernel), and how
+// many kernels the step launched. Targets (issue 33): 1 kernel and <= 1.5x
+// the hand loop.
 #include <arrayjit/arrayjit.hpp>
 #include <arrayjit/jit.hpp>
 
@@ -47,6 +49,7 @@ struct Case {
 // largest difference from the loop's values.
 void table(const std::vector<Case>& cases, const std::function<void()>& hand, const std::vector<float>& out, int calls) {
   const double base = ajbench::median_us(hand, calls);
+  std::printf("  %-34s %9s %8s  %9s %7s\n", "", "eager", "", "compiled", "");
   std::printf("  %-34s %9.1f us   1.00x\n", "hand-written loop", base);
   for (const Case& c : cases) {
     const std::vector<float> got = c.step().to_vector<float>();
@@ -57,7 +60,13 @@ void table(const std::vector<Case>& cases, const std::function<void()>& hand, co
     const double us = ajbench::median_us([&] { c.step().eval(); }, calls);
     const aj::Stats s1 = aj::stats();
     const double steps = 9.0 * calls + calls / 10 + 1;  // (median_us: a tenth to warm up, 9 runs)
-    std::printf("  %-34s %9.1f us  %5.2fx   %.1f kernels; max |diff| from the loop %.2g\n", c.name, us, us / base,
+    // The same step through aj::compile: a replay runs the kept kernel
+    // without tracing or planning (what a loop of steps pays per step).
+    auto compiled = aj::compile([&c] { return c.step(); });
+    compiled();
+    const double us_compiled = ajbench::median_us([&] { compiled(); }, calls);
+    std::printf("  %-34s %9.1f us  %5.2fx  %9.1f us  %5.2fx   %.1f kernels; max |diff| from the loop %.2g\n", c.name, us,
+                us / base, us_compiled, us_compiled / base,
                 static_cast<double>(s1.kernels_launched - s0.kernels_launched) / steps, err);
   }
 }
