@@ -819,7 +819,7 @@ class KernelCodegen {
     if (iota.empty()) return split_loop(base, n, runs);
     // The iota runs rest on the iota's values being exact i64 (or i32)
     // arithmetic over the segment; where they are not (a huge start or
-    // step), the masks are computed at every point as before.
+    // step), the masks are computed at every point.
     auto* fast = llvm::BasicBlock::Create(c_, "iota.split", f_);
     auto* slow = llvm::BasicBlock::Create(c_, "iota.points", f_);
     auto* join = llvm::BasicBlock::Create(c_, "iota.join", f_);
@@ -829,9 +829,14 @@ class KernelCodegen {
     all.insert(all.end(), iota.begin(), iota.end());
     split_loop(base, n, all);
     b_.CreateBr(join);
+    // The rare path (an iota past 9e15, an i32 iota that wraps) is one
+    // plain loop, every mask computed at every point, neither vectorized
+    // nor unrolled: a second split loop doubled the kernel's LLVM time.
     b_.SetInsertPoint(slow);
-    if (runs.empty()) loop(n, true, [&](Value* j) { point(0, step(base, seg_axis_, j), nullptr); });
-    else split_loop(base, n, runs);
+    const bool was = scalar_loops_;
+    scalar_loops_ = true;
+    loop(n, false, [&](Value* j) { point(0, step(base, seg_axis_, j), nullptr); });
+    scalar_loops_ = was;
     b_.CreateBr(join);
     b_.SetInsertPoint(join);
   }
