@@ -279,6 +279,36 @@ TEST_CASE("the work rule's exception: a cheap op over stored inputs is recompute
   }
 }
 
+TEST_CASE("a no-bias Adam step whose equal constants are traced separately is one kernel, three steps running") {
+  // Issue 33 point 3: constants are never merged (docs/optimizer.md), and
+  // that costs no kernel here: p, m and v of each step are one pass.
+  const std::size_t n = 4099;
+  const Array g = aj::from_vector(random_floats(n, 31));
+  const float lr = 1e-3f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+  auto run = [&](bool count) {
+    Array p = aj::from_vector(random_floats(n, 32)), m = aj::zeros({static_cast<std::int64_t>(n)});
+    Array v = aj::zeros({static_cast<std::int64_t>(n)});
+    aj::eval({p, m, v});
+    for (int t = 0; t < 3; ++t) {
+      m = b1 * m + (1 - b1) * g;
+      v = b2 * v + (1 - b2) * g * g;
+      p = p - lr * m / (aj::sqrt(v) + eps);
+      aj::reset_stats();
+      aj::eval({p, m, v});
+      if (count) CHECK(aj::stats().kernels_launched == 1);
+    }
+    return p.to_vector<float>();
+  };
+  std::vector<float> want;
+  {
+    ExecutorScope ref(Executor::reference);
+    want = run(false);
+  }
+  const std::vector<float> got = run(true);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+}
+
 TEST_CASE("the work rule is about cost, not op count: 100 x (x * 0.5 + 1) is one kernel") {
   Array x = aj::from_vector(random_floats(1000, 6));
   auto make = [&] {
