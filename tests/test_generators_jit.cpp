@@ -154,6 +154,13 @@ TEST_CASE("boundary idioms: a heat step with each idiom is one kernel, bit for b
          auto at = [&](std::int64_t r0, std::int64_t c0) { return aj::slice(p, {Slice(r0, r0 + m), Slice(c0, c0 + m)}); };
          return v + k * (at(0, 1) + at(2, 1) + at(1, 0) + at(1, 2) - 4.0f * v);
        }},
+      {"2-D edge pad and row and column masks from arange", [&] {
+         const Array p = aj::pad(v, {{1, 1}, {1, 1}}, aj::PadMode::edge);
+         auto at = [&](std::int64_t r0, std::int64_t c0) { return aj::slice(p, {Slice(r0, r0 + m), Slice(c0, c0 + m)}); };
+         const Array r = aj::reshape(aj::arange(m), {m, 1}), c = aj::arange(m);
+         const Array walls = (r == 0) | (r >= m - 1) | (c < 1) | (c == m - 1);
+         return aj::where(walls, v, v + k * (at(0, 1) + at(2, 1) + at(1, 0) + at(1, 2) - 4.0f * v));
+       }},
   };
   for (const auto& [name, step] : steps) {
     INFO(name);
