@@ -881,7 +881,7 @@ class KernelCodegen {
         from = b_.CreateSelect(pos, up_from, dn_from);
         to = b_.CreateSelect(pos, up_to, dn_to);
       }
-      Run run = clamped({j, from, to}, n);
+      Run run = clamped(Run{.instr = j, .from = from, .to = to, .negate = false, .usual = {}, .flat = false, .also = {}}, n);
       run.usual = true;
       run.flat = !k;
       runs.push_back(run);
@@ -1019,7 +1019,7 @@ class KernelCodegen {
         from = b_.CreateSelect(flat, zero, b_.CreateSelect(pos, zero, floor_plus));
         to = b_.CreateSelect(flat, b_.CreateSelect(all, n, zero), b_.CreateSelect(pos, ceil, n));
       }
-      Run run = clamped({j, from, to}, n);
+      Run run = clamped(Run{.instr = j, .from = from, .to = to, .negate = false, .usual = {}, .flat = false, .also = {}}, n);
       run.negate = negate;
       if (op == Op::Eq) run.usual = negate;
       run.flat = !stride_[s][L];
