@@ -80,6 +80,7 @@ const std::map<std::string, std::string> kCName = {
     {"aj::concat", "aj_concatenate"},
     {"aj::permute_dims", "aj_transpose"},
     {"aj::matrix_transpose", "aj_swapaxes"},  // swapaxes(x, -1, -2)
+    {"aj::scalar", "aj_scalar_f64"},          // and aj_scalar_i64, aj_scalar_bool: the C API's weak scalars
 };
 
 // Deliberately C++ only.

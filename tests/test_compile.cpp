@@ -256,6 +256,46 @@ TEST_CASE("compile: a scalar that reaches kernels as is replays; one the functio
   CHECK(computed.counts().replays == 1);
 }
 
+TEST_CASE("weak arrays: aj::scalar meets arrays as the C++ scalar it holds") {
+  const Array s = aj::scalar(0.5), n = aj::scalar(3), b = aj::scalar(true);
+  CHECK(s.is_weak());
+  CHECK(s.dtype() == DType::f64);
+  CHECK(n.dtype() == DType::i64);
+  CHECK(b.dtype() == DType::bool_);
+  CHECK(s.item<double>() == 0.5);
+  const Array h = input({7}, 35, DType::f16), i = input({7}, 36, DType::f32).astype(DType::i32);
+  const Array u = aj::full({7}, 200, DType::u8), x = input({7}, 37);
+  // Each result's dtype and bits are the C++ scalar's.
+  for (const auto& [weak, plain] : {std::pair{h * s, h * 0.5}, std::pair{i * s, i * 0.5}, std::pair{i * n, i * 3},
+                                    std::pair{u + n, u + 3}, std::pair{x / n, x / 3}, std::pair{aj::where(x > 0, s, x), aj::where(x > 0, 0.5, x)},
+                                    std::pair{aj::maximum(x, s), aj::maximum(x, 0.5)}, std::pair{i / n, i / 3}}) {
+    CHECK(weak.dtype() == plain.dtype());
+    CHECK_FALSE(weak.is_weak());
+    CHECK(same_bits(vals(weak), vals(plain)));
+  }
+  // Weak with weak (and C++ scalars) stays weak, in the categories' defaults.
+  const Array c = s * (1 + n);
+  CHECK(c.is_weak());
+  CHECK(c.dtype() == DType::f64);
+  CHECK(c.item<double>() == 0.5 * 4);
+  CHECK((n + 1).dtype() == DType::i64);
+  CHECK((n + 1).is_weak());
+  CHECK(aj::sqrt(n).dtype() == DType::f64);
+  CHECK(aj::sqrt(n).is_weak());
+  CHECK(aj::true_divide(n, 2).is_weak());
+  CHECK((n > 2).is_weak());
+  CHECK((x * c).dtype() == DType::f32);
+  // Copies keep it; any other op and astype give an ordinary array.
+  Array k = c;
+  CHECK(k.is_weak());
+  Array moved = std::move(k);
+  CHECK(moved.is_weak());
+  CHECK_FALSE(c.astype(DType::f64).is_weak());
+  CHECK_FALSE(c.reshape({1}).is_weak());
+  CHECK_FALSE((aj::full({}, 0.5, DType::f64) * 2).is_weak());  // C++ scalars alone: as always
+  CHECK_THROWS_WITH_AS(aj::scalar(std::uint64_t{1} << 63), doctest::Contains("above the i64 range"), aj::Error);
+}
+
 TEST_CASE("compile: results of every kind, arguments returned and arrays from the enclosing scope") {
   const Array w = input({8, 3}, 11);
   auto cf = aj::compile([&w](const Array& x, const std::vector<Array>& more) {

@@ -46,6 +46,7 @@ const Entry kCatalog[] = {
     {"logspace", "shape_functions.hpp", "logspace", "-", "aj_logspace"},
     {"eye", "array.hpp", "eye", "-", "aj_eye"},
     {"from_vector, borrow, lend", "array.hpp", "asarray, frombuffer", "-", "aj_array_from_data, aj_array_borrow, aj_array_lend"},
+    {"scalar", "array.hpp", "a Python scalar (JAX: a weakly typed array)", "-", "aj_scalar_f64, aj_scalar_i64, aj_scalar_bool"},
     // elementwise compositions
     {"true_divide, floor_divide, logical_xor", "array.hpp", "true_divide, floor_divide, logical_xor", "yes", "aj_true_divide, aj_floor_divide, aj_logical_xor"},
     {"where", "array.hpp", "where", "yes", "aj_where"},

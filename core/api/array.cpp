@@ -30,15 +30,19 @@ Array Array::from_node(std::uint32_t id) {
   return a;
 }
 
-Array::Array(const Array& o) : g_(o.g_), id_(o.id_) {
+Array::Array(const Array& o) : g_(o.g_), id_(o.id_), weak_(o.weak_) {
   if (id_ != kNoNode) g_->retain_ext(id_);
 }
-Array::Array(Array&& o) noexcept : g_(o.g_), id_(o.id_) { o.id_ = kNoNode; }
+Array::Array(Array&& o) noexcept : g_(o.g_), id_(o.id_), weak_(o.weak_) {
+  o.id_ = kNoNode;
+  o.weak_ = false;
+}
 Array& Array::operator=(const Array& o) {
   if (o.id_ != kNoNode) o.g_->retain_ext(o.id_);  // first: self-assignment safe
   if (id_ != kNoNode) g_->release_ext(id_);
   g_ = o.g_;
   id_ = o.id_;
+  weak_ = o.weak_;
   return *this;
 }
 Array& Array::operator=(Array&& o) noexcept {
@@ -46,10 +50,14 @@ Array& Array::operator=(Array&& o) noexcept {
     if (id_ != kNoNode) g_->release_ext(id_);
     g_ = o.g_;
     id_ = o.id_;
+    weak_ = o.weak_;
     o.id_ = kNoNode;
+    o.weak_ = false;
   }
   return *this;
 }
+
+void detail::set_weak(Array& a, bool weak) noexcept { a.weak_ = weak; }
 Array::~Array() {
   if (id_ != kNoNode) g_->release_ext(id_);
 }
@@ -189,7 +197,9 @@ Array Array::astype(DType t, Loc loc) const try {
   trace::Scope scope;
   const Array& a = trace::local(*this, "astype", loc);
   trace::check_array_size(a.shape(), t, "astype", loc);
-  return trace::cast(a, t, loc);
+  Array out = trace::cast(a, t, loc);  // (the array itself at its own dtype)
+  detail::set_weak(out, false);         // a dtype chosen: no longer weak
+  return out;
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("astype", loc);
 }

@@ -52,6 +52,30 @@ Array full(Shape shape, Scalar value, Loc loc) {
                                                         : DType::f32;
   return fill("full", std::move(shape), value, t, loc);
 }
+// A leaf with the value written (no kernel: aj::compile makes one per call
+// for each scalar argument it passes as an array).
+Array scalar(Scalar value, Loc loc) try {
+  trace::Scope scope;
+  if (value.above_int64) {
+    user_error("scalar", trace::describe(value) + " is above the i64 range, which a weak integer array holds "
+                         "(pass it as a double)", loc);
+  }
+  auto s = cpu::host_alloc(1, 8);
+  DType t = DType::f64;
+  switch (value.kind) {
+    case Scalar::Kind::boolean: t = DType::bool_, *static_cast<bool*>(s->data) = value.i != 0; break;
+    case Scalar::Kind::integer: t = DType::i64, *static_cast<std::int64_t*>(s->data) = value.i; break;
+    case Scalar::Kind::floating: *static_cast<double*>(s->data) = value.f; break;
+  }
+  Array a = leaf(std::move(s), t, Shape{}, {}, loc);
+  detail::set_weak(a, true);
+  return a;
+} catch (const std::bad_alloc&) {
+  detail::out_of_memory("scalar", loc);
+} catch (const detail::OutOfMemory& e) {
+  detail::rethrow_out_of_memory(e, "scalar", loc);
+}
+
 Array zeros(Shape shape, DType dtype, Loc loc) { return fill("zeros", std::move(shape), 0, dtype, loc); }
 Array ones(Shape shape, DType dtype, Loc loc) { return fill("ones", std::move(shape), 1, dtype, loc); }
 

@@ -50,24 +50,45 @@ std::string describe_all(std::span<const Operand* const> ops) {
 // The dtype several operands meet at: arrays promote as NumPy; a scalar only
 // moves the result to another category (bool -> integer -> float), and then
 // to that category's default (i64 / f64), as NumPy 2 (NEP 50) does.
+// A weak array (Array::is_weak, aj::scalar) counts as the C++ scalar it
+// holds: its category, and that category's default dtype.
+bool weak(const Operand& o) { return o.is_scalar || o.array->is_weak(); }
+int weak_category(const Operand& o) { return o.is_scalar ? category(o.scalar) : category(o.array->dtype()); }
+DType category_default(int c) { return c == 0 ? DType::bool_ : c == 1 ? DType::i64 : DType::f64; }
+
 DType result_dtype(std::span<const Operand* const> ops) {
   bool have_array = false;
   DType t = DType::bool_;
   for (auto* o : ops) {
-    if (o->is_scalar) continue;
+    if (weak(*o)) continue;
     t = have_array ? promote_types(t, o->array->dtype()) : o->array->dtype();
     have_array = true;
   }
   for (auto* o : ops) {
-    if (!o->is_scalar) continue;
+    if (!weak(*o)) continue;
     if (!have_array) {
-      t = default_dtype(o->scalar);
+      t = category_default(weak_category(*o));
       have_array = true;  // the first scalar sets the type, the rest are weak against it
-    } else if (category(o->scalar) > category(t)) {
-      t = default_dtype(o->scalar);
+    } else if (weak_category(*o) > category(t)) {
+      t = category_default(weak_category(*o));
     }
   }
   return t;
+}
+
+// Whether an op's result is weak: a weak array among its operands and no
+// ordinary one (C++ scalars alone make an ordinary array, as always).
+bool weak_result(std::span<const Operand* const> ops) {
+  bool any = false;
+  for (auto* o : ops) {
+    if (!weak(*o)) return false;
+    any |= !o->is_scalar;
+  }
+  return any;
+}
+Array weakened(Array a, bool weak) {
+  detail::set_weak(a, weak);
+  return a;
 }
 
 // Operand `o` in dtype `t`: an array cast to it, or a scalar as a constant
@@ -180,7 +201,8 @@ Array binary(Op op, const Operand& a, const Operand& b) try {
   DType out = is_compare(op) ? DType::bool_ : t;
   Shape broadcast;
   const Shape& shape = check_shapes(name, ops, widest(t, out), loc, broadcast);
-  return make_elementwise(op, out, shape, {as_array(name, a, t, shape), as_array(name, b, t, shape)}, loc);
+  return weakened(make_elementwise(op, out, shape, {as_array(name, a, t, shape), as_array(name, b, t, shape)}, loc),
+                  weak_result(ops));
 } catch (const std::bad_alloc&) {
   detail::out_of_memory(op_name(op), a.is_scalar ? b.loc : a.loc);
 }
@@ -208,7 +230,7 @@ Array unary(Op op, const Operand& a) try {
   if (op_has(op, opflag::FloatOnly) && !is_float(t)) t = DType::f64;  // NumPy: ints give f64
   Shape broadcast;
   const Shape& shape = check_shapes(name, ops, t, a.loc, broadcast);
-  return make_elementwise(op, t, shape, {as_array(name, a, t, shape)}, a.loc);
+  return weakened(make_elementwise(op, t, shape, {as_array(name, a, t, shape)}, a.loc), weak_result(ops));
 } catch (const std::bad_alloc&) {
   detail::out_of_memory(op_name(op), a.loc);
 }
@@ -237,8 +259,9 @@ Array true_divide(const Operand& a, const Operand& b) try {
   Shape broadcast;
   const Shape& shape = check_shapes("true_divide", ops, is_float(t) ? t : DType::f64, loc, broadcast);  // named so, before any cast
   if (is_float(t)) return binary(Op::Div, a, b);
-  Array x = as_array("true_divide", a, DType::f64, shape);
-  Array y = as_array("true_divide", b, DType::f64, shape);
+  const bool w = weak_result(ops);  // (weak integers divide as weak floats)
+  Array x = weakened(as_array("true_divide", a, DType::f64, shape), w);
+  Array y = weakened(as_array("true_divide", b, DType::f64, shape), w);
   return binary(Op::Div, Operand(x, loc), Operand(y, loc));
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("true_divide", a.is_scalar ? b.loc : a.loc);
@@ -288,10 +311,11 @@ Array where(const Operand& cond, const Operand& a, const Operand& b) try {
   DType t = result_dtype(vals);
   Shape broadcast;
   const Shape& shape = check_shapes("where", all, t, loc, broadcast);
-  return make_elementwise(Op::Where, t, shape,
-                          {as_array("where", cond, DType::bool_, shape), as_array("where", a, t, shape),
-                           as_array("where", b, t, shape)},
-                          loc);
+  return weakened(make_elementwise(Op::Where, t, shape,
+                                   {as_array("where", cond, DType::bool_, shape), as_array("where", a, t, shape),
+                                    as_array("where", b, t, shape)},
+                                   loc),
+                  weak_result(all));
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("where", cond.loc);
 }

@@ -91,6 +91,11 @@ struct Scalar {
   }
 };
 
+namespace detail {
+// Marks a handle weak or not (core/api/elementwise.cpp, aj::scalar).
+void set_weak(Array& a, bool weak) noexcept;
+}  // namespace detail
+
 // An operand of an elementwise op: an Array or a scalar. Converting to it
 // captures the caller's source location, which is how `a + b` names the line
 // it was written on in error messages.
@@ -171,6 +176,15 @@ class Array {
   Array& operator/=(const Operand& b);
   Array& operator%=(const Operand& b);
 
+  // Whether this handle is weak: made by aj::scalar (or passed so to an
+  // aj::compile'd function), or by elementwise ops of weak arrays and C++
+  // scalars only. In an elementwise op a weak array counts as the C++ scalar
+  // it holds: it takes the dtype of the other operands (f32 * weak f64 is
+  // f32), and only moves the result to another category (bool, integer,
+  // float). astype, and any other op that makes an array, give an ordinary
+  // one.
+  bool is_weak() const noexcept { return weak_; }
+
   // Internal: the node this handle refers to, in graph_of().
   static constexpr std::uint32_t kNoNode = 0xffffffffu;
   std::uint32_t node_id() const { return id_; }
@@ -181,8 +195,10 @@ class Array {
 
  private:
   void copy_out(void* dst, DType as, const Loc& loc) const;
+  friend void detail::set_weak(Array& a, bool weak) noexcept;
   Graph* g_ = nullptr;
   std::uint32_t id_ = kNoNode;
+  bool weak_ = false;  // is_weak(); a handle's property, copied with it
 };
 
 // What Array::data() gives: a read-only window on evaluated elements.
@@ -253,6 +269,13 @@ Array full(Shape shape, Scalar value, DType dtype, Loc loc = Loc::current());
 // The dtype from the value, as zeros' and arange's defaults: a float is f32,
 // an integer i64, a bool bool (full({256}, 0.01) is f32).
 Array full(Shape shape, Scalar value, Loc loc = Loc::current());
+// A C++ scalar as a weak rank-0 array (is_weak(), evaluated): f64 for a
+// floating value, i64 for an integer, bool for a bool. Arithmetic on it is
+// traced (`lr * (1 + t)` with lr and t weak is an array computed in f64) and
+// its result meets other arrays as the C++ scalar would (`w - c * g` is f32
+// for f32 w and g). aj::compile passes a scalar argument this way where the
+// function takes an aj::Array, so arithmetic on it replays.
+Array scalar(Scalar value, Loc loc = Loc::current());
 // Values start, start+step, ... below stop (NumPy's arange).
 Array arange(double start, double stop, double step = 1.0, DType dtype = DType::f32,
              Loc loc = Loc::current());
