@@ -115,6 +115,17 @@ int main(int argc, char** argv) {
     lr = lr > 0.9f ? 0.1f : lr + 0.001f;
     aj::Array y = compiled_lr(x, lr);
   }, calls);
+  // A schedule computed inside: lr / sqrt(1 + t) with C++ scalars (traced
+  // each call: the constant is none of the arguments) and with the scalars
+  // taken as arrays (weak arrays: the arithmetic replays).
+  auto sched_cpp = aj::compile([](const aj::Array& a, double lr, int t) { return chain(a) * (lr / std::sqrt(1.0 + t)); });
+  auto sched_weak = aj::compile([](const aj::Array& a, const aj::Array& lr, const aj::Array& t) {
+    return chain(a) * (lr / aj::sqrt(1 + t));
+  });
+  int step = 0;
+  const double sched_traced = median_us([&] { aj::Array y = sched_cpp(x, 0.5, ++step); }, calls / 4 + 1);
+  const double sched_replay = median_us([&] { aj::Array y = sched_weak(x, 0.5, ++step); }, calls);
+  const auto cw = sched_weak.counts();
   const auto cc = compiled.counts();
   const auto cl = compiled_lr.counts();
   // The same calls while a profile records (fewer: each call keeps its events).
@@ -166,6 +177,10 @@ int main(int argc, char** argv) {
   std::printf("  %-32s %8.2f us\n", "overhead, plan cache off", uncached - kernel);
   std::printf("  %-32s %8.2f us   <- target <= 1.5\n", "compiled replay (aj::compile)", replay);
   std::printf("  %-32s %8.2f us\n", "compiled replay, changing lr", replay_lr);
+  std::printf("  %-32s %8.2f us   (x * (lr / sqrt(1 + t)) of C++ scalars: traced each call)\n",
+              "compiled, schedule in C++", sched_traced);
+  std::printf("  %-32s %8.2f us   (the same of weak arrays: %llu trace, %llu replays)\n", "compiled, schedule as arrays",
+              sched_replay, static_cast<unsigned long long>(cw.traces), static_cast<unsigned long long>(cw.replays));
   std::printf("  %-32s %8.2f us\n", "compiled replay - kernel", replay - kernel);
   std::printf("  %-32s %8.2f us   (+%.2f us: 1 event)\n", "compiled replay, profiling on", replay_profiled,
               replay_profiled - replay);
@@ -180,7 +195,8 @@ int main(int argc, char** argv) {
   std::printf("  new extents: %llu traces, %llu from the kept trace, %llu of them not planned %s%s\n",
               static_cast<unsigned long long>(cg.traces), static_cast<unsigned long long>(cg.new_extents),
               static_cast<unsigned long long>(cg.unplanned), generic.extents_note().c_str(), generic.plan_note().c_str());
-  if (cc.traces != 1 || cl.traces != 2 || cg.traces != 2 || cg.new_extents != static_cast<std::uint64_t>(lengths)) {
+  if (cc.traces != 1 || cl.traces != 2 || cw.traces != 1 || cg.traces != 2 ||
+      cg.new_extents != static_cast<std::uint64_t>(lengths)) {
     std::fprintf(stderr, "dispatch_plan: a compiled chain was traced again\n");
     return 1;
   }

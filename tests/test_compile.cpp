@@ -256,6 +256,64 @@ TEST_CASE("compile: a scalar that reaches kernels as is replays; one the functio
   CHECK(computed.counts().replays == 1);
 }
 
+TEST_CASE("compile: scalars the function takes as arrays are weak arrays: arithmetic on them replays") {
+  // lr and t arrive as aj::scalar arrays (f64 and i64, weak): `lr * (1 + t)`
+  // is part of the program, so new values replay instead of tracing.
+  auto step = aj::compile([](const Array& w, const Array& g, const Array& lr, const Array& t) {
+    return w - lr * (1 + t) * g;
+  });
+  const Array w = input({1000}, 31), g = input({1000}, 32);
+  std::mt19937 rng(33);
+  std::uniform_real_distribution<double> u(1e-4, 1e-1);
+  for (int t = 0; t < 40; ++t) {
+    const double lr = u(rng);
+    const Array got = step(w, g, lr, t);
+    CHECK(got.dtype() == DType::f32);  // weak against f32 arrays, as the C++ scalar
+    CHECK_FALSE(got.is_weak());
+    // Bit for bit the function with C++ scalars (the arithmetic in double),
+    // and the same function called uncompiled with weak arrays.
+    CHECK(same_bits(vals(got), vals(w - lr * (1 + t) * g)));
+    CHECK(same_bits(vals(got), vals(w - aj::scalar(lr) * (1 + aj::scalar(t)) * g)));
+  }
+  CHECK(step.counts().traces == 1);
+  CHECK(step.counts().replays == 39);
+  CHECK(step.extents_note().empty());
+
+  // A bias-corrected Adam step computing its corrections from the step count
+  // (1 - b^t as arrays): the uncompiled call with weak arrays is the reference.
+  auto adam = [](const Array& p, const Array& g, const Array& m, const Array& v, const Array& t, const Array& lr) {
+    const Array m2 = 0.9 * m + 0.1 * g, v2 = 0.999 * v + 0.001 * g * g;
+    const Array mhat = m2 / (1 - aj::power(0.9, t)), vhat = v2 / (1 - aj::power(0.999, t));
+    return std::vector<Array>{p - lr * mhat / (aj::sqrt(vhat) + 1e-8), m2, v2};
+  };
+  auto compiled = aj::compile(adam);
+  // (Moments in buffers of their own from the start: a zeros() array is
+  // evaluated as a broadcast, another layout, which the second call meets
+  // at new extents.)
+  Array p = input({512}, 34), m = aj::from_vector(std::vector<float>(512, 0.0f)),
+        v = aj::from_vector(std::vector<float>(512, 0.0f));
+  Array pr = p, mr = m, vr = v;
+  std::uint64_t planned = 0, kernels = 0;  // by the compiled calls after the first
+  for (int t = 1; t <= 30; ++t) {
+    const Array gt = input({512}, 100 + static_cast<unsigned>(t)).eval();
+    const double lr = 1e-2 / std::sqrt(static_cast<double>(t));
+    const aj::Stats s0 = aj::stats();
+    std::vector<Array> out = compiled(p, gt, m, v, t, lr);
+    if (t > 1) {
+      planned += aj::stats().plans_built - s0.plans_built;
+      kernels += aj::stats().kernels_compiled - s0.kernels_compiled;
+    }
+    std::vector<Array> want = adam(pr, gt, mr, vr, aj::scalar(t), aj::scalar(lr));
+    for (std::size_t k = 0; k < 3; ++k) CHECK(same_bits(vals(out[k]), vals(want[k])));
+    p = out[0], m = out[1], v = out[2];
+    pr = want[0], mr = want[1], vr = want[2];
+  }
+  CHECK(compiled.counts().traces == 1);
+  CHECK(compiled.counts().replays == 29);
+  CHECK(planned == 0);
+  CHECK(kernels == 0);
+}
+
 TEST_CASE("weak arrays: aj::scalar meets arrays as the C++ scalar it holds") {
   const Array s = aj::scalar(0.5), n = aj::scalar(3), b = aj::scalar(true);
   CHECK(s.is_weak());

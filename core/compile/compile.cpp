@@ -962,8 +962,9 @@ std::vector<Array> CompiledCore::trace_call(std::vector<CallArg>& args, const st
         // Said once: every call with new scalar values will be traced.
         scalars_note_ = "calls with new values of the scalar arguments are traced: a kernel constant changed "
                         "between two traces that is none of the scalar arguments as they are (the function "
-                        "computes with them, as lr * (1 + t) or 1 - beta1^t in C++: pass the computed value as "
-                        "the argument, or an aj::Array)";
+                        "computes with them, as lr * (1 + t) or 1 - beta1^t in C++: take them as aj::Array "
+                        "parameters, which are passed as weak arrays (aj::scalar) whose arithmetic replays, or "
+                        "pass the computed value as the argument)";
         log("compile", "aj::compile at " + where_ + ": " + scalars_note_);
       }
     }

@@ -16,8 +16,20 @@
 // structure, extents are run-time arguments), and a C++ scalar whose value
 // changes is a run-time value of the kernels (arrayjit never replans for a
 // scalar: docs/semantics.md) — a changing scalar that reaches kernels
-// unchanged (`x * lr`) is replayed too; one the function computes with
-// (`x * (1 - lr)`) is traced again each time, without planning or compiling.
+// unchanged (`x * lr`) is replayed too; one the function computes with in
+// C++ (`x * (1 - lr)` with `double lr`) is traced again each time, without
+// planning or compiling. Take such a scalar as an aj::Array instead:
+//
+//   auto step = aj::compile([](aj::Array w, const aj::Array& g, const aj::Array& lr, const aj::Array& t) {
+//     return w - lr / aj::sqrt(1 + t) * g;   // lr, t: weak arrays; the arithmetic replays
+//   });
+//   w = step(std::move(w), g, 0.1, 7);       // C++ scalars where the function takes arrays
+//
+// A C++ scalar passed where the function's parameter is an aj::Array (a
+// lambda without auto parameters, or a function pointer) is passed as
+// aj::scalar(value): a weak rank-0 array, an argument of the call like any
+// array. It meets other arrays as the C++ scalar would (f32 weights stay
+// f32), and arithmetic on it is part of the program: new values replay.
 //
 // Donation: an argument passed as an rvalue (`std::move(p)`, a temporary) or
 // wrapped in aj::donate(p) is given up: the call takes its handle (the
@@ -212,6 +224,62 @@ void describe_arg(std::vector<CallArg>& out, A&& a) {
   out.push_back(c);
 }
 
+// The parameter types of a callable whose operator() is one non-template
+// function (a lambda without auto parameters, a function pointer); void for
+// any other (a generic lambda, an overload set).
+template <class T>
+struct call_params {
+  using type = void;
+};
+template <class R, class... P>
+struct call_params<R (*)(P...)> {
+  using type = std::tuple<P...>;
+};
+template <class R, class... P>
+struct call_params<R (*)(P...) noexcept> {
+  using type = std::tuple<P...>;
+};
+template <class C, class R, class... P>
+struct call_params<R (C::*)(P...)> {
+  using type = std::tuple<P...>;
+};
+template <class C, class R, class... P>
+struct call_params<R (C::*)(P...) const> {
+  using type = std::tuple<P...>;
+};
+template <class C, class R, class... P>
+struct call_params<R (C::*)(P...) noexcept> {
+  using type = std::tuple<P...>;
+};
+template <class C, class R, class... P>
+struct call_params<R (C::*)(P...) const noexcept> {
+  using type = std::tuple<P...>;
+};
+template <class F>
+auto params_of() {
+  if constexpr (std::is_pointer_v<F> && std::is_function_v<std::remove_pointer_t<F>>) {
+    return std::type_identity<typename call_params<F>::type>{};
+  } else if constexpr (requires { &F::operator(); }) {
+    return std::type_identity<typename call_params<decltype(&F::operator())>::type>{};
+  } else {
+    return std::type_identity<void>{};
+  }
+}
+// Whether argument K (of type A) is a C++ scalar the function takes as an
+// aj::Array parameter: it is passed as a weak array (aj::scalar), an
+// argument of the call like any array, so arithmetic on it replays.
+template <class F, std::size_t K, class A>
+constexpr bool weak_at() {
+  using P = typename decltype(params_of<F>())::type;
+  if constexpr (!std::is_arithmetic_v<std::decay_t<A>> || std::is_void_v<P>) {
+    return false;
+  } else if constexpr (K >= std::tuple_size_v<P>) {
+    return false;
+  } else {
+    return std::is_same_v<std::decay_t<std::tuple_element_t<K, P>>, Array>;
+  }
+}
+
 }  // namespace detail
 
 template <class F>
@@ -224,16 +292,7 @@ class Compiled {
 
   template <class... Args>
   auto operator()(Args&&... args) const try {
-    using R = std::decay_t<decltype(std::invoke(f_, detail::pass(std::forward<Args>(args))...))>;
-    std::vector<detail::CallArg> cargs;
-    cargs.reserve(sizeof...(Args) + 16);  // vector arguments add their elements
-    [[maybe_unused]] int position = 0;
-    ((detail::describe_arg(cargs, std::forward<Args>(args)), detail::mark_position(cargs, position++)), ...);
-    auto trace = [&] { return detail::flatten(std::invoke(f_, detail::pass(std::forward<Args>(args))...)); };
-    // Through std::ref: a std::function holds a reference_wrapper without
-    // allocating (the lambda's captures would not fit in it).
-    std::vector<Array> out = detail::compiled_call(*core_, cargs, std::ref(trace));
-    return detail::rebuild<R>(std::move(out));
+    return call(std::index_sequence_for<Args...>{}, std::forward<Args>(args)...);
   } catch (const std::bad_alloc&) {
     detail::compiled_out_of_memory(*core_);
   }
@@ -251,6 +310,42 @@ class Compiled {
   std::string plan_note() const { return detail::compiled_plan_note(*core_); }
 
  private:
+  // Argument K as the function receives it: a C++ scalar it takes as an
+  // aj::Array is the weak array made for it in weak[K].
+  template <std::size_t K, class A>
+  static decltype(auto) arg(Array* weak, A&& a) {
+    if constexpr (detail::weak_at<F, K, A>()) {
+      return Array(weak[K]);  // (binds to Array, const Array& and Array&& parameters)
+    } else {
+      return detail::pass(std::forward<A>(a));
+    }
+  }
+
+  template <std::size_t... K, class... Args>
+  auto call(std::index_sequence<K...>, Args&&... args) const {
+    using R = std::decay_t<decltype(std::invoke(f_, arg<K>(nullptr, std::forward<Args>(args))...))>;
+    Array weak[sizeof...(Args) + 1];  // empty handles cost nothing
+    std::vector<detail::CallArg> cargs;
+    cargs.reserve(sizeof...(Args) + 16);  // vector arguments add their elements
+    auto describe = [&]<std::size_t I, class A>(A&& a) {
+      if constexpr (detail::weak_at<F, I, A>()) {
+        weak[I] = aj::scalar(a);
+        detail::describe_arg(cargs, std::as_const(weak[I]));
+      } else {
+        detail::describe_arg(cargs, std::forward<A>(a));
+      }
+      detail::mark_position(cargs, static_cast<int>(I));
+    };
+    (describe.template operator()<K>(std::forward<Args>(args)), ...);
+    (void)describe;  // (a function of no arguments)
+    auto trace = [&] { return detail::flatten(std::invoke(f_, arg<K>(weak, std::forward<Args>(args))...)); };
+    // Through std::ref: a std::function holds a reference_wrapper without
+    // allocating (the lambda's captures would not fit in it).
+    std::vector<Array> out = detail::compiled_call(*core_, cargs, std::ref(trace));
+    for (Array& a : out) detail::set_weak(a, false);  // results are ordinary arrays, traced or replayed
+    return detail::rebuild<R>(std::move(out));
+  }
+
   F f_;
   std::shared_ptr<detail::CompiledCore> core_;
 };
