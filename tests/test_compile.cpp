@@ -354,6 +354,66 @@ TEST_CASE("weak arrays: aj::scalar meets arrays as the C++ scalar it holds") {
   CHECK_THROWS_WITH_AS(aj::scalar(std::uint64_t{1} << 63), doctest::Contains("above the i64 range"), aj::Error);
 }
 
+TEST_CASE("weak arrays: every binary op of every dtype gives the C++ scalar's dtype and bits, either side") {
+  using Fn = Array (*)(const aj::Operand&, const aj::Operand&);
+  const std::pair<const char*, Fn> ops[] = {
+      {"add", [](const aj::Operand& a, const aj::Operand& b) { return a + b; }},
+      {"subtract", [](const aj::Operand& a, const aj::Operand& b) { return a - b; }},
+      {"multiply", [](const aj::Operand& a, const aj::Operand& b) { return a * b; }},
+      {"divide", [](const aj::Operand& a, const aj::Operand& b) { return a / b; }},
+      {"mod", [](const aj::Operand& a, const aj::Operand& b) { return a % b; }},
+      {"true_divide", [](const aj::Operand& a, const aj::Operand& b) { return aj::true_divide(a, b); }},
+      {"power", [](const aj::Operand& a, const aj::Operand& b) { return aj::power(a, b); }},
+      {"maximum", [](const aj::Operand& a, const aj::Operand& b) { return aj::maximum(a, b); }},
+      {"minimum", [](const aj::Operand& a, const aj::Operand& b) { return aj::minimum(a, b); }},
+      {"arctan2", [](const aj::Operand& a, const aj::Operand& b) { return aj::arctan2(a, b); }},
+      {"less", [](const aj::Operand& a, const aj::Operand& b) { return a < b; }},
+      {"equal", [](const aj::Operand& a, const aj::Operand& b) { return a == b; }},
+      {"bitwise_and", [](const aj::Operand& a, const aj::Operand& b) { return a & b; }},
+      {"logical_or", [](const aj::Operand& a, const aj::Operand& b) { return a || b; }},
+  };
+  const aj::Scalar values[] = {aj::Scalar(3), aj::Scalar(-2), aj::Scalar(0.75), aj::Scalar(true), aj::Scalar(1e-3)};
+  int compared = 0, refused = 0;
+#define AJ_WEAK_DTYPE(E, ...) DType::E,
+  const DType dtypes[] = {AJ_DTYPES(AJ_WEAK_DTYPE)};
+#undef AJ_WEAK_DTYPE
+  for (const DType t : dtypes) {
+    const Array x = t == DType::bool_ ? input({64}, 41) > 0 : (input({64}, 41) * 8).astype(t);
+    x.eval();
+    for (const auto& [name_, op] : ops) {
+      for (const aj::Scalar& v : values) {
+        for (int side = 0; side < 2; ++side) {
+          const aj::Operand sv = v.kind == aj::Scalar::Kind::boolean ? aj::Operand(v.i != 0)
+                                 : v.kind == aj::Scalar::Kind::integer ? aj::Operand(v.i) : aj::Operand(v.f);
+          const Array w = aj::scalar(v);
+          Array plain, weak;
+          try {
+            plain = side ? op(sv, x) : op(x, sv);
+            plain.eval();
+          } catch (const aj::Error&) {
+            // The scalar refused (bool arithmetic, bits of floats): so does the weak array, but for
+            // an integer out of the dtype's range (-2 as an unsigned), which a run-time value is not
+            // checked for (docs/semantics.md).
+            ++refused;
+            INFO(name_ << " " << dtype_name(t) << " side " << side << " value " << v.f);
+            const bool out_of_range = v.kind == aj::Scalar::Kind::integer && v.i < 0 && dtype_kind(t) == aj::DTypeKind::Unsigned;
+            if (!out_of_range) CHECK_THROWS_AS((side ? op(w, x) : op(x, w)).eval(), aj::Error);
+            continue;
+          }
+          INFO(name_ << " " << dtype_name(t) << " side " << side << " value " << v.f);
+          weak = side ? op(w, x) : op(x, w);
+          CHECK(weak.dtype() == plain.dtype());
+          CHECK_FALSE(weak.is_weak());
+          CHECK(same_bits(vals(weak), vals(plain)));
+          ++compared;
+        }
+      }
+    }
+  }
+  MESSAGE(compared << " results compared, " << refused << " refused by the C++ scalar");
+  CHECK(compared > 1000);
+}
+
 TEST_CASE("compile: results of every kind, arguments returned and arrays from the enclosing scope") {
   const Array w = input({8, 3}, 11);
   auto cf = aj::compile([&w](const Array& x, const std::vector<Array>& more) {
