@@ -47,15 +47,16 @@ std::string describe_all(std::span<const Operand* const> ops) {
   return s;
 }
 
-// The dtype several operands meet at: arrays promote as NumPy; a scalar only
-// moves the result to another category (bool -> integer -> float), and then
-// to that category's default (i64 / f64), as NumPy 2 (NEP 50) does.
 // A weak array (Array::is_weak, aj::scalar) counts as the C++ scalar it
 // holds: its category, and that category's default dtype.
 bool weak(const Operand& o) { return o.is_scalar || o.array->is_weak(); }
 int weak_category(const Operand& o) { return o.is_scalar ? category(o.scalar) : category(o.array->dtype()); }
 DType category_default(int c) { return c == 0 ? DType::bool_ : c == 1 ? DType::i64 : DType::f64; }
 
+// The dtype several operands meet at: arrays promote as NumPy; a scalar (or
+// weak array) only moves the result to another category (bool -> integer ->
+// float), and then to that category's default (i64 / f64), as NumPy 2
+// (NEP 50) does.
 DType result_dtype(std::span<const Operand* const> ops) {
   bool have_array = false;
   DType t = DType::bool_;
