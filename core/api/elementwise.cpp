@@ -28,11 +28,9 @@ int category(DType t) {
 int category(const Scalar& s) {
   return s.kind == Scalar::Kind::boolean ? 0 : s.kind == Scalar::Kind::integer ? 1 : 2;
 }
-DType default_dtype(const Scalar& s) {
-  return s.kind == Scalar::Kind::boolean ? DType::bool_
-         : s.kind == Scalar::Kind::integer ? DType::i64
-                                           : DType::f64;
-}
+// A category's default dtype (a scalar's, a weak array's): bool, i64, f64.
+DType category_default(int c) { return c == 0 ? DType::bool_ : c == 1 ? DType::i64 : DType::f64; }
+DType default_dtype(const Scalar& s) { return category_default(category(s)); }
 
 std::string describe(const Operand& o) {
   return o.is_scalar ? "scalar " + describe(o.scalar) : describe(*o.array);
@@ -51,7 +49,6 @@ std::string describe_all(std::span<const Operand* const> ops) {
 // holds: its category, and that category's default dtype.
 bool weak(const Operand& o) { return o.is_scalar || o.array->is_weak(); }
 int weak_category(const Operand& o) { return o.is_scalar ? category(o.scalar) : category(o.array->dtype()); }
-DType category_default(int c) { return c == 0 ? DType::bool_ : c == 1 ? DType::i64 : DType::f64; }
 
 // The dtype several operands meet at: arrays promote as NumPy; a scalar (or
 // weak array) only moves the result to another category (bool -> integer ->

@@ -231,28 +231,12 @@ template <class T>
 struct call_params {
   using type = void;
 };
-template <class R, class... P>
-struct call_params<R (*)(P...)> {
+template <class R, bool N, class... P>
+struct call_params<R (*)(P...) noexcept(N)> {
   using type = std::tuple<P...>;
 };
-template <class R, class... P>
-struct call_params<R (*)(P...) noexcept> {
-  using type = std::tuple<P...>;
-};
-template <class C, class R, class... P>
-struct call_params<R (C::*)(P...)> {
-  using type = std::tuple<P...>;
-};
-template <class C, class R, class... P>
-struct call_params<R (C::*)(P...) const> {
-  using type = std::tuple<P...>;
-};
-template <class C, class R, class... P>
-struct call_params<R (C::*)(P...) noexcept> {
-  using type = std::tuple<P...>;
-};
-template <class C, class R, class... P>
-struct call_params<R (C::*)(P...) const noexcept> {
+template <class C, class R, bool N, class... P>
+struct call_params<R (C::*)(P...) const noexcept(N)> {  // (a call through the const Compiled)
   using type = std::tuple<P...>;
 };
 template <class F>
