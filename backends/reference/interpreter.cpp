@@ -7,6 +7,7 @@
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -466,9 +467,57 @@ void run_scatter(NodeId id) {
 
 namespace {
 
+// The decompositions Eigen computes (QR, SVD, eigh), in f64 for both
+// dtypes: an f32 node's factors are f64's rounded once, a reference at
+// least as accurate as LAPACK's f32 routines that the tests bound by f32's
+// epsilon, and Eigen's decompositions are instantiated once (they were a
+// third of this file's compile time per dtype). Writes `out` as
+// linalg_matrix's put() does, through `put(matrix, first row)` and
+// `value(index, v)`.
+using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic>;
+void eigen_decomposition(const Node& n, const MatrixD& A, const std::function<void(const MatrixD&, std::int64_t)>& put,
+                         const std::function<void(std::int64_t, double)>& value) {
+  using namespace linalg_flag;
+  using M = MatrixD;
+  const std::int64_t m = A.rows(), k = std::min(A.rows(), A.cols());
+  switch (static_cast<LinalgKind>(n.i0)) {
+    case LinalgKind::qr: {
+      const std::int64_t q = (n.i1 & kComplete) ? m : k;
+      Eigen::HouseholderQR<M> qr(A);
+      M Q = qr.householderQ() * M::Identity(m, q);
+      M R = M(qr.matrixQR().triangularView<Eigen::Upper>()).topRows(q);
+      put(Q, 0);
+      return put(R, m);
+    }
+    case LinalgKind::svd: {
+      const bool full = n.i1 & kFull;
+      if (!(n.i1 & kVectors)) {
+        Eigen::JacobiSVD<M> svd(A);
+        for (std::int64_t p = 0; p < k; ++p) value(p, svd.singularValues()(p));
+        return;
+      }
+      Eigen::JacobiSVD<M> svd(A, full ? (Eigen::ComputeFullU | Eigen::ComputeFullV)
+                                      : (Eigen::ComputeThinU | Eigen::ComputeThinV));
+      put(svd.matrixU(), 0);
+      const std::int64_t width = n.shape[n.shape.ndim() - 1];
+      for (std::int64_t p = 0; p < k; ++p) value(m * width + p, svd.singularValues()(p));
+      return put(M(svd.matrixV().transpose()), m + 1);
+    }
+    case LinalgKind::eigh: {
+      M S = (n.i1 & kUpper) ? M(A.selfadjointView<Eigen::Upper>()) : M(A.selfadjointView<Eigen::Lower>());
+      Eigen::SelfAdjointEigenSolver<M> es(S, (n.i1 & kVectors) ? Eigen::ComputeEigenvectors : Eigen::EigenvaluesOnly);
+      for (std::int64_t p = 0; p < m; ++p) value(p, es.eigenvalues()(p));
+      if (n.i1 & kVectors) put(es.eigenvectors(), 1);
+      return;
+    }
+    default:
+      internal_error("reference linalg: eigen_decomposition of another routine");
+  }
+}
+
 // Linalg: the routines of graph/library.hpp, written out plainly (LU with
-// partial pivoting, substitutions) or with Eigen (Cholesky, QR, SVD, eigh),
-// per matrix of the batch, in the node's dtype. Vectors of QR, SVD and eigh
+// partial pivoting, substitutions) in the node's dtype, or with Eigen (QR,
+// SVD, eigh; above), per matrix of the batch. Vectors of QR, SVD and eigh
 // are unique up to sign: tests compare them so, not bit for bit.
 template <class T>
 void linalg_matrix(const Node& n, const T* a, const T* b, T* out) {
@@ -585,34 +634,17 @@ void linalg_matrix(const Node& n, const T* a, const T* b, T* out) {
       }
       return put(B, 0);
     }
-    case LinalgKind::qr: {
-      const std::int64_t q = (n.i1 & kComplete) ? m : k;
-      Eigen::HouseholderQR<M> qr(A);
-      M Q = qr.householderQ() * M::Identity(m, q);
-      M R = M(qr.matrixQR().template triangularView<Eigen::Upper>()).topRows(q);
-      put(Q, 0);
-      return put(R, m);
-    }
-    case LinalgKind::svd: {
-      const bool full = n.i1 & kFull;
-      if (!(n.i1 & kVectors)) {
-        Eigen::JacobiSVD<M> svd(A);
-        for (std::int64_t p = 0; p < k; ++p) out[p] = svd.singularValues()(p);
-        return;
-      }
-      Eigen::JacobiSVD<M> svd(A, full ? (Eigen::ComputeFullU | Eigen::ComputeFullV)
-                                      : (Eigen::ComputeThinU | Eigen::ComputeThinV));
-      put(svd.matrixU(), 0);
-      for (std::int64_t p = 0; p < k; ++p) out[m * width + p] = svd.singularValues()(p);
-      return put(M(svd.matrixV().transpose()), m + 1);
-    }
-    case LinalgKind::eigh: {
-      M S = (n.i1 & kUpper) ? M(A.template selfadjointView<Eigen::Upper>()) : M(A.template selfadjointView<Eigen::Lower>());
-      Eigen::SelfAdjointEigenSolver<M> es(S, (n.i1 & kVectors) ? Eigen::ComputeEigenvectors : Eigen::EigenvaluesOnly);
-      for (std::int64_t p = 0; p < m; ++p) out[p] = es.eigenvalues()(p);
-      if (n.i1 & kVectors) put(es.eigenvectors(), 1);
-      return;
-    }
+    case LinalgKind::qr:
+    case LinalgKind::svd:
+    case LinalgKind::eigh:
+      return eigen_decomposition(
+          n, A.template cast<double>(),
+          [&](const MatrixD& x, std::int64_t row0) {
+            for (std::int64_t i = 0; i < x.rows(); ++i) {
+              for (std::int64_t j = 0; j < x.cols(); ++j) out[(row0 + i) * width + j] = static_cast<T>(x(i, j));
+            }
+          },
+          [&](std::int64_t at, double v) { out[at] = static_cast<T>(v); });
   }
 }
 
