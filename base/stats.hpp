@@ -39,7 +39,7 @@ struct Counters {
   X(held_values_stored) X(values_materialized)                                              \
   X(kernels_compiled) X(kernel_cache_hits) X(kernel_disk_hits) X(kernel_disk_rejects)       \
   X(compile_ns) X(kernel_disk_load_ns) X(compiled_traces) X(compiled_replays)       \
-  X(compiled_new_extents) X(compiled_unplanned) X(kernels_compiled_ahead)
+  X(compiled_new_extents) X(compiled_unplanned) X(kernels_compiled_ahead) X(kernels_tiered_up)
 #define AJ_COUNTER_FIELD(name) Counter name;
   AJ_COUNTERS(AJ_COUNTER_FIELD)
 #undef AJ_COUNTER_FIELD

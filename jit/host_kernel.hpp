@@ -42,10 +42,32 @@ std::vector<int> exact_aliases(const Kernel& k, const std::vector<const void*>& 
 void exact_aliases_into(const Kernel& k, const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
                         std::vector<int>& alias);
 
+// Two tiers of compiled code (docs/architecture.md, "Two tiers of host
+// code"). A kernel is first compiled quick (its IR put in registers and
+// translated without optimizing: 4-7x less compile time, code that runs
+// several times slower) unless its first launch is large, and compiled in
+// full (LLVM's O3 with the vectorizer and SLEEF, then the full code
+// generator) once the launches that ran it add up to kFullTierWork. Work is
+// a launch's points times instructions (host_launch.cpp's launch_work).
+// Both tiers compute the same bits (neither contracts nor reassociates what
+// the kernel's IR does not say).
+enum class HostTiers { automatic, quick, full };  // quick/full: every kernel in that tier (AJ_JIT_TIER)
+inline constexpr long long kQuickTierWork = 1LL << 22;  // a first launch below this compiles quick
+inline constexpr long long kFullTierWork = 1LL << 24;   // the work after which quick code is compiled in full
+HostTiers host_tiers();
+void set_host_tiers(HostTiers t);
+
+struct HostKernelRef {
+  HostKernelFn fn = nullptr;
+  bool quick = false;  // the quick tier's code: report further work to host_kernel
+};
+
 // Compiled function for this kernel structure: from the in-memory cache, the
-// disk cache or a fresh compile. Throws aj::Error (runtime) on failure. The
-// caller holds a CodeInUse from before this call until the function returned.
-HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias);
+// disk cache or a fresh compile, in the tier that `work` (this launch's, or
+// work run since the last call with quick code) brings it to. Throws
+// aj::Error (runtime) on failure. The caller holds a CodeInUse from before
+// this call until the function returned.
+HostKernelRef host_kernel(const Kernel& k, const std::vector<int>& alias, long long work);
 // "" when host_kernel(k, alias) would find it in memory, else its cache key
 // (equal keys: one compiled function). Nothing is read or compiled.
 std::string host_kernel_missing(const Kernel& k, const std::vector<int>& alias);

@@ -102,6 +102,19 @@ TEST_CASE("c api: the JIT's switches, the memory cache and the debug checks are 
   aj::jit::set_cache_dir(dir);
   CHECK(aj_jit_clear_memory_cache() == AJ_OK);
 
+  const aj::jit::Tiers tiers = aj::jit::tiers();
+  CHECK(aj_jit_set_tiers(AJ_TIERS_QUICK) == AJ_OK);
+  CHECK(aj::jit::tiers() == aj::jit::Tiers::quick);
+  CHECK(aj_jit_tiers() == AJ_TIERS_QUICK);
+  CHECK(aj_jit_set_tiers(AJ_TIERS_FULL) == AJ_OK);
+  CHECK(aj::jit::tiers() == aj::jit::Tiers::full);
+  CHECK(aj_jit_set_tiers(7) == AJ_ERROR_USER);
+  CHECK(error_says("aj_jit_set_tiers", "tiers 7: use AJ_TIERS_AUTOMATIC"));
+  CHECK(aj_jit_tiers() == AJ_TIERS_FULL);  // unchanged
+  CHECK(aj_jit_set_tiers(AJ_TIERS_AUTOMATIC) == AJ_OK);
+  CHECK(aj::jit::tiers() == aj::jit::Tiers::automatic);
+  aj::jit::set_tiers(tiers);
+
   const size_t limit = aj::memory_limit();
   CHECK(aj_memory_limit() == limit);
   CHECK(aj_set_memory_limit(size_t{1} << 20) == AJ_OK);

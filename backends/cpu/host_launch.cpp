@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <unordered_set>
+#include <utility>
 
 #include "arrayjit/error.hpp"
 #include "base/interrupt.hpp"
@@ -173,7 +174,7 @@ bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const st
   for (std::size_t j : sp.partial_outputs) pouts.push_back(outputs[j]);
   for (auto& s : scratch) pouts.push_back(s.data());
   const std::vector<int> alias = jit::exact_aliases(sp.partial, inputs, pouts);
-  const jit::HostKernelFn fn = jit::host_kernel(sp.partial, alias);
+  const jit::HostKernelFn fn = jit::host_kernel(sp.partial, alias, launch_work(k)).fn;
   struct Ctx {
     const SplitReduction* sp;
     const std::vector<const void*>* inputs;
@@ -214,7 +215,7 @@ bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const st
   std::vector<void*> fouts;
   for (std::size_t j : sp.finish_outputs) fouts.push_back(outputs[j]);
   if (!fouts.empty()) {
-    const jit::HostKernelFn ffn = jit::host_kernel(sp.finish, jit::exact_aliases(sp.finish, fins, fouts));
+    const jit::HostKernelFn ffn = jit::host_kernel(sp.finish, jit::exact_aliases(sp.finish, fins, fouts), launch_work(sp.finish)).fn;
     Args a(sp.finish, fins, fouts);
     ffn(a.get(), 0, sp.outer);
   }
@@ -226,7 +227,7 @@ bool run_split(const Kernel& k, const std::vector<const void*>& inputs, const st
 namespace {
 
 // Launches the collapsed kernel `k` (its compiled function from `fn_for`,
-// given the launch's aliasing), `scalars` its run-time scalars, `layout`
+// given the launch's aliasing and work), `scalars` its run-time scalars, `layout`
 // its argument layout when made already (a prepared kernel). The caller
 // holds a CodeInUse.
 template <class FnFor>
@@ -251,7 +252,7 @@ void launch(const Kernel& k, const KScalar* scalars, const std::vector<const voi
   threads = static_cast<int>(std::min<std::int64_t>(threads, outer));
   thread_local std::vector<int> alias;  // reused (looked up before any nested launch)
   jit::exact_aliases_into(k, inputs, outputs, alias);
-  jit::HostKernelFn fn = fn_for(alias);
+  jit::HostKernelFn fn = fn_for(alias, work);
   std::optional<Args> made;
   if (layout) made.emplace(*layout, inputs, outputs, scalars);
   else made.emplace(k, inputs, outputs, scalars);
@@ -297,13 +298,17 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
   jit::CodeInUse in_use;  // the compiled code stays loaded until this launch is done
   Kernel collapsed;
   const Kernel& k = collapse_axes(original, &collapsed) ? collapsed : original;
-  launch(k, k.scalars.data(), inputs, outputs, [&](const std::vector<int>& alias) { return jit::host_kernel(k, alias); });
+  launch(k, k.scalars.data(), inputs, outputs,
+         [&](const std::vector<int>& alias, long long work) { return jit::host_kernel(k, alias, work).fn; });
 }
 
 // A kernel collapsed once, and its compiled function per aliasing pattern
 // seen, each valid while the JIT's cache generation is the one it was
-// looked up in.
+// looked up in. Quick code's launches are added up here and reported to the
+// JIT every kTierReport of work (the JIT compiles the kernel in full once
+// they reach kFullTierWork), so a launch of a prepared kernel builds no key.
 struct PreparedHostKernel final : exec::PreparedKernel {
+  static constexpr long long kTierReport = jit::kFullTierWork / 8;
   explicit PreparedHostKernel(Kernel collapsed) : k(std::move(collapsed)), layout(k) {}
   Kernel k;  // collapsed
   ArgLayout layout;
@@ -312,25 +317,33 @@ struct PreparedHostKernel final : exec::PreparedKernel {
     std::vector<int> alias;
     jit::HostKernelFn fn;
     std::uint64_t generation;
+    bool quick;
+    long long unreported;  // work run with quick code since the JIT last heard
   };
   mutable std::vector<Fn> fns;
 
-  jit::HostKernelFn fn_for(const std::vector<int>& alias) const {
+  jit::HostKernelFn fn_for(const std::vector<int>& alias, long long work) const {
     const std::uint64_t gen = jit::host_kernels_generation();
     {
       std::lock_guard lock(mu);
-      for (const Fn& f : fns) {
-        if (f.alias == alias && f.generation == gen) {
-          ++detail::stats_mut().kernel_cache_hits;  // found compiled, as the JIT's cache would
-          return f.fn;
+      for (Fn& f : fns) {
+        if (f.alias != alias || f.generation != gen) continue;
+        if (f.quick) {
+          f.unreported += work;
+          if (f.unreported >= kTierReport) {
+            work = std::exchange(f.unreported, 0);
+            break;  // to the JIT, which may compile it in full
+          }
         }
+        ++detail::stats_mut().kernel_cache_hits;  // found compiled, as the JIT's cache would
+        return f.fn;
       }
     }
-    jit::HostKernelFn fn = jit::host_kernel(k, alias);
+    const jit::HostKernelRef r = jit::host_kernel(k, alias, work);
     std::lock_guard lock(mu);
     std::erase_if(fns, [&](const Fn& f) { return f.alias == alias || f.generation != gen; });
-    fns.push_back({alias, fn, gen});
-    return fn;
+    fns.push_back({alias, r.fn, gen, r.quick, 0});
+    return r.fn;
   }
 };
 
@@ -345,7 +358,7 @@ void run_prepared_compiled(const exec::PreparedKernel& prepared, const KScalar* 
   const auto& p = static_cast<const PreparedHostKernel&>(prepared);
   jit::CodeInUse in_use;  // read the generation inside: a function it vouches for stays loaded
   launch(p.k, scalars ? scalars : p.k.scalars.data(), inputs, outputs,
-         [&](const std::vector<int>& alias) { return p.fn_for(alias); }, &p.layout);
+         [&](const std::vector<int>& alias, long long work) { return p.fn_for(alias, work); }, &p.layout);
 }
 
 void compile_ahead(const std::vector<exec::Backend::AheadKernel>& ks) {
@@ -394,10 +407,12 @@ void compile_ahead(const std::vector<exec::Backend::AheadKernel>& ks) {
       const Job& j = all[static_cast<std::size_t>(i)];
       try {
         jit::CodeInUse in_use;
+        // The tier its first launch would get (that launch's work is
+        // counted here).
         if (j.prepared) {
-          j.prepared->fn_for(j.alias);
+          j.prepared->fn_for(j.alias, launch_work(j.k()));
         } else {
-          jit::host_kernel(j.k(), j.alias);
+          jit::host_kernel(j.k(), j.alias, launch_work(j.k()));
         }
         ++detail::stats_mut().kernels_compiled_ahead;
       } catch (const std::exception&) {
@@ -420,7 +435,7 @@ KernelRanges::KernelRanges(const Kernel& original, const std::vector<const void*
     : impl_(new Impl) {
   if (original.is_reduction()) internal_error("KernelRanges: a reduction kernel");
   impl_->k = collapse_axes(original, &impl_->collapsed) ? &impl_->collapsed : &original;
-  impl_->fn = jit::host_kernel(*impl_->k, jit::exact_aliases(*impl_->k, inputs, outputs));
+  impl_->fn = jit::host_kernel(*impl_->k, jit::exact_aliases(*impl_->k, inputs, outputs), launch_work(*impl_->k)).fn;
   impl_->args = std::make_unique<Args>(*impl_->k, inputs, outputs);
 }
 

@@ -20,6 +20,17 @@ void set_num_threads(int n) { cpu::set_num_threads(n); }
 std::string cache_dir() { return host_cache_dir(); }
 void set_cache_dir(const std::string& dir) { set_host_cache_dir(dir); }
 void clear_memory_cache() { clear_host_kernels(); }
+Tiers tiers() {
+  switch (host_tiers()) {
+    case HostTiers::automatic: return Tiers::automatic;
+    case HostTiers::full: return Tiers::full;
+    case HostTiers::quick: return Tiers::quick;
+  }
+  return Tiers::automatic;
+}
+void set_tiers(Tiers t) {
+  set_host_tiers(t == Tiers::full ? HostTiers::full : t == Tiers::quick ? HostTiers::quick : HostTiers::automatic);
+}
 std::string target_description() { return host_target(); }
 std::string matmul_library() { return cpu::matmul_library(); }
 

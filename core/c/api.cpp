@@ -613,6 +613,24 @@ aj_status aj_jit_set_cache_dir(const char* dir) {
 aj_status aj_jit_clear_memory_cache(void) {
   return c_call("aj_jit_clear_memory_cache", [&] { aj::jit::clear_memory_cache(); });
 }
+int32_t aj_jit_tiers(void) {
+  switch (aj::jit::tiers()) {
+    case aj::jit::Tiers::automatic: return AJ_TIERS_AUTOMATIC;
+    case aj::jit::Tiers::full: return AJ_TIERS_FULL;
+    case aj::jit::Tiers::quick: return AJ_TIERS_QUICK;
+  }
+  return AJ_TIERS_AUTOMATIC;
+}
+aj_status aj_jit_set_tiers(int32_t tiers) {
+  return c_call("aj_jit_set_tiers", [&] {
+    if (tiers != AJ_TIERS_AUTOMATIC && tiers != AJ_TIERS_FULL && tiers != AJ_TIERS_QUICK) {
+      c_error("tiers " + std::to_string(tiers) + ": use AJ_TIERS_AUTOMATIC (0), AJ_TIERS_FULL (1) or AJ_TIERS_QUICK (2)");
+    }
+    aj::jit::set_tiers(tiers == AJ_TIERS_FULL ? aj::jit::Tiers::full
+                       : tiers == AJ_TIERS_QUICK ? aj::jit::Tiers::quick
+                                                 : aj::jit::Tiers::automatic);
+  });
+}
 
 aj_status aj_trim_memory(void) {
   return c_call("aj_trim_memory", [&] { aj::trim_memory(); });

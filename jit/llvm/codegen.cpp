@@ -1284,6 +1284,18 @@ std::atomic<std::int64_t> g_index_i32_limit{std::numeric_limits<std::int32_t>::m
 std::int64_t index_i32_limit() { return g_index_i32_limit.load(std::memory_order_relaxed); }
 void set_index_i32_limit(std::int64_t n) { g_index_i32_limit.store(n, std::memory_order_relaxed); }
 
+bool reassociates(const Kernel& k) {
+  // KernelCodegen's inner_reduce mode, whose accumulate() passes reassoc.
+  if (!k.is_reduction() || k.reduce_axes.empty() ||
+      k.reduce_axes.back() != static_cast<std::int64_t>(k.shape.size()) - 1) {
+    return false;
+  }
+  for (const KInstr& in : k.instrs) {
+    if ((in.kind == KOp::Reduce || in.kind == KOp::Scan) && is_float(in.dtype) && !is_half(in.dtype)) return true;
+  }
+  return false;
+}
+
 std::unique_ptr<llvm::Module> generate_module(const Kernel& k, const std::vector<int>& alias,
                                               const std::string& fn_name, llvm::LLVMContext& ctx) {
   auto m = std::make_unique<llvm::Module>("aj_kernel", ctx);

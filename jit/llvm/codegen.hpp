@@ -73,6 +73,13 @@ inline constexpr int kArgLanes = 16;
 std::int64_t index_i32_limit();
 void set_index_i32_limit(std::int64_t n);
 
+// Whether the kernel's float sums or products may be reassociated (a float
+// Reduce or Scan over the last axis: vector accumulators, then a horizontal
+// combine, as the vectorizer chooses). Its bits then depend on the
+// optimization pipeline, so it is never compiled by the quick tier
+// (host_kernel.hpp), which would add in order.
+bool reassociates(const Kernel& k);
+
 // Throws aj::Error (internal) for IR that breaks graph/kernel.hpp's rules.
 std::unique_ptr<llvm::Module> generate_module(const Kernel& k, const std::vector<int>& alias,
                                               const std::string& fn_name, llvm::LLVMContext& ctx);

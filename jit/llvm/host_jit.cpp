@@ -25,6 +25,8 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Transforms/Scalar/EarlyCSE.h>
+#include <llvm/Transforms/Scalar/SROA.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -176,18 +178,35 @@ class HostJit {
   // outside it (each thread compiles with a TargetMachine of its own; ORC's
   // session is thread-safe), so a thread that finds its kernel never waits
   // for another thread's compile. Two threads compiling one structure at
-  // once both compile; the first to finish is kept.
-  HostKernelFn kernel(const Kernel& k, const std::vector<int>& alias) {
+  // once both compile; the first to finish is kept (a full kernel over a
+  // quick one).
+  //
+  // Tiers (host_kernel.hpp): `work` is what the caller runs with the
+  // function; a quick entry adds it up and is compiled in full once the sum
+  // reaches kFullTierWork.
+  HostKernelRef kernel(const Kernel& k, const std::vector<int>& alias, long long work) {
     std::string key = kernel_key(k, alias);
     std::string dir;
+    bool tier_up = false;
+    HostTiers mode;
     {
       std::lock_guard lock(mu_);
+      mode = mode_;
       if (auto it = fns_.find(key); it != fns_.end()) {
-        ++detail::stats_mut().kernel_cache_hits;
-        return it->second.fn;
+        Entry& e = it->second;
+        e.work += work;
+        if (!e.quick || mode == HostTiers::quick || (mode == HostTiers::automatic && e.work < kFullTierWork)) {
+          ++detail::stats_mut().kernel_cache_hits;
+          return {e.fn, e.quick};
+        }
+        tier_up = true;
       }
       dir = cache_dir_;
     }
+    // A kernel whose float sums may reassociate is compiled in full only:
+    // the quick tier's code would round them otherwise.
+    const bool quick = !tier_up && (mode == HostTiers::quick || (mode == HostTiers::automatic && work < kQuickTierWork)) &&
+                       !reassociates(k);
     // From here to the end, LLVM works: no allocation may fail inside it
     // (jit/llvm/memory_guard.hpp); a reserve that cannot be taken is a
     // bad_alloc now, reported as out of memory by the evaluation.
@@ -196,25 +215,37 @@ class HostJit {
     bool from_disk = false;
     const auto t0 = std::chrono::steady_clock::now();
     DiskCache disk(dir);
-    const std::string disk_key = disk.enabled() ? disk_prefix_ + key : "";
+    // A full entry serves a quick request too (better code, no compile).
+    const std::string full_key = disk.enabled() ? disk_prefix_ + key : "";
+    const std::string quick_key = disk.enabled() ? disk_prefix_ + "quick|" + key : "";
+    Entry e;
+    e.quick = quick;
     if (disk.enabled()) {
-      DiskRead r = disk.read(disk_key, &object);
-      from_disk = r == DiskRead::hit;
-      if (r == DiskRead::corrupt) ++detail::stats_mut().kernel_disk_rejects;
+      auto read = [&](const std::string& dk) {
+        DiskRead r = disk.read(dk, &object);
+        if (r == DiskRead::corrupt) ++detail::stats_mut().kernel_disk_rejects;
+        return r == DiskRead::hit;
+      };
+      from_disk = read(full_key);
+      if (from_disk) {
+        e.quick = false;
+      } else if (quick) {
+        from_disk = read(quick_key);
+      }
     }
     if (detail::log_enabled("ir")) detail::log("ir", commented(dump(k)) + ir(k, alias, true, false));
     if (detail::log_enabled("asm")) detail::log("asm", commented(dump(k), true) + ir(k, alias, true, true));
-    if (!from_disk) object = compile(k, alias);
-    Entry e;
+    if (!from_disk) object = compile(k, alias, e.quick);
     if (auto err = link(object, &e)) {
       if (!from_disk) fail("linking the compiled kernel failed: " + *err, k);
       // A disk entry that passed its checks but does not link: recompile.
       ++detail::stats_mut().kernel_disk_rejects;
       from_disk = false;
-      object = compile(k, alias);
+      e.quick = quick;
+      object = compile(k, alias, e.quick);
       if (auto err2 = link(object, &e)) fail("linking the compiled kernel failed: " + *err2, k);
     }
-    if (!from_disk && disk.enabled() && disk.write(disk_key, object) &&
+    if (!from_disk && disk.enabled() && disk.write(e.quick ? quick_key : full_key, object) &&
         disk_writes_.fetch_add(1, std::memory_order_relaxed) % 256 == 255) {
       disk.trim(kMaxDiskEntries);
     }
@@ -225,7 +256,7 @@ class HostJit {
       e.dur_ns = ns;
       e.start_ns = detail::prof::now_ns() - ns;
       e.flag = from_disk;
-      e.set_name(from_disk ? "host kernel (disk cache)" : "host kernel (LLVM)");
+      e.set_name(from_disk ? "host kernel (disk cache)" : quick ? "host kernel (LLVM, quick tier)" : "host kernel (LLVM)");
       profile_kernel(e, k);
       detail::prof::record(e);
     }
@@ -234,17 +265,27 @@ class HostJit {
       ++s.kernel_disk_hits;
       s.kernel_disk_load_ns += static_cast<std::uint64_t>(ns);
     } else {
-      ++s.kernels_compiled;
+      ++(tier_up ? s.kernels_tiered_up : s.kernels_compiled);
       s.compile_ns += static_cast<std::uint64_t>(ns);
     }
     std::vector<llvm::orc::JITDylib*> retired;
-    HostKernelFn fn;
     {
       std::lock_guard lock(mu_);
       if (auto it = fns_.find(key); it != fns_.end()) {
-        // Another thread was quicker: keep its kernel; ours was never seen.
-        drop(e.jd);
-        return it->second.fn;
+        Entry& old = it->second;
+        if (!old.quick || e.quick) {
+          // Another thread was quicker (or as good): keep its kernel; ours
+          // was never seen.
+          drop(e.jd);
+          return {old.fn, old.quick};
+        }
+        // The full kernel replaces the quick one. Launches that looked the
+        // quick one up may still run it: its code waits in the graveyard,
+        // freed with the graveyard (when the map is next full, or cleared).
+        graveyard_.push_back(old.jd);
+        e.work = old.work;
+        old = e;
+        return {e.fn, false};
       }
       if (fns_.size() >= kMaxKernels) {
         // Full: the whole map goes to the graveyard, and the one before is
@@ -252,11 +293,11 @@ class HostJit {
         // launches look up at most two kernels each).
         retired = std::exchange(graveyard_, take_all_locked());
       }
+      e.work = work;
       fns_.emplace(std::move(key), e);
-      fn = e.fn;
     }
     retire(std::move(retired));
-    return fn;
+    return {e.fn, e.quick};
   }
 
   std::string ir(const Kernel& k, const std::vector<int>& alias, bool optimized, bool assembly) {
@@ -286,6 +327,14 @@ class HostJit {
     std::lock_guard lock(mu_);
     cache_dir_ = d;
   }
+  HostTiers tiers() {
+    std::lock_guard lock(mu_);
+    return mode_;
+  }
+  void set_tiers(HostTiers t) {
+    std::lock_guard lock(mu_);
+    mode_ = t;
+  }
   void clear() {
     LlvmMemoryGuard guard(std::nothrow);  // ORC drops the code
     std::vector<llvm::orc::JITDylib*> dropped;
@@ -303,6 +352,8 @@ class HostJit {
   struct Entry {
     HostKernelFn fn = nullptr;
     llvm::orc::JITDylib* jd = nullptr;
+    bool quick = false;   // compiled by the quick tier
+    long long work = 0;   // launch work run with it (the tier-up count)
   };
 
   HostJit() {
@@ -368,6 +419,13 @@ class HostJit {
     disk_prefix_ = "aj host kernel v" + std::to_string(kCodegenVersion) + "|" + target_ + "|lib " +
                    library_fingerprint() + "|";
     cache_dir_ = default_cache_dir();
+    if (const char* t = std::getenv("AJ_JIT_TIER"); t && *t) {
+      const std::string v = t;
+      if (v == "auto") mode_ = HostTiers::automatic;
+      else if (v == "quick") mode_ = HostTiers::quick;
+      else if (v == "full") mode_ = HostTiers::full;
+      else runtime_error("AJ_JIT_TIER=" + v + ": use auto, quick or full");
+    }
   }
 
   std::unique_ptr<llvm::Module> build(const Kernel& k, const std::vector<int>& alias,
@@ -418,19 +476,45 @@ class HostJit {
   }
 
   // This thread's TargetMachine: code generation mutates it, so threads that
-  // compile at once each use their own (made once per thread).
-  llvm::TargetMachine& thread_tm() {
-    thread_local std::unique_ptr<llvm::TargetMachine> tm;
-    if (!tm) {
-      auto made = jtmb_->createTargetMachine();
+  // compile at once each use their own (made once per thread). The quick
+  // tier's generates code without optimizing it (fast instruction
+  // selection, the fast register allocator).
+  llvm::TargetMachine& thread_tm(bool quick = false) {
+    thread_local std::unique_ptr<llvm::TargetMachine> tm[2];
+    std::unique_ptr<llvm::TargetMachine>& t = tm[quick ? 1 : 0];
+    if (!t) {
+      llvm::orc::JITTargetMachineBuilder b = *jtmb_;
+      if (quick) b.setCodeGenOptLevel(llvm::CodeGenOptLevel::None);
+      auto made = b.createTargetMachine();
       if (!made) runtime_error("host JIT: no target machine: " + to_string(made.takeError()));
-      tm = std::move(*made);
+      t = std::move(*made);
     }
-    return *tm;
+    return *t;
+  }
+
+  // The quick tier's IR passes: values out of memory into registers and
+  // common subexpressions merged; no loop work, no vectorizer.
+  void optimize_quick(llvm::Module& m) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(&thread_tm(true));
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::FunctionPassManager fpm;
+    fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
+    fpm.addPass(llvm::EarlyCSEPass());
+    llvm::ModulePassManager mpm;
+    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
+    mpm.run(m, mam);
   }
 
   // AJ_LOG=jit: each compile's stages timed, with the kernel's dump.
-  std::string compile(const Kernel& k, const std::vector<int>& alias) {
+  std::string compile(const Kernel& k, const std::vector<int>& alias, bool quick) {
     const bool log = detail::log_enabled("jit");
     using C = std::chrono::steady_clock;
     const auto t0 = C::now();
@@ -445,13 +529,17 @@ class HostJit {
       return n;
     };
     const std::size_t ir_before = instructions();
-    optimize(*m);
+    if (quick) {
+      optimize_quick(*m);
+    } else {
+      optimize(*m);
+    }
     const auto t2 = C::now();
     const std::size_t ir_after = instructions();
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
     llvm::legacy::PassManager pm;
-    if (thread_tm().addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    if (thread_tm(quick).addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
       fail("this target cannot emit object files", k);
     }
     pm.run(*m);
@@ -460,7 +548,7 @@ class HostJit {
       auto ms = [](C::duration d) { return std::to_string(std::chrono::duration<double, std::milli>(d).count()); };
       std::string aliases;
       for (int a : alias) aliases += (aliases.empty() ? "" : " ") + std::to_string(a);
-      detail::log("jit", "compiled (outputs in place of inputs [" + aliases + "]) in " + ms(t3 - t0) + " ms: generate " + ms(t1 - t0) + " ms (" +
+      detail::log("jit", std::string(quick ? "compiled quick" : "compiled full") + " (outputs in place of inputs [" + aliases + "]) in " + ms(t3 - t0) + " ms: generate " + ms(t1 - t0) + " ms (" +
                              std::to_string(ir_before) + " IR instructions), optimize " + ms(t2 - t1) + " ms (" +
                              std::to_string(ir_after) + "), codegen " + ms(t3 - t2) + " ms (" +
                              std::to_string(buf.size()) + " bytes)\n" + commented(dump(k)) + "\n");
@@ -534,6 +622,7 @@ class HostJit {
   std::vector<VectorMapping> mappings_;
   std::vector<std::string> prefixes_;
   std::unordered_map<std::string, Entry> fns_;
+  HostTiers mode_ = HostTiers::automatic;
   std::vector<llvm::orc::JITDylib*> graveyard_;  // dropped when the map was last full
   std::atomic<std::uint64_t> next_id_{0};
   std::atomic<std::uint64_t> disk_writes_{0};
@@ -548,9 +637,12 @@ CodeInUse::~CodeInUse() {
   if (--t_reader.depth == 0) t_reader.slot->state.fetch_add(1, std::memory_order_release);
 }
 
-HostKernelFn host_kernel(const Kernel& k, const std::vector<int>& alias) {
-  return HostJit::get().kernel(k, alias);
+HostKernelRef host_kernel(const Kernel& k, const std::vector<int>& alias, long long work) {
+  return HostJit::get().kernel(k, alias, work);
 }
+
+HostTiers host_tiers() { return HostJit::get().tiers(); }
+void set_host_tiers(HostTiers t) { HostJit::get().set_tiers(t); }
 
 std::string host_kernel_missing(const Kernel& k, const std::vector<int>& alias) {
   return HostJit::get().missing(k, alias);

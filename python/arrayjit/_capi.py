@@ -224,6 +224,8 @@ aj_jit_set_num_threads st i32
 aj_jit_cache_dir st p sz p
 aj_jit_set_cache_dir st s
 aj_jit_clear_memory_cache st
+aj_jit_tiers i32
+aj_jit_set_tiers st i32
 aj_trim_memory st
 aj_set_memory_limit st sz
 aj_memory_limit sz

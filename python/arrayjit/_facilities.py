@@ -146,6 +146,23 @@ def clear_kernel_memory_cache():
     check(lib.aj_jit_clear_memory_cache())
 
 
+_TIERS = ("auto", "full", "quick")
+
+
+@_export
+def jit_tiers():
+    """"auto" (small first launches compile quick, in full once their work adds up), "full" or "quick"."""
+    return _TIERS[lib.aj_jit_tiers()]
+
+
+@_export
+def set_jit_tiers(tiers):
+    """"auto", "full" (every kernel compiled in full at once) or "quick" (never in full)."""
+    if tiers not in _TIERS:
+        raise ValueError(f"set_jit_tiers({tiers!r}): use 'auto', 'full' or 'quick'")
+    check(lib.aj_jit_set_tiers(_TIERS.index(tiers)))
+
+
 @_export
 def interrupt(on=True):
     """Asks running evaluations to stop (they raise RuntimeFailure "interrupted")."""
@@ -241,7 +258,7 @@ STATS_FIELDS = ("evals kernels_launched system_allocs system_frees bytes_allocat
                 "live_bytes peak_live_bytes live_nodes nodes_created plans_built plan_cache_hits "
                 "plans_renumbered held_values_stored values_materialized kernels_compiled kernel_cache_hits "
                 "kernel_disk_hits kernel_disk_rejects compile_ns kernel_disk_load_ns kernels_compiled_ahead "
-                "compiled_traces compiled_replays compiled_new_extents compiled_unplanned").split()
+                "compiled_traces compiled_replays compiled_new_extents compiled_unplanned kernels_tiered_up").split()
 
 
 class _Stats(C.Structure):

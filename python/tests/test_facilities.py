@@ -38,6 +38,15 @@ def test_switches_round_trip():
         np.testing.assert_allclose(aj.exp(aj.asarray([0.0, 1.0])), np.exp([0.0, 1.0]))
     finally:
         aj.set_jit_enabled(True)
+    tiers = aj.jit_tiers()
+    aj.set_jit_tiers("quick")
+    try:
+        assert aj.jit_tiers() == "quick"
+        np.testing.assert_allclose(aj.sin(aj.asarray([0.5, 1.0])), np.sin([0.5, 1.0]), rtol=1e-15)
+        with pytest.raises(ValueError, match="auto"):
+            aj.set_jit_tiers("fast")
+    finally:
+        aj.set_jit_tiers(tiers)
     limit = aj.memory_limit()
     aj.set_memory_limit(1 << 20)
     assert aj.memory_limit() == 1 << 20

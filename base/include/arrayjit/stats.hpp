@@ -56,6 +56,10 @@ struct Stats {
   // trace made again at them (planned, not traced; docs/extent-replays.md).
   std::uint64_t compiled_new_extents = 0;
   std::uint64_t compiled_unplanned = 0;  // of those, run with a kept plan (not planned)
+  // Kernels compiled first by the quick tier and compiled again in full once
+  // their launches added up (arrayjit/jit.hpp, "Tiers"; not in
+  // kernels_compiled; their time is in compile_ns).
+  std::uint64_t kernels_tiered_up = 0;
 
   std::string str() const;
 };

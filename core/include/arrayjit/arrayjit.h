@@ -67,7 +67,7 @@ extern "C" {
  * library whose aj_api_version() has the same major and a minor >= its own
  * (new functions and appended struct fields raise the minor). */
 #define AJ_API_VERSION_MAJOR 1
-#define AJ_API_VERSION_MINOR 9
+#define AJ_API_VERSION_MINOR 10
 #define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
 
 AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
@@ -754,6 +754,13 @@ AJ_C_API aj_status aj_jit_set_num_threads(int32_t n);
 AJ_C_API aj_status aj_jit_cache_dir(char* buf, size_t cap, size_t* len);
 AJ_C_API aj_status aj_jit_set_cache_dir(const char* dir);
 AJ_C_API aj_status aj_jit_clear_memory_cache(void);
+/* The host JIT's tiers (arrayjit/jit.hpp, "Tiers"; since C API 1.10):
+ * AJ_TIERS_AUTOMATIC (small first launches compile quick, then in full once
+ * their work adds up), AJ_TIERS_FULL, AJ_TIERS_QUICK; another value is an
+ * error. */
+enum { AJ_TIERS_AUTOMATIC = 0, AJ_TIERS_FULL = 1, AJ_TIERS_QUICK = 2 };
+AJ_C_API int32_t aj_jit_tiers(void);
+AJ_C_API aj_status aj_jit_set_tiers(int32_t tiers);
 
 /* Host memory (arrayjit/memory.hpp): give the cached free buffers back to
  * the system; cap the bytes the cache may hold (0 caches nothing); the cap;
@@ -785,14 +792,15 @@ AJ_C_API aj_status aj_printoptions(aj_print_options* options);
 AJ_C_API aj_status aj_set_printoptions(const aj_print_options* options);
 
 /* Counters (aj::stats, arrayjit/stats.hpp): one uint64_t each, in this
- * order; out->struct_size is set by the caller first. */
+ * order; out->struct_size is set by the caller first. (kernels_tiered_up
+ * since C API 1.10.) */
 #define AJ_STATS_FIELDS(X)                                                                             \
   X(evals) X(kernels_launched) X(system_allocs) X(system_frees) X(bytes_allocated) X(pool_hits)        \
   X(inplace_reuses) X(live_bytes) X(peak_live_bytes) X(live_nodes) X(nodes_created) X(plans_built)     \
   X(plan_cache_hits) X(plans_renumbered) X(held_values_stored) X(values_materialized)                  \
   X(kernels_compiled) X(kernel_cache_hits) X(kernel_disk_hits) X(kernel_disk_rejects) X(compile_ns)    \
   X(kernel_disk_load_ns) X(kernels_compiled_ahead) X(compiled_traces) X(compiled_replays)              \
-  X(compiled_new_extents) X(compiled_unplanned)
+  X(compiled_new_extents) X(compiled_unplanned) X(kernels_tiered_up)
 #define AJ_STATS_FIELD_(name) uint64_t name;
 typedef struct aj_stats_counts {
   size_t struct_size; /* sizeof(aj_stats_counts) */

@@ -26,6 +26,25 @@ void set_num_threads(int n);
 std::string cache_dir();
 void set_cache_dir(const std::string& dir);
 
+// Two tiers of compiled code. A kernel whose first launch is small (under
+// about 4M points x instructions) is compiled quick: LLVM translates it
+// without optimizing, 4-7x sooner (a fused 9-op kernel in 4-6 ms instead of
+// 20-30 ms on a Zen 3), into code that runs several times slower. Once the
+// launches that ran it add up to about 16M points x instructions, it is
+// compiled in full (LLVM's O3, the vectorizer, vector math) and every later
+// launch runs that. A large first launch compiles in full at once. Both
+// tiers compute the same bits. stats().kernels_tiered_up counts the second
+// compiles.
+//   automatic  the above (the default)
+//   full       every kernel compiled in full at its first launch (steady
+//              timing from the first call; the cost is paid up front)
+//   quick      every kernel stays quick (the least compile time)
+// Environment: AJ_JIT_TIER=auto|full|quick. A kernel already compiled in
+// full stays so; kernels the disk cache holds in full load in full.
+enum class Tiers { automatic, full, quick };
+Tiers tiers();
+void set_tiers(Tiers t);
+
 // Forget every compiled kernel in memory (their code is freed); the disk
 // cache is kept, so the next use of a kernel is a disk hit.
 void clear_memory_cache();
