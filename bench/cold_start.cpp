@@ -4,6 +4,11 @@
 //   cold_start [--runs N] [--threads T]   (5 fresh processes per case; T:
 //                                         aj::jit::set_num_threads, 0 = all cores)
 //
+// Every case runs in both tier modes (arrayjit/jit.hpp, "Tiers"): `full`
+// (every kernel compiled in full at its first launch, as before the quick
+// tier) and `auto` (the default: small first launches compiled quick, in
+// full once their work adds up).
+//
 // Cases (each in its own process, started by this one with --child CASE):
 //   mlp     the first step of the MLP of bench_mlp (784 -> 256 -> 10, batch
 //           256, value_and_grad + Adam, one eval): process wall time from
@@ -14,7 +19,10 @@
 //           first unrelated kernel has compiled (LLVM warmed up): its compile
 //   first   the very first kernel of a process (LLVM's pages faulting in)
 // Each case also runs warm in the same child (the step again, the kernel
-// again) so the table shows cold against warm. Medians over the processes.
+// again) so the table shows cold against warm; the MLP then runs on until
+// no kernel is compiled in full any more (at most 400 steps), and reports
+// the step that was and the median of the 20 steps after it (steady).
+// Medians over the processes.
 // Target (issue 34 point 4): the MLP's first step <= 250 ms on 2 cores, one
 // fused 9-op kernel <= 10 ms.
 #include <arrayjit/arrayjit.hpp>
@@ -56,9 +64,10 @@ aj::Array typical_kernel(const aj::Array& x, const aj::Array& y) {
 }
 
 // One line: name value value ... (parsed by the parent).
-int child(const std::string& which, int threads) {
+int child(const std::string& which, int threads, const std::string& tier) {
   aj::jit::set_cache_dir("");
   aj::jit::set_num_threads(threads);
+  aj::jit::set_tiers(tier == "full" ? aj::jit::Tiers::full : aj::jit::Tiers::automatic);
   if (which == "mlp") {
     constexpr int B = 256, D = 784, H = 256, C = 10;
     std::vector<float> X = random_vec(B * D, 1), Y(B * C, 0.0f), W1 = random_vec(D * H, 2), W2 = random_vec(H * C, 3);
@@ -91,9 +100,26 @@ int child(const std::string& which, int threads) {
     const auto t2 = Clock::now();
     step(3);
     const double warm = ms_since(t2);
-    std::printf("%.3f %.3f %.3f %llu %.3f %.3f %llu\n", process, first, warm,
+    // On until the last tier-up, then 20 steps more.
+    int last_up = 3, t = 4;
+    std::uint64_t ups = aj::stats().kernels_tiered_up;
+    std::vector<double> steady;
+    for (; t <= 400 && t <= last_up + 20; ++t) {
+      const auto ts = Clock::now();
+      step(t);
+      const double ms = ms_since(ts);
+      if (aj::stats().kernels_tiered_up != ups) {
+        ups = aj::stats().kernels_tiered_up;
+        last_up = t;
+        steady.clear();
+      } else {
+        steady.push_back(ms);
+      }
+    }
+    std::printf("%.3f %.3f %.3f %llu %.3f %.3f %llu %d %.3f %llu\n", process, first, warm,
                 static_cast<unsigned long long>(s.kernels_compiled), static_cast<double>(s.compile_ns) / 1e6, second,
-                static_cast<unsigned long long>(s2.kernels_compiled));
+                static_cast<unsigned long long>(s2.kernels_compiled), last_up, median(steady),
+                static_cast<unsigned long long>(ups));
     return 0;
   }
   aj::Array x = aj::from_vector(random_vec(4096, 5)), y = aj::from_vector(random_vec(4096, 6));
@@ -109,8 +135,9 @@ int child(const std::string& which, int threads) {
   return 0;
 }
 
-std::vector<double> run_child(const char* self, const char* which, int threads) {
-  const std::string cmd = std::string("'") + self + "' --threads " + std::to_string(threads) + " --child " + which;
+std::vector<double> run_child(const char* self, const char* which, int threads, const char* tier) {
+  const std::string cmd = std::string("'") + self + "' --threads " + std::to_string(threads) + " --tier " + tier +
+                          " --child " + which;
   FILE* f = ::popen(cmd.c_str(), "r");
   std::vector<double> out;
   if (!f) return out;
@@ -124,24 +151,30 @@ std::vector<double> run_child(const char* self, const char* which, int threads) 
 
 int main(int argc, char** argv) {
   int runs = 5, threads = 0;
+  std::string tier = "auto";
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--child") == 0 && i + 1 < argc) return child(argv[i + 1], threads);
-    if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+    if (std::strcmp(argv[i], "--child") == 0 && i + 1 < argc) return child(argv[i + 1], threads, tier);
+    if (std::strcmp(argv[i], "--tier") == 0 && i + 1 < argc) {
+      tier = argv[++i];
+    } else if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
       runs = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       threads = std::max(0, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: cold_start [--runs N] [--threads T]\n");
+      std::fprintf(stderr, "usage: cold_start [--runs N] [--threads T] [--tier auto|full]\n");
       return 2;
     }
   }
   std::printf("%s", aj::jit::host_info().c_str());
   std::printf("threads %d (0 = all cores); %d fresh processes per case, medians; disk cache off\n", threads, runs);
-  std::vector<std::vector<double>> mlp, f9, first;
+  const char* tiers[] = {"full", "auto"};
+  std::vector<std::vector<double>> mlp[2], f9[2], first[2];
   for (int r = 0; r < runs; ++r) {  // interleaved, so a busy minute hits every case
-    mlp.push_back(run_child(argv[0], "mlp", threads));
-    f9.push_back(run_child(argv[0], "fused9", threads));
-    first.push_back(run_child(argv[0], "first", threads));
+    for (int m = 0; m < 2; ++m) {
+      mlp[m].push_back(run_child(argv[0], "mlp", threads, tiers[m]));
+      f9[m].push_back(run_child(argv[0], "fused9", threads, tiers[m]));
+      first[m].push_back(run_child(argv[0], "first", threads, tiers[m]));
+    }
   }
   auto col = [](const std::vector<std::vector<double>>& rows, std::size_t i) {
     std::vector<double> v;
@@ -150,15 +183,20 @@ int main(int argc, char** argv) {
     }
     return median(v);
   };
-  std::printf("MLP step, first call          %9.1f ms   (process start to its value %.1f ms; %.0f kernels compiled,"
-              " %.1f ms compiling summed over threads)   target <= 250 ms\n",
-              col(mlp, 1), col(mlp, 0), col(mlp, 3), col(mlp, 4));
-  std::printf("MLP step, second call         %9.1f ms   (%.0f kernels compiled: m and v evaluated now)\n", col(mlp, 5),
-              col(mlp, 6));
-  std::printf("MLP step, warm                %9.3f ms\n", col(mlp, 2));
-  std::printf("fused 9-op kernel, cold       %9.1f ms   (compiling %.1f ms; warm %.3f ms)   target <= 10 ms\n",
-              col(f9, 0), col(f9, 1), col(f9, 2));
-  std::printf("first kernel of a process     %9.1f ms   (compiling %.1f ms; warm %.3f ms)\n", col(first, 0),
-              col(first, 1), col(first, 2));
+  for (int m = 0; m < 2; ++m) {
+    std::printf("-- tiers: %s\n", tiers[m]);
+    std::printf("MLP step, first call          %9.1f ms   (process start to its value %.1f ms; %.0f kernels compiled,"
+                " %.1f ms compiling summed over threads)   target <= 250 ms\n",
+                col(mlp[m], 1), col(mlp[m], 0), col(mlp[m], 3), col(mlp[m], 4));
+    std::printf("MLP step, second call         %9.1f ms   (%.0f kernels compiled: m and v evaluated now)\n",
+                col(mlp[m], 5), col(mlp[m], 6));
+    std::printf("MLP step, third call          %9.3f ms\n", col(mlp[m], 2));
+    std::printf("MLP step, steady              %9.3f ms   (%.0f kernels compiled in full later, the last at step %.0f)\n",
+                col(mlp[m], 8), col(mlp[m], 9), col(mlp[m], 7));
+    std::printf("fused 9-op kernel, cold       %9.1f ms   (compiling %.1f ms; warm %.3f ms)   target <= 10 ms\n",
+                col(f9[m], 0), col(f9[m], 1), col(f9[m], 2));
+    std::printf("first kernel of a process     %9.1f ms   (compiling %.1f ms; warm %.3f ms)\n", col(first[m], 0),
+                col(first[m], 1), col(first[m], 2));
+  }
   return 0;
 }
