@@ -72,7 +72,8 @@ std::string matmul_library();
 std::string host_info();
 
 // The optimized LLVM IR of every kernel in the plan that evaluating `a` would
-// run (nothing is computed). `assembly` gives the machine code instead.
+// run (nothing is computed): the full tier's, which a kernel runs once its
+// work has added up (see Tiers). `assembly` gives the machine code instead.
 std::string kernel_ir(const Array& a, bool assembly = false, Loc loc = Loc::current());
 
 }  // namespace aj::jit
