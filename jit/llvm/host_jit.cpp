@@ -445,33 +445,47 @@ class HostJit {
     std::string err;
     llvm::raw_string_ostream es(err);
     if (llvm::verifyModule(*m, &es)) internal_error("host JIT: generated invalid LLVM IR: " + err + "\n" + dump(k));
-    if (optimize) this->optimize(*m);
+    if (optimize) this->optimize(*m, false);
     return m;
   }
 
-  void optimize(llvm::Module& m) {
+  // The IR passes of a tier. Full: LLVM's O3 with the loop and SLP
+  // vectorizers and SLEEF's vector functions. Quick: values out of memory
+  // into registers and common subexpressions merged; no loop work, no
+  // vectorizer.
+  void optimize(llvm::Module& m, bool quick) {
     llvm::TargetLibraryInfoImpl tlii(thread_tm().getTargetTriple());
-    std::vector<llvm::VecDesc> descs;
-    for (std::size_t i = 0; i < mappings_.size(); ++i) {
-      descs.emplace_back(mappings_[i].scalar, mappings_[i].vector,
-                         llvm::ElementCount::getFixed(mappings_[i].lanes), false, prefixes_[i]);
+    if (!quick) {
+      std::vector<llvm::VecDesc> descs;
+      for (std::size_t i = 0; i < mappings_.size(); ++i) {
+        descs.emplace_back(mappings_[i].scalar, mappings_[i].vector,
+                           llvm::ElementCount::getFixed(mappings_[i].lanes), false, prefixes_[i]);
+      }
+      tlii.addVectorizableFunctions(descs);
     }
-    tlii.addVectorizableFunctions(descs);
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
     llvm::PipelineTuningOptions pto;
-    pto.LoopVectorization = true;
-    pto.SLPVectorization = true;
-    llvm::PassBuilder pb(&thread_tm(), pto);
+    pto.LoopVectorization = !quick;
+    pto.SLPVectorization = !quick;
+    llvm::PassBuilder pb(&thread_tm(quick), pto);
     fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    llvm::ModulePassManager mpm;
+    if (quick) {
+      llvm::FunctionPassManager fpm;
+      fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
+      fpm.addPass(llvm::EarlyCSEPass());
+      mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
+    } else {
+      mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    }
     mpm.run(m, mam);
   }
 
@@ -492,27 +506,6 @@ class HostJit {
     return *t;
   }
 
-  // The quick tier's IR passes: values out of memory into registers and
-  // common subexpressions merged; no loop work, no vectorizer.
-  void optimize_quick(llvm::Module& m) {
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(&thread_tm(true));
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::FunctionPassManager fpm;
-    fpm.addPass(llvm::SROAPass(llvm::SROAOptions::ModifyCFG));
-    fpm.addPass(llvm::EarlyCSEPass());
-    llvm::ModulePassManager mpm;
-    mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
-    mpm.run(m, mam);
-  }
-
   // AJ_LOG=jit: each compile's stages timed, with the kernel's dump.
   std::string compile(const Kernel& k, const std::vector<int>& alias, bool quick) {
     const bool log = detail::log_enabled("jit");
@@ -529,11 +522,7 @@ class HostJit {
       return n;
     };
     const std::size_t ir_before = instructions();
-    if (quick) {
-      optimize_quick(*m);
-    } else {
-      optimize(*m);
-    }
+    optimize(*m, quick);
     const auto t2 = C::now();
     const std::size_t ir_after = instructions();
     llvm::SmallVector<char, 0> buf;
