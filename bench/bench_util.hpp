@@ -27,8 +27,12 @@ inline double cpu_us() {
 }
 
 // Median over `runs` of the mean CPU time per call of `calls` calls, in us.
+// The warm-up runs f at least 129 times, so that kernels of small launches
+// are compiled in full on the JIT's background thread, and waits for that:
+// the steady state is what is timed (arrayjit/jit.hpp, Tiers).
 inline double median_us(const std::function<void()>& f, int calls, int runs = 9) {
-  for (int i = 0; i < calls / 10 + 1; ++i) f();  // warm up
+  for (int i = 0; i < std::max(calls / 10 + 1, 129); ++i) f();  // warm up
+  aj::jit::finish_tier_ups();
   std::vector<double> t;
   for (int r = 0; r < runs; ++r) {
     const double t0 = cpu_us();
@@ -43,6 +47,7 @@ inline double median_us(const std::function<void()>& f, int calls, int runs = 9)
 // calls of milliseconds that use several threads).
 inline double wall_median_ms(const std::function<void()>& f, int runs, int warm = 1) {
   for (int i = 0; i < warm; ++i) f();
+  aj::jit::finish_tier_ups();  // (what the warm-up queued)
   std::vector<double> t;
   for (int i = 0; i < runs; ++i) {
     const auto t0 = std::chrono::steady_clock::now();

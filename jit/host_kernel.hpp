@@ -45,17 +45,26 @@ void exact_aliases_into(const Kernel& k, const std::vector<const void*>& inputs,
 // Two tiers of compiled code (docs/architecture.md, "Two tiers of host
 // code"). A kernel is first compiled quick (its IR put in registers and
 // translated without optimizing: 4-7x less compile time, code that runs
-// several times slower) unless its first launch is large, and compiled in
-// full (LLVM's O3 with the vectorizer and SLEEF, then the full code
-// generator) once the launches that ran it add up to kFullTierWork. Work is
-// a launch's points times instructions (host_launch.cpp's launch_work).
-// Both tiers compute the same bits (neither contracts nor reassociates what
-// the kernel's IR does not say).
+// several times slower) unless its first launch is large. Once the launches
+// that ran it reach kTierUpLaunches or kTierUpWork, its full compile (LLVM's
+// O3 with the vectorizer and SLEEF, then the full code generator) is queued
+// for a background thread, and the full code replaces the quick one when it
+// is ready; launches meanwhile run the quick code. Work is a launch's points
+// times instructions (host_launch.cpp's launch_work). Both tiers compute the
+// same bits (neither contracts nor reassociates what the kernel's IR does
+// not say).
 enum class HostTiers { automatic, quick, full };  // quick/full: every kernel in that tier (AJ_JIT_TIER)
 inline constexpr long long kQuickTierWork = 1LL << 22;  // a first launch below this compiles quick
-inline constexpr long long kFullTierWork = 1LL << 24;   // the work after which quick code is compiled in full
+inline constexpr long long kTierUpWork = 1LL << 24;     // the work after which quick code is compiled in full
+inline constexpr long long kTierUpLaunches = 128;        // the launches after which it is, whatever their work
 HostTiers host_tiers();
 void set_host_tiers(HostTiers t);
+// Counts the full compiles that replaced quick code: a caller that kept a
+// quick function (a prepared kernel) looks again when it changes.
+std::uint64_t host_tier_ups();
+// Waits until every queued full compile is done (or failed: the quick code
+// stays). For benchmarks and tests that want the steady state.
+void finish_host_tier_ups();
 
 struct HostKernelRef {
   HostKernelFn fn = nullptr;
@@ -63,11 +72,12 @@ struct HostKernelRef {
 };
 
 // Compiled function for this kernel structure: from the in-memory cache, the
-// disk cache or a fresh compile, in the tier that `work` (this launch's, or
-// work run since the last call with quick code) brings it to. Throws
+// disk cache or a fresh compile, in the tier `work` asks for (this launch's);
+// with quick code, `work` and `launches` are what ran since the last call
+// (they may queue its full compile). Throws
 // aj::Error (runtime) on failure. The caller holds a CodeInUse from before
 // this call until the function returned.
-HostKernelRef host_kernel(const Kernel& k, const std::vector<int>& alias, long long work);
+HostKernelRef host_kernel(const Kernel& k, const std::vector<int>& alias, long long work, int launches = 1);
 // "" when host_kernel(k, alias) would find it in memory, else its cache key
 // (equal keys: one compiled function). Nothing is read or compiled.
 std::string host_kernel_missing(const Kernel& k, const std::vector<int>& alias);

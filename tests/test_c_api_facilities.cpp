@@ -7,6 +7,8 @@
 #include <arrayjit/arrayjit.hpp>
 #include <arrayjit/c_handle.hpp>
 
+#include "tests/random_data.hpp"
+
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -113,6 +115,18 @@ TEST_CASE("c api: the JIT's switches, the memory cache and the debug checks are 
   CHECK(aj_jit_tiers() == AJ_TIERS_FULL);  // unchanged
   CHECK(aj_jit_set_tiers(AJ_TIERS_AUTOMATIC) == AJ_OK);
   CHECK(aj::jit::tiers() == aj::jit::Tiers::automatic);
+  if (aj::jit::enabled()) {
+    // The 128th launch of a small kernel queues its full compile; the C
+    // call waits for it (no disk cache: a full entry there would serve it).
+    aj::jit::set_cache_dir("");
+    aj::jit::clear_memory_cache();
+    const aj::Array x = aj::from_vector(ajtest::random_in<float>(1000, 11, -1.0f, 1.0f));
+    const std::uint64_t before = aj::stats().kernels_tiered_up;
+    for (int i = 0; i < 128; ++i) (aj::sinh(x * 0.3f) + x).eval();
+    CHECK(aj_jit_finish_tier_ups() == AJ_OK);
+    CHECK(aj::stats().kernels_tiered_up == before + 1);
+    aj::jit::set_cache_dir(dir);
+  }
   aj::jit::set_tiers(tiers);
 
   const size_t limit = aj::memory_limit();

@@ -1,7 +1,8 @@
 // The host JIT's two tiers (arrayjit/jit.hpp, "Tiers"; jit/host_kernel.hpp):
 // a kernel compiled quick computes the same bits as the same kernel compiled
 // in full, a small first launch compiles quick and a large one in full, and
-// quick code is compiled in full once its launches add up.
+// quick code is compiled in full on the background thread from its 128th
+// launch.
 #include <doctest/doctest.h>
 
 #include <arrayjit/arrayjit.hpp>
@@ -90,52 +91,72 @@ TEST_CASE("tiers: quick and full code of random functions compute the same bits"
   CHECK(mismatches == 0);
 }
 
-TEST_CASE("tiers: a small first launch compiles quick, work adds up to a full compile, a large launch compiles full") {
+TEST_CASE("tiers: a small first launch compiles quick, its 128th queues the full compile, a large launch compiles full") {
   if (!aj::jit::enabled()) return;
   TierMode mode(aj::jit::Tiers::automatic);
-  // 4,096 points x a few instructions a launch: quick first; the full
-  // compile comes after at most 16M / 4,096 launches (the work counts
-  // instructions too, so sooner).
+  // 4,096 points x a few instructions a launch: quick first.
   const Array x = input({4096}, 1), y = input({4096}, 2);
   auto f = [&] { return aj::tanh(x * 0.5f + y) * 2.0f - x; };
-  const std::vector<double> want = vals(f());  // compiled quick (checked below)
   aj::Stats s0 = aj::stats();
-  int launches = 0;
-  while (aj::stats().kernels_tiered_up == s0.kernels_tiered_up && launches < 5000) {
-    const std::vector<double> got = vals(f());
-    ++launches;
-    if (!same_bits(got, want)) break;
-  }
+  const std::vector<double> want = vals(f());
+  CHECK(aj::stats().kernels_compiled - s0.kernels_compiled == 1);
+  // 127 launches in all queue nothing.
+  for (int i = 0; i < 126; ++i) CHECK(same_bits(vals(f()), want));
+  aj::jit::finish_tier_ups();
+  CHECK(aj::stats().kernels_tiered_up == s0.kernels_tiered_up);
+  // The 128th queues the full compile; launches meanwhile run the quick
+  // code, then the full code, the same bits either way.
+  s0 = aj::stats();
+  for (int i = 0; i < 6; ++i) CHECK(same_bits(vals(f()), want));
+  aj::jit::finish_tier_ups();
   CHECK(aj::stats().kernels_tiered_up - s0.kernels_tiered_up == 1);
   CHECK(aj::stats().kernels_compiled == s0.kernels_compiled);
-  CHECK(launches > 100);  // not at once: quick code ran first
-  CHECK(launches < 4096);
   // The full code gives the same bits, and is kept.
   s0 = aj::stats();
   for (int i = 0; i < 10; ++i) CHECK(same_bits(vals(f()), want));
+  aj::jit::finish_tier_ups();
   CHECK(aj::stats().kernels_tiered_up == s0.kernels_tiered_up);
   CHECK(aj::stats().kernels_compiled == s0.kernels_compiled);
 
   // 2M points of another kernel (extents and scalars are run-time
   // arguments: the same ops would find the kernel above): compiled in full
-  // at its first launch (quick code would tier up within these 9 launches).
+  // at its first launch, nothing queued after.
   const Array u = input({1 << 21}, 3), v = input({1 << 21}, 4);
   s0 = aj::stats();
   (aj::sin(u + v) * u).eval();
   CHECK(aj::stats().kernels_compiled - s0.kernels_compiled == 1);
   for (int i = 0; i < 8; ++i) (aj::sin(u + v) * u).eval();
+  aj::jit::finish_tier_ups();
   CHECK(aj::stats().kernels_tiered_up == s0.kernels_tiered_up);
   CHECK(aj::stats().kernels_compiled - s0.kernels_compiled == 1);
 }
 
-TEST_CASE("tiers: compiled replays report their work too, and quick mode never tiers up") {
+TEST_CASE("tiers: a kernel dropped from memory while its full compile is queued compiles again, quick") {
+  if (!aj::jit::enabled()) return;
+  TierMode mode(aj::jit::Tiers::automatic);
+  const Array x = input({3000}, 7);
+  auto f = [&] { return aj::cosh(x * 0.25f) - x; };
+  const std::vector<double> want = vals(f());
+  for (int i = 0; i < 129; ++i) CHECK(same_bits(vals(f()), want));  // queued
+  aj::jit::clear_memory_cache();  // (a compile already running is dropped when done)
+  aj::jit::finish_tier_ups();
+  const aj::Stats s0 = aj::stats();
+  CHECK(same_bits(vals(f()), want));
+  CHECK(aj::stats().kernels_compiled - s0.kernels_compiled == 1);
+  aj::jit::finish_tier_ups();
+  CHECK(aj::stats().kernels_tiered_up == s0.kernels_tiered_up);
+}
+
+TEST_CASE("tiers: compiled replays report their launches too, and quick mode never tiers up") {
   if (!aj::jit::enabled()) return;
   TierMode mode(aj::jit::Tiers::automatic);
   auto step = aj::compile([](const Array& w, const Array& g) { return w - 0.01f * aj::tanh(g) * w; });
   const Array g = input({8192}, 5);
   Array w = input({8192}, 6);
   const aj::Stats s0 = aj::stats();
-  for (int i = 0; i < 3000 && aj::stats().kernels_tiered_up == s0.kernels_tiered_up; ++i) w = step(w, g);
+  for (int i = 0; i < 130; ++i) w = step(w, g);
+  w.eval();
+  aj::jit::finish_tier_ups();
   CHECK(aj::stats().kernels_tiered_up - s0.kernels_tiered_up == 1);
   CHECK(step.counts().traces == 1);
 
@@ -143,6 +164,7 @@ TEST_CASE("tiers: compiled replays report their work too, and quick mode never t
   const aj::Stats s1 = aj::stats();
   for (int i = 0; i < 3000; ++i) w = step(w, g);
   w.eval();
+  aj::jit::finish_tier_ups();
   CHECK(aj::stats().kernels_tiered_up == s1.kernels_tiered_up);
   CHECK(aj::stats().kernels_compiled - s1.kernels_compiled == 1);
 }

@@ -304,11 +304,14 @@ void run_kernel_compiled(const Kernel& original, const std::vector<const void*>&
 
 // A kernel collapsed once, and its compiled function per aliasing pattern
 // seen, each valid while the JIT's cache generation is the one it was
-// looked up in. Quick code's launches are added up here and reported to the
-// JIT every kTierReport of work (the JIT compiles the kernel in full once
-// they reach kFullTierWork), so a launch of a prepared kernel builds no key.
+// looked up in. Quick code's launches are counted here and reported to the
+// JIT (which queues the kernel's full compile once they reach its
+// thresholds) after kTierUpLaunches of them, then after twice as many each
+// time the JIT still answers with quick code, so a launch of a prepared
+// kernel builds no key; and it looks again as soon as the JIT has replaced
+// any quick code by full code (host_tier_ups: one atomic load a launch).
 struct PreparedHostKernel final : exec::PreparedKernel {
-  static constexpr long long kTierReport = jit::kFullTierWork / 8;
+  static constexpr int kMaxReportInterval = 1024;
   explicit PreparedHostKernel(Kernel collapsed) : k(std::move(collapsed)), layout(k) {}
   Kernel k;  // collapsed
   ArgLayout layout;
@@ -319,30 +322,41 @@ struct PreparedHostKernel final : exec::PreparedKernel {
     std::uint64_t generation;
     bool quick;
     long long unreported;  // work run with quick code since the JIT last heard
+    int launches;          // launches of it since then
+    int report_every;      // launches between reports
+    std::uint64_t tier_ups;  // host_tier_ups() when it was looked up
   };
   mutable std::vector<Fn> fns;
 
   jit::HostKernelFn fn_for(const std::vector<int>& alias, long long work) const {
     const std::uint64_t gen = jit::host_kernels_generation();
+    const std::uint64_t ups = jit::host_tier_ups();
+    int launches = 1;
+    // The first lookup counts its launch itself: the JIT hears again when
+    // the kernel has run kTierUpLaunches times in all.
+    int interval = std::max(1, static_cast<int>(jit::kTierUpLaunches) - 1);
     {
       std::lock_guard lock(mu);
       for (Fn& f : fns) {
         if (f.alias != alias || f.generation != gen) continue;
         if (f.quick) {
           f.unreported += work;
-          if (f.unreported >= kTierReport) {
+          const bool upgraded = f.tier_ups != ups;  // some kernel's full code came: maybe this one's
+          if (++f.launches >= f.report_every || f.unreported >= jit::kTierUpWork || upgraded) {
             work = std::exchange(f.unreported, 0);
-            break;  // to the JIT, which may compile it in full
+            launches = std::exchange(f.launches, 0);
+            interval = upgraded ? std::max(1, f.report_every - launches) : std::min(2 * f.report_every, kMaxReportInterval);
+            break;  // to the JIT, which may have the full code (or queue it)
           }
         }
         ++detail::stats_mut().kernel_cache_hits;  // found compiled, as the JIT's cache would
         return f.fn;
       }
     }
-    const jit::HostKernelRef r = jit::host_kernel(k, alias, work);
+    const jit::HostKernelRef r = jit::host_kernel(k, alias, work, launches);
     std::lock_guard lock(mu);
     std::erase_if(fns, [&](const Fn& f) { return f.alias == alias || f.generation != gen; });
-    fns.push_back({alias, r.fn, gen, r.quick, 0});
+    fns.push_back({alias, r.fn, gen, r.quick, 0, 0, interval, ups});
     return r.fn;
   }
 };

@@ -31,6 +31,7 @@ Tiers tiers() {
 void set_tiers(Tiers t) {
   set_host_tiers(t == Tiers::full ? HostTiers::full : t == Tiers::quick ? HostTiers::quick : HostTiers::automatic);
 }
+void finish_tier_ups() { finish_host_tier_ups(); }
 std::string target_description() { return host_target(); }
 std::string matmul_library() { return cpu::matmul_library(); }
 

@@ -632,6 +632,10 @@ aj_status aj_jit_set_tiers(int32_t tiers) {
   });
 }
 
+aj_status aj_jit_finish_tier_ups(void) {
+  return c_call("aj_jit_finish_tier_ups", [&] { aj::jit::finish_tier_ups(); });
+}
+
 aj_status aj_trim_memory(void) {
   return c_call("aj_trim_memory", [&] { aj::trim_memory(); });
 }

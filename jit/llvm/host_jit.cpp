@@ -5,6 +5,11 @@
 // and the LLVM version, so a new process links them without compiling.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <pthread.h>
+#include <unistd.h>
 #include <thread>
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -159,6 +164,8 @@ void wait_for_code_readers() {
 }
 
 class HostJit {
+  struct Entry;  // a compiled kernel in the map (below)
+
  public:
   // Never destroyed: compiled code may be running in other static
   // destructors, and tearing ORC down at exit only costs time.
@@ -181,10 +188,12 @@ class HostJit {
   // once both compile; the first to finish is kept (a full kernel over a
   // quick one).
   //
-  // Tiers (host_kernel.hpp): `work` is what the caller runs with the
-  // function; a quick entry adds it up and is compiled in full once the sum
-  // reaches kFullTierWork.
-  HostKernelRef kernel(const Kernel& k, const std::vector<int>& alias, long long work) {
+  // Tiers (host_kernel.hpp): `work` and `launches` are what the caller ran
+  // with the function since it last asked; a quick entry adds them up, and
+  // once they reach kTierUpWork or kTierUpLaunches its full compile is
+  // queued for the background compiler (every call meanwhile gets the quick
+  // code, which stays valid in the graveyard after the full code replaces it).
+  HostKernelRef kernel(const Kernel& k, const std::vector<int>& alias, long long work, int launches) {
     std::string key = kernel_key(k, alias);
     std::string dir;
     bool tier_up = false;
@@ -194,12 +203,25 @@ class HostJit {
       mode = mode_;
       if (auto it = fns_.find(key); it != fns_.end()) {
         Entry& e = it->second;
-        e.work += work;
-        if (!e.quick || mode == HostTiers::quick || (mode == HostTiers::automatic && e.work < kFullTierWork)) {
+        if (e.quick && mode == HostTiers::automatic && !e.queued) {
+          e.work += work;
+          e.launches += launches;
+          if (e.work >= kTierUpWork || e.launches >= kTierUpLaunches) {
+            e.queued = true;
+            if (start_compiler_locked()) {
+              jobs_.push_back(Job{key, k, alias});
+              wake_.notify_one();
+            } else {
+              tier_up = true;  // no thread to compile on: compile here
+            }
+          }
+        } else if (e.quick && mode == HostTiers::full) {
+          tier_up = true;  // full code asked for: compile it now
+        }
+        if (!tier_up) {
           ++detail::stats_mut().kernel_cache_hits;
           return {e.fn, e.quick};
         }
-        tier_up = true;
       }
       dir = cache_dir_;
     }
@@ -207,6 +229,14 @@ class HostJit {
     // the quick tier's code would round them otherwise.
     const bool quick = !tier_up && (mode == HostTiers::quick || (mode == HostTiers::automatic && work < kQuickTierWork)) &&
                        !reassociates(k);
+    Entry e = build(k, alias, key, dir, quick, tier_up);
+    return publish(std::move(key), e, work, launches, /*background=*/false);
+  }
+
+  // Compiles (or loads from the disk cache) kernel `k` in the tier asked
+  // for, links it and counts it; the caller publishes the entry.
+  Entry build(const Kernel& k, const std::vector<int>& alias, const std::string& key, const std::string& dir,
+              bool quick, bool tier_up) {
     // From here to the end, LLVM works: no allocation may fail inside it
     // (jit/llvm/memory_guard.hpp); a reserve that cannot be taken is a
     // bad_alloc now, reported as out of memory by the evaluation.
@@ -251,14 +281,14 @@ class HostJit {
     }
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
     if (detail::prof::on()) {
-      detail::prof::Event e;
-      e.kind = detail::prof::Kind::compile;
-      e.dur_ns = ns;
-      e.start_ns = detail::prof::now_ns() - ns;
-      e.flag = from_disk;
-      e.set_name(from_disk ? "host kernel (disk cache)" : quick ? "host kernel (LLVM, quick tier)" : "host kernel (LLVM)");
-      profile_kernel(e, k);
-      detail::prof::record(e);
+      detail::prof::Event ev;
+      ev.kind = detail::prof::Kind::compile;
+      ev.dur_ns = ns;
+      ev.start_ns = detail::prof::now_ns() - ns;
+      ev.flag = from_disk;
+      ev.set_name(from_disk ? "host kernel (disk cache)" : quick ? "host kernel (LLVM, quick tier)" : "host kernel (LLVM)");
+      profile_kernel(ev, k);
+      detail::prof::record(ev);
     }
     detail::Counters& s = detail::stats_mut();
     if (from_disk) {
@@ -268,6 +298,13 @@ class HostJit {
       ++(tier_up ? s.kernels_tiered_up : s.kernels_compiled);
       s.compile_ns += static_cast<std::uint64_t>(ns);
     }
+    return e;
+  }
+
+  // Puts a built entry in the map, or keeps the one another thread put
+  // there first when that is as good. A background tier-up whose kernel
+  // left the map meanwhile (clear_memory_cache) is dropped.
+  HostKernelRef publish(std::string key, Entry e, long long work, int launches, bool background) {
     std::vector<llvm::orc::JITDylib*> retired;
     {
       std::lock_guard lock(mu_);
@@ -284,8 +321,14 @@ class HostJit {
         // freed with the graveyard (when the map is next full, or cleared).
         graveyard_.push_back(old.jd);
         e.work = old.work;
+        e.launches = old.launches;
         old = e;
+        tier_ups_.fetch_add(1, std::memory_order_release);
         return {e.fn, false};
+      }
+      if (background) {
+        drop(e.jd);
+        return {};
       }
       if (fns_.size() >= kMaxKernels) {
         // Full: the whole map goes to the graveyard, and the one before is
@@ -294,10 +337,17 @@ class HostJit {
         retired = std::exchange(graveyard_, take_all_locked());
       }
       e.work = work;
+      e.launches = launches;
       fns_.emplace(std::move(key), e);
     }
     retire(std::move(retired));
     return {e.fn, e.quick};
+  }
+
+  // Waits until the background compiler has nothing queued or running.
+  void finish_tier_ups() {
+    std::unique_lock lock(mu_);
+    idle_.wait(lock, [&] { return (jobs_.empty() && compiling_ == 0) || !compiler_running_locked(); });
   }
 
   std::string ir(const Kernel& k, const std::vector<int>& alias, bool optimized, bool assembly) {
@@ -340,10 +390,12 @@ class HostJit {
     std::vector<llvm::orc::JITDylib*> dropped;
     {
       std::lock_guard lock(mu_);
+      jobs_.clear();  // their kernels leave the map (one compiling now is dropped when done)
       dropped = take_all_locked();
       dropped.insert(dropped.end(), graveyard_.begin(), graveyard_.end());
       graveyard_.clear();
     }
+    idle_.notify_all();
     retire(std::move(dropped));
   }
   const std::string& target() const { return target_; }
@@ -353,8 +405,110 @@ class HostJit {
     HostKernelFn fn = nullptr;
     llvm::orc::JITDylib* jd = nullptr;
     bool quick = false;   // compiled by the quick tier
-    long long work = 0;   // launch work run with it (the tier-up count)
+    bool queued = false;  // its full compile is queued (or done, or failed)
+    long long work = 0;   // launch work run with it (the tier-up counts)
+    long long launches = 0;
   };
+
+  // The background compiler: one thread that compiles queued kernels in
+  // full, started at the first tier-up and joined at exit (before LLVM's
+  // own statics go). A forked child starts its own when it needs one.
+  struct Job {
+    std::string key;
+    Kernel k;
+    std::vector<int> alias;
+  };
+
+  bool compiler_running_locked() const { return compiler_ != nullptr && compiler_pid_ == ::getpid(); }
+
+  bool start_compiler_locked() {
+    if (compiler_running_locked()) return true;
+    if (stopping_) return false;
+    try {
+      compiler_ = new std::thread([this] { compile_queued(); });  // (a forked parent's is left alone)
+    } catch (...) {
+      compiler_ = nullptr;
+      return false;
+    }
+    compiler_pid_ = ::getpid();
+    static std::once_flag once;
+    std::call_once(once, [] {
+      std::atexit(stop_at_exit);
+      ::pthread_atfork([] { HostJit::get().before_fork(); }, [] { HostJit::get().after_fork(false); },
+                       [] { HostJit::get().after_fork(true); });
+    });
+    return true;
+  }
+
+  // At exit the thread finishes the compile it is in and stops, before the
+  // statics LLVM uses go. Registered again after each of the first jobs, so
+  // that it runs before the destructors of statics a compile made first.
+  static void stop_at_exit() { HostJit::get().stop_compiler(); }
+
+  // fork(): the child has no compiler thread, and must not inherit the
+  // state of a compile in progress (the memory guard's new_handler, the
+  // lock). So fork waits for the compile in progress to end and holds the
+  // lock across; the child clears the queue (those kernels may queue again)
+  // and starts a thread of its own at its next tier-up.
+  void before_fork() {
+    std::unique_lock lock(mu_);
+    idle_.wait(lock, [&] { return compiling_ == 0; });
+    lock.release();  // held across fork()
+  }
+  void after_fork(bool child) {
+    if (child) {
+      for (const Job& j : jobs_) {
+        if (auto it = fns_.find(j.key); it != fns_.end()) it->second.queued = false;
+      }
+      jobs_.clear();
+    }
+    mu_.unlock();
+  }
+
+  void compile_queued() {
+    ::pthread_setname_np(::pthread_self(), "aj-jit-tier-up");
+    for (;;) {
+      Job j;
+      std::string dir;
+      {
+        std::unique_lock lock(mu_);
+        wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+        if (stopping_) return;
+        j = std::move(jobs_.front());
+        jobs_.pop_front();
+        ++compiling_;
+        dir = cache_dir_;
+      }
+      try {
+        Entry e = build(j.k, j.alias, j.key, dir, /*quick=*/false, /*tier_up=*/true);
+        publish(std::move(j.key), e, 0, 0, /*background=*/true);
+        if (jobs_done_++ < kExitReRegistrations) std::atexit(stop_at_exit);
+      } catch (const std::exception& ex) {
+        // The quick code stays (queued: not tried again).
+        detail::log("jit", std::string("tier-up failed, the quick code stays: ") + ex.what());
+      } catch (...) {
+        detail::log("jit", "tier-up failed, the quick code stays");
+      }
+      {
+        std::lock_guard lock(mu_);
+        --compiling_;
+      }
+      idle_.notify_all();
+    }
+  }
+
+  void stop_compiler() {
+    std::thread* t = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      jobs_.clear();
+      if (compiler_running_locked()) t = std::exchange(compiler_, nullptr);
+    }
+    wake_.notify_all();
+    idle_.notify_all();
+    if (t && t->joinable() && t->get_id() != std::this_thread::get_id()) t->join();
+  }
 
   HostJit() {
     llvm::InitializeNativeTarget();
@@ -601,6 +755,7 @@ class HostJit {
   std::mutex mu_;
  public:
   std::atomic<std::uint64_t> generation_{0};
+  std::atomic<std::uint64_t> tier_ups_{0};  // quick entries replaced by full ones
 
  private:
   std::optional<llvm::orc::JITTargetMachineBuilder> jtmb_;
@@ -613,6 +768,15 @@ class HostJit {
   std::unordered_map<std::string, Entry> fns_;
   HostTiers mode_ = HostTiers::automatic;
   std::vector<llvm::orc::JITDylib*> graveyard_;  // dropped when the map was last full
+  std::deque<Job> jobs_;           // full compiles queued for the background compiler
+  std::condition_variable wake_;   // jobs queued, or stopping
+  std::condition_variable idle_;   // a job done (finish_tier_ups)
+  int compiling_ = 0;
+  bool stopping_ = false;          // at exit: no more background compiles
+  std::thread* compiler_ = nullptr;
+  pid_t compiler_pid_ = 0;
+  static constexpr int kExitReRegistrations = 64;
+  int jobs_done_ = 0;  // (the compiler thread's)
   std::atomic<std::uint64_t> next_id_{0};
   std::atomic<std::uint64_t> disk_writes_{0};
 };
@@ -626,9 +790,12 @@ CodeInUse::~CodeInUse() {
   if (--t_reader.depth == 0) t_reader.slot->state.fetch_add(1, std::memory_order_release);
 }
 
-HostKernelRef host_kernel(const Kernel& k, const std::vector<int>& alias, long long work) {
-  return HostJit::get().kernel(k, alias, work);
+HostKernelRef host_kernel(const Kernel& k, const std::vector<int>& alias, long long work, int launches) {
+  return HostJit::get().kernel(k, alias, work, launches);
 }
+
+std::uint64_t host_tier_ups() { return HostJit::get().tier_ups_.load(std::memory_order_acquire); }
+void finish_host_tier_ups() { HostJit::get().finish_tier_ups(); }
 
 HostTiers host_tiers() { return HostJit::get().tiers(); }
 void set_host_tiers(HostTiers t) { HostJit::get().set_tiers(t); }

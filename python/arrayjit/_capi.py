@@ -226,6 +226,7 @@ aj_jit_set_cache_dir st s
 aj_jit_clear_memory_cache st
 aj_jit_tiers i32
 aj_jit_set_tiers st i32
+aj_jit_finish_tier_ups st
 aj_trim_memory st
 aj_set_memory_limit st sz
 aj_memory_limit sz

@@ -151,7 +151,7 @@ _TIERS = ("auto", "full", "quick")
 
 @_export
 def jit_tiers():
-    """"auto" (small first launches compile quick, in full once their work adds up), "full" or "quick"."""
+    """"auto" (small first launches compile quick, in full in the background from their 128th launch), "full" or "quick"."""
     return _TIERS[lib.aj_jit_tiers()]
 
 
@@ -161,6 +161,13 @@ def set_jit_tiers(tiers):
     if tiers not in _TIERS:
         raise ValueError(f"set_jit_tiers({tiers!r}): use 'auto', 'full' or 'quick'")
     check(lib.aj_jit_set_tiers(_TIERS.index(tiers)))
+
+
+@_export
+def finish_tier_ups():
+    """Waits until the kernels queued for the full tier are compiled (a
+    benchmark's warm-up, before timing the steady state)."""
+    check(lib.aj_jit_finish_tier_ups())
 
 
 @_export

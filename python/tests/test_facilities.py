@@ -47,6 +47,24 @@ def test_switches_round_trip():
             aj.set_jit_tiers("fast")
     finally:
         aj.set_jit_tiers(tiers)
+    # A small kernel's 128th launch queues its full compile on the
+    # background thread; finish_tier_ups waits for it.
+    cache = aj.cache_dir()
+    aj.set_cache_dir("")
+    aj.clear_kernel_memory_cache()
+    aj.set_jit_tiers("auto")
+    try:
+        x = aj.asarray(np.linspace(-1.0, 1.0, 1000))
+        want = np.sinh(np.linspace(-1.0, 1.0, 1000) * 0.3) + np.linspace(-1.0, 1.0, 1000)
+        before = aj.stats()["kernels_tiered_up"]
+        for _ in range(128):
+            np.testing.assert_allclose(aj.sinh(x * 0.3) + x, want, rtol=1e-14)
+        aj.finish_tier_ups()
+        assert aj.stats()["kernels_tiered_up"] == before + 1
+        np.testing.assert_allclose(aj.sinh(x * 0.3) + x, want, rtol=1e-14)
+    finally:
+        aj.set_jit_tiers(tiers)
+        aj.set_cache_dir(cache)
     limit = aj.memory_limit()
     aj.set_memory_limit(1 << 20)
     assert aj.memory_limit() == 1 << 20

@@ -67,7 +67,7 @@ extern "C" {
  * library whose aj_api_version() has the same major and a minor >= its own
  * (new functions and appended struct fields raise the minor). */
 #define AJ_API_VERSION_MAJOR 1
-#define AJ_API_VERSION_MINOR 10
+#define AJ_API_VERSION_MINOR 11
 #define AJ_API_VERSION ((AJ_API_VERSION_MAJOR << 16) | AJ_API_VERSION_MINOR)
 
 AJ_C_API uint32_t aj_api_version(void); /* (major << 16) | minor */
@@ -755,12 +755,14 @@ AJ_C_API aj_status aj_jit_cache_dir(char* buf, size_t cap, size_t* len);
 AJ_C_API aj_status aj_jit_set_cache_dir(const char* dir);
 AJ_C_API aj_status aj_jit_clear_memory_cache(void);
 /* The host JIT's tiers (arrayjit/jit.hpp, "Tiers"; since C API 1.10):
- * AJ_TIERS_AUTOMATIC (small first launches compile quick, then in full once
- * their work adds up), AJ_TIERS_FULL, AJ_TIERS_QUICK; another value is an
- * error. */
+ * AJ_TIERS_AUTOMATIC (small first launches compile quick, then in full on a
+ * background thread from their 128th launch), AJ_TIERS_FULL, AJ_TIERS_QUICK;
+ * another value is an error. aj_jit_finish_tier_ups waits for the
+ * background thread's queued full compiles (since C API 1.11). */
 enum { AJ_TIERS_AUTOMATIC = 0, AJ_TIERS_FULL = 1, AJ_TIERS_QUICK = 2 };
 AJ_C_API int32_t aj_jit_tiers(void);
 AJ_C_API aj_status aj_jit_set_tiers(int32_t tiers);
+AJ_C_API aj_status aj_jit_finish_tier_ups(void);
 
 /* Host memory (arrayjit/memory.hpp): give the cached free buffers back to
  * the system; cap the bytes the cache may hold (0 caches nothing); the cap;

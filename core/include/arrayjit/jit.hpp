@@ -29,12 +29,13 @@ void set_cache_dir(const std::string& dir);
 // Two tiers of compiled code. A kernel whose first launch is small (under
 // about 4M points x instructions) is compiled quick: LLVM translates it
 // without optimizing, 4-7x sooner (a fused 9-op kernel in 4-6 ms instead of
-// 20-30 ms on a Zen 3), into code that runs several times slower. Once the
-// launches that ran it add up to about 16M points x instructions, it is
-// compiled in full (LLVM's O3, the vectorizer, vector math) and every later
-// launch runs that. A large first launch compiles in full at once. Both
-// tiers compute the same bits. stats().kernels_tiered_up counts the second
-// compiles.
+// 20-30 ms on a Zen 3), into code that runs several times slower. At its
+// 128th launch (a loop; or once its launches add up to 16M points x
+// instructions) it is compiled in full (LLVM's O3, the vectorizer, vector math) on a
+// background thread, and the launches after that compile is done run the
+// full code; no launch waits for it. A large first launch compiles in full
+// at once. Both tiers compute the same bits. stats().kernels_tiered_up
+// counts the second compiles.
 //   automatic  the above (the default)
 //   full       every kernel compiled in full at its first launch (steady
 //              timing from the first call; the cost is paid up front)
@@ -44,6 +45,9 @@ void set_cache_dir(const std::string& dir);
 enum class Tiers { automatic, full, quick };
 Tiers tiers();
 void set_tiers(Tiers t);
+// Waits until the background thread has compiled every kernel queued for
+// the full tier (a benchmark's warm-up, before timing the steady state).
+void finish_tier_ups();
 
 // Forget every compiled kernel in memory (their code is freed); the disk
 // cache is kept, so the next use of a kernel is a disk hit.
