@@ -305,6 +305,7 @@ class HostJit {
   // there first when that is as good. A background tier-up whose kernel
   // left the map meanwhile (clear_memory_cache) is dropped.
   HostKernelRef publish(std::string key, Entry e, long long work, int launches, bool background) {
+    LlvmMemoryGuard guard(std::nothrow);  // ORC may drop code
     std::vector<llvm::orc::JITDylib*> retired;
     {
       std::lock_guard lock(mu_);
