@@ -49,8 +49,11 @@ def _aj_dtype(d):
 _capsule_pointer = _dl._api.PyCapsule_GetPointer
 _capsule_rename = _dl._api.PyCapsule_SetName
 _capsule_new = _dl._api.PyCapsule_New
+_capsule_valid = _dl._api.PyCapsule_IsValid
 _torch_to_dlpack = torch.utils.dlpack.to_dlpack
-_torch_from_dlpack = torch.utils.dlpack.from_dlpack
+# torch's C function itself: torch.utils.dlpack.from_dlpack is a Python
+# wrapper around it that first looks for __dlpack__ (about 1 us a tensor).
+_torch_from_capsule = getattr(torch._C, "_from_dlpack", None) or torch.utils.dlpack.from_dlpack
 
 
 def to_arrayjit(t):
@@ -75,7 +78,19 @@ def to_torch(a, is_bool=None):
         return to_torch(a.astype(aj.int32), False).bool()
     p = _C.c_void_p()
     _check(_lib.aj_to_dlpack(a._h, None, _C.byref(p)))
-    t = _torch_from_dlpack(_capsule_new(p, b"dltensor", _dl._DESTRUCTOR))
+    # A capsule without a destructor (the generic one is a Python callback
+    # run as each capsule goes): torch consumes it at once, renaming it and
+    # calling the tensor's deleter itself when the tensor goes; if torch
+    # raises first, the tensor is deleted here.
+    cap = _capsule_new(p, b"dltensor", None)
+    try:
+        t = _torch_from_capsule(cap)
+    except BaseException:
+        if _capsule_valid(cap, b"dltensor"):
+            m = _dl._Managed.from_address(p.value)
+            if m.deleter:
+                m.deleter(p.value)
+        raise
     t._arrayjit = (a, t._version)
     return t
 
