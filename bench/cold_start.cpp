@@ -7,7 +7,7 @@
 // Every case runs in both tier modes (arrayjit/jit.hpp, "Tiers"): `full`
 // (every kernel compiled in full at its first launch, as before the quick
 // tier) and `auto` (the default: small first launches compiled quick, in
-// full once their work adds up).
+// full on the JIT's background thread from their 128th launch).
 //
 // Cases (each in its own process, started by this one with --child CASE):
 //   mlp     the first step of the MLP of bench_mlp (784 -> 256 -> 10, batch
