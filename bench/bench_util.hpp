@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -44,10 +45,19 @@ inline double median_us(const std::function<void()>& f, int calls, int runs = 9)
 }
 
 // Median wall time in ms of `runs` calls after `warm` unmeasured ones (for
-// calls of milliseconds that use several threads).
+// calls of milliseconds that use several threads). The warm-up goes on until
+// two calls in a row queue no tier-up (at most 128 more calls): a kernel of
+// a long call reaches its 16M points x instructions in a few launches, and a
+// user's loop runs its full code from then on (arrayjit/jit.hpp, Tiers).
 inline double wall_median_ms(const std::function<void()>& f, int runs, int warm = 1) {
   for (int i = 0; i < warm; ++i) f();
   aj::jit::finish_tier_ups();  // (what the warm-up queued)
+  for (int i = 0, quiet = 0; quiet < 2 && i < 128; ++i) {
+    const std::uint64_t before = aj::stats().kernels_tiered_up;
+    f();
+    aj::jit::finish_tier_ups();
+    quiet = aj::stats().kernels_tiered_up == before ? quiet + 1 : 0;
+  }
   std::vector<double> t;
   for (int i = 0; i < runs; ++i) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -59,6 +59,17 @@ std::string node_payload(const Node& n) {
       if (n.op == Op::Linalg) {
         return std::string(linalg_name(static_cast<LinalgKind>(n.i0))) + " flags=" + std::to_string(n.i1);
       }
+      if (n.op == Op::Conv) {
+        ConvGeometry geo;
+        if (!geo.unpack(n.ints)) return "bad geometry";
+        auto list = [](const std::vector<std::int64_t>& v) {
+          std::string r;
+          for (std::size_t i = 0; i < v.size(); ++i) r += (i ? "," : "") + std::to_string(v[i]);
+          return r;
+        };
+        return "stride=" + list(geo.stride) + " pad=" + list(geo.lo) + "/" + list(geo.hi) + " dilation=" +
+               list(geo.dilation) + " groups=" + std::to_string(n.i0);
+      }
       if (n.op == Op::Collective) {
         const auto kind = static_cast<CollectiveKind>(n.i0);
         std::string d = collective_name(kind);

@@ -22,6 +22,10 @@
 //    the operands' last two axes gets one LAPACK routine, the leading axes are
 //    a batch (the operands' already agree). `loc` names the user's line for the
 //    errors a matrix's values cause (singular, not positive definite).
+//  - Conv: `axis` is the groups, `ints` the geometry (ConvGeometry below);
+//    operands x [N, C, s...] and w [O, C / groups, k...], result
+//    [N, O, out...]: out[n, o, p] = sum over c of its group and taps t of
+//    w[o, c, t] * x[n, c, p * stride + t * dilation - pad_lo] (0 outside x).
 //  - HostCall: the user's function `host` over the operands (host memory, as
 //    laid out), its results packed one after another in the result
 //    (graph/host_call.hpp).
@@ -135,6 +139,25 @@ enum class CollectiveKind : std::int64_t { all_reduce, all_gather, reduce_scatte
 enum class ReduceKind : std::int64_t { sum, mean, max, min, prod };
 const char* collective_name(CollectiveKind kind);
 const char* reduce_kind_name(ReduceKind kind);
+
+// Op::Conv's geometry, d spatial axes, packed in the node's ints as
+// {strides..., pad_lo..., pad_hi..., dilations...} (4 d numbers). Padding may
+// be negative (a crop).
+struct ConvGeometry {
+  std::vector<std::int64_t> stride, lo, hi, dilation;
+  std::size_t dims() const { return stride.size(); }
+  std::vector<std::int64_t> pack() const;
+  // Unpacks ints of 4 d numbers (d = 1..3); false when malformed.
+  bool unpack(const std::vector<std::int64_t>& ints);
+};
+// The result's extent along one spatial axis: floor((e + lo + hi - span) /
+// stride) + 1 with span = (k - 1) * dilation + 1, or 0 when the window does
+// not fit.
+std::int64_t conv_out_extent(std::int64_t e, std::int64_t k, std::int64_t stride, std::int64_t lo, std::int64_t hi,
+                             std::int64_t dilation);
+// The result's shape [N, O, out...] for x [N, C, s...] and w [O, I, k...]
+// (ranks and extents checked by the caller).
+Shape conv_shape(const Shape& x, const Shape& w, const ConvGeometry& geo);
 
 // Ops that run as library steps rather than inside kernels.
 constexpr bool is_library_op(Op op) {

@@ -30,6 +30,7 @@ LibraryCall library_call(const Node& n, const std::vector<Layout>& inputs) {
     c.ints = n.ints;
   }
   if (n.op == Op::Collective) c.ints = n.ints;  // {group, peer}; axis: the kind, k: the reduction
+  if (n.op == Op::Conv) c.ints = n.ints;  // the geometry; axis: the groups
   return c;
 }
 

@@ -249,6 +249,7 @@ class NodeCheck {
       return;
     }
     if (n_.op == Op::Linalg) return linalg();
+    if (n_.op == Op::Conv) return conv();
     // Concat
     need(!n_.inputs.empty(), "concat of nothing");
     need(n_.i0 >= 0 && n_.i0 < n_.shape.ndim(), "concat axis out of range");
@@ -261,6 +262,19 @@ class NodeCheck {
       total += in(k).shape[static_cast<int>(n_.i0)];
     }
     need(total == n_.shape[static_cast<int>(n_.i0)], "concat extent is the sum of its inputs'");
+  }
+
+  void conv() {
+    need(n_.dtype == DType::f32 || n_.dtype == DType::f64, "conv runs in f32 or f64");
+    need(n_.inputs.size() == 2 && in(0).dtype == n_.dtype && in(1).dtype == n_.dtype,
+         "conv: x and w in the result's dtype");
+    ConvGeometry geo;
+    need(geo.unpack(n_.ints), "conv: ints are strides, pads and dilations (>= 1) per spatial axis");
+    const Shape &x = in(0).shape, &w = in(1).shape;
+    const int r = static_cast<int>(geo.dims()) + 2;
+    need(x.ndim() == r && w.ndim() == r && n_.shape.ndim() == r, "conv: x, w and the result have 2 + d axes");
+    need(n_.i0 >= 1 && w[1] * n_.i0 == x[1] && w[0] % n_.i0 == 0, "conv: groups divide the features");
+    need(n_.shape == conv_shape(x, w, geo), "conv: the result's shape");
   }
 
   void linalg() {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backends/cpu/host_comm.hpp"
+#include "backends/cpu/host_conv.hpp"
 #include "backends/cpu/host_launch.hpp"
 #include "backends/cpu/host_linalg.hpp"
 #include "backends/cpu/host_matmul.hpp"
@@ -130,6 +131,7 @@ void run_library(const LibraryCall& call, const std::vector<const void*>& inputs
   }
   if (call.op == Op::ScatterAdd || call.op == Op::Scatter) return scatter(call, inputs, out);
   if (call.op == Op::Linalg) return run_linalg(call, inputs, out);
+  if (call.op == Op::Conv) return run_conv(call, inputs, out);
   if (call.op == Op::HostCall) {
     std::vector<HostBuffer> in;
     for (std::size_t k = 0; k < call.inputs.size(); ++k) {

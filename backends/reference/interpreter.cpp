@@ -327,6 +327,69 @@ void run_concat(NodeId id) {
   finish(id, std::move(s));
 }
 
+// Conv: graph/library.hpp's definition in loops, summed in the dtype over
+// (input feature, tap) in row-major order.
+void run_conv(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  const Node& x = g[n.inputs[0]];
+  const Node& w = g[n.inputs[1]];
+  ConvGeometry geo;
+  if (!geo.unpack(n.ints)) internal_error("reference conv: a malformed geometry");
+  const int d = static_cast<int>(geo.dims());
+  auto xs = materialize(x), ws = materialize(w);
+  auto s = alloc_for(n);
+  const std::int64_t N = x.shape[0], C = x.shape[1], O = w.shape[0], I = w.shape[1], groups = n.i0, og = O / groups;
+  std::int64_t in_pts = 1, taps = 1, out_pts = 1;
+  for (int a = 2; a < d + 2; ++a) {
+    in_pts *= x.shape[a];
+    taps *= w.shape[a];
+    out_pts *= n.shape[a];
+  }
+  visit_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* X = static_cast<const T*>(xs->data);
+      const T* W = static_cast<const T*>(ws->data);
+      T* Y = static_cast<T*>(s->data);
+      std::vector<std::int64_t> p(static_cast<std::size_t>(d)), t(static_cast<std::size_t>(d));
+      for (std::int64_t b = 0; b < N; ++b) {
+        for (std::int64_t o = 0; o < O; ++o) {
+          const std::int64_t c0 = (o / og) * I;
+          for (std::int64_t q = 0; q < out_pts; ++q) {
+            for (std::int64_t r = q, a = d; a-- > 0;) {
+              p[static_cast<std::size_t>(a)] = r % n.shape[a + 2];
+              r /= n.shape[a + 2];
+            }
+            T acc = 0;
+            for (std::int64_t c = 0; c < I; ++c) {
+              for (std::int64_t k = 0; k < taps; ++k) {
+                for (std::int64_t r = k, a = d; a-- > 0;) {
+                  t[static_cast<std::size_t>(a)] = r % w.shape[a + 2];
+                  r /= w.shape[a + 2];
+                }
+                std::int64_t at = 0;
+                bool inside = true;
+                for (int a = 0; a < d; ++a) {
+                  const auto u = static_cast<std::size_t>(a);
+                  const std::int64_t e = p[u] * geo.stride[u] + t[u] * geo.dilation[u] - geo.lo[u];
+                  inside = inside && e >= 0 && e < x.shape[a + 2];
+                  at = at * x.shape[a + 2] + e;
+                }
+                if (inside) acc += W[(o * I + c) * taps + k] * X[(b * C + c0 + c) * in_pts + at];
+              }
+            }
+            Y[(b * O + o) * out_pts + q] = acc;
+          }
+        }
+      }
+    } else {
+      internal_error("reference conv: not a f32/f64 node");
+    }
+  });
+  finish(id, std::move(s));
+}
+
 void run_matmul(NodeId id) {
   Graph& g = graph();
   Node& n = g[id];
@@ -748,6 +811,7 @@ void evaluate_node(NodeId id) {
       if (op == Op::ScatterAdd || op == Op::Scatter) return run_scatter(id);
       if (op == Op::MatMul) return run_matmul(id);
       if (op == Op::Linalg) return run_linalg(id);
+      if (op == Op::Conv) return run_conv(id);
       if (op == Op::HostCall) return run_host_call(id);
       if (op == Op::Collective) return run_collective(id);
       return run_sort(id);

@@ -1,10 +1,14 @@
 // Convolution, pooling and resizing (arrayjit/conv.hpp) as compositions of
 // views, pads, one concatenation (the column matrix), matmul and
-// elementwise folds; their derivatives are those ops' own.
+// elementwise folds; their derivatives are those ops' own. A float
+// convolution on the host is one Op::Conv node instead (the column matrix a
+// tile at a time, backends/cpu/host_conv.hpp), differentiated as the
+// composition (core/autodiff/rules_conv.cpp).
 #include "arrayjit/conv.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -12,7 +16,10 @@
 
 #include "arrayjit/indexing.hpp"
 #include "arrayjit/shape_functions.hpp"
+#include "core/api/conv_detail.hpp"
 #include "core/api/trace.hpp"
+#include "exec/execute.hpp"
+#include "graph/library.hpp"
 
 namespace aj {
 
@@ -122,6 +129,93 @@ std::string default_spatial(std::size_t d) { return d == 1 ? "W" : d == 2 ? "HW"
 
 }  // namespace
 
+namespace detail {
+
+namespace {
+bool& conv_library_flag() {
+  static bool on = [] {
+    const char* e = std::getenv("AJ_CONV");
+    return !(e && std::strcmp(e, "compose") == 0);
+  }();
+  return on;
+}
+}  // namespace
+
+bool conv_library() { return conv_library_flag(); }
+void set_conv_library(bool on) { conv_library_flag() = on; }
+
+// The column matrix [N, groups, C / groups * taps, positions], one view of
+// the padded input per tap (a 1 x 1 window at stride 1 is the input as it
+// lies), times the weights as [1, groups, O / groups, I * taps].
+Array conv_composed(const Array& x, const Array& w, const ConvGeometry& geo, std::int64_t groups, const Loc& loc) {
+  const std::size_t d = geo.dims();
+  std::vector<int> axes;
+  std::vector<std::pair<std::int64_t, std::int64_t>> pads;
+  for (std::size_t i = 0; i < d; ++i) {
+    axes.push_back(static_cast<int>(i) + 2);
+    pads.emplace_back(geo.lo[i], geo.hi[i]);
+  }
+  const Array xp = pad_axes(x, axes, pads, 0, loc);
+  const std::int64_t n = x.shape()[0], c = x.shape()[1], o = w.shape()[0], ig = w.shape()[1];
+  Ints out_sp, kernel;
+  std::int64_t taps = 1, positions = 1;
+  for (std::size_t i = 0; i < d; ++i) {
+    kernel.push_back(w.shape()[axes[i]]);
+    out_sp.push_back(windows(xp.shape()[axes[i]], kernel[i], geo.dilation[i], geo.stride[i]));
+    taps *= kernel[i];
+    positions *= out_sp.back();
+  }
+  const std::int64_t g = groups, og = o / g;
+  std::vector<std::int64_t> canon_dims{n, o};
+  canon_dims.insert(canon_dims.end(), out_sp.begin(), out_sp.end());
+  if (positions == 0 || n == 0 || o == 0) return zeros(Shape(canon_dims), x.dtype(), loc);
+  const bool unit = taps == 1 && std::all_of(geo.stride.begin(), geo.stride.end(), [](std::int64_t s) { return s == 1; });
+  const Array cols =
+      reshape(unit ? xp : stack(window_views(xp, axes, kernel, geo.stride, geo.dilation, out_sp, loc), 2, loc),
+              Shape{n, g, (c / g) * taps, positions}, loc);
+  const Array wm = reshape(w, Shape{1, g, og, ig * taps}, loc);
+  return reshape(matmul(wm, cols, loc), Shape(canon_dims), loc);
+}
+
+// The host's library step (backends/cpu/host_conv.cpp) builds the column
+// matrix a tile at a time in cache instead of all of it in memory: taken for
+// f32/f64 on the host, with work to do and a window wider than one point or
+// a stride (a 1 x 1 window at stride 1 is a matmul of the input as it lies).
+bool conv_as_library_step(const Array& x, const Array& w, const ConvGeometry& geo, std::int64_t groups) {
+  (void)groups;
+  if (!conv_library() || (x.dtype() != DType::f32 && x.dtype() != DType::f64)) return false;
+  const auto scope = exec::scope_device();
+  if ((scope && scope->kind != Device::Kind::cpu) || x.device().kind != Device::Kind::cpu ||
+      w.device().kind != Device::Kind::cpu) {
+    return false;
+  }
+  std::int64_t taps = 1;
+  bool moves = false;
+  for (std::size_t i = 0; i < geo.dims(); ++i) {
+    taps *= w.shape()[static_cast<int>(i) + 2];
+    moves = moves || geo.stride[i] != 1 || geo.lo[i] != 0 || geo.hi[i] != 0;
+  }
+  const Shape out = conv_shape(x.shape(), w.shape(), geo);
+  return out.numel() > 0 && x.shape()[1] > 0 && (taps > 1 || moves);
+}
+
+Array conv_node(const Array& x_in, const Array& w_in, const ConvGeometry& geo, std::int64_t groups, const Loc& loc) {
+  trace::Scope scope;
+  const Array& x = trace::local(x_in, "conv_general", loc);
+  const Array& w = trace::local(w_in, "conv_general", loc);
+  Node n;
+  n.op = Op::Conv;
+  n.dtype = x.dtype();
+  n.shape = conv_shape(x.shape(), w.shape(), geo);
+  trace::check_array_size(n.shape, n.dtype, "conv_general", loc);
+  n.i0 = groups;
+  n.ints = geo.pack();
+  n.inputs = {x.node_id(), w.node_id()};
+  return trace::make(std::move(n), loc);
+}
+
+}  // namespace detail
+
 Array conv_general(const Array& x_in, const Array& w_in, Ints strides, ConvPadding padding, Ints lhs_dilation,
                    Ints rhs_dilation, std::int64_t groups, const ConvLayout& layout, Loc loc) try {
   trace::Scope scope;
@@ -167,7 +261,7 @@ Array conv_general(const Array& x_in, const Array& w_in, Ints strides, ConvPaddi
   if (t == DType::bool_) user_error("conv_general", "does not take bool operands", loc);
   const Array x = transpose(x0, lp, loc).astype(t, loc);
   const Array w = transpose(w0, rp, loc).astype(t, loc);
-  const std::int64_t n = x.shape()[0], c = x.shape()[1], o = w.shape()[0], ig = w.shape()[1];
+  const std::int64_t c = x.shape()[1], o = w.shape()[0], ig = w.shape()[1];
   if (groups < 1 || c != ig * groups || o % groups != 0) {
     user_error("conv_general", "with " + std::to_string(groups) + " groups the input's " + std::to_string(c) +
                                    " features must be the weights' " + std::to_string(ig) + " per group times the groups, and the " +
@@ -222,28 +316,17 @@ Array conv_general(const Array& x_in, const Array& w_in, Ints strides, ConvPaddi
       pads.emplace_back(total / 2, total - total / 2);
     }
   }
-  const Array xp = pad_axes(xs, axes, pads, 0, loc);
-  Ints out_sp;
-  std::int64_t taps = 1, positions = 1;
-  for (std::size_t i = 0; i < d; ++i) {
-    out_sp.push_back(windows(xp.shape()[axes[i]], kernel[i], rhs_dilation[i], strides[i]));
-    taps *= kernel[i];
-    positions *= out_sp.back();
+  ConvGeometry geo;
+  geo.stride = strides;
+  geo.dilation = rhs_dilation;
+  for (const auto& [lo, hi] : pads) {
+    geo.lo.push_back(lo);
+    geo.hi.push_back(hi);
   }
-  const std::int64_t g = groups, og = o / g;
-  std::vector<std::int64_t> canon_dims{n, o};
-  canon_dims.insert(canon_dims.end(), out_sp.begin(), out_sp.end());
-  Array out;
-  if (positions == 0 || n == 0 || o == 0) {
-    out = zeros(Shape(canon_dims), t, loc);
-  } else {
-    // The column matrix [N, C, taps, positions...]: one view per tap.
-    const bool unit = taps == 1 && std::all_of(strides.begin(), strides.end(), [](std::int64_t s) { return s == 1; });
-    const Array cols = reshape(unit ? xp : stack(window_views(xp, axes, kernel, strides, rhs_dilation, out_sp, loc), 2, loc),
-                               Shape{n, g, (c / g) * taps, positions}, loc);
-    const Array wm = reshape(w, Shape{1, g, og, ig * taps}, loc);
-    out = reshape(matmul(wm, cols, loc), Shape(canon_dims), loc);
-  }
+  const bool spread_input = xs.node_id() != x.node_id();
+  const Array out = !spread_input && detail::conv_as_library_step(x, w, geo, groups)
+                        ? detail::conv_node(x, w, geo, groups, loc)
+                        : detail::conv_composed(xs, w, geo, groups, loc);
   // Back to out's letters.
   std::vector<int> op(static_cast<std::size_t>(nd));
   for (int j = 0; j < nd; ++j) {

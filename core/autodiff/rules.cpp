@@ -689,6 +689,7 @@ const Rule* rule_for(Op op) {
     case Op::ScatterAdd: return &index_rules::scatter_add;
     case Op::Scatter: return &index_rules::scatter;
     case Op::Linalg: return &linalg_rules::linalg;
+    case Op::Conv: return &conv_rules::conv;
     case Op::HostCall: return &host_call;
     case Op::Collective: return &collective_rules::collective;
   }

@@ -96,4 +96,9 @@ namespace linalg_rules {
 extern const Rule linalg;
 }  // namespace linalg_rules
 
+// Op::Conv's rule (core/autodiff/rules_conv.cpp).
+namespace conv_rules {
+extern const Rule conv;
+}  // namespace conv_rules
+
 }  // namespace aj::autodiff

@@ -452,6 +452,43 @@ bool derive(Template& t, TNode& n, std::string* why) {
           n.dims.push_back(cols);
           break;
         }
+        case Op::Conv: {
+          // [N, O, out...] from x [N, C, s...] and w [O, I, k...]: the
+          // window's extents are constants; at stride 1 an output extent is
+          // its input's plus a constant (at least 1: a result without points
+          // is traced as the composition), at other strides fitted. Groups
+          // other than 1 pin the feature extents.
+          const TNode &x = in(0), &w = in(1);
+          ConvGeometry geo;
+          ok = geo.unpack(n.ints) && x.shape.ndim() == rank && w.shape.ndim() == rank;
+          if (!ok) break;
+          auto dim = [](const TNode& v, int a) { return v.dims[static_cast<std::size_t>(a)]; };
+          auto at_least_1 = [&](Poly p) { t.guards.push_back({cst(1), std::move(p), true}); };
+          if (n.i0 == 1) {
+            ok = unify(t, dim(x, 1), dim(w, 1));
+          } else {
+            ok = unify(t, dim(x, 1), constant_var(t, x.shape[1])) && unify(t, dim(w, 1), constant_var(t, w.shape[1])) &&
+                 unify(t, dim(w, 0), constant_var(t, w.shape[0]));
+          }
+          for (int a = 2; ok && a < rank; ++a) ok = unify(t, dim(w, a), constant_var(t, w.shape[a]));
+          if (!ok) break;
+          at_least_1(atom(dim(x, 0)));
+          at_least_1(atom(dim(x, 1)));
+          at_least_1(atom(dim(w, 0)));
+          n.dims = {dim(x, 0), dim(w, 0)};
+          for (int a = 2; a < rank; ++a) {
+            const std::size_t i = static_cast<std::size_t>(a - 2);
+            const std::int64_t plus = geo.lo[i] + geo.hi[i] - (w.shape[a] - 1) * geo.dilation[i];
+            if (geo.stride[i] != 1) {
+              n.dims.push_back(fit_var(t, n.shape[a], dim(x, a)));
+            } else {
+              n.dims.push_back(plus == 0 ? dim(x, a)
+                                         : new_var(t, Var::Kind::expr, n.shape[a], add(atom(dim(x, a)), cst(plus))));
+            }
+            at_least_1(atom(n.dims.back()));
+          }
+          break;
+        }
         case Op::Collective: {
           // all_reduce, broadcast, send: the operand's extents; all_gather:
           // axis 0 times the group's size (a constant of the process). recv

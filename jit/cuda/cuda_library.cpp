@@ -394,6 +394,10 @@ std::vector<LibraryLaunch> plan_library(const LibraryCall& c, const std::vector<
   } else if (c.op == Op::Linalg) {
     user_error(linalg_op_name(static_cast<LinalgKind>(c.axis), c.k),
                "is not available on CUDA devices yet (no cuSOLVER path): evaluate it on the host", c.loc);
+  } else if (c.op == Op::Conv) {
+    // conv_general traces the composition for device operands
+    // (core/api/conv.cpp); a node planned for a device is a bug.
+    internal_error("a conv library step planned for a CUDA device");
   } else if (c.op == Op::HostCall) {
     user_error("host_callback", "runs on the host: its inputs are on a CUDA device (move them with "
                                 ".to(Device::cpu()) first)", c.loc);
