@@ -62,12 +62,35 @@ struct Geometry {
   std::int64_t tiles() const { return (P + tile - 1) / tile; }
 };
 
-// Columns [q0, q0 + cols) of the group's column matrix into b (ld = cols):
-// row (c, tap) holds x[n, c0 + c] at each point's window position for that
-// tap, 0 outside x.
+// Short runs (the rows of small images) are most runs: a call to memcpy or
+// memset costs more than their copy. Runs of at least 32 bytes are copied as
+// 32-byte blocks, the last one overlapping the one before (fixed-size
+// copies: two vector moves each).
 template <class T>
-void gather(const Geometry& g, const T* x, std::int64_t n, std::int64_t c0, std::int64_t q0, std::int64_t cols, T* b) {
-  // The tile's points as runs along the last spatial axis.
+inline void zero(T* out, std::int64_t len) {
+  if (len > 16) return (void)std::memset(out, 0, static_cast<std::size_t>(len) * sizeof(T));
+  for (std::int64_t i = 0; i < len; ++i) out[i] = T(0);
+}
+template <class T>
+inline void copy(T* out, const T* in, std::int64_t len) {
+  constexpr std::int64_t block = 32 / sizeof(T);
+  if (len >= block) {
+    std::int64_t i = 0;
+    for (; i + block <= len; i += block) std::memcpy(out + i, in + i, 32);
+    if (i < len) std::memcpy(out + len - block, in + len - block, 32);
+    return;
+  }
+  for (std::int64_t i = 0; i < len; ++i) out[i] = in[i];
+}
+
+// Columns [q0, q0 + cols) of the group's column matrix into b (leading
+// dimension ld): row (c, tap) holds x[n, c0 + c] at each point's window
+// position for that tap, 0 outside x. The tile's points go as runs along the
+// last spatial axis; the taps along that axis read one input row, so they are
+// the innermost loop, each from its precomputed window [w_lo, w_hi).
+template <class T>
+void gather(const Geometry& g, const T* x, std::int64_t n, std::int64_t c0, std::int64_t q0, std::int64_t cols, T* b,
+            std::int64_t ld) {
   struct Run { std::int64_t od, oh, ow, len, at; };  // at: the run's first column in the tile
   thread_local std::vector<Run> runs;
   runs.clear();
@@ -77,39 +100,47 @@ void gather(const Geometry& g, const T* x, std::int64_t n, std::int64_t c0, std:
     runs.push_back({od, oh, ow, len, at});
     q += len, at += len;
   }
+  // Per tap along the last axis: its shift, and the outputs [w_lo, w_hi)
+  // whose input position ow * stride + shift lies inside [0, e).
+  struct Tap { std::int64_t shift, w_lo, w_hi; };
+  thread_local std::vector<Tap> taps;
+  taps.clear();
+  for (std::int64_t kw = 0; kw < g.k[2]; ++kw) {
+    const std::int64_t shift = kw * g.dil[2] - g.lo[2];
+    const std::int64_t w_lo = shift >= 0 ? 0 : (-shift + g.stride[2] - 1) / g.stride[2];
+    const std::int64_t w_hi = g.e[2] - shift <= 0 ? 0 : std::min(g.out[2], (g.e[2] - shift - 1) / g.stride[2] + 1);
+    taps.push_back({shift, w_lo, std::max(w_lo, w_hi)});
+  }
+  const bool unit = g.stride[2] == 1 && g.xs[2] == 1;
+  const std::int64_t kw_n = g.k[2];
   const T* xn = x + g.x_off + n * g.xs_n;
-  std::int64_t row = 0;
   for (std::int64_t c = 0; c < g.I; ++c) {
     const T* xc = xn + (c0 + c) * g.xs_c;
     for (std::int64_t kd = 0; kd < g.k[0]; ++kd) {
       for (std::int64_t kh = 0; kh < g.k[1]; ++kh) {
-        for (std::int64_t kw = 0; kw < g.k[2]; ++kw, ++row) {
-          T* dst = b + row * cols;
-          // Along the last axis: input position ow * stride + kw * dil - lo
-          // is inside [0, e) for ow in [w_lo, w_hi).
-          const std::int64_t shift = kw * g.dil[2] - g.lo[2];
-          const std::int64_t w_lo = shift >= 0 ? 0 : (-shift + g.stride[2] - 1) / g.stride[2];
-          const std::int64_t w_hi =
-              g.e[2] - shift <= 0 ? 0 : std::min(g.out[2], (g.e[2] - shift - 1) / g.stride[2] + 1);
-          for (const Run& u : runs) {
-            T* out = dst + u.at;
-            const std::int64_t id = u.od * g.stride[0] + kd * g.dil[0] - g.lo[0];
-            const std::int64_t ih = u.oh * g.stride[1] + kh * g.dil[1] - g.lo[1];
-            if (id < 0 || id >= g.e[0] || ih < 0 || ih >= g.e[1]) {
-              std::fill(out, out + u.len, T(0));
-              continue;
-            }
-            const T* src = xc + id * g.xs[0] + ih * g.xs[1];
-            const std::int64_t a = std::clamp(w_lo, u.ow, u.ow + u.len), z = std::clamp(w_hi, a, u.ow + u.len);
-            std::fill(out, out + (a - u.ow), T(0));
-            if (g.stride[2] == 1 && g.xs[2] == 1) {
-              if (z > a) std::memcpy(out + (a - u.ow), src + a + shift, static_cast<std::size_t>(z - a) * sizeof(T));
+        T* rows = b + ((c * g.k[0] + kd) * g.k[1] + kh) * kw_n * ld;  // row (c, kd, kh, 0)
+        for (const Run& u : runs) {
+          const std::int64_t id = u.od * g.stride[0] + kd * g.dil[0] - g.lo[0];
+          const std::int64_t ih = u.oh * g.stride[1] + kh * g.dil[1] - g.lo[1];
+          if (id < 0 || id >= g.e[0] || ih < 0 || ih >= g.e[1]) {
+            for (std::int64_t kw = 0; kw < kw_n; ++kw) zero(rows + kw * ld + u.at, u.len);
+            continue;
+          }
+          const T* src = xc + id * g.xs[0] + ih * g.xs[1];
+          const std::int64_t end = u.ow + u.len;
+          for (std::int64_t kw = 0; kw < kw_n; ++kw) {
+            const Tap& t = taps[static_cast<std::size_t>(kw)];
+            T* out = rows + kw * ld + u.at - u.ow;  // out[ow] for ow in [u.ow, end)
+            const std::int64_t a = std::clamp(t.w_lo, u.ow, end), z = std::clamp(t.w_hi, a, end);
+            zero(out + u.ow, a - u.ow);
+            if (unit) {
+              copy(out + a, src + a + t.shift, z - a);
             } else {
               const std::int64_t step = g.stride[2] * g.xs[2];
-              const T* s = src + (a * g.stride[2] + shift) * g.xs[2];
-              for (std::int64_t ow = a; ow < z; ++ow, s += step) out[ow - u.ow] = *s;
+              const T* s = src + (a * g.stride[2] + t.shift) * g.xs[2];
+              for (std::int64_t ow = a; ow < z; ++ow, s += step) out[ow] = *s;
             }
-            std::fill(out + (z - u.ow), out + u.len, T(0));
+            zero(out + z, end - z);
           }
         }
       }
@@ -129,12 +160,12 @@ struct Runner {
     thread_local std::vector<T> scratch;
     const std::int64_t tiles = g.tiles();
     const std::int64_t t = item % tiles, gi = (item / tiles) % g.groups, n = item / (tiles * g.groups);
+    const T* wg = w + gi * g.og * g.K;
     const std::int64_t q0 = t * g.tile, cols = std::min(g.tile, g.P - q0);
     if (scratch.size() < static_cast<std::size_t>(g.K * g.tile)) scratch.resize(static_cast<std::size_t>(g.K * g.tile));
-    gather(g, x, n, gi * g.I, q0, cols, scratch.data());
-    gemm(lib, static_cast<int>(g.og), static_cast<int>(cols), static_cast<int>(g.K), w + gi * g.og * g.K,
-         static_cast<int>(g.K), scratch.data(), static_cast<int>(cols), y + (n * g.O + gi * g.og) * g.P + q0,
-         static_cast<int>(g.P));
+    gather(g, x, n, gi * g.I, q0, cols, scratch.data(), cols);
+    gemm(lib, static_cast<int>(g.og), static_cast<int>(cols), static_cast<int>(g.K), wg, static_cast<int>(g.K),
+         scratch.data(), static_cast<int>(cols), y + (n * g.O + gi * g.og) * g.P + q0, static_cast<int>(g.P));
   }
 };
 
