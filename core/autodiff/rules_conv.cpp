@@ -1,11 +1,11 @@
 // Op::Conv's derivatives. The convolution is bilinear in (x, w):
 //  - forward mode: conv(tx, w) + conv(x, tw), two more library steps;
-//  - reverse mode: that linear map transposed by aj's own reverse mode, over
-//    the composed form (core/api/conv_detail.hpp: views, a column matrix and
-//    matmul), so the cotangents are the ones the composition has always had
-//    (the input's: the column matrix's cotangent added back into the padded
-//    input in one kernel; the weights': one matmul against the columns) and
-//    differentiate again.
+//  - reverse mode: at stride 1 the input's cotangent is one more conv step
+//    (below); the rest is the linear map transposed by aj's own reverse mode
+//    over the composed form (core/api/conv_detail.hpp: views, a column matrix
+//    and matmul): the weights' cotangent is one matmul against the columns,
+//    the input's at other strides the column matrix's cotangent added back
+//    into the padded input in one kernel. All of it differentiates again.
 #include <optional>
 
 #include "arrayjit/autodiff.hpp"
