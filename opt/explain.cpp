@@ -152,7 +152,9 @@ std::string describe_plan(const Schedule& s, const BufferPlan& b) {
       if (g[st.node].op == Op::HostCall) {  // the user's function, by the name it was given
         if (auto f = find_host_call(g[st.node].i0)) os << " '" << f->name << "' (made at " << loc_str(f->loc) << ")";
       }
-      if (g[st.node].op == Op::Collective) os << " " << node_payload(g[st.node]);  // all_reduce sum group=0
+      if (g[st.node].op == Op::Collective || g[st.node].op == Op::Conv) {
+        os << " " << node_payload(g[st.node]);  // all_reduce sum group=0; conv stride=1,1 pad=1,1/1,1 ...
+      }
       os << note(st.node);
       for (const Donation& d : b.donations) {
         if (d.step == static_cast<int>(k)) os << " (in place of " << name(d.from) << ")";
