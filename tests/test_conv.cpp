@@ -596,3 +596,30 @@ TEST_CASE("conv's library step: derivatives in both modes, second order, against
     return V{inner(v[1])};
   }, {arg({1, 2, 5, 5}), arg({3, 2, 3, 3})}, 3);
 }
+
+TEST_CASE("max_pool over windows that tile the input: a reduction of a view, ties share the cotangent equally") {
+  // Values against loops (a remainder row and column skipped), with the
+  // fold of the general path (stride 1 windows) beside it.
+  const Ints d{2, 3, 7, 9};
+  const auto v = normals(Shape(d).numel(), 70);
+  const Array x = make(v, d);
+  const Array y = aj::max_pool(x, {2, 3});
+  CHECK(y.shape() == Shape{2, 3, 3, 3});
+  CHECK(aj::explain(y).find("maximum") == std::string::npos);  // a reduction, not a fold
+  const auto got = y.to_vector<double>();
+  each({2, 3, 3, 3}, [&](const Ints& o) {
+    double m = -INFINITY;
+    for (std::int64_t i = 0; i < 2; ++i) {
+      for (std::int64_t j = 0; j < 3; ++j) m = std::max(m, v[static_cast<std::size_t>(flat(d, {o[0], o[1], 2 * o[2] + i, 3 * o[3] + j}))]);
+    }
+    CHECK(got[static_cast<std::size_t>(flat({2, 3, 3, 3}, o))] == m);
+  });
+  // Ties: a window of four equal maxima gets a quarter each; the row and
+  // column past the last window get nothing.
+  std::vector<double> tv(1 * 1 * 3 * 5, 1.0);
+  tv[0] = 0.5;  // the first window then has three maxima
+  const Array t = make(tv, {1, 1, 3, 5});
+  const auto g = aj::grad([](const Array& a) { return aj::sum(aj::max_pool(a, {2, 2})); })(t).to_vector<double>();
+  const std::vector<double> want{0, 1.0 / 3, 0.25, 0.25, 0, 1.0 / 3, 1.0 / 3, 0.25, 0.25, 0, 0, 0, 0, 0, 0};
+  CHECK(g == want);
+}

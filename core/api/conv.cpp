@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "arrayjit/indexing.hpp"
@@ -518,6 +519,34 @@ Scalar highest(DType t) {
 
 }  // namespace
 
+// Windows that tile the input (strides = window, no padding, no dilation,
+// none past the end): x, cut to whole windows, as [..., out_i, window_i, ...]
+// (a view), so that pooling is a reduction over the window axes and its
+// derivative a broadcast, with no strided view to put back. Nullopt otherwise.
+std::optional<Array> window_tiles(const Array& x, const Pooling& p, const Loc& loc) {
+  std::vector<std::int64_t> dims;
+  Array v = x;
+  for (int a = 0; a < x.ndim(); ++a) {
+    const auto it = std::find(p.axes.begin(), p.axes.end(), a);
+    if (it == p.axes.end()) {
+      dims.push_back(x.shape()[a]);
+      continue;
+    }
+    const auto i = static_cast<std::size_t>(it - p.axes.begin());
+    if (p.strides[i] != p.window[i] || p.pads[i] != 0 || p.dilation[i] != 1 || p.extra[i] != 0) return std::nullopt;
+    if (p.out[i] * p.window[i] != x.shape()[a]) v = slice(v, a, 0, p.out[i] * p.window[i], 1, loc);
+    dims.push_back(p.out[i]);
+    dims.push_back(p.window[i]);
+  }
+  return reshape(v, Shape(std::move(dims)), loc);
+}
+// The window axes of window_tiles' view.
+std::vector<int> tile_axes(const Pooling& p) {
+  std::vector<int> r;
+  for (std::size_t i = 0; i < p.axes.size(); ++i) r.push_back(p.axes[i] + static_cast<int>(i) + 1);
+  return r;
+}
+
 Array max_pool(const Array& x_in, Ints window, Ints strides, Ints padding, bool ceil_mode, Ints dilation, Loc loc) {
   trace::Scope scope;
   const At at{loc};
@@ -528,6 +557,7 @@ Array max_pool(const Array& x_in, Ints window, Ints strides, Ints padding, bool 
     for (std::size_t i = 0; i < p.axes.size(); ++i) dims[static_cast<std::size_t>(p.axes[i])] = p.out[i];
     return zeros(Shape(dims), x.dtype(), loc);
   }
+  if (std::optional<Array> tiles = window_tiles(x, p, loc)) return aj::max(*tiles, tile_axes(p), false, loc);
   const Array xp = pad_axes(x, p.axes, pairs_of(p, true), lowest(x.dtype()), loc);
   return fold_views(window_views(xp, p.axes, p.window, p.strides, p.dilation, p.out, loc),
                     [&](const Array& a, const Array& b) { return maximum(at.o(a), at.o(b)); });
