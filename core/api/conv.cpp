@@ -182,8 +182,7 @@ Array conv_composed(const Array& x, const Array& w, const ConvGeometry& geo, std
 // matrix a tile at a time in cache instead of all of it in memory: taken for
 // f32/f64 on the host, with work to do and a window wider than one point or
 // a stride (a 1 x 1 window at stride 1 is a matmul of the input as it lies).
-bool conv_as_library_step(const Array& x, const Array& w, const ConvGeometry& geo, std::int64_t groups) {
-  (void)groups;
+bool conv_as_library_step(const Array& x, const Array& w, const ConvGeometry& geo) {
   if (!conv_library() || (x.dtype() != DType::f32 && x.dtype() != DType::f64)) return false;
   const auto scope = exec::scope_device();
   if ((scope && scope->kind != Device::Kind::cpu) || x.device().kind != Device::Kind::cpu ||
@@ -325,7 +324,7 @@ Array conv_general(const Array& x_in, const Array& w_in, Ints strides, ConvPaddi
     geo.hi.push_back(hi);
   }
   const bool spread_input = xs.node_id() != x.node_id();
-  const Array out = !spread_input && detail::conv_as_library_step(x, w, geo, groups)
+  const Array out = !spread_input && detail::conv_as_library_step(x, w, geo)
                         ? detail::conv_node(x, w, geo, groups, loc)
                         : detail::conv_composed(xs, w, geo, groups, loc);
   // Back to out's letters.

@@ -20,7 +20,7 @@ Array conv_composed(const Array& x, const Array& w, const ConvGeometry& geo, std
 // or one that moves (a plain 1 x 1 window is the composition's matmul of the
 // input as it lies).
 Array conv_node(const Array& x, const Array& w, const ConvGeometry& geo, std::int64_t groups, const Loc& loc);
-bool conv_as_library_step(const Array& x, const Array& w, const ConvGeometry& geo, std::int64_t groups);
+bool conv_as_library_step(const Array& x, const Array& w, const ConvGeometry& geo);
 
 // The library step on or off (environment AJ_CONV=compose: off), for tests
 // and benchmarks that compare the two forms.

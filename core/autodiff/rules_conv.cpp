@@ -59,7 +59,6 @@ std::optional<Array> input_cotangent_as_conv(const NodeInfo& n, const ConvGeomet
   // w [O, I, k...] -> [groups, og, I, k...] -> [groups, I, og, k...] ->
   // [groups * I, og, k...], each window axis reversed.
   std::vector<std::int64_t> split{groups, og, in};
-  std::vector<int> perm{1, 0};
   std::vector<std::int64_t> merged{groups * in, og};
   for (std::size_t i = 0; i < d; ++i) {
     split.push_back(w.shape()[static_cast<int>(i) + 2]);
@@ -69,7 +68,7 @@ std::optional<Array> input_cotangent_as_conv(const NodeInfo& n, const ConvGeomet
   for (std::size_t i = 0; i < d; ++i) order.push_back(static_cast<int>(i) + 3);
   Array wt = reshape(transpose(reshape(w, Shape(split), n.loc), order, n.loc), Shape(merged), n.loc);
   for (std::size_t i = 0; i < d; ++i) wt = slice(wt, static_cast<int>(i) + 2, std::nullopt, std::nullopt, -1, n.loc);
-  if (!detail::conv_as_library_step(g, wt, t, groups)) return std::nullopt;
+  if (!detail::conv_as_library_step(g, wt, t)) return std::nullopt;
   const Array r = detail::conv_node(g, wt, t, groups, n.loc);
   if (r.shape() != n.in[0].shape()) return std::nullopt;
   return r;
