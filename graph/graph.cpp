@@ -341,7 +341,28 @@ void Graph::maybe_free(NodeId first) {
     // memory for add and add_leaf; a dead node's contents are never read.
     n.reset();
     free_.push_back(id);
+    ++frees_since_trim_;
     live_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (bottom == 0) trim_ids();
+}
+
+// Gives back the ids at the top of the id space once their nodes are gone,
+// so that capacity() follows the live nodes down again: what walks every id
+// (verify after each pass, AJ_VERIFY and the tests) costs what the graph
+// holds now, not what a 100,000-op chain once held. Tried when the top id
+// is free and enough frees have happened since the last try to pay for
+// sorting the free list (amortized: a few comparisons per free). The free
+// list stays sorted ascending, so new nodes take the highest free id below
+// the top. Moves no node and allocates nothing.
+void Graph::trim_ids() {
+  if (count_ == 0 || (*this)[count_ - 1].alive) return;
+  if (frees_since_trim_ < std::max<std::size_t>(kSegment, free_.size() / 8)) return;
+  frees_since_trim_ = 0;
+  std::sort(free_.begin(), free_.end());
+  while (!free_.empty() && free_.back() == count_ - 1) {
+    free_.pop_back();
+    --count_;
   }
 }
 

@@ -232,6 +232,7 @@ class Graph {
   NodeId take_slot();
 
   void maybe_free(NodeId id);
+  void trim_ids();
   void cse_erase(NodeId id);
   bool same_structure(const Node& a, const Node& b) const;
 
@@ -241,6 +242,7 @@ class Graph {
   std::size_t dir_size_ = 0;
   std::uint32_t count_ = 0;  // ids issued
   std::vector<NodeId> free_;
+  std::size_t frees_since_trim_ = 0;
   std::atomic<std::size_t> live_{0};
   std::uint32_t device_epoch_ = 1;
   std::uint64_t rewrites_ = 0;
