@@ -22,7 +22,8 @@ import torch
 
 import arrayjit as aj
 from arrayjit import _dlpack as _dl
-from arrayjit._capi import H as _H, check as _check, lib as _lib
+from arrayjit._capi import H as _H, check as _check, lib as _lib, set_caller as _set_caller
+from arrayjit._transforms import unflatten as _unflatten
 
 __all__ = ["compiler", "compile", "backend", "SUPPORTED", "unsupported_ops", "to_arrayjit", "to_torch", "SGD", "Adam"]
 
@@ -56,20 +57,26 @@ _torch_to_dlpack = torch.utils.dlpack.to_dlpack
 _torch_from_capsule = getattr(torch._C, "_from_dlpack", None) or torch.utils.dlpack.from_dlpack
 
 
-def to_arrayjit(t):
-    """A torch tensor as an arrayjit array sharing its memory (bool: a copy;
-    DLPack before torch 2 has no bool)."""
+def _import_handle(t):
+    """A torch tensor of a DLPack dtype as a new arrayjit handle (the
+    caller's to release) borrowing its memory."""
     if t.requires_grad:
         t = t.detach()
-    if t.dtype == torch.bool:
-        return to_arrayjit(t.to(torch.int32)).astype(aj.bool_)
-    if t.dtype not in _DTYPES:
-        raise NotImplementedError("tensors of %s" % t.dtype)
     cap = _torch_to_dlpack(t)
     out = _H()
     _check(_lib.aj_from_dlpack(_capsule_pointer(cap, b"dltensor"), _C.byref(out)))
     _capsule_rename(cap, b"used_dltensor")  # arrayjit owns the tensor now
-    return aj.Array._own(out.value)
+    return out.value
+
+
+def to_arrayjit(t):
+    """A torch tensor as an arrayjit array sharing its memory (bool: a copy;
+    DLPack before torch 2 has no bool)."""
+    if t.dtype == torch.bool:
+        return to_arrayjit(t.to(torch.int32)).astype(aj.bool_)
+    if t.dtype not in _DTYPES:
+        raise NotImplementedError("tensors of %s" % t.dtype)
+    return aj.Array._own(_import_handle(t))
 
 
 def to_torch(a, is_bool=None):
@@ -981,7 +988,14 @@ class _Compiled:
     Inputs that are arrayjit's own exports (a forward graph's saved
     activations coming back to the backward) are donated: once torch's
     references are gone (the boxed list is cleared before the call), their
-    buffers are the backward's to reuse in place."""
+    buffers are the backward's to reuse in place.
+
+    After the first call, a call whose inputs are all tensors replays the
+    kept function through the C API directly (`_replay`): each input is an
+    own export (its array), a parameter imported at an earlier call (the
+    import is kept per input position while the same tensor comes with the
+    same memory: torch's optimizer writes it in place, and arrayjit reads it
+    where it lies at each call), or a new import (released after the call)."""
 
     _boxed_call = True
 
@@ -994,6 +1008,8 @@ class _Compiled:
         # torch's generator at every call (torch.manual_seed reproduces a run).
         self.random = any(n.op == "call_function" and _target_name(n.target) in _RANDOM for n in gm.graph.nodes)
         self.calls = 0
+        self.entry = None  # the C function of the replays, once a call of tensors only has run
+        self.kept = None  # per input position: (tensor, data_ptr, shape, strides, its array) of a parameter
 
     def _fall_back(self, why):
         warnings.warn("arrayjit.torch: %s runs on torch: %s" % (self.name, why), stacklevel=3)
@@ -1007,11 +1023,14 @@ class _Compiled:
         return aj.compile(lambda *xs: _interpret(gm, xs), name=self.name, donate_argnums=donate)
 
     def __call__(self, args):
+        if self.entry is not None:
+            return self._replay(args)
         if self.fallback is not None:
             out = self.fallback(*args)
             args.clear()
             return out
         inputs, own = [], []
+        args_were_tensors = all(isinstance(a, torch.Tensor) for a in args)
         try:
             for a in args:
                 if isinstance(a, torch.Tensor):
@@ -1040,11 +1059,101 @@ class _Compiled:
         if not self.calls:
             self.bools = [isinstance(o, aj.Array) and o.dtype == aj.bool_ for o in outs] \
                 if isinstance(outs, (list, tuple)) else None
+            self._prepare_replays(args_were_tensors, inputs, outs)
         self.calls += 1
         del inputs, first
         if isinstance(outs, (list, tuple)):
             return [to_torch(o, b) if isinstance(o, aj.Array) else o for o, b in zip(outs, self.bools)]
         return to_torch(outs)
+
+    def _prepare_replays(self, args_were_tensors, inputs, outs):
+        """After the first call: the C function that replays it, when every
+        input was a tensor and the results are a list or tuple of arrays
+        and constants (AOTAutograd's graphs)."""
+        from arrayjit._transforms import flatten
+        e = self.fn._entries.get(len(inputs)) if args_were_tensors else None
+        if e is None or not isinstance(outs, (list, tuple)):
+            return
+        leaves, tree = flatten(outs)
+        if len(leaves) != e.n_out or not all(isinstance(o, aj.Array) for o in leaves):
+            return
+        self.out_tree = tree
+        self.leaf_bools = [o.dtype == aj.bool_ for o in leaves]
+        self.kept = [None] * e.n_in
+        self.entry = e
+
+    def _replay(self, args):
+        """A later call: the inputs' handles straight into the kept C
+        function, the results straight out (see the class's note)."""
+        e = self.entry
+        n = len(args)
+        if n + self.random != e.n_in or not all(isinstance(a, torch.Tensor) for a in args):
+            self.entry = None  # not the form of the first call: the general path (it checks, and raises)
+            return self(args)
+        _set_caller()  # errors name the Python caller's line, as arrayjit.compile's calls do
+        hs = e.ins_type()
+        kept = self.kept
+        owners = [None] * e.n_in  # the Array whose handle is hs[i], or None for a handle made here
+        fresh = []  # (position, handle) of the imports made for this call alone
+        try:
+            for i, a in enumerate(args):
+                own = a.__dict__.get("_arrayjit")
+                if own is not None and own[1] == a._version and own[0]._h:
+                    arr = own[0]
+                else:
+                    k = kept[i]
+                    if k is not None and k[0] is a and k[1] == a.data_ptr() and k[2] == a.shape \
+                            and k[3] == a.stride():
+                        arr = k[4]
+                    elif a.dtype is torch.bool or a.dtype not in _DTYPES:
+                        try:
+                            arr = to_arrayjit(a)  # a copy (bool)
+                        except NotImplementedError:  # as in the general path: this graph runs on torch now
+                            self.entry = None
+                            for _, h in fresh:
+                                _lib.aj_array_release(h)
+                            fresh = []
+                            self._fall_back("tensors of %s" % a.dtype)
+                            return self(args)
+                    elif isinstance(a, torch.nn.Parameter):
+                        arr = aj.Array._own(_import_handle(a))
+                        kept[i] = (a, a.data_ptr(), a.shape, a.stride(), arr)
+                    else:
+                        h = _import_handle(a)
+                        fresh.append((i, h))
+                        hs[i] = h
+                        continue
+                owners[i] = arr
+                hs[i] = arr._h
+            if self.random:
+                h = _import_handle(torch.randint(-(1 << 62), 1 << 62, (), dtype=torch.int64))
+                fresh.append((n, h))
+                hs[n] = h
+            args.clear()  # torch's references go (arrayjit's imports keep what they borrow)
+            outs = e.outs_type()
+            donate = e.donate
+            if donate is None:
+                _check(_lib.aj_function_call(e.fn, hs, outs))
+            else:
+                status = _lib.aj_function_call_donate(e.fn, hs, donate, outs)
+                # The donated handles are consumed, whatever the status.
+                for i in range(e.n_in):
+                    if donate[i]:
+                        if owners[i] is not None:
+                            owners[i]._h = 0
+                            if kept[i] is not None and kept[i][4] is owners[i]:
+                                kept[i] = None
+                        else:
+                            fresh = [(j, h) for j, h in fresh if j != i]
+                _check(status)
+        finally:
+            for _, h in fresh:
+                _lib.aj_array_release(h)
+        self.calls += 1
+        bools = self.leaf_bools
+        tensors = [to_torch(aj.Array._own(h), bools[i]) for i, h in enumerate(outs)]
+        out = _unflatten(self.out_tree, tensors)
+        return list(out) if isinstance(out, tuple) else out
 
 
 _count = [0]
