@@ -127,7 +127,10 @@ def host_cost(steps, repeats):
     """Per graph call of a model with 8 numbers per layer, so that the
     backend's own cost shows: the time inside its compiled function (tensors
     in, the replay, tensors out), and of that the replay's C call
-    (aj_function_call: arrayjit running the kept plan)."""
+    (aj_function_call: arrayjit running the kept plan). Means per call
+    (medians of the runs), and the median over single calls of the own
+    cost (call minus replay), which a preempted call on a shared host does
+    not move."""
     torch.set_num_threads(1)
     aj.set_num_threads(1)
     torch.manual_seed(0)
@@ -138,13 +141,18 @@ def host_cost(steps, repeats):
         cm(x, y).backward()
     aj.finish_tier_ups()
     inside = [0.0, 0]
+    own = []
     call = ajt._Compiled.__call__
+    spent = [0.0]
 
     def timed_call(self, args):
+        before = spent[0]
         t0 = time.perf_counter()
         r = call(self, args)
-        inside[0] += time.perf_counter() - t0
+        t = time.perf_counter() - t0
+        inside[0] += t
         inside[1] += 1
+        own.append(t - (spent[0] - before))
         return r
 
     ajt._Compiled.__call__ = timed_call
@@ -152,14 +160,61 @@ def host_cost(steps, repeats):
         per_call, per_replay = [], []
         for _ in range(repeats):
             inside[:] = [0.0, 0]
-            with replay_clock() as spent:
+            with replay_clock() as clock:
+                spent = clock
                 for _ in range(steps):
                     cm(x, y).backward()
             per_call.append(inside[0] / inside[1])
-            per_replay.append(spent[0] / inside[1])
+            per_replay.append(clock[0] / inside[1])
     finally:
         ajt._Compiled.__call__ = call
-    return statistics.median(per_call), statistics.median(per_replay)
+    return statistics.median(per_call), statistics.median(per_replay), statistics.median(own)
+
+
+def host_cost_paths(steps, repeats):
+    """The backend's own cost per graph call (median over single calls, call
+    minus replay) of its two paths, interleaved in one process: the general
+    path (arrayjit.compile's Python wrapper, every tensor imported at every
+    call), which a graph's first call takes, and the direct replay of later
+    calls (the kept C function, parameter imports kept). {graph: (general,
+    direct)} in seconds."""
+    torch.set_num_threads(1)
+    aj.set_num_threads(1)
+    torch.manual_seed(0)
+    tiny = MLP(d_in=8, d_hidden=8, d_out=2)
+    cm = ajt.compile(tiny)
+    x, y = torch.randn(4, 8), torch.randint(0, 2, (4,))
+    for _ in range(130):
+        cm(x, y).backward()
+    aj.finish_tier_ups()
+    call = ajt._Compiled.__call__
+
+    def general(self, args):
+        e, self.entry = self.entry, None
+        try:
+            return call(self, args)
+        finally:
+            self.entry = e
+
+    own = {"general": {}, "direct": {}}
+    try:
+        with replay_clock() as spent:
+            for _ in range(repeats):
+                for path, f in (("general", general), ("direct", call)):
+                    def timed(self, args, f=f, path=path):
+                        before = spent[0]
+                        t0 = time.perf_counter()
+                        r = f(self, args)
+                        own[path].setdefault(self.name, []).append(time.perf_counter() - t0 - (spent[0] - before))
+                        return r
+                    ajt._Compiled.__call__ = timed
+                    for _ in range(steps):
+                        cm(x, y).backward()
+    finally:
+        ajt._Compiled.__call__ = call
+    names = sorted(own["direct"], key=lambda n: int(n.rsplit("_", 1)[1]))  # the forward graph was made first
+    return {("forward" if i == 0 else "backward"): (statistics.median(own["general"][n]), statistics.median(own["direct"][n]))
+            for i, n in enumerate(names)}
 
 
 COLD = """
@@ -222,10 +277,14 @@ def main():
             print("%-12s %7d %10.3f %10.3f %12.3f %11.3f %9.2f %9.2f" % (
                 name, threads, 1e3 * t["eager"][0], 1e3 * t["aot_ts"][0], 1e3 * t["arrayjit"][0],
                 1e3 * t["arrayjit"][1], t["arrayjit"][0] / t["eager"][0], t["arrayjit"][0] / t["aot_ts"][0]))
-    per_call, per_replay = host_cost(args.steps * 10, args.repeats)
+    per_call, per_replay, own = host_cost(args.steps * 10, args.repeats)
     print("\nper graph call of a model of 8 numbers per layer: %.1f us in arrayjit.torch's function, of which "
           "%.1f us the replay (aj_function_call), %.1f us the backend's own cost (tensors in and out, the call; "
-          "target <= 50 us)" % (1e6 * per_call, 1e6 * per_replay, 1e6 * (per_call - per_replay)))
+          "target <= 50 us); median of single calls' own cost %.1f us"
+          % (1e6 * per_call, 1e6 * per_replay, 1e6 * (per_call - per_replay), 1e6 * own))
+    for graph, (general, direct) in host_cost_paths(args.steps * 10, args.repeats).items():
+        print("  %s graph, median own cost of single calls, interleaved: general path %.1f us, direct replay "
+              "%.1f us" % (graph, 1e6 * general, 1e6 * direct))
     for name in ("mlp", "block"):
         ours, eager = cold_first_step(name)
         print("first step in a fresh process, %s: arrayjit (empty kernel cache) %.3f s, eager %.3f s: %.1fx "
