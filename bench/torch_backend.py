@@ -123,14 +123,9 @@ def optimizer_step(name, which, kind, steps, repeats):
     return statistics.median(runs)
 
 
-def host_cost(steps, repeats):
-    """Per graph call of a model with 8 numbers per layer, so that the
-    backend's own cost shows: the time inside its compiled function (tensors
-    in, the replay, tensors out), and of that the replay's C call
-    (aj_function_call: arrayjit running the kept plan). Means per call
-    (medians of the runs), and the median over single calls of the own
-    cost (call minus replay), which a preempted call on a shared host does
-    not move."""
+def _tiny_model():
+    """The host-cost model (8 numbers per layer) through arrayjit.torch on
+    1 thread, warmed up (traces, plans, the full tier): (model, x, y)."""
     torch.set_num_threads(1)
     aj.set_num_threads(1)
     torch.manual_seed(0)
@@ -140,6 +135,18 @@ def host_cost(steps, repeats):
     for _ in range(130):
         cm(x, y).backward()
     aj.finish_tier_ups()
+    return cm, x, y
+
+
+def host_cost(steps, repeats):
+    """Per graph call of a model with 8 numbers per layer, so that the
+    backend's own cost shows: the time inside its compiled function (tensors
+    in, the replay, tensors out), and of that the replay's C call
+    (aj_function_call: arrayjit running the kept plan). Means per call
+    (medians of the runs), and the median over single calls of the own
+    cost (call minus replay), which a preempted call on a shared host does
+    not move."""
+    cm, x, y = _tiny_model()
     inside = [0.0, 0]
     own = []
     call = ajt._Compiled.__call__
@@ -178,15 +185,7 @@ def host_cost_paths(steps, repeats):
     call), which a graph's first call takes, and the direct replay of later
     calls (the kept C function, parameter imports kept). {graph: (general,
     direct)} in seconds."""
-    torch.set_num_threads(1)
-    aj.set_num_threads(1)
-    torch.manual_seed(0)
-    tiny = MLP(d_in=8, d_hidden=8, d_out=2)
-    cm = ajt.compile(tiny)
-    x, y = torch.randn(4, 8), torch.randint(0, 2, (4,))
-    for _ in range(130):
-        cm(x, y).backward()
-    aj.finish_tier_ups()
+    cm, x, y = _tiny_model()
     call = ajt._Compiled.__call__
 
     def general(self, args):
