@@ -1039,8 +1039,6 @@ class KernelCodegen {
   // pieces (LLVM does not unswitch a loop on a dozen masks).
   void split_loop(const Pos& base, Value* n, const std::vector<Run>& runs) {
     std::vector<bool> invariant = interval_invariant(runs);
-    bool assumed = false;
-    for (const Run& r : runs) assumed |= r.usual.has_value();
     // A flat run is the segment or nothing: its value is the segment's and
     // it cuts nothing (the 2-D grid's row masks).
     auto value_at = [&](const Run& r, Value* p) {
@@ -1051,13 +1049,17 @@ class KernelCodegen {
     for (std::size_t i = 0; i < runs.size(); ++i) {
       if (runs[i].flat) flat_at[i] = value_at(runs[i], nullptr);
     }
-    // One walk over the intervals; `which`: every interval (nullopt), or
-    // only those where every mask has its usual value (true) or not (false).
-    auto walk = [&](std::optional<bool> which) {
+    const std::vector<Pattern> patterns = mask_patterns(runs);
+    // One walk over the intervals. With a pattern: only the intervals whose
+    // masks match it and no earlier pattern, with the masks it fixes as
+    // constants. Without one: the intervals no pattern matched (every
+    // interval when there are none), every mask its value at the
+    // interval's start.
+    auto walk = [&](const Pattern* pattern, std::size_t earlier) {
       loop_by(n, false, [&](Value* p) {
         Value* next = n;
         std::vector<Value*> at(k_.instrs.size(), nullptr);
-        Value* usual = b_.getTrue();
+        std::vector<Value*> value(runs.size(), nullptr);
         for (std::size_t i = 0; i < runs.size(); ++i) {
           const Run& r = runs[i];
           if (!r.flat) {
@@ -1066,21 +1068,31 @@ class KernelCodegen {
             }
           }
           Value* v = r.flat ? flat_at[i] : value_at(r, p);
+          value[i] = v;
           at[r.instr] = v;
           for (std::size_t o : r.also) at[o] = v;
-          if (r.usual) usual = b_.CreateAnd(usual, *r.usual ? v : b_.CreateNot(v));
         }
+        auto matches = [&](const Pattern& q) {
+          Value* m = b_.getTrue();
+          for (std::size_t i = 0; i < runs.size(); ++i) {
+            if (q[i]) m = b_.CreateAnd(m, *q[i] ? value[i] : b_.CreateNot(value[i]));
+          }
+          return m;
+        };
+        Value* taken = b_.getFalse();  // by an earlier pattern's walk
+        for (std::size_t e = 0; e < earlier; ++e) taken = b_.CreateOr(taken, matches(patterns[e]));
+        Value* go = pattern ? b_.CreateAnd(matches(*pattern), b_.CreateNot(taken)) : b_.CreateNot(taken);
         auto* run = llvm::BasicBlock::Create(c_, "interval", f_);
         auto* skip = llvm::BasicBlock::Create(c_, "interval.next", f_);
-        if (which) b_.CreateCondBr(*which ? usual : b_.CreateNot(usual), run, skip);
+        if (pattern || earlier > 0) b_.CreateCondBr(go, run, skip);
         else b_.CreateBr(run);
         b_.SetInsertPoint(run);
         mask_at_ = at;
-        if (which == std::optional<bool>(true)) {
-          for (const Run& r : runs) {
-            if (!r.usual) continue;
-            mask_at_[r.instr] = b_.getInt1(*r.usual);
-            for (std::size_t o : r.also) mask_at_[o] = mask_at_[r.instr];
+        if (pattern) {
+          for (std::size_t i = 0; i < runs.size(); ++i) {
+            if (!(*pattern)[i]) continue;
+            mask_at_[runs[i].instr] = b_.getInt1(*(*pattern)[i]);
+            for (std::size_t o : runs[i].also) mask_at_[o] = mask_at_[runs[i].instr];
           }
         }
         // The interval [p, next) is not empty: its first point's values
@@ -1094,13 +1106,69 @@ class KernelCodegen {
         return next;
       });
     };
-    if (!assumed) return walk(std::nullopt);
-    // Two walks, not one with both loops in it: LLVM's loop unswitching
-    // prices a loop by its number of siblings, and with the usual loop
-    // beside it the masked loop of a roll (whose masks never all hold) was
-    // no longer unswitched (the roll heat step 35 -> 48 us).
-    walk(true);
-    walk(false);
+    // One walk per pattern, then one for the rest: separate loops, not one
+    // with all of them in it (LLVM's loop unswitching prices a loop by its
+    // number of siblings: with the usual loop beside it the masked loop of
+    // a roll was no longer unswitched, the roll heat step 35 -> 48 us).
+    for (std::size_t q = 0; q < patterns.size(); ++q) walk(&patterns[q], q);
+    walk(nullptr, patterns.size());
+  }
+
+  // The mask values an interval's own loop fixes as constants (nullopt: the
+  // mask's value at the interval's start): each an interval's loop with
+  // plain loads and no selects between a pad's pieces. The first: every
+  // mask its usual value (inside every pad, off every `==`). But a roll is
+  // a pad whose outside is another pad (the two halves: `where(A, first,
+  // where(B, second, 0))`), and A and B never hold together: no interval
+  // is usual, and every interval ran with both masks as values, left to
+  // LLVM's unswitching, which gives up as masks add up (a heat step with
+  // two rolls and an `arange` mask took 2x the loop). So for up to two such
+  // pairs, each choice of a half: A (B left as it is: the inner pad's
+  // value is not read where A holds, and is dead code there) or not A and B.
+  using Pattern = std::vector<std::optional<bool>>;
+  std::vector<Pattern> mask_patterns(const std::vector<Run>& runs) const {
+    Pattern usual(runs.size());
+    bool any = false;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      usual[i] = runs[i].usual;
+      any |= runs[i].usual.has_value();
+    }
+    if (!any) return {};
+    // run_of[instr]: the pad run (usually inside) whose mask the instruction is.
+    std::vector<int> run_of(k_.instrs.size(), -1);
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i].usual != std::optional<bool>(true) || runs[i].negate || k_.instrs[runs[i].instr].kind != KOp::InRange) continue;
+      run_of[runs[i].instr] = static_cast<int>(i);
+      for (std::size_t o : runs[i].also) run_of[o] = static_cast<int>(i);
+    }
+    std::vector<std::pair<int, int>> pairs;  // (outer A, inner B)
+    auto used = [&](int r) {
+      for (const auto& [a, b] : pairs) {
+        if (a == r || b == r) return true;
+      }
+      return false;
+    };
+    for (const KInstr& w : k_.instrs) {
+      if (w.kind != KOp::Where || w.phase != 0 || w.a < 0 || w.c < 0 || pairs.size() == 2) continue;
+      const KInstr& inner = k_.instrs[static_cast<std::size_t>(w.c)];
+      if (inner.kind != KOp::Where || inner.a < 0) continue;
+      const int A = run_of[static_cast<std::size_t>(w.a)], B = run_of[static_cast<std::size_t>(inner.a)];
+      if (A < 0 || B < 0 || A == B || used(A) || used(B)) continue;
+      pairs.push_back({A, B});
+    }
+    if (pairs.empty()) return {usual};
+    std::vector<Pattern> out;
+    for (unsigned choice = 0; choice < (1u << pairs.size()); ++choice) {
+      Pattern q = usual;
+      for (std::size_t j = 0; j < pairs.size(); ++j) {
+        const auto [A, B] = pairs[j];
+        const bool first = (choice >> j) & 1u;
+        q[static_cast<std::size_t>(A)] = first;
+        q[static_cast<std::size_t>(B)] = first ? std::nullopt : std::optional<bool>(true);
+      }
+      out.push_back(std::move(q));
+    }
+    return out;
   }
 
   // The phase-0 instructions whose value is the same at every point of an
