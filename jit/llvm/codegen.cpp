@@ -1134,6 +1134,13 @@ class KernelCodegen {
       any |= runs[i].usual.has_value();
     }
     if (!any) return {};
+    // Each walk costs its intervals' bookkeeping once per segment: a grid's
+    // short rows (a flat run: masks of another axis) pay it a thousand times
+    // over (the 1024^2 edge-pad heat step went from 0.95x to 1.5-2x the loop
+    // with the pairs' walks), so those keep the two walks.
+    for (const Run& r : runs) {
+      if (r.flat) return {usual};
+    }
     // run_of[instr]: the pad run (usually inside) whose mask the instruction is.
     std::vector<int> run_of(k_.instrs.size(), -1);
     for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -1156,8 +1163,10 @@ class KernelCodegen {
       if (A < 0 || B < 0 || A == B || used(A) || used(B)) continue;
       pairs.push_back({A, B});
     }
-    if (pairs.empty()) return {usual};
-    std::vector<Pattern> out;
+    // The usual pattern first: an edge pad is a pad over pads too, but its
+    // pieces overlap (the inside and the first edge's range both hold on
+    // the interior), and the interior keeps the loop it had.
+    std::vector<Pattern> out{usual};
     for (unsigned choice = 0; choice < (1u << pairs.size()); ++choice) {
       Pattern q = usual;
       for (std::size_t j = 0; j < pairs.size(); ++j) {
