@@ -23,7 +23,7 @@ import torch
 import arrayjit as aj
 from arrayjit import _dlpack as _dl
 from arrayjit._capi import H as _H, check as _check, lib as _lib, set_caller as _set_caller
-from arrayjit._transforms import unflatten as _unflatten
+from arrayjit._transforms import flatten as _flatten, unflatten as _unflatten
 
 __all__ = ["compiler", "compile", "backend", "SUPPORTED", "unsupported_ops", "to_arrayjit", "to_torch", "SGD", "Adam"]
 
@@ -1070,11 +1070,10 @@ class _Compiled:
         """After the first call: the C function that replays it, when every
         input was a tensor and the results are a list or tuple of arrays
         and constants (AOTAutograd's graphs)."""
-        from arrayjit._transforms import flatten
         e = self.fn._entries.get(len(inputs)) if args_were_tensors else None
         if e is None or not isinstance(outs, (list, tuple)):
             return
-        leaves, tree = flatten(outs)
+        leaves, tree = _flatten(outs)
         if len(leaves) != e.n_out or not all(isinstance(o, aj.Array) for o in leaves):
             return
         self.out_tree = tree
@@ -1097,10 +1096,8 @@ class _Compiled:
         fresh = []  # (position, handle) of the imports made for this call alone
         try:
             for i, a in enumerate(args):
-                own = a.__dict__.get("_arrayjit")
-                if own is not None and own[1] == a._version and own[0]._h:
-                    arr = own[0]
-                else:
+                arr = _own_export(a)
+                if arr is None:
                     k = kept[i]
                     if k is not None and k[0] is a and k[1] == a.data_ptr() and k[2] == a.shape \
                             and k[3] == a.stride():
@@ -1110,11 +1107,8 @@ class _Compiled:
                             arr = to_arrayjit(a)  # a copy (bool)
                         except NotImplementedError:  # as in the general path: this graph runs on torch now
                             self.entry = None
-                            for _, h in fresh:
-                                _lib.aj_array_release(h)
-                            fresh = []
                             self._fall_back("tensors of %s" % a.dtype)
-                            return self(args)
+                            return self(args)  # (this call's imports are released below)
                     elif isinstance(a, torch.nn.Parameter):
                         arr = aj.Array._own(_import_handle(a))
                         kept[i] = (a, a.data_ptr(), a.shape, a.stride(), arr)
