@@ -65,12 +65,26 @@ void run_pass(const char* name, const std::vector<NodeId>& roots, Body&& body) {
     const bool same = after == before;
     char time[32];
     std::snprintf(time, sizeof time, "%.3f ms", ms);
+    // Appended, not `+` chained: GCC 12 reports the chain's inlined copies
+    // as overflows (bug 105651) when <string> comes from the precompiled header.
     if (show) {
-      detail::log("passes", std::string(name) + (on ? "" : " (switched off)") + ": " + time +
-                                (summary.empty() ? "" : ", " + summary) + (same ? " (unchanged)" : ""));
+      std::string line = name;
+      line += on ? ": " : " (switched off): ";
+      line += time;
+      if (!summary.empty()) line += ", " + summary;
+      if (same) line += " (unchanged)";
+      detail::log("passes", line);
     }
     if (show_graph) {
-      detail::log("graph", std::string("after ") + name + (same ? " (unchanged)\n" : ":\n" + after));
+      std::string text = "after ";
+      text += name;
+      if (same) {
+        text += " (unchanged)\n";
+      } else {
+        text += ":\n";
+        text += after;
+      }
+      detail::log("graph", text);
     }
   }
 }

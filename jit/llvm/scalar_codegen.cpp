@@ -257,7 +257,10 @@ Value* ScalarCodegen::generate(Op op, DType t, Value* scalars, llvm::ArrayRef<Va
     std::vector<Value*> args{b_.getInt32(static_cast<std::uint32_t>(op))};
     args.insert(args.end(), params.begin(), params.end());
     args.push_back(i);
-    return pure_call(std::string(kSemPrefix) + "generate_" + dtype_info(t).id, type(t), args);
+    std::string name = kSemPrefix;  // (appended, not `+` chained: GCC 12's
+    name += "generate_";             // bug 105651 false positive with a PCH)
+    name += dtype_info(t).id;
+    return pure_call(name, type(t), args);
   }
   auto& c = m_.getContext();
   llvm::Type* ret = t == DType::bool_ ? llvm::Type::getInt32Ty(c) : type(t);
