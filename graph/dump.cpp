@@ -67,8 +67,9 @@ std::string node_payload(const Node& n) {
           for (std::size_t i = 0; i < v.size(); ++i) r += (i ? "," : "") + std::to_string(v[i]);
           return r;
         };
-        return "stride=" + list(geo.stride) + " pad=" + list(geo.lo) + "/" + list(geo.hi) + " dilation=" +
-               list(geo.dilation) + " groups=" + std::to_string(n.i0);
+        return std::string(n.i1 == kConvWeightGrad ? "weight gradient " : "") + "stride=" + list(geo.stride) +
+               " pad=" + list(geo.lo) + "/" + list(geo.hi) + " dilation=" + list(geo.dilation) +
+               " groups=" + std::to_string(n.i0);
       }
       if (n.op == Op::Collective) {
         const auto kind = static_cast<CollectiveKind>(n.i0);

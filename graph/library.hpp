@@ -26,6 +26,11 @@
 //    operands x [N, C, s...] and w [O, C / groups, k...], result
 //    [N, O, out...]: out[n, o, p] = sum over c of its group and taps t of
 //    w[o, c, t] * x[n, c, p * stride + t * dilation - pad_lo] (0 outside x).
+//    With `k` = kConvWeightGrad (the node's i1) it is that convolution's
+//    weight gradient instead: operands x [N, C, s...] and g [N, O, out...]
+//    (out the convolution's extents), result [O, C / groups, k...] (the
+//    window's extents are the result's): dw[o, c, t] = sum over n and points
+//    p of g[n, o, p] * x[n, c of o's group, p * stride + t * dilation - pad_lo].
 //  - HostCall: the user's function `host` over the operands (host memory, as
 //    laid out), its results packed one after another in the result
 //    (graph/host_call.hpp).
@@ -158,6 +163,8 @@ std::int64_t conv_out_extent(std::int64_t e, std::int64_t k, std::int64_t stride
 // The result's shape [N, O, out...] for x [N, C, s...] and w [O, I, k...]
 // (ranks and extents checked by the caller).
 Shape conv_shape(const Shape& x, const Shape& w, const ConvGeometry& geo);
+// Op::Conv's i1: the plain convolution, or its weight gradient (above).
+constexpr std::int64_t kConvForward = 0, kConvWeightGrad = 1;
 
 // Ops that run as library steps rather than inside kernels.
 constexpr bool is_library_op(Op op) {

@@ -273,6 +273,14 @@ class NodeCheck {
     const Shape &x = in(0).shape, &w = in(1).shape;
     const int r = static_cast<int>(geo.dims()) + 2;
     need(x.ndim() == r && w.ndim() == r && n_.shape.ndim() == r, "conv: x, w and the result have 2 + d axes");
+    need(n_.i1 == kConvForward || n_.i1 == kConvWeightGrad, "conv: a forward or weight-gradient step");
+    if (n_.i1 == kConvWeightGrad) {  // operands x and g, the result the weights' shape
+      const Shape& g = w;
+      need(n_.i0 >= 1 && n_.shape[1] * n_.i0 == x[1] && n_.shape[0] % n_.i0 == 0 && g[0] == x[0],
+           "conv weight gradient: groups divide the features, g and x have one batch");
+      need(g == conv_shape(x, n_.shape, geo), "conv weight gradient: g has the convolution's shape");
+      return;
+    }
     need(n_.i0 >= 1 && w[1] * n_.i0 == x[1] && w[0] % n_.i0 == 0, "conv: groups divide the features");
     need(n_.shape == conv_shape(x, w, geo), "conv: the result's shape");
   }

@@ -104,6 +104,36 @@ std::pair<std::vector<double>, Ints> naive_conv(const std::vector<double>& x, co
   return {out, od};
 }
 
+// The weights' gradient of naive_conv for the result's cotangent gy [od]:
+// dw[o, i, k] = sum over the result's points of gy times the input there.
+std::vector<double> naive_weight_grad(const std::vector<double>& x, const Ints& xd, const std::vector<double>& gy,
+                                      const Ints& od, const Ints& wd, const Conv& c) {
+  const std::size_t d = xd.size() - 2;
+  const std::int64_t ig = wd[1], og = wd[0] / c.groups;
+  Ints ksp(wd.begin() + 2, wd.end());
+  std::int64_t total = 1;
+  for (std::int64_t e : wd) total *= e;
+  std::vector<double> dw(static_cast<std::size_t>(total), 0.0);
+  each(od, [&](const Ints& oi) {
+    const std::int64_t g = oi[1] / og;
+    const double gv = gy[static_cast<std::size_t>(flat(od, oi))];
+    for (std::int64_t i = 0; i < ig; ++i) {
+      each(ksp, [&](const Ints& k) {
+        Ints xi{oi[0], g * ig + i};
+        for (std::size_t a = 0; a < d; ++a) {
+          const std::int64_t q = oi[a + 2] * c.strides[a] + k[a] * c.rhs_dil[a] - c.pads[a].first;
+          if (q < 0 || q % c.lhs_dil[a] != 0 || q / c.lhs_dil[a] >= xd[a + 2]) return;
+          xi.push_back(q / c.lhs_dil[a]);
+        }
+        Ints wi{oi[1], i};
+        wi.insert(wi.end(), k.begin(), k.end());
+        dw[static_cast<std::size_t>(flat(wd, wi))] += gv * x[static_cast<std::size_t>(flat(xd, xi))];
+      });
+    }
+  });
+  return dw;
+}
+
 void close(const std::vector<double>& got, const std::vector<double>& want, double eps, const std::string& what) {
   INFO(what);
   REQUIRE(got.size() == want.size());
@@ -549,6 +579,101 @@ TEST_CASE("conv's library step: the composition's values, tile by tile, threads,
   }
 }
 
+TEST_CASE("conv's weight-gradient step: the definition, the composition's gradient, same bits on 1 and 2 threads, "
+          "strided operands, the reference") {
+  // The weights' gradient of a library-step convolution is one more step
+  // (no column matrix): tiles of ~256 KiB of columns, blocks of tiles per
+  // image, sums added in a fixed order.
+  struct Case {
+    Ints xd, wd;
+    Conv c;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 40, 50}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1}},
+      {{1, 64, 30, 31}, {8, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1}},  // K = 576: tiles of 112
+      {{2, 4, 33, 29}, {6, 2, 5, 3}, {{2, 3}, {1, 1}, {2, 1}, {{3, 0}, {-1, 2}}, 2}},
+      {{3, 2, 300}, {5, 2, 7}, {{3}, {1}, {2}, {{4, 4}}, 1}},
+      {{1, 3, 9, 10, 11}, {2, 3, 3, 2, 3}, {{1, 2, 1}, {1, 1, 1}, {1, 1, 2}, {{1, 1}, {0, 1}, {2, 0}}, 1}},
+      {{2, 8, 20, 20}, {8, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 8}},  // depthwise
+      {{2, 6, 17, 17}, {4, 6, 1, 1}, {{2, 2}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}, 1}},  // 1x1 at stride 2
+      {{40, 2, 6, 6}, {3, 2, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}, 1}},  // more images than items
+  };
+  const int threads = aj::jit::num_threads();
+  std::uint64_t seed = 900;
+  for (const Case& k : cases) {
+    CAPTURE(Shape(k.xd).str());
+    CAPTURE(Shape(k.wd).str());
+    const auto xv = normals(Shape(k.xd).numel(), seed++), wv = normals(Shape(k.wd).numel(), seed++);
+    const Ints od = naive_conv(xv, k.xd, wv, k.wd, k.c).second;
+    const auto gv = normals(Shape(od).numel(), seed++);
+    const std::vector<double> want = naive_weight_grad(xv, k.xd, gv, od, k.wd, k.c);
+    for (DType t : {DType::f64, DType::f32}) {
+      CAPTURE(std::string(aj::dtype_name(t)));
+      const double eps = t == DType::f64 ? 1e-12 : 1e-5;
+      const Array x = make(xv, k.xd, t).eval(), w = make(wv, k.wd, t).eval(), gy = make(gv, od, t).eval();
+      // d/dw sum(conv(x, w) * gy) is the step applied to x and gy.
+      auto dw = [&](const Array& xa, const Array& ga) {
+        return aj::grad([&](const Array& wa) {
+          return aj::sum(aj::conv_general(xa, wa, k.c.strides, k.c.pads, k.c.lhs_dil, k.c.rhs_dil, k.c.groups) * ga);
+        })(w);
+      };
+      Array composed;
+      {
+        ConvLibrary off(false);
+        composed = dw(x, gy).eval();
+      }
+      ConvLibrary on(true);
+      const Array step = dw(x, gy);
+      INFO(aj::explain(step));
+      CHECK(aj::explain(step).find("= conv weight gradient") != std::string::npos);
+      CHECK(aj::explain(step).find("= concat") == std::string::npos);  // no column matrix
+      close(step.to_vector<double>(), want, eps, "the weight-gradient step");
+      close(step.to_vector<double>(), composed.to_vector<double>(), eps, "against the composition's gradient");
+      // Channels-last x and a transposed gy, read where they lie; the bits
+      // are the same on 1 and 2 threads.
+      std::vector<int> last(k.xd.size());
+      for (std::size_t i = 0; i < last.size(); ++i) last[i] = static_cast<int>(i);
+      std::rotate(last.begin() + 1, last.begin() + 2, last.end());  // [N, s..., C]
+      std::vector<int> back(last.size());
+      for (std::size_t i = 0; i < last.size(); ++i) back[static_cast<std::size_t>(last[i])] = static_cast<int>(i);
+      auto laid = [&](const Array& a) {
+        const Array v = aj::transpose(a, last);
+        return aj::transpose(make(v.to_vector<double>(), v.shape().dims(), t).eval(), back);
+      };
+      const Array x_cl = laid(x), gy_cl = laid(gy);
+      CHECK(!x_cl.data().row_major());
+      // The node itself too, so that gy reaches the step as the strided view
+      // (through grad it is the cotangent a kernel wrote).
+      aj::ConvGeometry geo;
+      for (std::size_t i = 0; i < k.c.strides.size(); ++i) {
+        geo.stride.push_back(k.c.strides[i]);
+        geo.lo.push_back(k.c.pads[i].first);
+        geo.hi.push_back(k.c.pads[i].second);
+        geo.dilation.push_back(k.c.rhs_dil[i]);
+      }
+      std::vector<std::vector<double>> runs, direct;
+      for (int th : {1, 2}) {
+        aj::jit::set_num_threads(th);
+        runs.push_back(dw(x_cl, gy_cl).to_vector<double>());
+        close(runs.back(), want, eps, "strided operands, " + std::to_string(th) + " threads");
+        direct.push_back(aj::detail::conv_weight_grad_node(x_cl, gy_cl, Shape(k.wd), geo, k.c.groups, aj::Loc::current())
+                             .to_vector<double>());
+        close(direct.back(), want, eps, "the node on strided operands");
+      }
+      aj::jit::set_num_threads(threads);
+      CHECK(runs[0] == runs[1]);
+      CHECK(direct[0] == direct[1]);
+      // The reference interpreter's loops.
+      Array ref = dw(x, gy);
+      {
+        aj::detail::ExecutorScope scope(aj::detail::Executor::reference);
+        ref.eval();
+      }
+      close(ref.to_vector<double>(), want, eps, "the reference interpreter");
+    }
+  }
+}
+
 TEST_CASE("conv's library step in aj::compile: new extents run from the kept trace, values as eager") {
   ConvLibrary on(true);
   auto f = aj::compile([](const Array& x, const Array& w) { return aj::relu(aj::conv2d(x, w, Array(), {1}, 1)); });
@@ -556,6 +681,9 @@ TEST_CASE("conv's library step in aj::compile: new extents run from the kept tra
   // Without a convolution, to compare the traces with: a template is trusted
   // after the calls that check it, and extent 1 is a shape of its own.
   auto plain = aj::compile([](const Array& x, const Array& w) { return aj::relu(x) * aj::sum(w); });
+  // The weights' gradient: a weight-gradient step whose extents follow x's.
+  auto loss = [](const Array& x, const Array& w) { return aj::sum(aj::square(aj::conv2d(x, w, Array(), {1}, 1))); };
+  auto dw = aj::compile([&](const Array& x, const Array& w) { return aj::grad([&](const Array& v) { return loss(x, v); })(w); });
   const Array w = make(normals(4 * 3 * 9, 400), {4, 3, 3, 3}, DType::f32).eval();
   std::uint64_t seed = 401;
   for (Ints xd : {Ints{2, 3, 12, 12}, Ints{2, 3, 12, 12}, Ints{3, 3, 17, 9}, Ints{1, 3, 5, 30}, Ints{2, 3, 8, 7},
@@ -567,8 +695,13 @@ TEST_CASE("conv's library step in aj::compile: new extents run from the kept tra
     CHECK(aj::explain(eager).find("= conv stride=1,1 pad=1,1/1,1 dilation=1,1 groups=1") != std::string::npos);
     CHECK(f(x, w).to_vector<float>() == eager.to_vector<float>());
     CHECK(g(x, w).to_vector<float>() == eager2.to_vector<float>());
+    const Array eager_dw = aj::grad([&](const Array& v) { return loss(x, v); })(w);
+    CHECK(aj::explain(eager_dw).find("= conv weight gradient") != std::string::npos);
+    CHECK(dw(x, w).to_vector<float>() == eager_dw.to_vector<float>());
     plain(x, w).eval();
   }
+  INFO(dw.extents_note());
+  CHECK(dw.counts().traces == plain.counts().traces);
   INFO(f.extents_note());
   CHECK(f.counts().traces == plain.counts().traces);  // stride 1: an output extent is its input's
   CHECK(f.counts().new_extents >= 3);

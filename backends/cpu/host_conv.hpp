@@ -6,6 +6,9 @@
 // input, and one BLAS gemm (the same OpenBLAS kernels as matmul) multiplies
 // the group's weights [O / groups, I * taps] by it into the tile's columns of
 // the result. Tiles are split over the host pool, each gemm single-threaded.
+// The weight gradient gathers the same tiles and adds g's rows for their
+// points times the columns transposed into a sum per (image, group, block of
+// tiles), summed in a fixed order at the end.
 #pragma once
 
 #include <vector>

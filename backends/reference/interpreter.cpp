@@ -327,11 +327,75 @@ void run_concat(NodeId id) {
   finish(id, std::move(s));
 }
 
+// Conv's weight gradient: graph/library.hpp's definition in loops, summed in
+// the dtype over (image, point) in row-major order.
+void run_conv_weight_grad(NodeId id) {
+  Graph& g = graph();
+  Node& n = g[id];
+  const Node& x = g[n.inputs[0]];
+  const Node& gy = g[n.inputs[1]];
+  ConvGeometry geo;
+  if (!geo.unpack(n.ints)) internal_error("reference conv: a malformed geometry");
+  const int d = static_cast<int>(geo.dims());
+  auto xs = materialize(x), gs = materialize(gy);
+  auto s = alloc_for(n);
+  const std::int64_t N = x.shape[0], C = x.shape[1], O = n.shape[0], I = n.shape[1], og = O / n.i0;
+  std::int64_t in_pts = 1, taps = 1, out_pts = 1;
+  for (int a = 2; a < d + 2; ++a) {
+    in_pts *= x.shape[a];
+    taps *= n.shape[a];
+    out_pts *= gy.shape[a];
+  }
+  visit_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* X = static_cast<const T*>(xs->data);
+      const T* G = static_cast<const T*>(gs->data);
+      T* W = static_cast<T*>(s->data);
+      std::vector<std::int64_t> p(static_cast<std::size_t>(d)), t(static_cast<std::size_t>(d));
+      for (std::int64_t o = 0; o < O; ++o) {
+        const std::int64_t c0 = (o / og) * I;
+        for (std::int64_t c = 0; c < I; ++c) {
+          for (std::int64_t k = 0; k < taps; ++k) {
+            for (std::int64_t r = k, a = d; a-- > 0;) {
+              t[static_cast<std::size_t>(a)] = r % n.shape[a + 2];
+              r /= n.shape[a + 2];
+            }
+            T acc = 0;
+            for (std::int64_t b = 0; b < N; ++b) {
+              for (std::int64_t q = 0; q < out_pts; ++q) {
+                for (std::int64_t r = q, a = d; a-- > 0;) {
+                  p[static_cast<std::size_t>(a)] = r % gy.shape[a + 2];
+                  r /= gy.shape[a + 2];
+                }
+                std::int64_t at = 0;
+                bool inside = true;
+                for (int a = 0; a < d; ++a) {
+                  const auto u = static_cast<std::size_t>(a);
+                  const std::int64_t e = p[u] * geo.stride[u] + t[u] * geo.dilation[u] - geo.lo[u];
+                  inside = inside && e >= 0 && e < x.shape[a + 2];
+                  at = at * x.shape[a + 2] + e;
+                }
+                if (inside) acc += G[(b * O + o) * out_pts + q] * X[(b * C + c0 + c) * in_pts + at];
+              }
+            }
+            W[(o * I + c) * taps + k] = acc;
+          }
+        }
+      }
+    } else {
+      internal_error("reference conv: not a f32/f64 node");
+    }
+  });
+  finish(id, std::move(s));
+}
+
 // Conv: graph/library.hpp's definition in loops, summed in the dtype over
 // (input feature, tap) in row-major order.
 void run_conv(NodeId id) {
   Graph& g = graph();
   Node& n = g[id];
+  if (n.i1 == kConvWeightGrad) return run_conv_weight_grad(id);
   const Node& x = g[n.inputs[0]];
   const Node& w = g[n.inputs[1]];
   ConvGeometry geo;

@@ -214,6 +214,25 @@ Array conv_node(const Array& x_in, const Array& w_in, const ConvGeometry& geo, s
   return trace::make(std::move(n), loc);
 }
 
+Array conv_weight_grad_node(const Array& x_in, const Array& g_in, const Shape& w, const ConvGeometry& geo,
+                            std::int64_t groups, const Loc& loc) {
+  trace::Scope scope;
+  const Array& x = trace::local(x_in, "conv_general", loc);
+  const Array& g = trace::local(g_in, "conv_general", loc);
+  if (g.dtype() != x.dtype() || g.shape() != conv_shape(x.shape(), w, geo)) {
+    internal_error("conv weight gradient: g is not the convolution's result");
+  }
+  Node n;
+  n.op = Op::Conv;
+  n.dtype = x.dtype();
+  n.shape = w;
+  n.i0 = groups;
+  n.i1 = kConvWeightGrad;
+  n.ints = geo.pack();
+  n.inputs = {x.node_id(), g.node_id()};
+  return trace::make(std::move(n), loc);
+}
+
 }  // namespace detail
 
 Array conv_general(const Array& x_in, const Array& w_in, Ints strides, ConvPadding padding, Ints lhs_dilation,

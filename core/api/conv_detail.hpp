@@ -21,6 +21,11 @@ Array conv_composed(const Array& x, const Array& w, const ConvGeometry& geo, std
 // input as it lies).
 Array conv_node(const Array& x, const Array& w, const ConvGeometry& geo, std::int64_t groups, const Loc& loc);
 bool conv_as_library_step(const Array& x, const Array& w, const ConvGeometry& geo);
+// The weight gradient of conv_node(x, w, geo, groups) for the result's
+// cotangent g, as one Op::Conv node (i1 kConvWeightGrad): the weights' shape
+// `w`, x and g the convolution's operand and result shapes.
+Array conv_weight_grad_node(const Array& x, const Array& g, const Shape& w, const ConvGeometry& geo,
+                            std::int64_t groups, const Loc& loc);
 
 // The library step on or off (environment AJ_CONV=compose: off), for tests
 // and benchmarks that compare the two forms.

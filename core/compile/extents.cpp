@@ -453,6 +453,35 @@ bool derive(Template& t, TNode& n, std::string* why) {
           break;
         }
         case Op::Conv: {
+          if (n.i1 == kConvWeightGrad) {
+            // [O, I, k...] from x [N, C, s...] and g [N, O, out...]: the
+            // window's extents are constants, O is g's and I x's (both
+            // pinned with groups other than 1), and g's points are the
+            // convolution's, by the forward node's rule below.
+            const TNode &x = in(0), &gy = in(1);
+            ConvGeometry geo;
+            ok = geo.unpack(n.ints) && x.shape.ndim() == rank && gy.shape.ndim() == rank;
+            if (!ok) break;
+            auto dim = [](const TNode& v, int a) { return v.dims[static_cast<std::size_t>(a)]; };
+            ok = unify(t, dim(x, 0), dim(gy, 0));
+            if (ok && n.i0 != 1) {
+              ok = unify(t, dim(x, 1), constant_var(t, x.shape[1])) && unify(t, dim(gy, 1), constant_var(t, gy.shape[1]));
+            }
+            if (!ok) break;
+            for (int d : {dim(x, 0), dim(x, 1), dim(gy, 1)}) t.guards.push_back({cst(1), atom(d), true});  // the step's
+            n.dims = {dim(gy, 1), n.i0 == 1 ? dim(x, 1) : constant_var(t, n.shape[1])};
+            for (int a = 2; ok && a < rank; ++a) {
+              const std::size_t i = static_cast<std::size_t>(a - 2);
+              n.dims.push_back(constant_var(t, n.shape[a]));
+              const std::int64_t plus = geo.lo[i] + geo.hi[i] - (n.shape[a] - 1) * geo.dilation[i];
+              const int out = geo.stride[i] != 1 ? fit_var(t, gy.shape[a], dim(x, a))
+                              : plus == 0       ? dim(x, a)
+                                                : new_var(t, Var::Kind::expr, gy.shape[a], add(atom(dim(x, a)), cst(plus)));
+              ok = unify(t, dim(gy, a), out);
+              t.guards.push_back({cst(1), atom(dim(gy, a)), true});
+            }
+            break;
+          }
           // [N, O, out...] from x [N, C, s...] and w [O, I, k...]: the
           // window's extents are constants; at stride 1 an output extent is
           // its input's plus a constant (at least 1: a result without points
