@@ -145,6 +145,25 @@ void close(const std::vector<double>& got, const std::vector<double>& want, doub
   CHECK_MESSAGE(err <= eps * scale, what << ": max error " << err);
 }
 
+// The library step's cases: tiles of its scratch block hold about 256 KiB,
+// so results of several thousand points cross tile and output-row
+// boundaries inside a tile.
+struct StepCase {
+  Ints xd, wd;
+  Conv c;
+};
+std::vector<StepCase> step_cases() {
+  return {
+      {{2, 3, 40, 50}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1}},
+      {{1, 64, 30, 31}, {8, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1}},  // K = 576: tiles of 112
+      {{2, 4, 33, 29}, {6, 2, 5, 3}, {{2, 3}, {1, 1}, {2, 1}, {{3, 0}, {-1, 2}}, 2}},
+      {{3, 2, 300}, {5, 2, 7}, {{3}, {1}, {2}, {{4, 4}}, 1}},
+      {{1, 3, 9, 10, 11}, {2, 3, 3, 2, 3}, {{1, 2, 1}, {1, 1, 1}, {1, 1, 2}, {{1, 1}, {0, 1}, {2, 0}}, 1}},
+      {{2, 8, 20, 20}, {8, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 8}},  // depthwise
+      {{2, 6, 17, 17}, {4, 6, 1, 1}, {{2, 2}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}, 1}},  // 1x1 at stride 2
+  };
+}
+
 Array make(const std::vector<double>& v, const Ints& d, DType t = DType::f64) {
   return aj::from_vector(v, Shape(d)).astype(t);
 }
@@ -496,24 +515,10 @@ struct ConvLibrary {
 }  // namespace
 
 TEST_CASE("conv's library step: the composition's values, tile by tile, threads, strided operands, the reference") {
-  // Tiles of the step's scratch block hold about 256 KiB: results of several
-  // thousand points cross tile and output-row boundaries inside a tile.
-  struct Case {
-    Ints xd, wd;
-    Conv c;
-  };
-  const std::vector<Case> cases = {
-      {{2, 3, 40, 50}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1}},
-      {{1, 64, 30, 31}, {8, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1}},  // K = 576: tiles of 112
-      {{2, 4, 33, 29}, {6, 2, 5, 3}, {{2, 3}, {1, 1}, {2, 1}, {{3, 0}, {-1, 2}}, 2}},
-      {{3, 2, 300}, {5, 2, 7}, {{3}, {1}, {2}, {{4, 4}}, 1}},
-      {{1, 3, 9, 10, 11}, {2, 3, 3, 2, 3}, {{1, 2, 1}, {1, 1, 1}, {1, 1, 2}, {{1, 1}, {0, 1}, {2, 0}}, 1}},
-      {{2, 8, 20, 20}, {8, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 8}},  // depthwise
-      {{2, 6, 17, 17}, {4, 6, 1, 1}, {{2, 2}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}, 1}},  // 1x1 at stride 2
-  };
+  const std::vector<StepCase> cases = step_cases();
   const int threads = aj::jit::num_threads();
   std::uint64_t seed = 300;
-  for (const Case& k : cases) {
+  for (const StepCase& k : cases) {
     CAPTURE(Shape(k.xd).str());
     CAPTURE(Shape(k.wd).str());
     const auto xv = normals(Shape(k.xd).numel(), seed++), wv = normals(Shape(k.wd).numel(), seed++);
@@ -584,23 +589,11 @@ TEST_CASE("conv's weight-gradient step: the definition, the composition's gradie
   // The weights' gradient of a library-step convolution is one more step
   // (no column matrix): tiles of ~256 KiB of columns, blocks of tiles per
   // image, sums added in a fixed order.
-  struct Case {
-    Ints xd, wd;
-    Conv c;
-  };
-  const std::vector<Case> cases = {
-      {{2, 3, 40, 50}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1}},
-      {{1, 64, 30, 31}, {8, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 1}},  // K = 576: tiles of 112
-      {{2, 4, 33, 29}, {6, 2, 5, 3}, {{2, 3}, {1, 1}, {2, 1}, {{3, 0}, {-1, 2}}, 2}},
-      {{3, 2, 300}, {5, 2, 7}, {{3}, {1}, {2}, {{4, 4}}, 1}},
-      {{1, 3, 9, 10, 11}, {2, 3, 3, 2, 3}, {{1, 2, 1}, {1, 1, 1}, {1, 1, 2}, {{1, 1}, {0, 1}, {2, 0}}, 1}},
-      {{2, 8, 20, 20}, {8, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, 8}},  // depthwise
-      {{2, 6, 17, 17}, {4, 6, 1, 1}, {{2, 2}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}, 1}},  // 1x1 at stride 2
-      {{40, 2, 6, 6}, {3, 2, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}, 1}},  // more images than items
-  };
+  std::vector<StepCase> cases = step_cases();
+  cases.push_back({{40, 2, 6, 6}, {3, 2, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}, 1}});  // many images
   const int threads = aj::jit::num_threads();
   std::uint64_t seed = 900;
-  for (const Case& k : cases) {
+  for (const StepCase& k : cases) {
     CAPTURE(Shape(k.xd).str());
     CAPTURE(Shape(k.wd).str());
     const auto xv = normals(Shape(k.xd).numel(), seed++), wv = normals(Shape(k.wd).numel(), seed++);

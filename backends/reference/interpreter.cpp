@@ -327,6 +327,32 @@ void run_concat(NodeId id) {
   finish(id, std::move(s));
 }
 
+// Conv's index arithmetic: the spatial multi-index of flat point q of a
+// shape's spatial axes, and the input element output point p's tap t reads.
+struct ConvIndex {
+  const ConvGeometry& geo;
+  const Shape& x;
+  int d;
+  void unflat(std::int64_t q, const Shape& s, std::vector<std::int64_t>& idx) const {
+    for (int a = d; a-- > 0;) {
+      idx[static_cast<std::size_t>(a)] = q % s[a + 2];
+      q /= s[a + 2];
+    }
+  }
+  // False where the tap falls outside x (its padding); else *at is the
+  // offset among x's spatial points.
+  bool input_at(const std::vector<std::int64_t>& p, const std::vector<std::int64_t>& t, std::int64_t* at) const {
+    bool inside = true;
+    for (int a = 0; a < d; ++a) {
+      const auto u = static_cast<std::size_t>(a);
+      const std::int64_t e = p[u] * geo.stride[u] + t[u] * geo.dilation[u] - geo.lo[u];
+      inside = inside && e >= 0 && e < x[a + 2];
+      *at = *at * x[a + 2] + e;
+    }
+    return inside;
+  }
+};
+
 // Conv's weight gradient: graph/library.hpp's definition in loops, summed in
 // the dtype over (image, point) in row-major order.
 void run_conv_weight_grad(NodeId id) {
@@ -353,30 +379,18 @@ void run_conv_weight_grad(NodeId id) {
       const T* G = static_cast<const T*>(gs->data);
       T* W = static_cast<T*>(s->data);
       std::vector<std::int64_t> p(static_cast<std::size_t>(d)), t(static_cast<std::size_t>(d));
+      const ConvIndex ix{geo, x.shape, d};
       for (std::int64_t o = 0; o < O; ++o) {
         const std::int64_t c0 = (o / og) * I;
         for (std::int64_t c = 0; c < I; ++c) {
           for (std::int64_t k = 0; k < taps; ++k) {
-            for (std::int64_t r = k, a = d; a-- > 0;) {
-              t[static_cast<std::size_t>(a)] = r % n.shape[a + 2];
-              r /= n.shape[a + 2];
-            }
+            ix.unflat(k, n.shape, t);
             T acc = 0;
             for (std::int64_t b = 0; b < N; ++b) {
               for (std::int64_t q = 0; q < out_pts; ++q) {
-                for (std::int64_t r = q, a = d; a-- > 0;) {
-                  p[static_cast<std::size_t>(a)] = r % gy.shape[a + 2];
-                  r /= gy.shape[a + 2];
-                }
+                ix.unflat(q, gy.shape, p);
                 std::int64_t at = 0;
-                bool inside = true;
-                for (int a = 0; a < d; ++a) {
-                  const auto u = static_cast<std::size_t>(a);
-                  const std::int64_t e = p[u] * geo.stride[u] + t[u] * geo.dilation[u] - geo.lo[u];
-                  inside = inside && e >= 0 && e < x.shape[a + 2];
-                  at = at * x.shape[a + 2] + e;
-                }
-                if (inside) acc += G[(b * O + o) * out_pts + q] * X[(b * C + c0 + c) * in_pts + at];
+                if (ix.input_at(p, t, &at)) acc += G[(b * O + o) * out_pts + q] * X[(b * C + c0 + c) * in_pts + at];
               }
             }
             W[(o * I + c) * taps + k] = acc;
@@ -417,30 +431,18 @@ void run_conv(NodeId id) {
       const T* W = static_cast<const T*>(ws->data);
       T* Y = static_cast<T*>(s->data);
       std::vector<std::int64_t> p(static_cast<std::size_t>(d)), t(static_cast<std::size_t>(d));
+      const ConvIndex ix{geo, x.shape, d};
       for (std::int64_t b = 0; b < N; ++b) {
         for (std::int64_t o = 0; o < O; ++o) {
           const std::int64_t c0 = (o / og) * I;
           for (std::int64_t q = 0; q < out_pts; ++q) {
-            for (std::int64_t r = q, a = d; a-- > 0;) {
-              p[static_cast<std::size_t>(a)] = r % n.shape[a + 2];
-              r /= n.shape[a + 2];
-            }
+            ix.unflat(q, n.shape, p);
             T acc = 0;
             for (std::int64_t c = 0; c < I; ++c) {
               for (std::int64_t k = 0; k < taps; ++k) {
-                for (std::int64_t r = k, a = d; a-- > 0;) {
-                  t[static_cast<std::size_t>(a)] = r % w.shape[a + 2];
-                  r /= w.shape[a + 2];
-                }
+                ix.unflat(k, w.shape, t);
                 std::int64_t at = 0;
-                bool inside = true;
-                for (int a = 0; a < d; ++a) {
-                  const auto u = static_cast<std::size_t>(a);
-                  const std::int64_t e = p[u] * geo.stride[u] + t[u] * geo.dilation[u] - geo.lo[u];
-                  inside = inside && e >= 0 && e < x.shape[a + 2];
-                  at = at * x.shape[a + 2] + e;
-                }
-                if (inside) acc += W[(o * I + c) * taps + k] * X[(b * C + c0 + c) * in_pts + at];
+                if (ix.input_at(p, t, &at)) acc += W[(o * I + c) * taps + k] * X[(b * C + c0 + c) * in_pts + at];
               }
             }
             Y[(b * O + o) * out_pts + q] = acc;
