@@ -67,6 +67,19 @@ struct Conv {
   std::int64_t groups = 1;
 };
 
+// The input index [n, feature, s...] that tap k of output point oi [n, o,
+// p...] reads, or false where it falls in the padding (or between the
+// points of a dilated input).
+bool tap_index(const Ints& xd, const Conv& c, const Ints& oi, const Ints& k, std::int64_t feature, Ints* xi) {
+  *xi = {oi[0], feature};
+  for (std::size_t a = 0; a + 2 < xd.size(); ++a) {
+    const std::int64_t q = oi[a + 2] * c.strides[a] + k[a] * c.rhs_dil[a] - c.pads[a].first;
+    if (q < 0 || q % c.lhs_dil[a] != 0 || q / c.lhs_dil[a] >= xd[a + 2]) return false;
+    xi->push_back(q / c.lhs_dil[a]);
+  }
+  return true;
+}
+
 // The definition in canonical layouts: x [N, C, S...], w [O, C / g, K...].
 std::pair<std::vector<double>, Ints> naive_conv(const std::vector<double>& x, const Ints& xd,
                                                 const std::vector<double>& w, const Ints& wd, const Conv& c) {
@@ -88,13 +101,9 @@ std::pair<std::vector<double>, Ints> naive_conv(const std::vector<double>& x, co
     const std::int64_t g = oi[1] / og;
     for (std::int64_t i = 0; i < ig; ++i) {
       each(ksp, [&](const Ints& k) {
-        Ints xi{oi[0], g * ig + i};
-        for (std::size_t a = 0; a < d; ++a) {
-          const std::int64_t q = oi[a + 2] * c.strides[a] + k[a] * c.rhs_dil[a] - c.pads[a].first;
-          if (q < 0 || q % c.lhs_dil[a] != 0 || q / c.lhs_dil[a] >= xd[a + 2]) return;
-          xi.push_back(q / c.lhs_dil[a]);
-        }
-        Ints wi{oi[1], i};
+        Ints xi, wi;
+        if (!tap_index(xd, c, oi, k, g * ig + i, &xi)) return;
+        wi = {oi[1], i};
         wi.insert(wi.end(), k.begin(), k.end());
         acc += x[static_cast<std::size_t>(flat(xd, xi))] * w[static_cast<std::size_t>(flat(wd, wi))];
       });
@@ -108,7 +117,6 @@ std::pair<std::vector<double>, Ints> naive_conv(const std::vector<double>& x, co
 // dw[o, i, k] = sum over the result's points of gy times the input there.
 std::vector<double> naive_weight_grad(const std::vector<double>& x, const Ints& xd, const std::vector<double>& gy,
                                       const Ints& od, const Ints& wd, const Conv& c) {
-  const std::size_t d = xd.size() - 2;
   const std::int64_t ig = wd[1], og = wd[0] / c.groups;
   Ints ksp(wd.begin() + 2, wd.end());
   std::int64_t total = 1;
@@ -119,13 +127,9 @@ std::vector<double> naive_weight_grad(const std::vector<double>& x, const Ints& 
     const double gv = gy[static_cast<std::size_t>(flat(od, oi))];
     for (std::int64_t i = 0; i < ig; ++i) {
       each(ksp, [&](const Ints& k) {
-        Ints xi{oi[0], g * ig + i};
-        for (std::size_t a = 0; a < d; ++a) {
-          const std::int64_t q = oi[a + 2] * c.strides[a] + k[a] * c.rhs_dil[a] - c.pads[a].first;
-          if (q < 0 || q % c.lhs_dil[a] != 0 || q / c.lhs_dil[a] >= xd[a + 2]) return;
-          xi.push_back(q / c.lhs_dil[a]);
-        }
-        Ints wi{oi[1], i};
+        Ints xi, wi;
+        if (!tap_index(xd, c, oi, k, g * ig + i, &xi)) return;
+        wi = {oi[1], i};
         wi.insert(wi.end(), k.begin(), k.end());
         dw[static_cast<std::size_t>(flat(wd, wi))] += gv * x[static_cast<std::size_t>(flat(xd, xi))];
       });
