@@ -61,20 +61,37 @@ class KernelCodegen {
     load_args(f_->getArg(0));
     Value* begin = f_->getArg(1);
     Value* end = f_->getArg(2);
-    // Segment loop over [begin, end): decompose p into the outer index once
-    // per segment, then run the segment's inner loops.
+    // Segment loop over [begin, end): begin is decomposed into the outer
+    // index once (divisions), and each segment's inner loops advance it
+    // along the last outer axis, carrying into the axes before it (an
+    // odometer: a kernel whose rows are a few points long ran a division
+    // per outer axis for every row, most of its time).
+    const std::vector<Value*> first = decompose(begin);
+    llvm::BasicBlock* from = b_.GetInsertBlock();
     auto* head = llvm::BasicBlock::Create(c_, "segment", f_);
     auto* body = llvm::BasicBlock::Create(c_, "segment.body", f_);
     auto* exit = llvm::BasicBlock::Create(c_, "exit", f_);
     b_.CreateBr(head);
     b_.SetInsertPoint(head);
     llvm::PHINode* p = b_.CreatePHI(i64_, 2, "p");
-    p->addIncoming(begin, entry_);
+    p->addIncoming(begin, from);
+    std::vector<Value*> idx(static_cast<std::size_t>(rank_), nullptr);
+    std::vector<llvm::PHINode*> idx_phi;
+    for (int d : outer_) {
+      llvm::PHINode* phi = b_.CreatePHI(i64_, 2, "idx");
+      phi->addIncoming(first[static_cast<std::size_t>(d)], from);
+      idx[static_cast<std::size_t>(d)] = phi;
+      idx_phi.push_back(phi);
+    }
     b_.CreateCondBr(b_.CreateICmpSLT(p, end), body, exit);
     b_.SetInsertPoint(body);
-    Value* n = segment(p, end);
+    Value* n = segment(p, end, idx);
     Value* next = b_.CreateAdd(p, n, "p.next", true, true);
+    const std::vector<Value*> advanced = advance(idx, n);
     p->addIncoming(next, b_.GetInsertBlock());
+    for (std::size_t a = 0; a < outer_.size(); ++a) {
+      idx_phi[a]->addIncoming(advanced[static_cast<std::size_t>(outer_[a])], b_.GetInsertBlock());
+    }
     b_.CreateBr(head);
     b_.SetInsertPoint(exit);
     b_.CreateRetVoid();
@@ -319,7 +336,9 @@ class KernelCodegen {
   }
 
   // One segment starting at outer point p; returns its length.
-  Value* segment(Value* p, Value* end) {
+  // Outer point p (row-major over the outer axes) as an index per outer
+  // axis (the first one unbounded: p may be the end).
+  std::vector<Value*> decompose(Value* p) {
     std::vector<Value*> idx(static_cast<std::size_t>(rank_), nullptr);
     Value* rem = p;
     for (std::size_t a = outer_.size(); a-- > 0;) {
@@ -331,6 +350,30 @@ class KernelCodegen {
         rem = b_.CreateUDiv(rem, ext_[d]);
       }
     }
+    return idx;
+  }
+
+  // idx advanced by n points along the last outer axis: a segment never
+  // passes the end of its row, so reaching the extent wraps to 0 and carries
+  // one into the axis before (the first outer axis only counts up).
+  std::vector<Value*> advance(const std::vector<Value*>& idx, Value* n) {
+    std::vector<Value*> out = idx;
+    Value* inc = n;
+    for (std::size_t a = outer_.size(); a-- > 0;) {
+      const auto d = static_cast<std::size_t>(outer_[a]);
+      Value* v = b_.CreateAdd(idx[d], inc, "", true, true);
+      if (a == 0) {
+        out[d] = v;
+        break;
+      }
+      Value* wrap = b_.CreateICmpEQ(v, ext_[d]);
+      out[d] = b_.CreateSelect(wrap, b_.getInt64(0), v);
+      inc = b_.CreateZExt(wrap, i64_);
+    }
+    return out;
+  }
+
+  Value* segment(Value* p, Value* end, const std::vector<Value*>& idx) {
     Pos base = off_;
     for (int d : outer_) {
       for (int s = 0; s < nstreams_; ++s) {
