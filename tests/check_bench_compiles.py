@@ -4,7 +4,7 @@ command (compile_commands.json), with -fsyntax-only.
 
 `./dev test` does not build the benchmarks (they are the build's
 `benchmarks` target, which `./dev build` and `./dev bench` build): no test
-runs them, and at -O3 with Eigen's decompositions they were a sixth of a
+runs them, and at -O3 with Eigen's decompositions they were a fifth of a
 fresh build's compile work. This check runs the compiler's front end on each,
 with the flags, include paths and definitions of the real build, so a change
 to the API that breaks a benchmark fails here; code generation and linking
