@@ -468,7 +468,9 @@ bool derive(Template& t, TNode& n, std::string* why) {
               ok = unify(t, dim(x, 1), constant_var(t, x.shape[1])) && unify(t, dim(gy, 1), constant_var(t, gy.shape[1]));
             }
             if (!ok) break;
-            for (int d : {dim(x, 0), dim(x, 1), dim(gy, 1)}) t.guards.push_back({cst(1), atom(d), true});  // the step's
+            // N, C and O at least 1, and below every point extent: where
+            // the step is taken (conv_as_library_step; else the composition).
+            for (int d : {dim(x, 0), dim(x, 1), dim(gy, 1)}) t.guards.push_back({cst(1), atom(d), true});
             n.dims = {dim(gy, 1), n.i0 == 1 ? dim(x, 1) : constant_var(t, n.shape[1])};
             for (int a = 2; ok && a < rank; ++a) {
               const std::size_t i = static_cast<std::size_t>(a - 2);
