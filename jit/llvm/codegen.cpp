@@ -335,7 +335,6 @@ class KernelCodegen {
     return eb.CreateAlloca(t, count == 1 ? nullptr : eb.getInt32(static_cast<std::uint32_t>(count)));
   }
 
-  // One segment starting at outer point p; returns its length.
   // Outer point p (row-major over the outer axes) as an index per outer
   // axis (the first one unbounded: p may be the end).
   std::vector<Value*> decompose(Value* p) {
@@ -373,6 +372,8 @@ class KernelCodegen {
     return out;
   }
 
+  // One segment starting at outer point p, whose index per outer axis is
+  // idx; returns its length.
   Value* segment(Value* p, Value* end, const std::vector<Value*>& idx) {
     Pos base = off_;
     for (int d : outer_) {
