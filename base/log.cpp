@@ -2,9 +2,12 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <mutex>
 #include <sstream>
+
+extern char** environ;  // POSIX (unistd.h declares it only under _GNU_SOURCE)
 
 namespace aj::detail {
 
@@ -69,9 +72,17 @@ bool log_enabled(const char* channel) {
 }
 
 bool log_any() {
-  auto set = [](const char* v) { return v && *v; };
-  if (set(std::getenv("AJ_LOG")) || set(std::getenv("AJ_DUMP"))) return true;
-  return g_api_set.load(std::memory_order_acquire);
+  if (g_api_set.load(std::memory_order_acquire)) return true;
+  // One pass over the environment for AJ_LOG and AJ_DUMP (two getenv calls
+  // were two passes, on every evaluation). Read each time, not once: a
+  // program (or Python's os.environ) may set them while it runs.
+  for (char** e = environ; e && *e; ++e) {
+    const char* v = *e;
+    if (v[0] != 'A' || v[1] != 'J' || v[2] != '_') continue;
+    if (std::strncmp(v + 3, "LOG=", 4) == 0 && v[7]) return true;
+    if (std::strncmp(v + 3, "DUMP=", 5) == 0 && v[8]) return true;
+  }
+  return false;
 }
 
 void log(const char* channel, const std::string& text) {

@@ -166,7 +166,7 @@ NodeId Graph::add_leaf(DType dtype, const Shape& shape, std::shared_ptr<Storage>
   n.strides = strides;
   n.storage = std::move(storage);
   n.offset = offset;
-  live_.fetch_add(1, std::memory_order_relaxed);
+  count_live(1);
   ++detail::stats_mut().nodes_created;
   return id;
 }
@@ -260,7 +260,7 @@ NodeId Graph::add(Node&& n) {
   s.has_dev = n.has_dev;
   s.dev = n.dev;
   if (cse) cse_->insert(s.hash, id);
-  live_.fetch_add(1, std::memory_order_relaxed);
+  count_live(1);
   ++detail::stats_mut().nodes_created;
   return id;
 }
@@ -342,7 +342,7 @@ void Graph::maybe_free(NodeId first) {
     n.reset();
     free_.push_back(id);
     ++frees_since_trim_;
-    live_.fetch_sub(1, std::memory_order_relaxed);
+    count_live(-1);
   }
   if (bottom == 0) trim_ids();
 }

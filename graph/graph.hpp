@@ -243,7 +243,13 @@ class Graph {
   std::uint32_t count_ = 0;  // ids issued
   std::vector<NodeId> free_;
   std::size_t frees_since_trim_ = 0;
+  // Changed under the lock only, read without it (live()): an update is a
+  // relaxed load and store, not a locked read-modify-write (one per node
+  // made and freed, on the tracing path).
   std::atomic<std::size_t> live_{0};
+  void count_live(std::ptrdiff_t delta) {
+    live_.store(live_.load(std::memory_order_relaxed) + static_cast<std::size_t>(delta), std::memory_order_relaxed);
+  }
   std::uint32_t device_epoch_ = 1;
   std::uint64_t rewrites_ = 0;
   std::uint32_t next_claim_ = 0;

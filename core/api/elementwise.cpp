@@ -96,19 +96,46 @@ Array as_array(const char* op, const Operand& o, DType t, const Shape& shape) {
   return trace::cast(trace::local(*o.array, op, o.loc), t, o.loc);
 }
 
-// Make the node `op` of `shape` (check_shapes' result) over operands already
-// converted to their dtypes; arrays of other shapes get Broadcast views.
-Array make_elementwise(Op op, DType out, const Shape& shape, std::initializer_list<Array> ins, const Loc& loc) {
-  // Broadcast views must stay alive until the node takes its uses. Elementwise
-  // ops have at most three operands: no allocation for the holders.
-  if (ins.size() > 3) internal_error("make_elementwise: more than three operands");
-  Array keep[3];
-  for (std::size_t i = 0; i < ins.size(); ++i) keep[i] = trace::broadcast(ins.begin()[i], shape, loc);
+// An elementwise op's operand as its node reads it: the caller's own array
+// when it has the op's dtype and shape (no handle copied: a copy and its
+// release are two atomic operations, and an op has up to three operands),
+// else the constant, cast or Broadcast view made for it, held here until the
+// op's node takes its use. Casts and constants are made first, then the
+// Broadcast views (make_elementwise), in operand order.
+class Input {
+ public:
+  Input(const char* op, const Operand& o, DType t, const Shape& shape) {
+    if (o.is_scalar) {
+      made_ = trace::constant(o.scalar, t, op, o.loc, shape);  // checks that it fits
+      return;
+    }
+    const Array& a = trace::local(*o.array, op, o.loc);
+    if (trace::node(a).dtype == t) own_ = &a;
+    else made_ = trace::cast(a, t, o.loc);
+  }
+  Input(const Input&) = delete;
+  Input& operator=(const Input&) = delete;
+  const Array& array() const { return own_ ? *own_ : made_; }
+  void broadcast_to(const Shape& shape, const Loc& loc) {
+    if (trace::node(array()).shape == shape) return;
+    made_ = trace::broadcast(array(), shape, loc);
+    own_ = nullptr;
+  }
+
+ private:
+  const Array* own_ = nullptr;
+  Array made_;
+};
+
+// Make the node `op` of `shape` (check_shapes' result) over its operands;
+// those of other shapes get Broadcast views.
+Array make_elementwise(Op op, DType out, const Shape& shape, std::initializer_list<Input*> ins, const Loc& loc) {
+  for (Input* in : ins) in->broadcast_to(shape, loc);
   Node& n = trace::scratch_node();
   n.op = op;
   n.dtype = out;
   n.shape = shape;
-  for (std::size_t i = 0; i < ins.size(); ++i) n.inputs.push_back(keep[i].node_id());
+  for (const Input* in : ins) n.inputs.push_back(in->array().node_id());
   return trace::make(std::move(n), loc);
 }
 
@@ -199,8 +226,8 @@ Array binary(Op op, const Operand& a, const Operand& b) try {
   DType out = is_compare(op) ? DType::bool_ : t;
   Shape broadcast;
   const Shape& shape = check_shapes(name, ops, widest(t, out), loc, broadcast);
-  return weakened(make_elementwise(op, out, shape, {as_array(name, a, t, shape), as_array(name, b, t, shape)}, loc),
-                  weak_result(ops));
+  Input x(name, a, t, shape), y(name, b, t, shape);
+  return weakened(make_elementwise(op, out, shape, {&x, &y}, loc), weak_result(ops));
 } catch (const std::bad_alloc&) {
   detail::out_of_memory(op_name(op), a.is_scalar ? b.loc : a.loc);
 }
@@ -228,7 +255,8 @@ Array unary(Op op, const Operand& a) try {
   if (op_has(op, opflag::FloatOnly) && !is_float(t)) t = DType::f64;  // NumPy: ints give f64
   Shape broadcast;
   const Shape& shape = check_shapes(name, ops, t, a.loc, broadcast);
-  return weakened(make_elementwise(op, t, shape, {as_array(name, a, t, shape)}, a.loc), weak_result(ops));
+  Input x(name, a, t, shape);
+  return weakened(make_elementwise(op, t, shape, {&x}, a.loc), weak_result(ops));
 } catch (const std::bad_alloc&) {
   detail::out_of_memory(op_name(op), a.loc);
 }
@@ -309,11 +337,8 @@ Array where(const Operand& cond, const Operand& a, const Operand& b) try {
   DType t = result_dtype(vals);
   Shape broadcast;
   const Shape& shape = check_shapes("where", all, t, loc, broadcast);
-  return weakened(make_elementwise(Op::Where, t, shape,
-                                   {as_array("where", cond, DType::bool_, shape), as_array("where", a, t, shape),
-                                    as_array("where", b, t, shape)},
-                                   loc),
-                  weak_result(all));
+  Input c("where", cond, DType::bool_, shape), x("where", a, t, shape), y("where", b, t, shape);
+  return weakened(make_elementwise(Op::Where, t, shape, {&c, &x, &y}, loc), weak_result(all));
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("where", cond.loc);
 }

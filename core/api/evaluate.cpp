@@ -159,8 +159,10 @@ void evaluate(const std::vector<NodeId>& roots_in) {
   // readers are done, and with them the values they read: the run's memory
   // is the buffer plan's, whose liveness assumes so.
   if (p.program) g.set_inline_only(p.schedule.order, p.value_nodes);
-  if (log_any() && log_enabled("plan")) log("plan", describe_plan(p.schedule, p.buffers));
-  if (log_any() && log_enabled("program") && p.program) log("program", opt::dump(*p.program));
+  if (log_any()) {
+    if (log_enabled("plan")) log("plan", describe_plan(p.schedule, p.buffers));
+    if (log_enabled("program") && p.program) log("program", opt::dump(*p.program));
+  }
   if (dump_dot) {
     static std::atomic<int> n{0};
     write_dot_files(plan_dot(p.schedule, p.buffers), std::string(dot_dir) + "/plan-" + std::to_string(n++) + ".dot");

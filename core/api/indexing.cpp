@@ -308,7 +308,7 @@ Array roll_axis(const Array& a, std::int64_t shift, int ax, const Loc& loc) {
   const Shape shape = a.shape();  // a copy: making nodes may move the node table
   // The last s elements placed first, over the first n - s placed after them
   // (the zeros under both are never read).
-  const Array zeros = trace::broadcast(trace::constant(0, a.dtype(), "roll", loc), shape, loc);
+  const Array zeros = trace::constant(0, a.dtype(), "roll", loc, shape);
   Array rest = pad_node(slice(a, ax, 0, n - s, 1, loc), zeros, tail, shape, loc);
   return pad_node(slice(a, ax, n - s, n, 1, loc), rest, head, shape, loc);
 }
