@@ -56,10 +56,13 @@ void table(const std::vector<Case>& cases, const std::function<void()>& hand, co
     hand();
     double err = 0;
     for (std::size_t i = 0; i < got.size(); ++i) err = std::max(err, static_cast<double>(std::fabs(got[i] - out[i])));
+    // Kernels launched per eager step, counted over steps of their own
+    // (median_us's warm-up count is its own business).
+    constexpr int kCounted = 16;
     const aj::Stats s0 = aj::stats();
-    const double us = ajbench::median_us([&] { c.step().eval(); }, calls);
+    for (int i = 0; i < kCounted; ++i) c.step().eval();
     const aj::Stats s1 = aj::stats();
-    const double steps = 9.0 * calls + calls / 10 + 1;  // (median_us: a tenth to warm up, 9 runs)
+    const double us = ajbench::median_us([&] { c.step().eval(); }, calls);
     // The same step through aj::compile: a replay runs the kept kernel
     // without tracing or planning (what a loop of steps pays per step).
     auto compiled = aj::compile([&c] { return c.step(); });
@@ -67,7 +70,7 @@ void table(const std::vector<Case>& cases, const std::function<void()>& hand, co
     const double us_compiled = ajbench::median_us([&] { compiled(); }, calls);
     std::printf("  %-34s %9.1f us  %5.2fx  %9.1f us  %5.2fx   %.1f kernels; max |diff| from the loop %.2g\n", c.name, us,
                 us / base, us_compiled, us_compiled / base,
-                static_cast<double>(s1.kernels_launched - s0.kernels_launched) / steps, err);
+                static_cast<double>(s1.kernels_launched - s0.kernels_launched) / kCounted, err);
   }
 }
 
