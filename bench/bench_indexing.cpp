@@ -6,7 +6,8 @@
 //     each must be 1 kernel (printed), target <= 1.2x the hand loop.
 //  2. take: a 1-D gather of 65,536 f32 at random indices, and an embedding
 //     lookup (rows of a [4096, 64] table), against loops.
-//  3. scatter_add: the embedding gradient (rows added at the ids) against a loop.
+//  3. scatter_add: the embedding gradient (rows added at the ids) against a loop,
+//     also timed alternately with it run by run (the median of the ratios).
 //
 // Times are medians of several batches, in us per call: this thread's CPU time
 // on one thread (the default; a shared machine's descheduling would dominate
@@ -57,6 +58,25 @@ double median_us(const std::function<void()>& f, int calls, int runs = 11) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// The ratio of g's time to f's, f and g timed alternately run by run (calls
+// each), the median of the runs' ratios: a shared machine's speed drifts
+// over seconds, so the two medians above, taken one after the other, can
+// differ by a fifth either way; each run's pair is timed in the same
+// moment.
+double paired_ratio(const std::function<void()>& f, const std::function<void()>& g, int calls, int runs = 21) {
+  for (int i = 0; i < calls; ++i) f(), g();
+  std::vector<double> r;
+  for (int k = 0; k < runs; ++k) {
+    const double t0 = now_us();
+    for (int i = 0; i < calls; ++i) f();
+    const double t1 = now_us();
+    for (int i = 0; i < calls; ++i) g();
+    r.push_back((now_us() - t1) / (t1 - t0));
+  }
+  std::sort(r.begin(), r.end());
+  return r[r.size() / 2];
 }
 
 void row(const char* what, double us, double base) { std::printf("  %-44s %9.2f us  %6.2fx\n", what, us, base > 0 ? us / base : 0.0); }
@@ -211,19 +231,22 @@ int main(int argc, char** argv) {
               static_cast<long long>(batch), static_cast<long long>(dim), static_cast<long long>(vocab),
               static_cast<long long>(dim));
   std::vector<float> g(static_cast<std::size_t>(batch * dim), 0.5f), acc(table.size());
-  const double sloop = median_us([&] {
+  auto scatter_loop = [&] {
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (std::int64_t b = 0; b < batch; ++b) {
       float* dst = &acc[static_cast<std::size_t>(tok[static_cast<std::size_t>(b)] * dim)];
       const float* s = &g[static_cast<std::size_t>(b * dim)];
       for (std::int64_t d = 0; d < dim; ++d) dst[d] += s[d];
     }
-  }, reps);
+  };
+  const double sloop = median_us(scatter_loop, reps);
   aj::Array ga = aj::from_vector(g, {batch, dim});
   ga.eval();
   const double sstep = median_us([&] { aj::scatter_add(aj::zeros({vocab, dim}), tk, ga, 0).eval(); }, reps);
   row("hand-written loop (zero, then add rows)", sloop, sloop);
   row("scatter_add(zeros, ids, g, 0): step", sstep, sloop);
+  std::printf("  %-44s %9s     %6.2fx\n", "the same two, timed alternately", "",
+              paired_ratio(scatter_loop, [&] { aj::scatter_add(aj::zeros({vocab, dim}), tk, ga, 0).eval(); }, reps));
   const aj::Stats st = aj::stats();
   std::printf("  in-place reuses so far: %llu\n", static_cast<unsigned long long>(st.inplace_reuses));
   return 0;

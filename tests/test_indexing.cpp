@@ -372,6 +372,73 @@ TEST_CASE("scatter_add and scatter: duplicates accumulate / the last wins, out-o
   CHECK(checked > 400);
 }
 
+TEST_CASE("scatter_add and scatter of rows into a fill (the embedding gradient's one pass): rows reached, reached again and never") {
+  // scatter_add(full([V, D], f), ids[N], u[N, D], 0): the host writes each
+  // row where an index first reaches it as f (+) the row, without filling
+  // it first (backends/cpu/host_scatter.cpp, rows_into_fill), and fills the
+  // rows no index reached. Ids out of range both ways, duplicates, signed
+  // zeros and NaN (0 + -0 is +0), rows read at a stride, both index dtypes.
+  std::mt19937_64 rng(11);
+  int checked = 0, reached_twice = 0, never = 0;
+  for (int round = 0; round < 40; ++round) {
+    for (DType t : kDTypes) {
+      for (bool add : {true, false}) {
+        const std::int64_t V = 1 + static_cast<std::int64_t>(rng() % 12), D = 1 + static_cast<std::int64_t>(rng() % 9),
+                           N = static_cast<std::int64_t>(rng() % 20);
+        const double f = rng() % 3 ? 0.0 : draw(t, rng);
+        const bool wide = rng() % 2;  // updates as a slice of [N, D + 2]: rows at a stride of D + 2
+        Host u{{N, D}, {}};
+        std::vector<double> wide_v;
+        for (std::int64_t r = 0; r < N; ++r) {
+          for (std::int64_t e = 0; e < D + (wide ? 2 : 0); ++e) {
+            const double x = draw(t, rng);
+            wide_v.push_back(x);
+            if (e < D) u.v.push_back(x);
+          }
+        }
+        Array ua = wide ? aj::slice(aj::from_vector<double>(wide_v, Shape{N, D + 2}).astype(t).eval(), 1, 0, D)
+                        : aj::from_vector<double>(u.v, Shape{N, D}).astype(t).eval();
+        std::vector<std::int64_t> ids(static_cast<std::size_t>(N));
+        for (auto& i : ids) i = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(2 * V + 4)) - V - 2;
+        const DType it = rng() % 2 ? DType::i32 : DType::i64;
+        const Array ix = aj::from_vector<std::int64_t>(ids, Shape{N}).astype(it).eval();
+        Host want{{V, D}, std::vector<double>(static_cast<std::size_t>(V * D), f)};
+        std::vector<int> hits(static_cast<std::size_t>(V), 0);
+        for (std::int64_t r = 0; r < N; ++r) {
+          const std::int64_t i = ids[static_cast<std::size_t>(r)];
+          if (i < -V || i >= V) continue;
+          const std::int64_t at = i < 0 ? i + V : i;
+          ++hits[static_cast<std::size_t>(at)];
+          for (std::int64_t e = 0; e < D; ++e) {
+            double& w = want.v[static_cast<std::size_t>(at * D + e)];
+            const double x = u.v[static_cast<std::size_t>(r * D + e)];
+            if (!add) w = x;
+            else if (t == DType::bool_) w = (w != 0 || x != 0) ? 1 : 0;
+            else w = w + x;
+          }
+        }
+        for (int h : hits) reached_twice += h > 1, never += h == 0;
+        const aj::Scalar fill = t == DType::bool_ ? aj::Scalar(f != 0)
+                                : aj::is_float(t) ? aj::Scalar(f)
+                                                  : aj::Scalar(static_cast<std::int64_t>(f));
+        check_three_ways(std::string(add ? "scatter_add " : "scatter ") + aj::dtype_name(t) + " into full([" +
+                             std::to_string(V) + ", " + std::to_string(D) + "], " + std::to_string(f) + "), " +
+                             std::to_string(N) + " rows" + (wide ? " at a stride" : "") + ", " + aj::dtype_name(it) +
+                             " ids",
+                         [&] {
+                           const Array base = aj::full(Shape{V, D}, fill, t);
+                           return add ? aj::scatter_add(base, ix, ua, 0) : aj::scatter(base, ix, ua, 0);
+                         },
+                         want, t);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked == 400);
+  CHECK(reached_twice > 100);  // the cases the pass must add to a row it wrote
+  CHECK(never > 100);          // and fill after
+}
+
 TEST_CASE("scatter_add_along_axis and put_along_axis: the transposes of take_along_axis") {
   std::mt19937_64 rng(4);
   for (int round = 0; round < 40; ++round) {

@@ -87,6 +87,98 @@ void apply_row(T* __restrict dst, std::int64_t so, const T* __restrict u, std::i
   for (std::int64_t e = 0; e < n; ++e) dst[e * so] = add_op ? add(dst[e * so], u[e * su]) : u[e * su];
 }
 
+// Rows of updates at one index each into a fill: the embedding gradient's
+// shape, scatter_add(zeros([V, D]), ids[N], g[N, D], 0). Each result row is
+// written whole where an index first reaches it (the fill's value (+) the
+// row, or the row), added to (or overwritten) where one reaches it again,
+// and the rows no index reached take the fill after: one pass over the
+// result, where filling it and then reading back every row reached were two.
+// The same values as filling first (fill + u is the first add either way),
+// rows taken in order.
+template <class T, class I>
+[[gnu::always_inline]] inline void rows_into_fill_body(T* __restrict out, T fill, const I* idx, std::int64_t is,
+                                                        const T* __restrict u, std::int64_t us, std::int64_t n,
+                                                        std::int64_t extent, std::int64_t row, bool add_op,
+                                                        std::uint8_t* __restrict seen) {
+  std::memset(seen, 0, static_cast<std::size_t>(extent));
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::int64_t at = idx::scatter(static_cast<std::int64_t>(idx[r * is]), extent);
+    if (at < 0) continue;
+    T* __restrict dst = out + at * row;
+    const T* __restrict src = u + r * us;
+    if (!add_op) {
+      std::memcpy(dst, src, static_cast<std::size_t>(row) * sizeof(T));
+    } else if (seen[at]) {
+#pragma GCC ivdep
+      for (std::int64_t e = 0; e < row; ++e) dst[e] = add(dst[e], src[e]);
+    } else {
+#pragma GCC ivdep
+      for (std::int64_t e = 0; e < row; ++e) dst[e] = add(fill, src[e]);
+    }
+    seen[at] = 1;
+  }
+  T zero{};
+  const bool zeros = std::memcmp(&fill, &zero, sizeof(T)) == 0;
+  for (std::int64_t a = 0; a < extent;) {  // the rows no index reached, a run at a time
+    if (seen[a]) {
+      ++a;
+      continue;
+    }
+    std::int64_t b = a + 1;
+    while (b < extent && !seen[b]) ++b;
+    if (zeros) std::memset(out + a * row, 0, static_cast<std::size_t>((b - a) * row) * sizeof(T));
+    else std::fill(out + a * row, out + b * row, fill);
+    a = b;
+  }
+}
+#define AJ_ROWS_INTO_FILL_ARGS                                                                                  \
+  T *__restrict out, T fill, const I *idx, std::int64_t is, const T *__restrict u, std::int64_t us, std::int64_t n, \
+      std::int64_t extent, std::int64_t row, bool add_op, std::uint8_t *__restrict seen
+template <class T, class I>
+[[gnu::optimize("tree-loop-vectorize", "vect-cost-model=dynamic")]] void rows_into_fill_baseline(
+    AJ_ROWS_INTO_FILL_ARGS) {
+  rows_into_fill_body(out, fill, idx, is, u, us, n, extent, row, add_op, seen);
+}
+template <class T, class I>
+AJ_TARGET_AVX2 [[gnu::optimize("tree-loop-vectorize", "vect-cost-model=dynamic")]] void rows_into_fill_avx2(
+    AJ_ROWS_INTO_FILL_ARGS) {
+  rows_into_fill_body(out, fill, idx, is, u, us, n, extent, row, add_op, seen);
+}
+template <class T, class I>
+AJ_TARGET_AVX512 [[gnu::optimize("tree-loop-vectorize", "vect-cost-model=dynamic")]] void rows_into_fill_avx512(
+    AJ_ROWS_INTO_FILL_ARGS) {
+  rows_into_fill_body(out, fill, idx, is, u, us, n, extent, row, add_op, seen);
+}
+#undef AJ_ROWS_INTO_FILL_ARGS
+
+// Whether the call has that shape: a 2-D result scattered along axis 0,
+// updates of whole contiguous rows, one index per row.
+bool rows_into_fill_shape(const LibraryCall& c) {
+  const LibraryOperand &ix = c.inputs[1], &up = c.inputs[2];
+  return c.shape.size() == 2 && c.axis == 0 && c.shape[1] > 0 && up.shape.size() == 2 &&
+         up.shape[1] == c.shape[1] && (up.shape[1] == 1 || up.strides[1] == 1) && ix.strides.size() == 2 &&
+         ix.strides[1] == 0;
+}
+
+template <class T, class I>
+void rows_into_fill(const LibraryCall& c, const std::vector<const void*>& in, T fill, T* out) {
+  const LibraryOperand &ix = c.inputs[1], &up = c.inputs[2];
+  thread_local std::vector<std::uint8_t> seen;  // grows once; no allocation per call after
+  if (seen.size() < static_cast<std::size_t>(c.shape[0])) seen.resize(static_cast<std::size_t>(c.shape[0]));
+  const I* idx = static_cast<const I*>(in[1]) + ix.offset;
+  const T* u = static_cast<const T*>(in[2]) + up.offset;
+  auto run = &rows_into_fill_baseline<T, I>;
+  if constexpr (!sem::is_half_type<T>) {  // (halves: a conversion per element, no vector form to gain)
+    switch (isa_variant()) {
+      case 2: run = &rows_into_fill_avx512<T, I>; break;
+      case 1: run = &rows_into_fill_avx2<T, I>; break;
+      default: break;
+    }
+  }
+  run(out, fill, idx, ix.strides[0], u, up.strides[0], up.shape[0], c.shape[0], c.shape[1], c.op == Op::ScatterAdd,
+      seen.data());
+}
+
 template <class T, class I>
 void scatter_typed(const LibraryCall& c, const std::vector<const void*>& in, T* out) {
   const LibraryOperand &ix = c.inputs[1], &up = c.inputs[2];
@@ -157,6 +249,11 @@ void scatter(const LibraryCall& c, const std::vector<const void*>& in, void* out
       const T* src = static_cast<const T*>(in[0]);
       bool fill = true;
       for (auto st : a.strides) fill &= st == 0;
+      if (fill && total > 0 && rows_into_fill_shape(c)) {  // an embedding gradient: one pass
+        if (c.inputs[1].dtype == DType::i32) rows_into_fill<T, std::int32_t>(c, in, src[a.offset], o);
+        else rows_into_fill<T, std::int64_t>(c, in, src[a.offset], o);
+        return;
+      }
       if (fill && total > 0) {  // zeros(...) and other fills
         const T v = src[a.offset];
         T zero{};
