@@ -87,12 +87,21 @@ bool Array::is_evaluated(Loc loc) const {
   return graph()[id_].evaluated();
 }
 
+// One array: aj::eval's work without its list (no handle copied into a
+// vector: that was an allocation and two atomic operations a call).
 const Array& Array::eval(Loc loc) const try {
   trace::own_node(*this, "eval", loc);
-  aj::eval({*this}, loc);
+  GraphScope in(*g_);
+  if (graph()[id_].evaluated()) return *this;
+  const std::vector<NodeId> roots{id_};
+  trace::report_evaluating(roots, loc);  // a traced function may not read values
+  ++detail::stats_mut().evals;
+  detail::evaluate(roots);
   return *this;
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("eval", loc);
+} catch (const detail::OutOfMemory& e) {
+  detail::rethrow_out_of_memory(e, "eval", loc);
 }
 
 // Each array is evaluated in its own graph (arrays of several threads'
