@@ -85,9 +85,10 @@ class KernelCodegen {
     }
     b_.CreateCondBr(b_.CreateICmpSLT(p, end), body, exit);
     b_.SetInsertPoint(body);
-    Value* n = segment(p, end, idx);
+    std::vector<Value*> advanced;
+    Value* n = pairs() ? pair_rows_or_segment(p, end, idx, &advanced) : segment(p, end, idx);
     Value* next = b_.CreateAdd(p, n, "p.next", true, true);
-    const std::vector<Value*> advanced = advance(idx, n);
+    if (advanced.empty()) advanced = advance(idx, n);
     p->addIncoming(next, b_.GetInsertBlock());
     for (std::size_t a = 0; a < outer_.size(); ++a) {
       idx_phi[a]->addIncoming(advanced[static_cast<std::size_t>(outer_[a])], b_.GetInsertBlock());
@@ -370,6 +371,83 @@ class KernelCodegen {
       inc = b_.CreateZExt(wrap, i64_);
     }
     return out;
+  }
+
+  // Rows of two points. An elementwise kernel whose last axis is 2 long at
+  // run time (max_pool 2x2's backward over [64, 8, 14, 2, 14, 2]: a stream
+  // broadcast along it keeps the axis from merging with the one before) ran
+  // a segment of 2 points per row: each segment's start offsets of every
+  // stream, its loop and the odometer's carry for 2 points. Where a row
+  // starts at a segment's start and the kernel is small (no mask ranges:
+  // their walks are per segment), the segment takes the rest of the axis
+  // before instead (as many rows as fit in [p, end)), both points of each
+  // row written out, and advances that axis. Any other extent, or a segment
+  // starting mid-row, takes segment() as before.
+  bool pairs() const {
+    return mode_ == Mode::elementwise && seg_axis_ >= 0 && outer_.size() >= 2 && !has_ranges() &&
+           k_.instrs.size() <= kWindowBodyLimit && !scalar_loops_ && !has_scan_;
+  }
+  Value* pair_rows_or_segment(Value* p, Value* end, const std::vector<Value*>& idx, std::vector<Value*>* advanced) {
+    const auto L = static_cast<std::size_t>(seg_axis_);
+    const std::size_t A = outer_.size() - 2;  // the axis before, in outer_
+    const auto O = static_cast<std::size_t>(outer_[A]);
+    Value* rows = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateSub(ext_[O], idx[O]),
+                                           b_.CreateAShr(b_.CreateSub(end, p), b_.getInt64(1)));
+    Value* go = b_.CreateAnd(b_.CreateAnd(b_.CreateICmpEQ(ext_[L], b_.getInt64(2)), b_.CreateICmpEQ(idx[L], b_.getInt64(0))),
+                             b_.CreateICmpSGE(rows, b_.getInt64(2)));
+    auto* two = llvm::BasicBlock::Create(c_, "pairs", f_);
+    auto* other = llvm::BasicBlock::Create(c_, "segment.one", f_);
+    auto* join = llvm::BasicBlock::Create(c_, "pairs.done", f_);
+    b_.CreateCondBr(go, two, other);
+    // Rows of two: the row at O advanced by `rows` (L stays 0).
+    b_.SetInsertPoint(two);
+    Pos base = off_;
+    for (int d : outer_) {
+      for (int s = 0; s < nstreams_; ++s) {
+        Value* st = stride_[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
+        if (st) base[static_cast<std::size_t>(s)] = b_.CreateAdd(base[static_cast<std::size_t>(s)], b_.CreateMul(idx[static_cast<std::size_t>(d)], st, "", false, true), "", false, true);
+      }
+    }
+    loop(rows, false, [&](Value* r) {
+      const Pos row = step(base, static_cast<int>(O), r);
+      point(0, row, nullptr);
+      point(0, step(row, seg_axis_, b_.getInt64(1)), nullptr);
+    });
+    Value* n_two = b_.CreateShl(rows, b_.getInt64(1), "", true, true);
+    std::vector<Value*> adv_two = idx;
+    Value* inc = rows;
+    for (std::size_t a = A + 1; a-- > 0;) {  // the odometer from O on
+      const auto d = static_cast<std::size_t>(outer_[a]);
+      Value* v = b_.CreateAdd(idx[d], inc, "", true, true);
+      if (a == 0) {
+        adv_two[d] = v;
+        break;
+      }
+      Value* wrap = b_.CreateICmpEQ(v, ext_[d]);
+      adv_two[d] = b_.CreateSelect(wrap, b_.getInt64(0), v);
+      inc = b_.CreateZExt(wrap, i64_);
+    }
+    llvm::BasicBlock* two_end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    // Any other segment, as before.
+    b_.SetInsertPoint(other);
+    Value* n_one = segment(p, end, idx);
+    const std::vector<Value*> adv_one = advance(idx, n_one);
+    llvm::BasicBlock* one_end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode* n = b_.CreatePHI(i64_, 2, "n");
+    n->addIncoming(n_two, two_end);
+    n->addIncoming(n_one, one_end);
+    *advanced = idx;
+    for (int d : outer_) {
+      const auto du = static_cast<std::size_t>(d);
+      llvm::PHINode* phi = b_.CreatePHI(i64_, 2, "idx.next");
+      phi->addIncoming(adv_two[du], two_end);
+      phi->addIncoming(adv_one[du], one_end);
+      (*advanced)[du] = phi;
+    }
+    return n;
   }
 
   // One segment starting at outer point p, whose index per outer axis is
