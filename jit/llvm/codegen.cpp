@@ -356,10 +356,12 @@ class KernelCodegen {
   // idx advanced by n points along the last outer axis: a segment never
   // passes the end of its row, so reaching the extent wraps to 0 and carries
   // one into the axis before (the first outer axis only counts up).
-  std::vector<Value*> advance(const std::vector<Value*>& idx, Value* n) {
+  // (`upto`: advance the outer axis at that position instead, the axes
+  // after it unchanged.)
+  std::vector<Value*> advance(const std::vector<Value*>& idx, Value* n, std::size_t upto = std::numeric_limits<std::size_t>::max()) {
     std::vector<Value*> out = idx;
     Value* inc = n;
-    for (std::size_t a = outer_.size(); a-- > 0;) {
+    for (std::size_t a = std::min(upto, outer_.size() - 1) + 1; a-- > 0;) {
       const auto d = static_cast<std::size_t>(outer_[a]);
       Value* v = b_.CreateAdd(idx[d], inc, "", true, true);
       if (a == 0) {
@@ -373,6 +375,18 @@ class KernelCodegen {
     return out;
   }
 
+  // Each stream's offset at the outer index idx.
+  Pos offsets(const std::vector<Value*>& idx) {
+    Pos base = off_;
+    for (int d : outer_) {
+      for (int s = 0; s < nstreams_; ++s) {
+        Value* st = stride_[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
+        if (st) base[static_cast<std::size_t>(s)] = b_.CreateAdd(base[static_cast<std::size_t>(s)], b_.CreateMul(idx[static_cast<std::size_t>(d)], st, "", false, true), "", false, true);
+      }
+    }
+    return base;
+  }
+
   // Rows of two points. An elementwise kernel whose last axis is 2 long at
   // run time (max_pool 2x2's backward over [64, 8, 14, 2, 14, 2]: a stream
   // broadcast along it keeps the axis from merging with the one before) ran
@@ -383,9 +397,17 @@ class KernelCodegen {
   // before instead (as many rows as fit in [p, end)), both points of each
   // row written out, and advances that axis. Any other extent, or a segment
   // starting mid-row, takes segment() as before.
+  // Only kernels with a stream broadcast along the last axis (pooling's and
+  // upsampling's shapes; the second copy of the body costs LLVM time).
   bool pairs() const {
-    return mode_ == Mode::elementwise && seg_axis_ >= 0 && outer_.size() >= 2 && !has_ranges() &&
-           k_.instrs.size() <= kWindowBodyLimit && !scalar_loops_ && !has_scan_;
+    if (mode_ != Mode::elementwise || seg_axis_ < 0 || outer_.size() < 2 || has_ranges() ||
+        k_.instrs.size() > kWindowBodyLimit || scalar_loops_ || has_scan_) {
+      return false;
+    }
+    for (int s = 0; s < nstreams_; ++s) {
+      if (!stride_[static_cast<std::size_t>(s)][static_cast<std::size_t>(seg_axis_)]) return true;
+    }
+    return false;
   }
   Value* pair_rows_or_segment(Value* p, Value* end, const std::vector<Value*>& idx, std::vector<Value*>* advanced) {
     const auto L = static_cast<std::size_t>(seg_axis_);
@@ -401,32 +423,14 @@ class KernelCodegen {
     b_.CreateCondBr(go, two, other);
     // Rows of two: the row at O advanced by `rows` (L stays 0).
     b_.SetInsertPoint(two);
-    Pos base = off_;
-    for (int d : outer_) {
-      for (int s = 0; s < nstreams_; ++s) {
-        Value* st = stride_[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
-        if (st) base[static_cast<std::size_t>(s)] = b_.CreateAdd(base[static_cast<std::size_t>(s)], b_.CreateMul(idx[static_cast<std::size_t>(d)], st, "", false, true), "", false, true);
-      }
-    }
+    const Pos base = offsets(idx);
     loop(rows, false, [&](Value* r) {
       const Pos row = step(base, static_cast<int>(O), r);
       point(0, row, nullptr);
       point(0, step(row, seg_axis_, b_.getInt64(1)), nullptr);
     });
     Value* n_two = b_.CreateShl(rows, b_.getInt64(1), "", true, true);
-    std::vector<Value*> adv_two = idx;
-    Value* inc = rows;
-    for (std::size_t a = A + 1; a-- > 0;) {  // the odometer from O on
-      const auto d = static_cast<std::size_t>(outer_[a]);
-      Value* v = b_.CreateAdd(idx[d], inc, "", true, true);
-      if (a == 0) {
-        adv_two[d] = v;
-        break;
-      }
-      Value* wrap = b_.CreateICmpEQ(v, ext_[d]);
-      adv_two[d] = b_.CreateSelect(wrap, b_.getInt64(0), v);
-      inc = b_.CreateZExt(wrap, i64_);
-    }
+    const std::vector<Value*> adv_two = advance(idx, rows, A);
     llvm::BasicBlock* two_end = b_.GetInsertBlock();
     b_.CreateBr(join);
     // Any other segment, as before.
@@ -453,13 +457,7 @@ class KernelCodegen {
   // One segment starting at outer point p, whose index per outer axis is
   // idx; returns its length.
   Value* segment(Value* p, Value* end, const std::vector<Value*>& idx) {
-    Pos base = off_;
-    for (int d : outer_) {
-      for (int s = 0; s < nstreams_; ++s) {
-        Value* st = stride_[static_cast<std::size_t>(s)][static_cast<std::size_t>(d)];
-        if (st) base[static_cast<std::size_t>(s)] = b_.CreateAdd(base[static_cast<std::size_t>(s)], b_.CreateMul(idx[static_cast<std::size_t>(d)], st, "", false, true), "", false, true);
-      }
-    }
+    const Pos base = offsets(idx);
     Value* n = b_.getInt64(1);
     if (seg_axis_ >= 0) {
       const auto L = static_cast<std::size_t>(seg_axis_);
