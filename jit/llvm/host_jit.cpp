@@ -508,7 +508,12 @@ class HostJit {
     }
     wake_.notify_all();
     idle_.notify_all();
-    if (t && t->joinable() && t->get_id() != std::this_thread::get_id()) t->join();
+    if (!t) return;
+    // Joined and freed; from the compiler thread itself (an exit it
+    // started) the object stays: deleting a joinable std::thread terminates.
+    if (t->joinable() && t->get_id() == std::this_thread::get_id()) return;
+    if (t->joinable()) t->join();
+    delete t;
   }
 
   HostJit() {
