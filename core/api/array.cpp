@@ -87,16 +87,21 @@ bool Array::is_evaluated(Loc loc) const {
   return graph()[id_].evaluated();
 }
 
+namespace {
+// Unevaluated roots of the current graph (its lock held), evaluated.
+void evaluate_roots(const std::vector<NodeId>& roots, const Loc& loc) {
+  trace::report_evaluating(roots, loc);  // a traced function may not read values
+  ++detail::stats_mut().evals;
+  detail::evaluate(roots);
+}
+}  // namespace
+
 // One array: aj::eval's work without its list (no handle copied into a
 // vector: that was an allocation and two atomic operations a call).
 const Array& Array::eval(Loc loc) const try {
   trace::own_node(*this, "eval", loc);
   GraphScope in(*g_);
-  if (graph()[id_].evaluated()) return *this;
-  const std::vector<NodeId> roots{id_};
-  trace::report_evaluating(roots, loc);  // a traced function may not read values
-  ++detail::stats_mut().evals;
-  detail::evaluate(roots);
+  if (!graph()[id_].evaluated()) evaluate_roots({id_}, loc);
   return *this;
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("eval", loc);
@@ -121,9 +126,7 @@ void eval(const std::vector<Array>& arrays, Loc loc) try {
       if (arrays[k].graph_of() == g && !graph()[arrays[k].node_id()].evaluated()) roots.push_back(arrays[k].node_id());
     }
     if (roots.empty()) continue;
-    trace::report_evaluating(roots, loc);  // a traced function may not read values
-    ++detail::stats_mut().evals;
-    detail::evaluate(roots);
+    evaluate_roots(roots, loc);
   }
 } catch (const std::bad_alloc&) {
   detail::out_of_memory("eval", loc);

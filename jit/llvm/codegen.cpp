@@ -401,7 +401,7 @@ class KernelCodegen {
   // upsampling's shapes; the second copy of the body costs LLVM time).
   bool pairs() const {
     if (mode_ != Mode::elementwise || seg_axis_ < 0 || outer_.size() < 2 || has_ranges() ||
-        k_.instrs.size() > kWindowBodyLimit || scalar_loops_ || has_scan_) {
+        k_.instrs.size() > kShortAxisBodyLimit || scalar_loops_ || has_scan_) {
       return false;
     }
     for (int s = 0; s < nstreams_; ++s) {
@@ -529,8 +529,8 @@ class KernelCodegen {
       });
     };
     const bool window = reduce_.size() >= 2 && stop == reduce_.size() && level + 2 >= stop &&
-                        k_.instrs.size() <= kWindowBodyLimit && !scalar_loops_ && !has_scan_;
-    if (!window || llvm::isa<llvm::Constant>(extent)) return general();
+                        k_.instrs.size() <= kShortAxisBodyLimit && !scalar_loops_ && !has_scan_;
+    if (!window) return general();
     auto* two = llvm::BasicBlock::Create(c_, "window.two", f_);
     auto* other = llvm::BasicBlock::Create(c_, "window.loop", f_);
     auto* join = llvm::BasicBlock::Create(c_, "window.done", f_);
@@ -543,7 +543,9 @@ class KernelCodegen {
     b_.CreateBr(join);
     b_.SetInsertPoint(join);
   }
-  static constexpr std::size_t kWindowBodyLimit = 48;  // kernel instructions
+  // The kernels the short-axis paths (window reductions, rows of two) are
+  // emitted for: their bodies are emitted more than once.
+  static constexpr std::size_t kShortAxisBodyLimit = 48;  // kernel instructions
 
   // Reducing the last axis: a scalar accumulator per Reduce instruction
   // (promoted to a register), float sums reassociated for vectorization.
